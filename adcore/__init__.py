@@ -1,0 +1,62 @@
+"""adcore: automatic differentiation of NumPy code through interchangeable, pluggable backends."""
+
+from __future__ import annotations
+
+from adcore import dispatch  # noqa: F401  (first: the op catalogue's specs call into it)
+from adcore import ops
+from adcore.api import backends, differentiate, get_backend, grad, jacobian, value_and_grad, vjp
+from adcore.backend import Backend
+from adcore.dispatch import Trace, bind
+from adcore.errors import (
+    AdcoreError,
+    GradientError,
+    GraphFreedError,
+    InvalidArgnumsError,
+    InvalidInputError,
+    InvalidOutputError,
+    MissingRuleError,
+    NonScalarOutputError,
+    PluginError,
+    UnknownBackendError,
+    UnknownOpError,
+    UnsupportedFunctionError,
+)
+from adcore.hookspecs import hookimpl
+from adcore.rules import unbroadcast
+from adcore.spec import Domain, OpSpec, Sample
+from adcore.tracer import Tracer, concrete
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdcoreError",
+    "Backend",
+    "Domain",
+    "GradientError",
+    "GraphFreedError",
+    "InvalidArgnumsError",
+    "InvalidInputError",
+    "InvalidOutputError",
+    "MissingRuleError",
+    "NonScalarOutputError",
+    "OpSpec",
+    "PluginError",
+    "Sample",
+    "Trace",
+    "Tracer",
+    "UnknownBackendError",
+    "UnknownOpError",
+    "UnsupportedFunctionError",
+    "backends",
+    "bind",
+    "concrete",
+    "differentiate",
+    "get_backend",
+    "grad",
+    "hookimpl",
+    "jacobian",
+    "ops",
+    "unbroadcast",
+    "value_and_grad",
+    "vjp",
+]

@@ -1,0 +1,56 @@
+"""Backend: the base class of every differentiator a plugin registers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adcore.errors import InvalidOutputError, NonScalarOutputError
+from adcore.tracer import Tracer
+
+
+class Backend:
+    """A differentiator. Subclasses set `name`, list the rule `kinds` they need, and
+    implement `value_and_jacobian`; `vjp` and `jvp` where they can do them directly.
+
+    `adcore.api` checks the call (f callable, argnums in range, float inputs) before a
+    backend sees it, and casts the results to each argument's dtype afterwards.
+    """
+
+    name: str = ""
+    kinds: tuple[str, ...] = ()
+
+    def value_and_jacobian(
+        self,
+        f: Callable[..., Any],
+        args: tuple,
+        argnums: Sequence[int],
+        *,
+        scalar_output: bool = False,
+        **options: Any,
+    ) -> tuple[Any, tuple[Any, ...]]:
+        """f(*args) and, per argnum, d f / d args[i] with shape out.shape + args[i].shape."""
+        raise NotImplementedError(f"backend {self.name!r} does not implement value_and_jacobian")
+
+    def vjp(self, f: Callable[..., Any], args: tuple, **options: Any) -> tuple[Any, Callable[[Any], tuple]]:
+        """f(*args) and a function from an output cotangent to the cotangent of every argument."""
+        raise NotImplementedError(f"backend {self.name!r} has no vjp; use backend='reverse'")
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name}>"
+
+
+def check_output(value: Any, backend: str, scalar: bool) -> None:
+    """The output must be one float array; for `grad`, a scalar one."""
+    if not isinstance(value, (Tracer, np.ndarray, np.generic, float, int)):
+        raise InvalidOutputError(
+            f"backend {backend!r}: the function returned {type(value).__name__}; it must return one "
+            "array (differentiate each output separately, or stack them)"
+        )
+    if scalar and np.shape(value) != ():
+        raise NonScalarOutputError(
+            f"grad needs a function with a scalar output, this one returned shape {np.shape(value)}; "
+            "use adcore.jacobian (or differentiate) for array outputs, or reduce the output (sum, mean)"
+        )

@@ -1,0 +1,62 @@
+"""One `bind` for every op call, and the per-thread stack of active transformations."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from adcore.tracer import Tracer
+
+_local = threading.local()
+
+
+class Trace:
+    """One active transformation. Its level orders it among the transformations nested now.
+
+    A backend subclasses this and overrides `process`: given an op, the call's
+    arguments (some of them this trace's tracers, the rest constants or tracers of
+    outer levels) and the op's static params, it returns the op's result as a value
+    of this trace.
+    """
+
+    level: int = 0
+
+    def process(self, op: Any, args: tuple, params: dict) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not process ops")
+
+
+def bind(op: Any, *args: Any, **params: Any) -> Any:
+    """Run `op` on `args`: the impl for plain values, else the innermost trace's `process`."""
+    top = None
+    for arg in args:
+        if isinstance(arg, Tracer):
+            trace = arg._trace
+            if top is None or trace.level > top.level:
+                top = trace
+    if top is None:
+        return op.impl(*args, **params)
+    return top.process(op, args, params)
+
+
+def _stack() -> list[Trace]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+@contextmanager
+def new_trace(trace_type: type[Trace], **kwargs: Any) -> Iterator[Trace]:
+    """Open a transformation one level inside the current ones; it is closed even if `f` raises."""
+    stack = _stack()
+    trace = trace_type(**kwargs)
+    # Level 0 belongs to eager values (such as reverse-mode Tensors made by hand), so
+    # every transformation opened here sits above them.
+    trace.level = len(stack) + 1
+    stack.append(trace)
+    try:
+        yield trace
+    finally:
+        stack.pop()

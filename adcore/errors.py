@@ -1,0 +1,57 @@
+"""The errors adcore raises: one base class, each subclass also the fitting builtin."""
+
+from __future__ import annotations
+
+
+class AdcoreError(Exception):
+    """Base class of every error adcore raises on purpose."""
+
+
+class _PlainKeyError(KeyError):
+    # KeyError quotes its message in str(); these messages are sentences, not keys.
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownBackendError(AdcoreError, _PlainKeyError):
+    """A backend name that no installed plugin registered."""
+
+
+class UnknownOpError(AdcoreError, _PlainKeyError, AttributeError):
+    """An op name that no loaded plugin registered."""
+
+
+class MissingRuleError(AdcoreError, NotImplementedError):
+    """An op has no rule of the kind a backend needs."""
+
+
+class NonScalarOutputError(AdcoreError, TypeError):
+    """`grad` was asked of a function whose output is not a scalar."""
+
+
+class InvalidInputError(AdcoreError, TypeError):
+    """An argument a derivative cannot be taken with respect to (integer, not an array, ...)."""
+
+
+class InvalidArgnumsError(AdcoreError, ValueError):
+    """`argnums` names an argument the call does not have."""
+
+
+class UnsupportedFunctionError(AdcoreError, TypeError):
+    """A NumPy function with no matching op was called on a traced value."""
+
+
+class PluginError(AdcoreError, RuntimeError):
+    """A plugin registered something invalid or clashing."""
+
+
+class GraphFreedError(AdcoreError, RuntimeError):
+    """A second backward pass through a graph whose buffers were already freed."""
+
+
+class GradientError(AdcoreError, RuntimeError):
+    """A backward pass that cannot run (no grad required, non-scalar root without a seed, ...)."""
+
+
+class InvalidOutputError(AdcoreError, TypeError):
+    """The differentiated function returned something that is not one float array."""

@@ -1,0 +1,62 @@
+"""The hook specifications: the whole plugin contract of adcore (pluggy project "adcore").
+
+A plugin is any object or module with functions marked `@adcore.hookimpl` and named
+after these specs. It is found through the "adcore" entry-point group (or registered
+by hand with `adcore.plugins.register_plugin`). Hooks are called once per plugin when
+adcore first needs its registry, in this order: ops, rules, backends. Each receives a
+`register` callback; what one plugin registers is recorded under its name, and if any
+of it is invalid the whole plugin is rolled back and reported, the others unaffected.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("adcore")
+hookimpl = pluggy.HookimplMarker("adcore")
+
+
+class RegisterOp(Protocol):
+    def __call__(self, spec: Any) -> None: ...
+
+
+class RegisterRule(Protocol):
+    def __call__(self, kind: str, op: str, rule: Any) -> None: ...
+
+
+class RegisterBackend(Protocol):
+    def __call__(self, backend: Any) -> None: ...
+
+
+@hookspec
+def adcore_register_ops(register: RegisterOp) -> None:
+    """Register ops: call `register(spec)` with an `adcore.OpSpec` for each.
+
+    Called first, once per plugin. An op name must be unique across all plugins: a
+    second plugin registering the same name is rejected, and both are named.
+    """
+
+
+@hookspec
+def adcore_register_rules(register: RegisterRule) -> None:
+    """Register differentiation rules: call `register(kind, op_name, rule)`.
+
+    Called after every plugin's ops are in, so a plugin may add rules for another
+    plugin's ops. `kind` names a rule table ("vjp" for the reverse backend, "jvp" for
+    forward, "sympy" for symbolic; a new backend may bring its own). `rule` is either a
+    tuple with one callable (or None, for "no derivative flows here") per input of the
+    op, or, for a variadic op, one callable taking the input's position first. The
+    arguments each kind's rules receive are given in `adcore.rules.RULE_KINDS`; a rule
+    whose signature does not fit its op's inputs is rejected.
+    """
+
+
+@hookspec
+def adcore_register_backends(register: RegisterBackend) -> None:
+    """Register differentiators: call `register(backend)` with an `adcore.Backend` instance.
+
+    Called last. The backend's `name` is what users pass as `backend=`; its `kinds`
+    lists the rule kinds it needs, so a missing rule can name the backends that work.
+    """

@@ -1,0 +1,29 @@
+"""`adcore.numpy`: differentiable functions under NumPy's names, NumPy itself for everything else.
+
+`anp.sin`, `anp.sum`, `anp.matmul`, ... are the registered ops; names that are not
+ops (array creation, dtypes, constants) fall through to NumPy, whose functions then
+work on traced values wherever adcore maps them to an op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as _np
+
+from adcore.ops.plugin import CORE_OPS
+
+globals().update({_spec.name: _spec for _spec in CORE_OPS})
+absolute = globals()["abs"]
+true_divide = globals()["divide"]
+amax = globals()["max"]
+amin = globals()["min"]
+
+
+def __getattr__(name: str) -> Any:
+    from adcore.plugins import get_registry
+
+    op = get_registry().ops.get(name)
+    if op is not None:
+        return op
+    return getattr(_np, name)

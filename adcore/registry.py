@@ -1,0 +1,174 @@
+"""Registry: the ops, the rule tables (kind -> op -> rule) and the backends, with who registered each."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from adcore.errors import MissingRuleError, PluginError, UnknownBackendError, UnknownOpError
+from adcore.rules import RULE_KINDS
+from adcore.spec import OpSpec
+
+
+@dataclass
+class PluginRecord:
+    """What one plugin is and what it registered (for `adcore plugins` and roll-back)."""
+
+    name: str
+    version: str = ""
+    hooks: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    rules: list[tuple[str, str]] = field(default_factory=list)
+    backends: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+class Registry:
+    """Everything the loaded plugins registered; built once by `adcore.plugins.get_registry`."""
+
+    def __init__(self) -> None:
+        self.ops: dict[str, OpSpec] = {}
+        self.rules: dict[str, dict[str, Any]] = defaultdict(dict)
+        self.backends: dict[str, Any] = {}
+        self.numpy_ops: dict[Any, OpSpec] = {}
+        self.plugins: dict[str, PluginRecord] = {}
+        self._owner: dict[tuple[str, ...], str] = {}
+
+    # --- registering ------------------------------------------------------------
+    def add_op(self, spec: OpSpec, plugin: str) -> None:
+        if not isinstance(spec, OpSpec):
+            raise PluginError(f"plugin {plugin!r} registered {spec!r}; register() takes an adcore.OpSpec")
+        self._claim(("op", spec.name), plugin, f"op {spec.name!r}")
+        self.ops[spec.name] = spec
+        for func in spec.numpy:
+            self.numpy_ops.setdefault(func, spec)
+        self.plugins[plugin].ops.append(spec.name)
+
+    def add_rule(self, kind: str, op: str, rule: Any, plugin: str) -> None:
+        if op not in self.ops:
+            raise PluginError(f"plugin {plugin!r} registered a {kind!r} rule for unknown op {op!r}")
+        _check_rule_fits(kind, self.ops[op], rule, plugin)
+        self._claim(("rule", kind, op), plugin, f"the {kind!r} rule for op {op!r}")
+        self.rules[kind][op] = rule
+        self.plugins[plugin].rules.append((kind, op))
+
+    def add_backend(self, backend: Any, plugin: str) -> None:
+        name = getattr(backend, "name", None)
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"plugin {plugin!r} registered {backend!r}, which has no name")
+        self._claim(("backend", name), plugin, f"backend {name!r}")
+        self.backends[name] = backend
+        self.plugins[plugin].backends.append(name)
+
+    def _claim(self, key: tuple[str, ...], plugin: str, what: str) -> None:
+        owner = self._owner.get(key)
+        if owner is not None:
+            raise PluginError(
+                f"plugin {plugin!r} registered {what}, which plugin {owner!r} already registered; "
+                f"rename it in one of them, or block one (ADCORE_BLOCK_PLUGINS={plugin})"
+            )
+        self._owner[key] = plugin
+
+    def remove_plugin(self, plugin: str) -> None:
+        """Undo everything `plugin` registered (it failed part-way)."""
+        record = self.plugins[plugin]
+        for name in record.ops:
+            spec = self.ops.pop(name)
+            for func in spec.numpy:
+                if self.numpy_ops.get(func) is spec:
+                    del self.numpy_ops[func]
+        for kind, op in record.rules:
+            del self.rules[kind][op]
+        for name in record.backends:
+            del self.backends[name]
+        self._owner = {k: v for k, v in self._owner.items() if v != plugin}
+        record.ops, record.rules, record.backends = [], [], []
+
+    # --- looking up -------------------------------------------------------------
+    def op(self, name: str) -> OpSpec:
+        try:
+            return self.ops[name]
+        except KeyError:
+            raise UnknownOpError(f"no op named {name!r}{_suggest(name, self.ops)}") from None
+
+    def backend(self, name: str) -> Any:
+        try:
+            return self.backends[name]
+        except KeyError:
+            installed = ", ".join(sorted(self.backends)) or "none"
+            raise UnknownBackendError(
+                f"no backend named {name!r}{_suggest(name, self.backends)}; installed backends: "
+                f"{installed}. Backends come from plugins: pip install adcore-{name} if it exists."
+            ) from None
+
+    def rule(self, kind: str, op: OpSpec, backend: str) -> Any:
+        """The `kind` rule of `op`, or a MissingRuleError naming the backends that can do it."""
+        rule = self.rules[kind].get(op.name)
+        if rule is None:
+            able = sorted(n for n, b in self.backends.items() if self.supports(b, op))
+            raise MissingRuleError(
+                f"op {op.name!r} has no {kind!r} rule, so backend {backend!r} cannot differentiate it; "
+                f"backends that can: {', '.join(able) or 'none'}. A plugin adds one with "
+                f"register({kind!r}, {op.name!r}, rule) in its adcore_register_rules hook."
+            )
+        return rule
+
+    def supports(self, backend: Any, op: OpSpec) -> bool:
+        return all(op.name in self.rules[kind] for kind in getattr(backend, "kinds", ()))
+
+
+def _suggest(name: str, known: Any) -> str:
+    close = difflib.get_close_matches(name, list(known), n=3)
+    return f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+
+
+def _check_rule_fits(kind: str, spec: OpSpec, rule: Any, plugin: str) -> None:
+    """Reject a rule whose shape or signature does not fit the op's inputs."""
+    where = f"plugin {plugin!r}: the {kind!r} rule for op {spec.name!r}"
+    leading = len(RULE_KINDS.get(kind, ()))
+    if spec.variadic:
+        if not callable(rule):
+            raise PluginError(f"{where} must be one callable (argnum, ...) since the op is variadic")
+        _check_callable(rule, 1 + leading, where, spec.params, variadic=True)
+        return
+    if isinstance(rule, tuple):
+        if len(rule) != spec.nin:
+            raise PluginError(f"{where} has {len(rule)} entries; the op has {spec.nin} input(s), one entry each")
+        for fn in rule:
+            if fn is not None:
+                _check_callable(fn, leading + spec.nin, where, spec.params)
+    elif callable(rule):
+        _check_callable(rule, leading + spec.nin, where, spec.params)
+    else:
+        raise PluginError(f"{where} must be a callable or a tuple of callables, got {rule!r}")
+
+
+def _check_callable(
+    fn: Any, npositional: int, where: str, param_names: tuple[str, ...], variadic: bool = False
+) -> None:
+    if not callable(fn):
+        raise PluginError(f"{where}: {fn!r} is not callable")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # builtins without a signature cannot be checked
+    params = list(sig.parameters.values())
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return
+    if variadic:
+        raise PluginError(f"{where} must accept the op's inputs as *args")
+    # the op's params arrive as keywords, so a parameter named like one is not an input
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in param_names
+    ]
+    required = [p for p in positional if p.default is p.empty]
+    if not len(required) <= npositional <= len(positional):
+        raise PluginError(
+            f"{where} takes {len(required)} positional argument(s) {str(sig)}; "
+            f"it must take {npositional} (its kind's leading arguments, then the op's inputs)"
+        )

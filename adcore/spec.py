@@ -1,0 +1,143 @@
+"""OpSpec: what an op computes (a NumPy reference impl) and where its inputs may be drawn from."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import adcore.dispatch as dispatch
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One call of an op for checking: its inputs and its static params."""
+
+    args: tuple
+    params: dict = field(default_factory=dict)
+
+
+SampleFn = Callable[[np.random.Generator, np.dtype], list[Sample]]
+
+
+@dataclass(eq=False)
+class OpSpec:
+    """An op: a name, a NumPy reference implementation, and how to draw inputs to check it.
+
+    - `impl(*inputs, **params)` computes the op on plain NumPy values.
+    - `nin` inputs are arrays; `variadic` ops (concatenate, stack) take any number.
+    - `differentiable` lists the inputs a derivative flows through (None: all);
+      the others (a `where` condition) are treated as constants by every backend.
+    - `params` name the static keyword params (axis, keepdims, shape, index, ...).
+    - `numpy` are the NumPy functions this op stands for when called on a tracer.
+    - `samples(rng, dtype)` draws the inputs the conformance checks use.
+    """
+
+    name: str
+    impl: Callable[..., Any]
+    nin: int = 1
+    differentiable: tuple[int, ...] | None = None
+    params: tuple[str, ...] = ()
+    numpy: tuple[Callable[..., Any], ...] = ()
+    samples: SampleFn | None = None
+    variadic: bool = False
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"op name {self.name!r} must be a Python identifier")
+        if not callable(self.impl):
+            raise TypeError(f"op {self.name!r}: impl must be callable, got {self.impl!r}")
+        if self.differentiable is not None and not self.variadic:
+            bad = [i for i in self.differentiable if not 0 <= i < self.nin]
+            if bad:
+                raise ValueError(f"op {self.name!r}: differentiable indices {bad} not below nin={self.nin}")
+
+    def __call__(self, *args: Any, **params: Any) -> Any:
+        """Call the op NumPy-style: params may come positionally after the inputs."""
+        if self.variadic:
+            if args and isinstance(args[0], (list, tuple)):
+                args, extra = tuple(args[0]), args[1:]
+            else:
+                extra = ()
+        elif len(args) > self.nin:
+            args, extra = args[: self.nin], args[self.nin :]
+        else:
+            return dispatch.bind(self, *args, **params)
+        if len(extra) > len(self.params):
+            raise TypeError(f"op {self.name!r} takes {self.nin} input(s) and params {list(self.params)}")
+        params.update(zip(self.params, extra))
+        return dispatch.bind(self, *args, **params)
+
+    def is_differentiable(self, argnum: int) -> bool:
+        return self.differentiable is None or argnum in self.differentiable
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+# --- sample domains ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where an input's values are drawn from: uniform in [low, high], optionally away from zero."""
+
+    low: float = -2.0
+    high: float = 2.0
+    away_from_zero: float = 0.0
+
+    def draw(self, rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        values = rng.uniform(self.low, self.high, size=shape)
+        if self.away_from_zero:
+            # push values out of (-gap, gap), keeping their sign, so kinks are not sampled
+            gap = self.away_from_zero
+            values = np.where(values >= 0, np.maximum(values, gap), np.minimum(values, -gap))
+        return np.asarray(values, dtype=dtype)
+
+
+REAL = Domain()
+POSITIVE = Domain(0.5, 3.0)
+UNIT_OPEN = Domain(-0.9, 0.9)  # arcsin, arccos
+NONZERO = Domain(-2.0, 2.0, away_from_zero=0.3)  # abs, divide's denominator, kinks at 0
+
+UNARY_SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (2, 3), (0,))
+# elementwise broadcasting pairs, including the seeds' 2x1 with 2x2
+BROADCAST_SHAPES: tuple[tuple[tuple[int, ...], ...], ...] = (
+    ((), ()),
+    ((3,), (3,)),
+    ((2, 1), (2, 2)),
+    ((2, 3), ()),
+    ((3,), (2, 3)),
+    ((4, 1, 3), (2, 1)),
+)
+
+
+def elementwise_samples(
+    *domains: Domain,
+    shapes: Sequence[tuple[tuple[int, ...], ...]] | None = None,
+    params: Sequence[dict] = ({},),
+) -> SampleFn:
+    """Samples for an elementwise op: one domain per input, unary shapes or broadcasting pairs."""
+    if shapes is None:
+        shapes = [(s,) * len(domains) for s in UNARY_SHAPES] if len(domains) == 1 else BROADCAST_SHAPES
+
+    def draw(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+        return [
+            Sample(tuple(d.draw(rng, s, dtype) for d, s in zip(domains, shape_set)), dict(p))
+            for shape_set, p in itertools.product(shapes, params)
+        ]
+
+    return draw
+
+
+def fixed_samples(*calls: tuple[tuple, dict], domain: Domain = REAL) -> SampleFn:
+    """Samples from explicit (input shapes, params) pairs, values drawn from `domain`."""
+
+    def draw(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+        return [Sample(tuple(domain.draw(rng, s, dtype) for s in shapes), dict(p)) for shapes, p in calls]
+
+    return draw

@@ -1,0 +1,96 @@
+"""The reverse backend: trace f on Tensors, then sweep backwards once per output element."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adcore import ops
+from adcore.backend import Backend, check_output
+from adcore.dispatch import new_trace
+from adcore_reverse.backward import backward_pass
+from adcore_reverse.tensor import ReverseTrace, Tensor
+
+
+class ReverseBackend(Backend):
+    """Reverse mode (a tape): one backward sweep per output element, so best for scalar losses."""
+
+    name = "reverse"
+    kinds = ("vjp",)
+
+    def value_and_jacobian(
+        self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], *, scalar_output: bool = False
+    ) -> tuple[Any, tuple[Any, ...]]:
+        out, leaves, trace = _trace(f, args, argnums)
+        value = _value(out, trace)
+        check_output(value, self.name, scalar_output)
+        if not _connected(out, trace):
+            return value, tuple(_zeros(np.shape(value), args[i]) for i in argnums)
+        shape = np.shape(value)
+        rows: list[list[Any]] = [[] for _ in argnums]
+        cells = list(np.ndindex(shape))
+        for k, index in enumerate(cells):
+            seed = np.zeros_like(value)
+            seed[index] = 1
+            reached = _sweep(out, seed, retain_graph=k < len(cells) - 1)
+            for row, leaf, arg in zip(rows, leaves, (args[i] for i in argnums)):
+                row.append(reached.get(leaf._seq, None))
+        jacs = tuple(_assemble(row, shape, args[i]) for row, i in zip(rows, argnums))
+        return value, jacs
+
+    def vjp(self, f: Callable[..., Any], args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
+        out, leaves, trace = _trace(f, args, range(len(args)))
+        value = _value(out, trace)
+        check_output(value, self.name, scalar=False)
+
+        def pullback(cotangent: Any) -> tuple:
+            cotangent = np.asarray(cotangent, dtype=np.result_type(value))
+            if cotangent.shape != np.shape(value):
+                raise ValueError(
+                    f"vjp: the cotangent has shape {cotangent.shape}, the output has shape {np.shape(value)}"
+                )
+            reached = _sweep(out, cotangent, retain_graph=True) if _connected(out, trace) else {}
+            return tuple(_or_zeros(reached.get(leaf._seq), arg) for leaf, arg in zip(leaves, args))
+
+        return value, pullback
+
+
+def _trace(f, args, argnums):
+    with new_trace(ReverseTrace) as trace:
+        inputs = list(args)
+        leaves = []
+        for i in argnums:
+            inputs[i] = Tensor._leaf(args[i], trace)
+            leaves.append(inputs[i])
+        out = f(*inputs)
+    return out, leaves, trace
+
+
+def _value(out: Any, trace: ReverseTrace) -> Any:
+    return out.value if isinstance(out, Tensor) and out._trace is trace else out
+
+
+def _connected(out: Any, trace: ReverseTrace) -> bool:
+    return isinstance(out, Tensor) and out._trace is trace and out.requires_grad
+
+
+def _sweep(out: Tensor, seed: Any, retain_graph: bool) -> dict[int, Any]:
+    return {leaf._seq: g for leaf, g in backward_pass(out, seed, retain_graph=retain_graph)}
+
+
+def _zeros(out_shape: tuple[int, ...], arg: Any) -> np.ndarray:
+    return np.zeros(out_shape + np.shape(arg), dtype=arg.dtype)
+
+
+def _or_zeros(g: Any, arg: Any) -> Any:
+    return _zeros((), arg) if g is None else g
+
+
+def _assemble(row: list[Any], out_shape: tuple[int, ...], arg: Any) -> Any:
+    """Stack one gradient per output element into shape out.shape + arg.shape."""
+    row = [_or_zeros(g, arg) for g in row]
+    if out_shape == ():
+        return row[0]
+    return ops.reshape(ops.stack(*row), shape=out_shape + np.shape(arg))

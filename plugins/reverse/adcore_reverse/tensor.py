@@ -1,0 +1,169 @@
+"""Tensor: reverse mode's traced value, and the eager API of seed 001 (backward, grad, hooks)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from adcore.dispatch import Trace, bind
+from adcore.errors import GradientError, InvalidInputError
+from adcore.plugins import get_registry
+from adcore.tracer import Tracer
+from adcore_reverse import grad_mode
+
+# Every Tensor gets the next number: a node is always numbered after its inputs, so
+# "newest first" is a topological order for the backward sweep.
+_numbers = itertools.count()
+
+
+class ReverseTrace(Trace):
+    """Records each op on Tensors of this trace as a node: op, params, inputs, VJP rule."""
+
+    def __init__(self) -> None:
+        self.since = grad_mode.depth()
+
+    def process(self, op: Any, args: tuple, params: dict) -> Tensor:
+        primals = tuple(a.value if isinstance(a, Tensor) and a._trace is self else a for a in args)
+        ans = bind(op, *primals, **params)
+        if grad_mode.is_recording(self.since):
+            for i, a in enumerate(args):
+                if isinstance(a, Tensor) and a.requires_grad and a._trace is self and op.is_differentiable(i):
+                    vjps = get_registry().rule("vjp", op, "reverse")
+                    return Tensor._node(ans, self, op, params, args, primals, vjps)
+        return Tensor._node(ans, self, None, None, None, None, None, requires_grad=False)
+
+
+EAGER = ReverseTrace()  # level 0: Tensors made by hand, outside any transformation
+EAGER.since = 0
+
+
+class Tensor(Tracer):
+    """An array that reverse mode traces.
+
+    Made by hand (`Tensor(data, requires_grad=True)`) it is eager, as in PyTorch:
+    ops on it record a graph, `backward()` fills `.grad` of the leaves. Inside
+    `adcore.differentiate(..., backend="reverse")` the arguments are Tensors of that
+    call's own trace. Python numbers become float64.
+    """
+
+    __slots__ = ("requires_grad", "grad", "_op", "_params", "_args", "_primals", "_vjps", "_seq", "_hooks")
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        if isinstance(data, Tensor):
+            data = data.value
+        value = np.asarray(data, dtype=np.float64) if isinstance(data, (int, float)) else np.asarray(data)
+        if requires_grad and value.dtype.kind != "f":
+            raise InvalidInputError(
+                f"only float32/float64 Tensors can require grad, got dtype {value.dtype}; "
+                "convert with np.asarray(data, float)"
+            )
+        self._init(value, EAGER, None, None, None, None, None, requires_grad)
+
+    def _init(self, value, trace, op, params, args, primals, vjps, requires_grad) -> None:
+        self.value = value
+        self._trace = trace
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._op = op
+        self._params = params
+        self._args = args
+        self._primals = primals
+        self._vjps = vjps
+        self._seq = next(_numbers)
+        self._hooks = None
+
+    @classmethod
+    def _node(cls, value, trace, op, params, args, primals, vjps, requires_grad=True) -> Tensor:
+        t = cls.__new__(cls)
+        t._init(value, trace, op, params, args, primals, vjps, requires_grad)
+        return t
+
+    @classmethod
+    def _leaf(cls, value: Any, trace: ReverseTrace) -> Tensor:
+        """A differentiated argument of a functional call."""
+        return cls._node(value, trace, None, None, None, None, None)
+
+    # --- the eager API ----------------------------------------------------------
+    @property
+    def data(self) -> Any:
+        return self.value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.value.dtype
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._op is None
+
+    @property
+    def op(self) -> str | None:
+        """Name of the op that made this Tensor (None for a leaf)."""
+        return None if self._op is None else self._op.name
+
+    def numpy(self) -> Any:
+        """The plain value, cut from the graph."""
+        return self.value
+
+    def detach(self) -> Tensor:
+        """The same value as a new leaf that does not require grad."""
+        return Tensor(self.value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if not self.is_leaf:
+            raise GradientError("requires_grad can only be changed on leaf Tensors; use detach() first")
+        if requires_grad and self.value.dtype.kind != "f":
+            raise InvalidInputError(f"only float Tensors can require grad, got dtype {self.value.dtype}")
+        self.requires_grad = requires_grad
+        return self
+
+    def register_hook(self, hook: Callable[[Any], Any]) -> Callable[[], None]:
+        """Call `hook(grad)` when this Tensor's gradient is computed; a non-None return replaces it.
+
+        Returns a function that removes the hook.
+        """
+        if not self.requires_grad:
+            raise GradientError("cannot register a hook on a Tensor that does not require grad")
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return lambda: self._hooks.remove(hook)
+
+    def backward(self, grad: Any = None, retain_graph: bool = False, create_graph: bool = False) -> None:
+        """Accumulate d self / d leaf into `.grad` of every leaf this Tensor depends on.
+
+        `grad` seeds the sweep (needed unless self is a scalar). The graph's buffers are
+        freed afterwards unless `retain_graph`; `create_graph` records the sweep itself,
+        so `.grad` is a Tensor that can be differentiated again.
+        """
+        from adcore_reverse.backward import backward_pass
+
+        if not self.requires_grad:
+            raise GradientError(
+                "this Tensor does not require grad: it was computed under no_grad(), or from "
+                "Tensors none of which has requires_grad=True"
+            )
+        if grad is None:
+            if self.value.shape != ():
+                raise GradientError(
+                    f"backward() without a seed needs a scalar, this Tensor has shape {self.shape}; "
+                    "pass grad= of that shape"
+                )
+            grad = np.ones_like(self.value)
+        elif isinstance(grad, Tensor) and not create_graph:
+            grad = grad.value
+        if create_graph and not isinstance(grad, Tensor):
+            grad = Tensor(grad)
+        for leaf, g in backward_pass(self, grad, retain_graph=retain_graph or create_graph, create_graph=create_graph):
+            leaf.grad = g if leaf.grad is None else leaf.grad + g
+
+    def __repr__(self) -> str:
+        extra = f", op={self.op}" if self._op is not None else (", requires_grad=True" if self.requires_grad else "")
+        return f"Tensor({self.value!r}{extra})"

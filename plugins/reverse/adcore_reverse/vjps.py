@@ -1,0 +1,201 @@
+"""VJP rules of the core ops: the "vjp" rule table the reverse backend needs.
+
+Each entry maps an op name to a tuple with one rule per input of the op:
+
+    rule(g, ans, *inputs, **params) -> the cotangent of that input
+
+`g` is the cotangent of the output, `ans` the output, `inputs` the op's inputs and
+`params` its static params as passed (so every param has NumPy's default here). The
+returned cotangent has the input's shape: binary ops `unbroadcast` it (seed 001,
+张量广播规律). `None` means no derivative flows to that input (zero-derivative ops,
+conditions). Variadic ops (concatenate, stack) have one rule taking the input's
+position first. Rules are written with adcore ops, never raw NumPy on values that
+might be traced, so the backward pass can itself be differentiated (reverse over
+reverse). Masks (comparisons) are computed on concrete values: they have no derivative.
+Conventions at kinks (abs'(0)=0, ties split equally, ...): docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import adcore.numpy as anp
+from adcore import concrete
+from adcore.rules import unbroadcast
+
+VJPS: dict[str, Any] = {}
+
+
+def defvjp(op: str, *rules: Any) -> None:
+    VJPS[op] = rules
+
+
+def defvjp_variadic(op: str, rule: Any) -> None:
+    VJPS[op] = rule
+
+
+def _mask(condition: Any, g: Any) -> np.ndarray:
+    """A concrete 0/1 (or weight) array in g's dtype."""
+    return np.asarray(condition, dtype=g.dtype)
+
+
+def _kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
+    """x's shape with the reduced axes set to 1 (what keepdims=True would give)."""
+    if axis is None:
+        return (1,) * x.ndim
+    axes = {a % x.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+    return tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+
+
+def _expand(g: Any, x: Any, axis: Any) -> Any:
+    """A reduction's cotangent, broadcast back over the input x."""
+    return anp.broadcast_to(anp.reshape(g, _kept_shape(x, axis)), x.shape)
+
+
+def _tie_weights(x: Any, ans: Any, axis: Any, g: Any) -> np.ndarray:
+    """1/k on each of the k elements equal to the max (or min), 0 elsewhere."""
+    x, ans = concrete(x), concrete(ans)
+    hit = x == np.reshape(ans, _kept_shape(x, axis))
+    return _mask(hit / np.sum(hit, axis=axis, keepdims=True), g)
+
+
+def _prod_vjp(g, ans, x, axis=None, keepdims=False):
+    # ans / x is the product of the others wherever x != 0; at a zero it is the product
+    # of the nonzero others if that zero is alone, else 0.
+    zero = concrete(x) == 0
+    nonzero_x = anp.where(zero, 1.0, x)
+    others = anp.prod(nonzero_x, axis=axis, keepdims=True)
+    alone = _mask(np.sum(zero, axis=axis, keepdims=True) == 1, g)
+    ans_kept = anp.reshape(ans, _kept_shape(x, axis))
+    partial = anp.where(zero, others * alone, ans_kept / nonzero_x)
+    return _expand(g, x, axis) * partial
+
+
+def _matmul_vjp(argnum: int):
+    def rule(g, ans, a, b):
+        # promote 1-d operands to matrices as matmul does, then A^T G and G B^T
+        a2 = a if a.ndim > 1 else anp.reshape(a, (1, a.shape[0]))
+        b2 = b if b.ndim > 1 else anp.reshape(b, (b.shape[0], 1))
+        g2 = g
+        if a.ndim == 1:
+            g2 = anp.expand_dims(g2, -2)
+        if b.ndim == 1:
+            g2 = anp.expand_dims(g2, -1)
+        if argnum == 0:
+            return anp.reshape(unbroadcast(anp.matmul(g2, _swap(b2)), a2), a.shape)
+        return anp.reshape(unbroadcast(anp.matmul(_swap(a2), g2), b2), b.shape)
+
+    return rule
+
+
+def _swap(x: Any) -> Any:
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return anp.transpose(x, axes)
+
+
+def _transpose_vjp(g, ans, x, axes=None):
+    if axes is None:
+        return anp.transpose(g)
+    return anp.transpose(g, tuple(int(i) for i in np.argsort([a % x.ndim for a in axes])))
+
+
+def _concatenate_vjp(i, g, ans, *xs, axis=0):
+    ax = axis % ans.ndim
+    start = int(np.sum([x.shape[ax] for x in xs[:i]], dtype=int))
+    return anp.getitem(g, index=(slice(None),) * ax + (slice(start, start + xs[i].shape[ax]),))
+
+
+def _stack_vjp(i, g, ans, *xs, axis=0):
+    return anp.getitem(g, index=(slice(None),) * (axis % ans.ndim) + (i,))
+
+
+def _clip_inside(x, a_min, a_max):
+    x = concrete(x)
+    lo = True if a_min is None else x >= concrete(a_min)
+    hi = True if a_max is None else x <= concrete(a_max)
+    return np.logical_and(lo, hi)
+
+
+def _positive_log(x):
+    return anp.log(anp.where(concrete(x) > 0, x, 1.0))
+
+
+# fmt: off
+# --- arithmetic -------------------------------------------------------------------
+defvjp("negative",   lambda g, ans, x: -g)
+defvjp("add",        lambda g, ans, x, y: unbroadcast(g, x),
+                     lambda g, ans, x, y: unbroadcast(g, y))
+defvjp("subtract",   lambda g, ans, x, y: unbroadcast(g, x),
+                     lambda g, ans, x, y: unbroadcast(-g, y))
+defvjp("multiply",   lambda g, ans, x, y: unbroadcast(g * y, x),
+                     lambda g, ans, x, y: unbroadcast(g * x, y))
+defvjp("divide",     lambda g, ans, x, y: unbroadcast(g / y, x),
+                     lambda g, ans, x, y: unbroadcast(-g * ans / y, y))
+defvjp("power",      lambda g, ans, x, y: unbroadcast(g * y * x ** (y - 1), x),
+                     lambda g, ans, x, y: unbroadcast(g * anp.where(concrete(x) > 0, ans * _positive_log(x), 0.0), y))
+defvjp("square",     lambda g, ans, x: g * 2 * x)
+defvjp("reciprocal", lambda g, ans, x: -g * ans * ans)
+defvjp("sqrt",       lambda g, ans, x: g * 0.5 / ans)
+
+# --- exponentials and logarithms ----------------------------------------------------
+defvjp("exp",        lambda g, ans, x: g * ans)
+defvjp("expm1",      lambda g, ans, x: g * (ans + 1))
+defvjp("log",        lambda g, ans, x: g / x)
+defvjp("log1p",      lambda g, ans, x: g / (1 + x))
+
+# --- trigonometric and hyperbolic -------------------------------------------------
+defvjp("sin",        lambda g, ans, x: g * anp.cos(x))
+defvjp("cos",        lambda g, ans, x: -g * anp.sin(x))
+defvjp("tan",        lambda g, ans, x: g * (1 + ans * ans))
+defvjp("arcsin",     lambda g, ans, x: g / anp.sqrt(1 - x * x))
+defvjp("arccos",     lambda g, ans, x: -g / anp.sqrt(1 - x * x))
+defvjp("arctan",     lambda g, ans, x: g / (1 + x * x))
+defvjp("arctan2",    lambda g, ans, y, x: unbroadcast(g * x / (x * x + y * y), y),
+                     lambda g, ans, y, x: unbroadcast(-g * y / (x * x + y * y), x))
+defvjp("sinh",       lambda g, ans, x: g * anp.cosh(x))
+defvjp("cosh",       lambda g, ans, x: g * anp.sinh(x))
+defvjp("tanh",       lambda g, ans, x: g * (1 - ans * ans))
+
+# --- kinks and steps -----------------------------------------------------------------
+defvjp("abs",        lambda g, ans, x: g * anp.sign(x))
+defvjp("sign",       None)
+defvjp("floor",      None)
+defvjp("round",      None)
+defvjp("maximum",    lambda g, ans, x, y: unbroadcast(g * _mask((concrete(x) > concrete(y)) + 0.5 * (concrete(x) == concrete(y)), g), x),
+                     lambda g, ans, x, y: unbroadcast(g * _mask((concrete(y) > concrete(x)) + 0.5 * (concrete(x) == concrete(y)), g), y))
+defvjp("minimum",    lambda g, ans, x, y: unbroadcast(g * _mask((concrete(x) < concrete(y)) + 0.5 * (concrete(x) == concrete(y)), g), x),
+                     lambda g, ans, x, y: unbroadcast(g * _mask((concrete(y) < concrete(x)) + 0.5 * (concrete(x) == concrete(y)), g), y))
+defvjp("clip",       lambda g, ans, x, a_min=None, a_max=None: g * _mask(_clip_inside(x, a_min, a_max), g))
+defvjp("where",      None,
+                     lambda g, ans, c, x, y: unbroadcast(anp.where(concrete(c), g, 0.0), x),
+                     lambda g, ans, c, x, y: unbroadcast(anp.where(concrete(c), 0.0, g), y))
+
+# --- reductions and matmul ----------------------------------------------------------
+defvjp("sum",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis))
+defvjp("mean",       lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * (max(ans.size, 1) / max(x.size, 1)))
+defvjp("prod",       _prod_vjp)
+defvjp("max",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * _tie_weights(x, ans, axis, g))
+defvjp("min",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * _tie_weights(x, ans, axis, g))
+defvjp("matmul",     _matmul_vjp(0), _matmul_vjp(1))
+
+# --- shapes and indexing ------------------------------------------------------------
+defvjp("transpose",    _transpose_vjp)
+defvjp("reshape",      lambda g, ans, x, shape: anp.reshape(g, x.shape))
+defvjp("broadcast_to", lambda g, ans, x, shape: unbroadcast(g, x))
+defvjp("expand_dims",  lambda g, ans, x, axis: anp.reshape(g, x.shape))
+defvjp("squeeze",      lambda g, ans, x, axis=None: anp.reshape(g, x.shape))
+defvjp("getitem",      lambda g, ans, x, index: anp.scatter_add(g, index=index, shape=x.shape))
+defvjp("scatter_add",  lambda g, ans, v, index, shape: unbroadcast(anp.getitem(g, index=index), v))
+defvjp_variadic("concatenate", _concatenate_vjp)
+defvjp_variadic("stack",       _stack_vjp)
+
+# --- neural-network ops -------------------------------------------------------------
+defvjp("sigmoid",     lambda g, ans, x: g * ans * (1 - ans))
+defvjp("relu",        lambda g, ans, x: g * _mask(concrete(x) > 0, g))
+defvjp("softplus",    lambda g, ans, x: g * anp.sigmoid(x))
+defvjp("softmax",     lambda g, ans, x, axis=-1: ans * (g - anp.sum(g * ans, axis=axis, keepdims=True)))
+defvjp("log_softmax", lambda g, ans, x, axis=-1: g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True))
+defvjp("logsumexp",   lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * anp.exp(x - _expand(ans, x, axis)))
+# fmt: on
