@@ -1,0 +1,40 @@
+"""Shared fixtures: throwaway plugins and a clean plugin environment for each test that asks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from adcore import plugins
+from adcore.registry import Registry
+
+PLUGIN_SWITCHES = ("ADCORE_DISABLE_PLUGIN_AUTOLOAD", "ADCORE_PLUGINS", "ADCORE_BLOCK_PLUGINS", "ADCORE_DEBUG")
+
+
+@pytest.fixture
+def clean_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No plugin switches set; the registry is rebuilt before and after the test."""
+    for name in PLUGIN_SWITCHES:
+        monkeypatch.delenv(name, raising=False)
+    plugins.reset()
+    yield
+    monkeypatch.undo()
+    plugins.reset()
+
+
+@pytest.fixture
+def register_plugin(clean_plugins: None) -> Iterator[Callable[[Any, str], Registry]]:
+    """register_plugin(obj, name) adds a throwaway plugin and returns the rebuilt registry;
+    every plugin added this way is removed when the test ends."""
+    names: list[str] = []
+
+    def register(obj: Any, name: str) -> Registry:
+        plugins.register_plugin(obj, name)
+        names.append(name)
+        return plugins.get_registry()
+
+    yield register
+    for name in names:
+        plugins.unregister_plugin(name)
