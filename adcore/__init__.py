@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from adcore import dispatch  # noqa: F401  (first: the op catalogue's specs call into it)
-from adcore import ops
+from adcore import (
+    dispatch,  # noqa: F401  (first: the op catalogue's specs call into it)
+    ops,
+)
 from adcore.api import backends, differentiate, get_backend, grad, jacobian, value_and_grad, vjp
 from adcore.backend import Backend
 from adcore.dispatch import Trace, bind

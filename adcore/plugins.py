@@ -92,7 +92,9 @@ def load() -> Registry:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if _wanted(ep.name):
             candidates.append((ep.name, ep.dist.version if ep.dist else "", ep))
-    candidates += [(name, "", obj) for name, obj in _by_hand.items() if name not in _names("ADCORE_BLOCK_PLUGINS")]
+    candidates += [
+        (name, "", obj) for name, obj in _by_hand.items() if name not in _names("ADCORE_BLOCK_PLUGINS")
+    ]
 
     for name, version, source in candidates:
         record = registry.plugins[name] = PluginRecord(name, version)

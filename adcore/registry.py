@@ -136,7 +136,9 @@ def _check_rule_fits(kind: str, spec: OpSpec, rule: Any, plugin: str) -> None:
         return
     if isinstance(rule, tuple):
         if len(rule) != spec.nin:
-            raise PluginError(f"{where} has {len(rule)} entries; the op has {spec.nin} input(s), one entry each")
+            raise PluginError(
+                f"{where} has {len(rule)} entries; the op has {spec.nin} input(s), one entry each"
+            )
         for fn in rule:
             if fn is not None:
                 _check_callable(fn, leading + spec.nin, where, spec.params)

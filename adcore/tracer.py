@@ -8,11 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import UnsupportedFunctionError
-
 # The op catalogue imports adcore.spec, which needs adcore.dispatch, which needs this
 # module's Tracer class at call time only; importing the catalogue here is safe.
 from adcore import plugins as _plugins
+from adcore.errors import UnsupportedFunctionError
 from adcore.ops import elementwise as _ew
 from adcore.ops import linalg as _linalg
 from adcore.ops import reductions as _red

@@ -35,7 +35,7 @@ class ReverseBackend(Backend):
             seed = np.zeros_like(value)
             seed[index] = 1
             reached = _sweep(out, seed, retain_graph=k < len(cells) - 1)
-            for row, leaf, arg in zip(rows, leaves, (args[i] for i in argnums)):
+            for row, leaf in zip(rows, leaves):
                 row.append(reached.get(leaf._seq, None))
         jacs = tuple(_assemble(row, shape, args[i]) for row, i in zip(rows, argnums))
         return value, jacs

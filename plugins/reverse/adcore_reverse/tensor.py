@@ -161,9 +161,15 @@ class Tensor(Tracer):
             grad = grad.value
         if create_graph and not isinstance(grad, Tensor):
             grad = Tensor(grad)
-        for leaf, g in backward_pass(self, grad, retain_graph=retain_graph or create_graph, create_graph=create_graph):
+        for leaf, g in backward_pass(
+            self, grad, retain_graph=retain_graph or create_graph, create_graph=create_graph
+        ):
             leaf.grad = g if leaf.grad is None else leaf.grad + g
 
     def __repr__(self) -> str:
-        extra = f", op={self.op}" if self._op is not None else (", requires_grad=True" if self.requires_grad else "")
+        extra = (
+            f", op={self.op}"
+            if self._op is not None
+            else (", requires_grad=True" if self.requires_grad else "")
+        )
         return f"Tensor({self.value!r}{extra})"
