@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from adcore.tracer import Tracer
@@ -47,16 +45,22 @@ def _stack() -> list[Trace]:
     return stack
 
 
-@contextmanager
-def new_trace(trace_type: type[Trace], **kwargs: Any) -> Iterator[Trace]:
-    """Open a transformation one level inside the current ones; it is closed even if `f` raises."""
-    stack = _stack()
-    trace = trace_type(**kwargs)
-    # Level 0 belongs to eager values (such as reverse-mode Tensors made by hand), so
-    # every transformation opened here sits above them.
-    trace.level = len(stack) + 1
-    stack.append(trace)
-    try:
-        yield trace
-    finally:
-        stack.pop()
+class new_trace:
+    """`with new_trace(TraceType) as trace`: open a transformation one level inside the
+    current ones; it is closed even if the traced function raises."""
+
+    __slots__ = ("trace", "stack")
+
+    def __init__(self, trace_type: type[Trace], **kwargs: Any) -> None:
+        self.trace = trace_type(**kwargs)
+        self.stack = _stack()
+
+    def __enter__(self) -> Trace:
+        # Level 0 belongs to eager values (such as reverse-mode Tensors made by hand),
+        # so every transformation opened here sits above them.
+        self.trace.level = len(self.stack) + 1
+        self.stack.append(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.pop()

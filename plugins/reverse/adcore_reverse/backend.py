@@ -29,6 +29,11 @@ class ReverseBackend(Backend):
         if not _connected(out, trace):
             return value, tuple(_zeros(np.shape(value), args[i]) for i in argnums)
         shape = np.shape(value)
+        if shape == ():  # one sweep: the common case of a scalar loss
+            reached = _sweep(out, np.result_type(value).type(1), retain_graph=False)
+            return value, tuple(
+                _or_zeros(reached.get(leaf._seq), args[i]) for leaf, i in zip(leaves, argnums)
+            )
         rows: list[list[Any]] = [[] for _ in argnums]
         cells = list(np.ndindex(shape))
         for k, index in enumerate(cells):
@@ -36,9 +41,8 @@ class ReverseBackend(Backend):
             seed[index] = 1
             reached = _sweep(out, seed, retain_graph=k < len(cells) - 1)
             for row, leaf in zip(rows, leaves):
-                row.append(reached.get(leaf._seq, None))
-        jacs = tuple(_assemble(row, shape, args[i]) for row, i in zip(rows, argnums))
-        return value, jacs
+                row.append(reached.get(leaf._seq))
+        return value, tuple(_assemble(row, shape, args[i]) for row, i in zip(rows, argnums))
 
     def vjp(self, f: Callable[..., Any], args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
         out, leaves, trace = _trace(f, args, range(len(args)))
@@ -91,6 +95,4 @@ def _or_zeros(g: Any, arg: Any) -> Any:
 def _assemble(row: list[Any], out_shape: tuple[int, ...], arg: Any) -> Any:
     """Stack one gradient per output element into shape out.shape + arg.shape."""
     row = [_or_zeros(g, arg) for g in row]
-    if out_shape == ():
-        return row[0]
     return ops.reshape(ops.stack(*row), shape=out_shape + np.shape(arg))

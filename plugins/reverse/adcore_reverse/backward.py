@@ -5,6 +5,8 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from typing import Any
 
+import numpy as np
+
 from adcore.errors import GraphFreedError
 from adcore_reverse.tensor import Tensor
 
@@ -52,7 +54,8 @@ def backward_pass(
                 if rule is None:
                     continue
                 gi = rule(g, ans, *inputs, **params)
-            gi = _same_dtype(gi, a)
+            if gi.__class__ is np.ndarray and gi.dtype is not a.value.dtype and gi.dtype != a.value.dtype:
+                gi = gi.astype(a.value.dtype)  # a rule promoted (float64 mask * float32 g)
             seq = a._seq
             if seq in pending:
                 pending[seq] = pending[seq] + gi
@@ -62,11 +65,3 @@ def backward_pass(
         if not retain_graph:
             node._args = node._primals = None
     return leaves
-
-
-def _same_dtype(g: Any, x: Tensor) -> Any:
-    # A rule may promote (a float64 mask times a float32 cotangent); keep the input's dtype.
-    dtype = getattr(g, "dtype", None)
-    if dtype is not None and dtype != x.value.dtype and not isinstance(g, Tensor):
-        return g.astype(x.value.dtype)
-    return g

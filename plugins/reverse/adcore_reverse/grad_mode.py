@@ -27,8 +27,8 @@ def is_recording(since: int = 0) -> bool:
     `no_grad()` around `adcore.grad(f)(x)` does not stop it, one inside `f` does.
     Eager Tensors were created at depth 0, so every switch counts for them.
     """
-    modes = _modes()
-    return len(modes) <= since or modes[-1]
+    modes = getattr(_local, "modes", None)
+    return not modes or len(modes) <= since or modes[-1]
 
 
 class _Switch(ContextDecorator):

@@ -26,14 +26,24 @@ class ReverseTrace(Trace):
         self.since = grad_mode.depth()
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
-        primals = tuple(a.value if isinstance(a, Tensor) and a._trace is self else a for a in args)
+        primals = [a.value if isinstance(a, Tensor) and a._trace is self else a for a in args]
         ans = bind(op, *primals, **params)
         if grad_mode.is_recording(self.since):
+            differentiable = op.differentiable
             for i, a in enumerate(args):
-                if isinstance(a, Tensor) and a.requires_grad and a._trace is self and op.is_differentiable(i):
-                    vjps = get_registry().rule("vjp", op, "reverse")
-                    return Tensor._node(ans, self, op, params, args, primals, vjps)
-        return Tensor._node(ans, self, None, None, None, None, None, requires_grad=False)
+                if (
+                    isinstance(a, Tensor)
+                    and a.requires_grad
+                    and a._trace is self
+                    and (differentiable is None or i in differentiable)
+                ):
+                    vjps = get_registry().rules["vjp"].get(op.name) or _missing_rule(op)
+                    return _make(ans, self, op, params, args, primals, vjps, True)
+        return _make(ans, self, None, None, None, None, None, False)
+
+
+def _missing_rule(op: Any) -> Any:
+    return get_registry().rule("vjp", op, "reverse")  # raises MissingRuleError, naming who can
 
 
 EAGER = ReverseTrace()  # level 0: Tensors made by hand, outside any transformation
@@ -60,31 +70,12 @@ class Tensor(Tracer):
                 f"only float32/float64 Tensors can require grad, got dtype {value.dtype}; "
                 "convert with np.asarray(data, float)"
             )
-        self._init(value, EAGER, None, None, None, None, None, requires_grad)
-
-    def _init(self, value, trace, op, params, args, primals, vjps, requires_grad) -> None:
-        self.value = value
-        self._trace = trace
-        self.requires_grad = requires_grad
-        self.grad = None
-        self._op = op
-        self._params = params
-        self._args = args
-        self._primals = primals
-        self._vjps = vjps
-        self._seq = next(_numbers)
-        self._hooks = None
-
-    @classmethod
-    def _node(cls, value, trace, op, params, args, primals, vjps, requires_grad=True) -> Tensor:
-        t = cls.__new__(cls)
-        t._init(value, trace, op, params, args, primals, vjps, requires_grad)
-        return t
+        _make(value, EAGER, None, None, None, None, None, requires_grad, self)
 
     @classmethod
     def _leaf(cls, value: Any, trace: ReverseTrace) -> Tensor:
         """A differentiated argument of a functional call."""
-        return cls._node(value, trace, None, None, None, None, None)
+        return _make(value, trace, None, None, None, None, None, True)
 
     # --- the eager API ----------------------------------------------------------
     @property
@@ -173,3 +164,22 @@ class Tensor(Tracer):
             else (", requires_grad=True" if self.requires_grad else "")
         )
         return f"Tensor({self.value!r}{extra})"
+
+
+def _make(value, trace, op, params, args, primals, vjps, requires_grad, t: Tensor | None = None) -> Tensor:
+    """A new Tensor (or `t`, filled): a node remembers its op, params, inputs (as given and
+    as primals) and its VJP rules; a leaf or a constant has None for all of them."""
+    if t is None:
+        t = Tensor.__new__(Tensor)
+    t.value = value
+    t._trace = trace
+    t.requires_grad = requires_grad
+    t.grad = None
+    t._op = op
+    t._params = params
+    t._args = args
+    t._primals = primals
+    t._vjps = vjps
+    t._seq = next(_numbers)
+    t._hooks = None
+    return t
