@@ -100,6 +100,7 @@ def load() -> Registry:
         record = registry.plugins[name] = PluginRecord(name, version)
         try:
             plugin = source.load() if isinstance(source, EntryPoint) else source
+            hash(plugin)  # pluggy keys plugins by object: a module, class or instance will do
             pm.register(plugin, name=name)
             record.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or ())
         except Exception as e:  # a plugin that cannot even load must not take the others down

@@ -139,9 +139,15 @@ def _check_rule_fits(kind: str, spec: OpSpec, rule: Any, plugin: str) -> None:
             raise PluginError(
                 f"{where} has {len(rule)} entries; the op has {spec.nin} input(s), one entry each"
             )
-        for fn in rule:
-            if fn is not None:
-                _check_callable(fn, leading + spec.nin, where, spec.params)
+        for i, fn in enumerate(rule):
+            if fn is None:
+                continue
+            if not spec.is_differentiable(i):
+                raise PluginError(
+                    f"{where} gives a rule for input {i}, which the op declares not differentiable; "
+                    "put None there"
+                )
+            _check_callable(fn, leading + spec.nin, where, spec.params)
     elif callable(rule):
         _check_callable(rule, leading + spec.nin, where, spec.params)
     else:

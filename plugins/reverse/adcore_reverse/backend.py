@@ -94,5 +94,7 @@ def _or_zeros(g: Any, arg: Any) -> Any:
 
 def _assemble(row: list[Any], out_shape: tuple[int, ...], arg: Any) -> Any:
     """Stack one gradient per output element into shape out.shape + arg.shape."""
+    if not row:  # an empty output: no sweep ran
+        return _zeros(out_shape, arg)
     row = [_or_zeros(g, arg) for g in row]
     return ops.reshape(ops.stack(*row), shape=out_shape + np.shape(arg))

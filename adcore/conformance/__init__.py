@@ -1,0 +1,5 @@
+"""Conformance: check every op's derivatives, on every backend, against its NumPy impl."""
+
+from adcore.conformance.gradcheck import CheckFailure, check_dtype_kept, check_vjp, numeric_jacobian
+
+__all__ = ["CheckFailure", "check_dtype_kept", "check_vjp", "numeric_jacobian"]
