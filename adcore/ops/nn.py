@@ -45,7 +45,9 @@ def _logsumexp(x, axis=None, keepdims=False):
 
 
 def _log_softmax(x, axis=-1):
-    return x - _logsumexp(x, axis=axis, keepdims=True)
+    # (x - m) - log sum exp(x - m): no cancellation between two large terms at +-1e3
+    shifted = _shifted(x, axis)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 def _identity(x):

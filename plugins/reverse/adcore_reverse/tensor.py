@@ -148,6 +148,11 @@ class Tensor(Tracer):
                     "pass grad= of that shape"
                 )
             grad = np.ones_like(self.value)
+        elif np.shape(grad) != self.shape:
+            raise GradientError(
+                f"backward(grad=...): the seed has shape {np.shape(grad)}, this Tensor has shape "
+                f"{self.shape}; they must match"
+            )
         elif isinstance(grad, Tensor) and not create_graph:
             grad = grad.value
         if create_graph and not isinstance(grad, Tensor):

@@ -1,0 +1,128 @@
+"""The backward sweep: retain_graph (seed 001 第四个问题), freeing, fan-in/fan-out, long chains, dtypes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from adcore_reverse import Tensor
+from adcore_reverse.backward import backward_pass
+
+from adcore import GraphFreedError
+
+
+def test_retain_graph_allows_a_second_backward():
+    # y = x³: each backward adds 3x² = 12 at x = 2
+    x = Tensor(2.0, requires_grad=True)
+    y = x**3
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad == 24.0
+
+
+def test_second_backward_without_retain_graph_raises_graph_freed():
+    x = Tensor(2.0, requires_grad=True)
+    y = np.sin(x) * x
+    y.backward()
+    with pytest.raises(GraphFreedError, match=r"'multiply'.*retain_graph=True"):
+        y.backward()
+
+
+def test_graph_freed_error_is_also_a_runtime_error():
+    # torch raises RuntimeError("Trying to backward through the graph a second time ...")
+    x = Tensor(2.0, requires_grad=True)
+    y = x * x
+    y.backward()
+    with pytest.raises(RuntimeError):
+        y.backward()
+
+
+def test_freed_shared_subgraph_is_detected_from_another_root():
+    # a and b share y = sin(x); a.backward() frees y, so b.backward() must not silently stop at y
+    x = Tensor(2.0, requires_grad=True)
+    y = np.sin(x)
+    a, b = y * 2.0, y * 3.0
+    a.backward()
+    with pytest.raises(GraphFreedError, match="'sin'"):
+        b.backward()
+
+
+def test_shared_subgraph_with_retain_graph_gives_both_gradients():
+    x = Tensor(2.0, requires_grad=True)
+    y = np.sin(x)
+    a, b = y * 2.0, y * 3.0
+    a.backward(retain_graph=True)
+    b.backward()
+    assert x.grad == pytest.approx(5 * np.cos(2.0))
+
+
+def test_a_third_backward_fails_after_retain_then_free():
+    x = Tensor(2.0, requires_grad=True)
+    y = x * x
+    y.backward(retain_graph=True)
+    y.backward()
+    with pytest.raises(GraphFreedError):
+        y.backward()
+    assert x.grad == 8.0  # the failed call added nothing
+
+
+def test_create_graph_retains_the_graph():
+    x = Tensor(2.0, requires_grad=True)
+    y = x * x
+    y.backward(create_graph=True)
+    y.backward()
+    assert float(x.grad.value) == 8.0
+
+
+def test_diamond_sums_both_paths():
+    # y = sin(x) · cos(x): dy/dx = cos² - sin²
+    x = Tensor(0.3, requires_grad=True)
+    (np.sin(x) * np.cos(x)).backward()
+    assert x.grad == pytest.approx(np.cos(0.6), rel=1e-14)
+
+
+def test_fan_out_of_one_leaf_into_many_uses():
+    # y = x + x + ... (10 times) + x·x: dy/dx = 10 + 2x
+    x = Tensor(1.5, requires_grad=True)
+    y = x * x
+    for _ in range(10):
+        y = y + x
+    y.backward()
+    assert x.grad == 13.0
+
+
+def test_backward_pass_returns_each_reached_leaf_once():
+    x = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    w = Tensor(np.array([3.0, 4.0]), requires_grad=True)
+    y = (x * w + x).sum()
+    reached = backward_pass(y, np.float64(1.0))
+    assert sorted(id(leaf) for leaf, _ in reached) == sorted([id(x), id(w)])
+    grads = {id(leaf): g for leaf, g in reached}
+    np.testing.assert_array_equal(grads[id(x)], [4.0, 5.0])
+    np.testing.assert_array_equal(grads[id(w)], [1.0, 2.0])
+
+
+def test_long_chain_does_not_hit_the_recursion_limit():
+    # DESIGN: graph walks are iterative; 10^5 multiplications by c give dy/dx = c^n
+    n, c = 100_000, 1.0000001
+    x = Tensor(1.0, requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = y * c
+    y.backward()
+    assert x.grad == pytest.approx(c**n, rel=1e-9)
+
+
+def test_float32_leaf_gets_a_float32_grad_despite_float64_constants():
+    x = Tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    (x * np.array([3.0, 4.0])).sum().backward()  # the product is promoted to float64
+    assert x.grad.dtype == np.float32
+    np.testing.assert_array_equal(x.grad, [3.0, 4.0])
+
+
+def test_mixed_precision_leaves_each_keep_their_dtype():
+    a = Tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    b = Tensor(np.array([3.0, 4.0], dtype=np.float64), requires_grad=True)
+    (a * b).sum().backward()
+    assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
+    np.testing.assert_array_equal(a.grad, [3.0, 4.0])
+    np.testing.assert_array_equal(b.grad, [1.0, 2.0])
