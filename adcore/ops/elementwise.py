@@ -71,8 +71,7 @@ clip = OpSpec(
 def _where_samples(rng: np.random.Generator, dtype) -> list[Sample]:
     pairs = (((3,), (3,), (3,)), ((2, 3), (2, 3), ()), ((2, 1), (2, 2), (2,)))
     return [
-        Sample((rng.random(c) > 0.5, REAL.draw(rng, x, dtype), REAL.draw(rng, y, dtype)))
-        for c, x, y in pairs
+        Sample((rng.random(c) > 0.5, REAL.draw(rng, x, dtype), REAL.draw(rng, y, dtype))) for c, x, y in pairs
     ]
 
 

@@ -22,7 +22,9 @@ def reduction_samples(domain: Domain, with_zeros: bool = False):
         for shape, axes in _SHAPE_AXES:
             for axis in axes:
                 for keepdims in (False, True):
-                    out.append(Sample((domain.draw(rng, shape, dtype),), {"axis": axis, "keepdims": keepdims}))
+                    out.append(
+                        Sample((domain.draw(rng, shape, dtype),), {"axis": axis, "keepdims": keepdims})
+                    )
         if with_zeros:
             one_zero = domain.draw(rng, (2, 3), dtype)
             one_zero[0, 1] = 0

@@ -50,7 +50,9 @@ def _scatter_add_samples(rng: np.random.Generator, dtype) -> list[Sample]:
 
 def _variadic_samples(*calls):
     def draw(rng: np.random.Generator, dtype) -> list[Sample]:
-        return [Sample(tuple(REAL.draw(rng, s, dtype) for s in shapes), {"axis": axis}) for shapes, axis in calls]
+        return [
+            Sample(tuple(REAL.draw(rng, s, dtype) for s in shapes), {"axis": axis}) for shapes, axis in calls
+        ]
 
     return draw
 
