@@ -98,7 +98,13 @@ def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar):
 
 
 def _argnums(argnums: Argnums, nargs: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    nums = (
+        (argnums,)
+        if isinstance(argnums, int)
+        else tuple(argnums)
+        if isinstance(argnums, (tuple, list))
+        else ()
+    )
     if not nums or not all(isinstance(i, int) for i in nums):
         raise InvalidArgnumsError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     bad = [i for i in nums if not -nargs <= i < nargs]
@@ -129,6 +135,7 @@ def _float_input(x: Any, i: int) -> Any:
 
 
 def _like(jac: Any, arg: Any) -> Any:
-    if isinstance(jac, Tracer):
+    """The derivative as an ndarray of the argument's dtype (a tracer when nested)."""
+    if isinstance(jac, Tracer) or (jac.__class__ is np.ndarray and jac.dtype == arg.dtype):
         return jac
     return np.asarray(jac, dtype=arg.dtype)

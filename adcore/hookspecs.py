@@ -45,11 +45,13 @@ def adcore_register_rules(register: RegisterRule) -> None:
 
     Called after every plugin's ops are in, so a plugin may add rules for another
     plugin's ops. `kind` names a rule table ("vjp" for the reverse backend, "jvp" for
-    forward, "sympy" for symbolic; a new backend may bring its own). `rule` is either a
-    tuple with one callable (or None, for "no derivative flows here") per input of the
-    op, or, for a variadic op, one callable taking the input's position first. The
-    arguments each kind's rules receive are given in `adcore.rules.RULE_KINDS`; a rule
-    whose signature does not fit its op's inputs is rejected.
+    forward, "sympy" for symbolic; a new backend may bring its own). For a per-input
+    kind (vjp, jvp) `rule` is a tuple with one callable, or None for "no derivative
+    flows here", per input of the op; for other kinds it is one callable; for a
+    variadic op it is one callable taking the input's position first. What each kind's
+    rules receive is in `adcore.rules.RULE_KINDS`. A rule whose form or signature does
+    not fit its op is rejected, and so is a rule for an input the op declares not
+    differentiable.
     """
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import pluggy
 
 from adcore import hookspecs
+from adcore.errors import PluginError
 from adcore.registry import PluginRecord, Registry
 
 ENTRY_POINT_GROUP = "adcore"
@@ -97,12 +98,24 @@ def load() -> Registry:
     ]
 
     for name, version, source in candidates:
+        if name in registry.plugins:
+            warnings.warn(
+                f"two adcore plugins are named {name!r}; only the first is loaded",
+                PluginWarning,
+                stacklevel=3,
+            )
+            continue
         record = registry.plugins[name] = PluginRecord(name, version)
         try:
             plugin = source.load() if isinstance(source, EntryPoint) else source
             hash(plugin)  # pluggy keys plugins by object: a module, class or instance will do
             pm.register(plugin, name=name)
-            record.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or ())
+            callers = pm.get_hookcallers(plugin) or ()
+            unknown = sorted(c.name for c in callers if not c.has_spec())
+            if unknown:
+                pm.unregister(plugin)
+                raise PluginError(f"hook(s) {unknown} are not adcore hooks; known hooks: {', '.join(HOOKS)}")
+            record.hooks = sorted(c.name for c in callers)
         except Exception as e:  # a plugin that cannot even load must not take the others down
             if name == ESSENTIAL:
                 raise

@@ -128,13 +128,13 @@ def _suggest(name: str, known: Any) -> str:
 def _check_rule_fits(kind: str, spec: OpSpec, rule: Any, plugin: str) -> None:
     """Reject a rule whose shape or signature does not fit the op's inputs."""
     where = f"plugin {plugin!r}: the {kind!r} rule for op {spec.name!r}"
-    leading = len(RULE_KINDS.get(kind, ()))
+    known = RULE_KINDS.get(kind)
+    leading = len(known.leading) if known else 0
     if spec.variadic:
         if not callable(rule):
             raise PluginError(f"{where} must be one callable (argnum, ...) since the op is variadic")
         _check_callable(rule, 1 + leading, where, spec.params, variadic=True)
-        return
-    if isinstance(rule, tuple):
+    elif isinstance(rule, tuple) and (known is None or known.per_input):
         if len(rule) != spec.nin:
             raise PluginError(
                 f"{where} has {len(rule)} entries; the op has {spec.nin} input(s), one entry each"
@@ -148,10 +148,12 @@ def _check_rule_fits(kind: str, spec: OpSpec, rule: Any, plugin: str) -> None:
                     "put None there"
                 )
             _check_callable(fn, leading + spec.nin, where, spec.params)
-    elif callable(rule):
+    elif callable(rule) and (known is None or not known.per_input):
         _check_callable(rule, leading + spec.nin, where, spec.params)
+    elif known is not None and known.per_input:
+        raise PluginError(f"{where} must be a tuple with one callable (or None) per input, got {rule!r}")
     else:
-        raise PluginError(f"{where} must be a callable or a tuple of callables, got {rule!r}")
+        raise PluginError(f"{where} must be one callable, got {rule!r}")
 
 
 def _check_callable(

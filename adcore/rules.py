@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from adcore.ops import reductions, shapes
 
-# kind -> the names of the arguments a rule of that kind receives before the op's inputs.
-# Every kind's rules then receive the op's static params as keyword arguments.
-RULE_KINDS: dict[str, tuple[str, ...]] = {
-    "vjp": ("g", "ans"),  # cotangent of the output, the output; returns this input's cotangent
-    "jvp": ("t", "ans"),  # tangent of this input, the output; returns the output's tangent
-    "sympy": (),  # sympy expressions for the inputs; returns the output expression
+
+@dataclass(frozen=True)
+class RuleKind:
+    """What a rule of one kind receives: `leading` arguments, then the op's inputs, then its
+    params as keywords. A `per_input` kind has one rule per input (a tuple, None where no
+    derivative flows); otherwise one callable computes the whole result."""
+
+    leading: tuple[str, ...]
+    per_input: bool
+
+
+RULE_KINDS: dict[str, RuleKind] = {
+    # cotangent of the output, the output -> the cotangent of this input
+    "vjp": RuleKind(("g", "ans"), per_input=True),
+    # tangent of this input, the output -> this input's share of the output's tangent
+    "jvp": RuleKind(("t", "ans"), per_input=True),
+    # sympy expressions for the inputs -> the output's expression
+    "sympy": RuleKind((), per_input=False),
 }
 
 

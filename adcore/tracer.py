@@ -10,6 +10,7 @@ import numpy as np
 
 # The op catalogue imports adcore.spec, which needs adcore.dispatch, which needs this
 # module's Tracer class at call time only; importing the catalogue here is safe.
+import adcore.dispatch as _dispatch  # at call time only: dispatch imports this module
 from adcore import plugins as _plugins
 from adcore.errors import UnsupportedFunctionError
 from adcore.ops import elementwise as _ew
@@ -83,7 +84,7 @@ class Tracer:
         return np.asarray(concrete(self)).item()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise TypeError(
+        raise UnsupportedFunctionError(
             f"cannot turn a traced value ({type(self).__name__}) into a plain NumPy array: "
             "that would silently cut it out of the derivative. Use adcore.numpy functions "
             "(or NumPy functions that adcore maps to ops), or adcore.ops.stop_gradient "
@@ -95,49 +96,49 @@ class Tracer:
 
     # --- arithmetic -----------------------------------------------------------
     def __neg__(self):
-        return _ew.negative(self)
+        return _dispatch.bind(_ew.negative, self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _ew.abs(self)
+        return _dispatch.bind(_ew.abs, self)
 
     def __add__(self, other):
-        return _ew.add(self, other)
+        return _dispatch.bind(_ew.add, self, other)
 
     def __radd__(self, other):
-        return _ew.add(other, self)
+        return _dispatch.bind(_ew.add, other, self)
 
     def __sub__(self, other):
-        return _ew.subtract(self, other)
+        return _dispatch.bind(_ew.subtract, self, other)
 
     def __rsub__(self, other):
-        return _ew.subtract(other, self)
+        return _dispatch.bind(_ew.subtract, other, self)
 
     def __mul__(self, other):
-        return _ew.multiply(self, other)
+        return _dispatch.bind(_ew.multiply, self, other)
 
     def __rmul__(self, other):
-        return _ew.multiply(other, self)
+        return _dispatch.bind(_ew.multiply, other, self)
 
     def __truediv__(self, other):
-        return _ew.divide(self, other)
+        return _dispatch.bind(_ew.divide, self, other)
 
     def __rtruediv__(self, other):
-        return _ew.divide(other, self)
+        return _dispatch.bind(_ew.divide, other, self)
 
     def __pow__(self, other):
-        return _ew.power(self, other)
+        return _dispatch.bind(_ew.power, self, other)
 
     def __rpow__(self, other):
-        return _ew.power(other, self)
+        return _dispatch.bind(_ew.power, other, self)
 
     def __matmul__(self, other):
-        return _linalg.matmul(self, other)
+        return _dispatch.bind(_linalg.matmul, self, other)
 
     def __rmatmul__(self, other):
-        return _linalg.matmul(other, self)
+        return _dispatch.bind(_linalg.matmul, other, self)
 
     # Comparisons have no derivative: they answer with plain boolean arrays.
     def __lt__(self, other):
@@ -198,7 +199,7 @@ class Tracer:
         return _ew.clip(self, a_min=a_min, a_max=a_max)
 
     def dot(self, other):
-        return _linalg.matmul(self, other)
+        return _dispatch.bind(_linalg.matmul, self, other)
 
     # --- NumPy's protocols ----------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -206,7 +207,7 @@ class Tracer:
             op = _numpy_op(ufunc)
             if op is not None:
                 return op(*inputs)
-            if ufunc.types and all(t.endswith("?") for t in ufunc.types):
+            if all(t.endswith("?") for t in ufunc.types if "O" not in t):
                 # predicates (greater, isfinite, logical_and, ...) have no derivative
                 return ufunc(*(concrete(x) for x in inputs))
         details = f" with {sorted(kwargs)}" if kwargs else ""
@@ -221,7 +222,7 @@ class Tracer:
             return func(*(concrete(a) for a in args), **kwargs)
         if func in _LIKE_FUNCTIONS:
             return func(concrete(args[0]), *args[1:], **kwargs)
-        raise _unsupported(f"numpy.{func.__name__}")
+        raise _unsupported(f"{func.__module__}.{func.__name__}")
 
 
 def _numpy_op(func: Any) -> Any:

@@ -30,7 +30,7 @@ class ReverseBackend(Backend):
             return value, tuple(_zeros(np.shape(value), args[i]) for i in argnums)
         shape = np.shape(value)
         if shape == ():  # one sweep: the common case of a scalar loss
-            reached = _sweep(out, np.result_type(value).type(1), retain_graph=False)
+            reached = _sweep(out, value.dtype.type(1), retain_graph=False)
             return value, tuple(
                 _or_zeros(reached.get(leaf._seq), args[i]) for leaf, i in zip(leaves, argnums)
             )

@@ -22,8 +22,9 @@ _numbers = itertools.count()
 class ReverseTrace(Trace):
     """Records each op on Tensors of this trace as a node: op, params, inputs, VJP rule."""
 
-    def __init__(self) -> None:
+    def __init__(self, vjp_rules: dict | None = None) -> None:
         self.since = grad_mode.depth()
+        self.vjp_rules = get_registry().rules["vjp"] if vjp_rules is None else vjp_rules
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
         primals = [a.value if isinstance(a, Tensor) and a._trace is self else a for a in args]
@@ -37,17 +38,28 @@ class ReverseTrace(Trace):
                     and a._trace is self
                     and (differentiable is None or i in differentiable)
                 ):
-                    vjps = get_registry().rules["vjp"].get(op.name) or _missing_rule(op)
+                    vjps = self.vjp_rules.get(op.name) or _missing_rule(op)
                     return _make(ans, self, op, params, args, primals, vjps, True)
         return _make(ans, self, None, None, None, None, None, False)
+
+
+class EagerTrace(ReverseTrace):
+    """Level 0, for Tensors made by hand: it lives as long as the program, so it reads the
+    rule table from the registry at each op (plugins may be reloaded meanwhile)."""
+
+    def __init__(self) -> None:
+        self.since = 0
+
+    @property
+    def vjp_rules(self) -> dict:
+        return get_registry().rules["vjp"]
 
 
 def _missing_rule(op: Any) -> Any:
     return get_registry().rule("vjp", op, "reverse")  # raises MissingRuleError, naming who can
 
 
-EAGER = ReverseTrace()  # level 0: Tensors made by hand, outside any transformation
-EAGER.since = 0
+EAGER = EagerTrace()
 
 
 class Tensor(Tracer):

@@ -1,0 +1,492 @@
+"""adcore.api: differentiate/grad/jacobian/value_and_grad/vjp/backends, their shapes, dtypes and errors."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import adcore
+from adcore.dispatch import Trace, new_trace
+
+X = np.array([0.5, -1.0, 2.0])
+
+
+def _square_sum(x):
+    return np.sum(x * x)
+
+
+def _open_levels() -> int:
+    """How many transformations are open in this thread (a new one sits one level above them)."""
+    with new_trace(Trace) as probe:
+        return probe.level - 1
+
+
+def _check_clean_state() -> None:
+    """No transformation is left open and a plain gradient is right: d/dx sum(x^2) = 2x."""
+    assert _open_levels() == 0
+    np.testing.assert_allclose(adcore.grad(_square_sum)(X), 2 * X)
+
+
+# --- backends ------------------------------------------------------------------------
+
+
+def test_backends_lists_reverse_sorted():
+    names = adcore.backends()
+    assert "reverse" in names  # the reverse plugin is installed in this checkout
+    assert names == sorted(names)
+
+
+def test_get_backend_returns_the_named_backend():
+    backend = adcore.get_backend("reverse")
+    assert isinstance(backend, adcore.Backend)
+    assert backend.name == "reverse"
+
+
+# --- shapes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("out_shape", "arg_shape"),
+    [((), ()), ((), (3,)), ((3,), ()), ((2, 3), (2, 3)), ((4,), (2, 3)), ((2, 1), (3,))],
+)
+def test_differentiate_shape_is_out_shape_plus_arg_shape(out_shape, arg_shape):
+    c = np.arange(1.0, 1.0 + np.prod(out_shape, dtype=int)).reshape(out_shape)
+
+    def f(x):
+        return c * np.sum(x)  # out[i] = c[i] * sum(x), so d out[i] / d x[j] = c[i]
+
+    x = np.ones(arg_shape)
+    jac = adcore.differentiate(f, backend="reverse")(x)
+    assert jac.shape == out_shape + arg_shape
+    np.testing.assert_allclose(jac, np.multiply.outer(c, np.ones(arg_shape)))
+
+
+def test_jacobian_is_differentiate():
+    assert adcore.jacobian is adcore.differentiate
+
+
+def test_jacobian_of_elementwise_sin_is_diagonal_cos():
+    jac = adcore.jacobian(np.sin)(X)
+    np.testing.assert_allclose(jac, np.diag(np.cos(X)))  # d sin(x_i)/d x_j = cos(x_i) [i == j]
+
+
+def test_grad_of_python_float_is_0d_array():
+    g = adcore.grad(lambda x: x**3)(2.0)
+    assert np.shape(g) == ()
+    assert g == pytest.approx(12.0)  # 3 x^2 at x = 2
+
+
+# --- argnums -------------------------------------------------------------------------
+
+
+def test_tuple_argnums_returns_a_tuple_in_order():
+    grads = adcore.grad(lambda a, b: np.sum(a * b**2), argnums=(1, 0))(X, 3 * X)
+    assert isinstance(grads, tuple)
+    assert len(grads) == 2
+    np.testing.assert_allclose(grads[0], 2 * X * 3 * X)  # d/db a b^2 = 2ab
+    np.testing.assert_allclose(grads[1], (3 * X) ** 2)  # d/da a b^2 = b^2
+
+
+def test_one_element_tuple_argnums_returns_a_one_element_tuple():
+    grads = adcore.grad(_square_sum, argnums=(0,))(X)
+    assert isinstance(grads, tuple)
+    assert len(grads) == 1
+    np.testing.assert_allclose(grads[0], 2 * X)
+
+
+def test_jacobian_tuple_argnums_shapes():
+    a, b = np.ones(2), np.ones(3)
+    ja, jb = adcore.jacobian(lambda a, b: a[:, None] * b, argnums=(0, 1))(a, b)
+    assert ja.shape == (2, 3, 2)
+    assert jb.shape == (2, 3, 3)
+
+
+def test_negative_argnums_counts_from_the_last_positional_argument():
+    a, b = X, np.array([4.0, 5.0, 6.0])
+    g = adcore.grad(lambda a, b: np.sum(a * b), argnums=-1)(a, b)
+    np.testing.assert_allclose(g, a)  # d/db sum(a b) = a
+
+
+def test_argnums_leaves_other_arguments_plain():
+    seen = []
+
+    def f(a, b):
+        seen.append(type(b))
+        return np.sum(a * b)
+
+    adcore.grad(f, argnums=0)(X, X)
+    assert seen == [np.ndarray]
+
+
+# --- dtypes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_grad_keeps_the_input_dtype(dtype):
+    x = X.astype(dtype)
+    g = adcore.grad(lambda x: np.sum(np.sin(x) * 2.0))(x)
+    assert g.dtype == dtype
+    np.testing.assert_allclose(g, 2 * np.cos(x), rtol=1e-6)
+
+
+def test_jacobian_keeps_float32():
+    x = X.astype(np.float32)
+    jac = adcore.jacobian(lambda x: x * x)(x)
+    assert jac.dtype == np.float32
+
+
+def test_float32_gradient_stays_float32_against_float64_constants():
+    x = X.astype(np.float32)
+    g = adcore.grad(lambda x: np.sum(x * np.float64(2.0)))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, [2.0, 2.0, 2.0])
+
+
+def test_value_and_grad_float32():
+    x = X.astype(np.float32)
+    value, g = adcore.value_and_grad(lambda x: np.sum(x * x))(x)
+    assert np.result_type(value) == np.float32
+    assert g.dtype == np.float32
+
+
+# --- keyword arguments and constants -------------------------------------------------
+
+
+def test_kwargs_pass_through_undifferentiated():
+    seen = []
+
+    def f(x, scale=1.0):
+        seen.append(scale)
+        return np.sum(x) * scale
+
+    g = adcore.grad(f)(X, scale=3.0)
+    np.testing.assert_allclose(g, [3.0, 3.0, 3.0])  # d/dx 3 sum(x) = 3
+    assert seen == [3.0]  # a plain float, not a tracer
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: 3.0, lambda x: np.float64(3.0), lambda x: np.sum(x * 0.0), lambda x: 3],
+    ids=["python-float", "numpy-scalar", "times-zero", "int"],
+)
+def test_output_independent_of_input_gives_zeros(f):
+    g = adcore.grad(f)(X)
+    assert g.shape == X.shape
+    np.testing.assert_array_equal(g, np.zeros(3))
+
+
+def test_constant_array_output_gives_zero_jacobian_of_right_shape_and_dtype():
+    x = np.ones(3, dtype=np.float32)
+    jac = adcore.jacobian(lambda x: np.ones((2, 2)))(x)
+    assert jac.shape == (2, 2, 3)
+    assert jac.dtype == np.float32
+    np.testing.assert_array_equal(jac, 0.0)
+
+
+def test_stop_gradient_gives_zeros():
+    g = adcore.grad(lambda x: np.sum(adcore.ops.stop_gradient(x) * 2.0))(X)
+    np.testing.assert_array_equal(g, np.zeros(3))
+
+
+# --- value_and_grad and vjp ----------------------------------------------------------
+
+
+def test_value_and_grad_returns_value_and_gradient():
+    value, g = adcore.value_and_grad(_square_sum)(X)
+    assert value == pytest.approx(np.sum(X * X))
+    np.testing.assert_allclose(g, 2 * X)
+
+
+def test_value_and_grad_evaluates_f_once():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.sum(x)
+
+    adcore.value_and_grad(f)(X)
+    assert len(calls) == 1
+
+
+def test_vjp_returns_output_and_a_tuple_of_cotangents():
+    a, b = X, np.array([4.0, 5.0, 6.0])
+    out, vjp_fn = adcore.vjp(lambda a, b: a * b, a, b)
+    np.testing.assert_allclose(out, a * b)
+    ct = np.array([1.0, 10.0, 100.0])
+    ga, gb = vjp_fn(ct)
+    np.testing.assert_allclose(ga, ct * b)  # (d out / d a)^T ct = ct * b
+    np.testing.assert_allclose(gb, ct * a)
+
+
+def test_vjp_fn_can_be_called_twice():
+    out, vjp_fn = adcore.vjp(np.sin, X)
+    first = vjp_fn(np.ones(3))[0]
+    second = vjp_fn(2 * np.ones(3))[0]
+    np.testing.assert_allclose(first, np.cos(X))
+    np.testing.assert_allclose(second, 2 * np.cos(X))
+
+
+def test_vjp_keeps_float32():
+    x = X.astype(np.float32)
+    out, vjp_fn = adcore.vjp(lambda x: x * x, x)
+    assert out.dtype == np.float32
+    assert vjp_fn(np.ones(3, np.float32))[0].dtype == np.float32
+
+
+def test_vjp_rejects_a_cotangent_of_the_wrong_shape():
+    _, vjp_fn = adcore.vjp(np.sin, X)
+    with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"):
+        vjp_fn(np.ones(2))
+
+
+def test_vjp_rejects_integer_primals():
+    with pytest.raises(adcore.InvalidInputError, match="int"):
+        adcore.vjp(np.sin, np.arange(3))
+
+
+# --- nesting -------------------------------------------------------------------------
+
+
+def test_grad_of_grad():
+    g2 = adcore.grad(adcore.grad(lambda x: x**3))(2.0)
+    assert g2 == pytest.approx(12.0)  # d^2/dx^2 x^3 = 6x at x = 2
+
+
+def test_nested_grad_does_not_confuse_perturbations():
+    # Siskind & Pearlmutter's example: d/dx [x * d/dy (x + y)] = d/dx x = 1.
+    g = adcore.grad(lambda x: x * adcore.grad(lambda y: x + y)(1.0))(1.0)
+    assert g == pytest.approx(1.0)
+
+
+# --- errors --------------------------------------------------------------------------
+
+
+def _raises_inside(x):
+    _ = x * 2.0
+    raise RuntimeError("raised inside f")
+
+
+ERROR_CASES = [
+    pytest.param(
+        lambda: adcore.grad(_square_sum, backend="no_such_backend")(X),
+        adcore.UnknownBackendError,
+        KeyError,
+        ["'no_such_backend'", "installed backends"],
+        id="unknown-backend",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda x: x * 2.0)(X),
+        adcore.NonScalarOutputError,
+        TypeError,
+        ["scalar", "(3,)", "jacobian"],
+        id="non-scalar-grad",
+    ),
+    pytest.param(
+        lambda: adcore.value_and_grad(lambda x: x * 2.0)(X),
+        adcore.NonScalarOutputError,
+        TypeError,
+        ["scalar", "(3,)"],
+        id="non-scalar-value-and-grad",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda x: np.sum(x))(np.array([1, 2, 3])),
+        adcore.InvalidInputError,
+        TypeError,
+        ["argument 0", "int64", "float"],
+        id="integer-array",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda x: x * x)(3),
+        adcore.InvalidInputError,
+        TypeError,
+        ["argument 0", "int", "float"],
+        id="python-int",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda a, b: np.sum(a * b), argnums=1)(X, np.array([1, 2, 3])),
+        adcore.InvalidInputError,
+        TypeError,
+        ["argument 1", "int64"],
+        id="integer-second-argument",
+    ),
+    pytest.param(
+        lambda: adcore.grad(_square_sum, argnums=1)(X),
+        adcore.InvalidArgnumsError,
+        ValueError,
+        ["argnums", "out of range", "1 positional"],
+        id="argnums-too-large",
+    ),
+    pytest.param(
+        lambda: adcore.grad(_square_sum, argnums=-2)(X),
+        adcore.InvalidArgnumsError,
+        ValueError,
+        ["argnums", "out of range"],
+        id="argnums-too-negative",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda a, b: np.sum(a * b), argnums=(0, 2))(X, X),
+        adcore.InvalidArgnumsError,
+        ValueError,
+        ["argnums", "out of range", "2 positional"],
+        id="argnums-tuple-out-of-range",
+    ),
+    pytest.param(
+        lambda: adcore.grad(_square_sum, argnums=())(X),
+        adcore.InvalidArgnumsError,
+        ValueError,
+        ["argnums", "non-empty"],
+        id="argnums-empty",
+    ),
+    pytest.param(
+        lambda: adcore.grad(_square_sum, argnums=0.0)(X),
+        adcore.InvalidArgnumsError,
+        ValueError,
+        ["argnums", "int"],
+        id="argnums-float",
+    ),
+    pytest.param(
+        lambda: adcore.grad(3.0)(X),
+        adcore.InvalidInputError,
+        TypeError,
+        ["function", "float"],
+        id="non-callable",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda x: (np.sum(x), np.sum(x)))(X),
+        adcore.InvalidOutputError,
+        TypeError,
+        ["tuple", "one array"],
+        id="tuple-output",
+    ),
+    pytest.param(
+        lambda: adcore.jacobian(lambda x: None)(X),
+        adcore.InvalidOutputError,
+        TypeError,
+        ["NoneType", "one array"],
+        id="none-output",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda x: np.sum(np.cumsum(x)))(X),
+        adcore.UnsupportedFunctionError,
+        TypeError,
+        ["numpy.cumsum", "register"],
+        id="np-cumsum",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda x: np.sum(np.linalg.inv(x)))(np.eye(2) * 2.0),
+        adcore.UnsupportedFunctionError,
+        TypeError,
+        ["numpy.linalg.inv", "register"],
+        id="np-linalg-inv",
+    ),
+    pytest.param(
+        lambda: adcore.grad(lambda x: np.sum(np.asarray(x)))(X),
+        adcore.AdcoreError,
+        TypeError,
+        ["traced", "stop_gradient"],
+        id="np-asarray",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "builtin", "words"), ERROR_CASES)
+def test_error_is_typed_says_what_is_wrong_and_leaves_state_clean(call, error, builtin, words):
+    with pytest.raises(error) as info:
+        call()
+    assert isinstance(info.value, adcore.AdcoreError)
+    assert isinstance(info.value, builtin)
+    message = str(info.value)
+    for word in words:
+        assert word in message, f"{word!r} not in {message!r}"
+    _check_clean_state()
+
+
+def test_unknown_backend_message_lists_every_installed_backend():
+    with pytest.raises(adcore.UnknownBackendError) as info:
+        adcore.differentiate(_square_sum, backend="nope")(X)
+    for name in adcore.backends():
+        assert name in str(info.value)
+
+
+def test_unknown_backend_message_suggests_a_close_name():
+    with pytest.raises(adcore.UnknownBackendError, match="did you mean 'reverse'"):
+        adcore.grad(_square_sum, backend="revers")(X)
+
+
+def test_unknown_backend_option_is_an_error_naming_the_option():
+    with pytest.raises(TypeError, match="no_such_option"):
+        adcore.grad(_square_sum, no_such_option=1)(X)
+
+
+def test_exception_inside_f_propagates_and_leaves_the_next_call_correct():
+    with pytest.raises(RuntimeError, match="raised inside f"):
+        adcore.grad(_raises_inside)(X)
+    _check_clean_state()
+
+
+def test_exception_inside_nested_f_leaves_the_next_call_correct():
+    def outer(x):
+        return adcore.grad(_raises_inside)(x)
+
+    with pytest.raises(RuntimeError, match="raised inside f"):
+        adcore.grad(outer)(2.0)
+    _check_clean_state()
+
+
+# --- scale ---------------------------------------------------------------------------
+
+
+def test_a_long_chain_does_not_hit_the_recursion_limit():
+    steps, c = 100_000, 1.0000001
+
+    def f(x):
+        for _ in range(steps):
+            x = x * c
+        return x
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000)  # far below the chain's length
+    try:
+        g = adcore.grad(f)(1.0)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert g == pytest.approx(c**steps, rel=1e-9)  # d/dx c^n x = c^n
+
+
+def test_a_long_sin_chain_gives_the_product_of_cosines():
+    steps, x0 = 100_000, 1.0
+
+    def f(x):
+        for _ in range(steps):
+            x = np.sin(x)
+        return x
+
+    # chain rule: d x_n / d x_0 = prod_k cos(x_k) over the iterates x_0 .. x_{n-1}
+    expected, x = 1.0, x0
+    for _ in range(steps):
+        expected *= np.cos(x)
+        x = np.sin(x)
+    assert adcore.grad(f)(x0) == pytest.approx(expected, rel=1e-9)
+
+
+def test_memory_stays_flat_over_many_grad_calls():
+    g = adcore.grad(lambda x: np.sum(np.sin(x) * x))
+    x = np.linspace(-1.0, 1.0, 8)
+    tracemalloc.start()
+    try:
+        for _ in range(1_000):
+            g(x)
+        gc.collect()
+        after_warmup = tracemalloc.get_traced_memory()[0]
+        for _ in range(9_000):
+            g(x)
+        gc.collect()
+        after_all = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # a leak of even one small object per call would be ~9000 objects, hundreds of KiB
+    assert after_all - after_warmup < 64 * 1024

@@ -1,0 +1,556 @@
+"""adcore.plugins: loading built-ins, hand-registered and entry-point plugins; clashes, failures, switches."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import adcore
+from adcore import plugins
+from adcore.plugins import PluginWarning, get_registry
+
+X = np.array([0.5, -1.0, 2.0])
+
+
+def _op_plugin(*names: str, scale: float = 2.0):
+    """A plugin registering ops `names`, each x -> scale * x, with their vjp rules."""
+
+    class OpPlugin:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            for name in names:
+                register(adcore.OpSpec(name, lambda x: scale * x))
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            for name in names:
+                register("vjp", name, (lambda g, ans, x: scale * g,))
+
+    return OpPlugin()
+
+
+class _Raising:
+    """A plugin whose backends hook raises after registering an op, a rule and a backend."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    @adcore.hookimpl
+    def adcore_register_ops(self, register):
+        self.calls.append("ops")
+        register(adcore.OpSpec("rolled_back_op", np.cumsum, numpy=(np.cumsum,)))
+
+    @adcore.hookimpl
+    def adcore_register_rules(self, register):
+        self.calls.append("rules")
+        register("vjp", "rolled_back_op", (lambda g, ans, x: g,))
+        register("rolled_back_kind", "sin", (lambda x: x,))  # a rule for a core op, a kind of its own
+
+    @adcore.hookimpl
+    def adcore_register_backends(self, register):
+        self.calls.append("backends")
+
+        class Half(adcore.Backend):
+            name = "rolled_back_backend"
+
+        register(Half())
+        raise RuntimeError("the backend hook broke")
+
+
+# --- what loads by default -------------------------------------------------------------------
+
+
+def test_core_and_reverse_load_without_failures(clean_plugins):
+    registry = get_registry()
+    assert "core" in registry.plugins
+    assert "reverse" in registry.plugins
+    assert registry.plugins["reverse"].version  # from the installed distribution's metadata
+    assert "sin" in registry.plugins["core"].ops
+    assert "reverse" in registry.plugins["reverse"].backends
+    assert ("vjp", "sin") in registry.plugins["reverse"].rules
+    assert plugins.failures() == {}
+
+
+def test_registry_is_built_once_and_rebuilt_after_reset(clean_plugins):
+    first = get_registry()
+    assert get_registry() is first
+    plugins.reset()
+    assert get_registry() is not first
+
+
+def test_a_plugin_may_register_rules_for_another_plugins_op(register_plugin):
+    class OpsOnly:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            register(adcore.OpSpec("shared_op", lambda x: 5 * x))
+
+    class RulesOnly:
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            register("vjp", "shared_op", (lambda g, ans, x: 5 * g,))
+
+    # registered together (no registry built in between), the rules plugin loading first:
+    # every plugin's ops are in before any plugin's rules
+    plugins.register_plugin(RulesOnly(), "rules_first")
+    try:
+        register_plugin(OpsOnly(), "ops_second")
+        assert plugins.failures() == {}
+        assert adcore.grad(lambda x: adcore.ops.shared_op(x))(1.0) == pytest.approx(5.0)
+    finally:
+        plugins.unregister_plugin("rules_first")
+
+
+def test_unregister_plugin_removes_its_ops(register_plugin):
+    register_plugin(_op_plugin("temporary_op"), "temporary")
+    assert "temporary_op" in adcore.ops
+    plugins.unregister_plugin("temporary")
+    assert "temporary_op" not in adcore.ops
+
+
+# --- clashes -----------------------------------------------------------------------------------
+
+
+def test_second_plugin_registering_the_same_op_is_rejected_naming_both(register_plugin):
+    register_plugin(_op_plugin("clash_op", scale=2.0), "clash_first")
+    with pytest.warns(PluginWarning, match="'clash_second'"):
+        register_plugin(_op_plugin("clash_only_second", "clash_op", scale=3.0), "clash_second")
+    failures = plugins.failures()
+    assert set(failures) == {"clash_second"}
+    assert "'clash_first'" in failures["clash_second"]
+    assert "'clash_second'" in failures["clash_second"]
+    assert "'clash_op'" in failures["clash_second"]
+    assert "PluginError" in failures["clash_second"]
+    # the first plugin's op still works; the second is rolled back entirely
+    assert adcore.ops.clash_op(1.0) == 2.0
+    assert adcore.grad(lambda x: adcore.ops.clash_op(x))(1.0) == pytest.approx(2.0)
+    assert "clash_only_second" not in adcore.ops
+
+
+def test_a_plugin_registering_a_core_op_name_is_rejected_naming_core(register_plugin):
+    with pytest.warns(PluginWarning):
+        register_plugin(_op_plugin("sin"), "shadows_sin")
+    assert "'core'" in plugins.failures()["shadows_sin"]
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.sin(x)))(X), np.cos(X))
+
+
+def test_a_plugin_registering_a_second_vjp_for_a_core_op_is_rejected_naming_reverse(register_plugin):
+    class SecondSinRule:
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            register("vjp", "sin", (lambda g, ans, x: 0 * g,))
+
+    with pytest.warns(PluginWarning):
+        register_plugin(SecondSinRule(), "second_sin_rule")
+    assert "'reverse'" in plugins.failures()["second_sin_rule"]
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.sin(x)))(X), np.cos(X))
+
+
+# --- invalid rules ---------------------------------------------------------------------------------
+
+
+def test_a_rule_that_does_not_fit_the_ops_arity_is_rejected(register_plugin):
+    class WrongArity:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            register(adcore.OpSpec("wrong_arity_op", lambda x: x / 2))
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            register("vjp", "wrong_arity_op", (lambda g, x: g / 2,))  # forgot `ans`
+
+    with pytest.warns(PluginWarning, match="'wrong_arity'"):
+        register_plugin(WrongArity(), "wrong_arity")
+    reason = plugins.failures()["wrong_arity"]
+    assert "PluginError" in reason
+    assert "'wrong_arity_op'" in reason
+    assert "'vjp'" in reason
+    assert "wrong_arity_op" not in adcore.ops
+
+
+def test_a_rule_with_one_entry_too_many_is_rejected(register_plugin):
+    class TooMany:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            register(adcore.OpSpec("too_many_op", lambda x: x))
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            register("vjp", "too_many_op", (lambda g, ans, x: g, lambda g, ans, x: g))
+
+    with pytest.warns(PluginWarning):
+        register_plugin(TooMany(), "too_many")
+    assert "2 entries" in plugins.failures()["too_many"]
+
+
+def test_a_bare_callable_rule_for_a_non_variadic_op_is_rejected_at_load(register_plugin):
+    # hookspecs.adcore_register_rules: a tuple, one entry per input, unless the op is variadic;
+    # accepting it would only fail later, inside a backward pass.
+    class Bare:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            register(adcore.OpSpec("bare_rule_op", lambda x: 2 * x))
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            register("vjp", "bare_rule_op", lambda g, ans, x: 2 * g)
+
+    with pytest.warns(PluginWarning):
+        register_plugin(Bare(), "bare_rule")
+    assert "PluginError" in plugins.failures().get("bare_rule", "")
+    assert "bare_rule_op" not in adcore.ops
+
+
+def test_a_rule_for_an_unknown_op_is_rejected(register_plugin):
+    class Orphan:
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            register("vjp", "no_such_op", (lambda g, ans, x: g,))
+
+    with pytest.warns(PluginWarning):
+        register_plugin(Orphan(), "orphan")
+    assert "'no_such_op'" in plugins.failures()["orphan"]
+
+
+def test_an_op_without_a_vjp_rule_names_op_backend_and_fix(register_plugin):
+    class NoRule:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            register(adcore.OpSpec("ruleless_op", lambda x: 2 * x))
+
+    register_plugin(NoRule(), "no_rule")
+    assert adcore.ops.ruleless_op(1.0) == 2.0  # calling it is fine
+    with pytest.raises(adcore.MissingRuleError) as info:
+        adcore.grad(lambda x: adcore.ops.ruleless_op(x))(1.0)
+    assert isinstance(info.value, NotImplementedError)
+    message = str(info.value)
+    for word in ["'ruleless_op'", "'reverse'", "backends that can: none", "register('vjp', 'ruleless_op'"]:
+        assert word in message, f"{word!r} not in {message!r}"
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X)
+
+
+# --- failing plugins --------------------------------------------------------------------------------
+
+
+def test_a_plugin_whose_hook_raises_is_reported_by_name_and_others_still_work(register_plugin):
+    register_plugin(_op_plugin("healthy_op", scale=4.0), "healthy")
+    with pytest.warns(PluginWarning, match="'raising'.*the backend hook broke"):
+        register_plugin(_Raising(), "raising")
+    failures = plugins.failures()
+    assert set(failures) == {"raising"}
+    assert "adcore_register_backends" in failures["raising"]
+    assert "RuntimeError: the backend hook broke" in failures["raising"]
+    assert adcore.grad(lambda x: adcore.ops.healthy_op(x))(1.0) == pytest.approx(4.0)
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.sin(x)))(X), np.cos(X))
+
+
+def test_a_rolled_back_plugin_leaves_nothing_registered(register_plugin):
+    raising = _Raising()
+    with pytest.warns(PluginWarning):
+        registry = register_plugin(raising, "raising")
+    assert "rolled_back_op" not in adcore.ops
+    assert "rolled_back_op" not in registry.rules["vjp"]
+    assert "sin" not in registry.rules["rolled_back_kind"]
+    assert "rolled_back_backend" not in adcore.backends()
+    assert np.cumsum not in registry.numpy_ops
+    assert not any(owner == "raising" for owner in registry._owner.values())
+    record = registry.plugins["raising"]
+    assert (record.ops, record.rules, record.backends) == ([], [], [])
+    # np.cumsum is unsupported again, not silently routed to the rolled-back op
+    with pytest.raises(adcore.UnsupportedFunctionError, match="numpy.cumsum"):
+        adcore.grad(lambda x: np.sum(np.cumsum(x)))(X)
+
+
+def test_a_plugin_failing_in_its_ops_hook_is_not_called_again(register_plugin):
+    class FailsEarly:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            self.calls.append("ops")
+            raise ValueError("no ops today")
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            self.calls.append("rules")
+
+    plugin = FailsEarly()
+    with pytest.warns(PluginWarning):
+        register_plugin(plugin, "fails_early")
+    assert plugin.calls == ["ops"]
+    assert "ValueError: no ops today" in plugins.failures()["fails_early"]
+
+
+def test_a_hookimpl_with_the_wrong_arguments_fails_to_load_by_name(register_plugin):
+    class WrongArgument:
+        @adcore.hookimpl
+        def adcore_register_ops(self, reg):  # the spec's argument is `register`
+            pass
+
+    with pytest.warns(PluginWarning, match="'wrong_argument'"):
+        register_plugin(WrongArgument(), "wrong_argument")
+    assert "failed to load" in plugins.failures()["wrong_argument"]
+    assert "adcore_register_ops" in plugins.failures()["wrong_argument"]
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X)
+
+
+def test_a_hookimpl_named_after_no_hook_is_reported_by_name(register_plugin):
+    # hookspecs: a plugin's hookimpls are "named after these specs"; a misspelled one would
+    # otherwise be ignored silently and the plugin would seem to load while registering nothing.
+    class Misspelled:
+        @adcore.hookimpl
+        def adcore_register_op(self, register):  # no such hook: adcore_register_ops
+            register(adcore.OpSpec("misspelled_op", lambda x: x))
+
+    with pytest.warns(PluginWarning, match="'misspelled'"):
+        register_plugin(Misspelled(), "misspelled")
+    assert "adcore_register_op" in plugins.failures()["misspelled"]
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X)
+
+
+def test_failures_clear_once_the_bad_plugin_is_gone(register_plugin):
+    with pytest.warns(PluginWarning):
+        register_plugin(_Raising(), "raising")
+    assert "raising" in plugins.failures()
+    plugins.unregister_plugin("raising")
+    assert plugins.failures() == {}
+
+
+# --- backends from plugins -----------------------------------------------------------------------------
+
+
+class _ConstantBackend(adcore.Backend):
+    """A toy backend: every derivative is `value`; it records the options it was given."""
+
+    name = "constant_demo"
+    kinds = ()
+
+    def __init__(self) -> None:
+        self.options: list[dict] = []
+
+    def value_and_jacobian(self, f, args, argnums, *, scalar_output=False, **options):
+        self.options.append(options)
+        out = f(*args)
+        return out, tuple(np.full(np.shape(out) + np.shape(args[i]), 7.0) for i in argnums)
+
+
+def test_a_plugin_backend_is_installed_and_receives_options(register_plugin):
+    backend = _ConstantBackend()
+
+    class BackendPlugin:
+        @adcore.hookimpl
+        def adcore_register_backends(self, register):
+            register(backend)
+
+    register_plugin(BackendPlugin(), "constant_backend")
+    assert "constant_demo" in adcore.backends()
+    jac = adcore.differentiate(np.sin, backend="constant_demo", method="demo")(X.astype(np.float32))
+    assert backend.options == [{"method": "demo"}]
+    assert jac.shape == (3, 3)
+    assert jac.dtype == np.float32  # the API casts to the argument's dtype
+    np.testing.assert_array_equal(jac, 7.0)
+
+
+def test_a_plugin_backend_clashing_with_reverse_is_rejected(register_plugin):
+    class Impostor(adcore.Backend):
+        name = "reverse"
+
+    class ImpostorPlugin:
+        @adcore.hookimpl
+        def adcore_register_backends(self, register):
+            register(Impostor())
+
+    with pytest.warns(PluginWarning):
+        register_plugin(ImpostorPlugin(), "impostor")
+    assert "'reverse'" in plugins.failures()["impostor"]
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X)
+
+
+# --- switches ---------------------------------------------------------------------------------------------
+
+
+def test_disable_autoload_keeps_only_the_essential_core(clean_plugins, monkeypatch):
+    monkeypatch.setenv("ADCORE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    plugins.reset()
+    assert "sin" in adcore.ops
+    assert adcore.backends() == []
+    with pytest.raises(adcore.UnknownBackendError, match="installed backends: none"):
+        adcore.grad(np.sin)(1.0)
+
+
+def test_disable_autoload_with_an_allow_list_loads_the_listed(clean_plugins, monkeypatch):
+    monkeypatch.setenv("ADCORE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("ADCORE_PLUGINS", "reverse")
+    plugins.reset()
+    assert adcore.backends() == ["reverse"]
+
+
+def test_block_plugins_blocks_reverse(clean_plugins, monkeypatch):
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "reverse")
+    plugins.reset()
+    assert "reverse" not in adcore.backends()
+    assert "reverse" not in get_registry().plugins
+
+
+def test_the_core_catalogue_cannot_be_blocked(clean_plugins, monkeypatch):
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "core")
+    plugins.reset()
+    assert "sin" in adcore.ops
+    assert "core" in get_registry().plugins
+
+
+def test_block_plugins_blocks_a_hand_registered_plugin(register_plugin, monkeypatch):
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "blocked_by_hand")
+    register_plugin(_op_plugin("blocked_op"), "blocked_by_hand")
+    assert "blocked_op" not in adcore.ops
+
+
+def test_debug_prints_the_hook_trace_to_stderr(clean_plugins, monkeypatch, capsys):
+    monkeypatch.setenv("ADCORE_DEBUG", "1")
+    plugins.reset()
+    get_registry()
+    err = capsys.readouterr().err
+    for hook in plugins.HOOKS:
+        assert hook in err
+    assert "finish" in err  # pluggy's "finish <hook> --> <result>" lines
+
+
+def test_no_debug_prints_nothing(clean_plugins, capsys):
+    get_registry()
+    assert "adcore_register_ops" not in capsys.readouterr().err
+
+
+# --- third-party plugins through the real entry-point mechanism ---------------------------------------------
+
+DEMO = """
+import adcore
+
+
+@adcore.hookimpl
+def adcore_register_ops(register):
+    register(adcore.OpSpec("cube", lambda x: x**3))
+
+
+@adcore.hookimpl
+def adcore_register_rules(register):
+    register("vjp", "cube", (lambda g, ans, x: g * 3 * x**2,))
+"""
+
+BROKEN = """
+raise ImportError("adcore_broken_demo needs a module that is not installed")
+"""
+
+
+@pytest.fixture
+def install_dist(clean_plugins, tmp_path: Path, monkeypatch) -> Iterator[Callable[[str, str, str], None]]:
+    """install_dist(entry_name, module, source): a distribution on sys.path with an "adcore" entry point."""
+    modules: list[str] = []
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def install(entry_name: str, module: str, source: str) -> None:
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+        info = tmp_path / f"{module}-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[adcore]\n{entry_name} = {module}\n")
+        modules.append(module)
+        importlib.invalidate_caches()
+        plugins.reset()
+
+    yield install
+    for module in modules:
+        sys.modules.pop(module, None)
+
+
+def test_entry_point_plugin_is_loaded(install_dist):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    assert "cube" in adcore.ops
+    assert adcore.ops.cube is adcore.ops["cube"]
+    assert adcore.ops.cube(2.0) == 8.0
+    assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12  # 3 x^2 at x = 2
+    record = get_registry().plugins["demo"]
+    assert record.version == "0.1"
+    assert record.ops == ["cube"]
+    assert plugins.failures() == {}
+
+
+def test_entry_point_plugin_works_on_arrays_and_float32(install_dist):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    x = np.array([1.0, -2.0], dtype=np.float32)
+    g = adcore.grad(lambda x: np.sum(adcore.ops.cube(x)))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 3 * x**2)
+
+
+def test_entry_point_plugin_is_absent_with_autoload_disabled(install_dist, monkeypatch):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    monkeypatch.setenv("ADCORE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    plugins.reset()
+    assert "cube" not in adcore.ops
+    monkeypatch.setenv("ADCORE_PLUGINS", "demo")
+    plugins.reset()
+    assert "cube" in adcore.ops
+
+
+def test_entry_point_plugin_allow_list_excludes_the_unlisted(install_dist, monkeypatch):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    monkeypatch.setenv("ADCORE_PLUGINS", "demo")
+    plugins.reset()
+    assert "cube" in adcore.ops
+    assert "reverse" not in adcore.backends()
+
+
+def test_entry_point_plugin_can_be_blocked(install_dist, monkeypatch):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "demo")
+    plugins.reset()
+    assert "cube" not in adcore.ops
+    assert "demo" not in get_registry().plugins
+    assert "reverse" in adcore.backends()
+
+
+def test_block_wins_over_the_allow_list(install_dist, monkeypatch):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    monkeypatch.setenv("ADCORE_PLUGINS", "demo,reverse")
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", " demo ")
+    plugins.reset()
+    assert "cube" not in adcore.ops
+    assert "reverse" in adcore.backends()
+
+
+def test_entry_point_plugin_that_fails_to_import_is_named_and_others_work(install_dist):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    install_dist("broken", "adcore_broken_demo", BROKEN)
+    with pytest.warns(PluginWarning, match="'broken'"):
+        failures = plugins.failures()
+    assert set(failures) == {"broken"}
+    assert "failed to load" in failures["broken"]
+    assert "ImportError" in failures["broken"]
+    assert "not installed" in failures["broken"]
+    assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.sin(x)))(X), np.cos(X))
+
+
+def test_entry_point_plugin_clashing_with_a_core_op_is_named(install_dist):
+    install_dist(
+        "clashing",
+        "adcore_clashing_demo",
+        """
+        import adcore
+
+        @adcore.hookimpl
+        def adcore_register_ops(register):
+            register(adcore.OpSpec("exp", lambda x: x))
+        """,
+    )
+    with pytest.warns(PluginWarning, match="'clashing'"):
+        failures = plugins.failures()
+    assert "'core'" in failures["clashing"]
+    assert "'exp'" in failures["clashing"]
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.exp(x)))(X), np.exp(X))

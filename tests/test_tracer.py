@@ -1,0 +1,298 @@
+"""adcore.tracer: a Tracer behaves like an ndarray and turns arithmetic and NumPy calls into ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adcore
+from adcore.dispatch import Trace, bind, new_trace
+from adcore.tracer import Tracer, concrete
+
+M = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+
+
+class BoxTrace(Trace):
+    """Records the ops it sees (with their params) and boxes the results."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict]] = []
+
+    def process(self, op, args, params):
+        self.calls.append((op.name, params))
+        values = [a.value if isinstance(a, Box) and a._trace is self else a for a in args]
+        return Box(self, bind(op, *values, **params))
+
+
+class Box(Tracer):
+    def __init__(self, trace: Trace, value) -> None:
+        self._trace = trace
+        self.value = value
+
+
+@pytest.fixture
+def trace():
+    with new_trace(BoxTrace) as t:
+        yield t
+
+
+@pytest.fixture
+def box(trace):
+    return Box(trace, M.copy())
+
+
+def _ops(trace: BoxTrace) -> list[str]:
+    return [name for name, _ in trace.calls]
+
+
+# --- what NumPy asks of an array -----------------------------------------------------
+
+
+def test_shape_dtype_ndim_size_len(box):
+    assert box.shape == (2, 3)
+    assert box.dtype == np.float64
+    assert box.ndim == 2
+    assert box.size == 6
+    assert len(box) == 2
+
+
+def test_len_of_a_0d_tracer_is_a_type_error(trace):
+    with pytest.raises(TypeError, match="0-d"):
+        len(Box(trace, np.float64(1.0)))
+
+
+def test_iteration_yields_rows_through_getitem(trace, box):
+    rows = list(box)
+    assert len(rows) == 2
+    np.testing.assert_array_equal(concrete(rows[1]), M[1])
+    assert _ops(trace) == ["getitem", "getitem"]
+
+
+def test_bool_float_int_item_read_the_concrete_value(trace):
+    b = Box(trace, np.float64(2.5))
+    assert bool(b) is True
+    assert float(b) == 2.5
+    assert int(b) == 2
+    assert b.item() == 2.5
+    assert trace.calls == []
+
+
+def test_concrete_unwraps_every_level():
+    with new_trace(BoxTrace) as outer, new_trace(BoxTrace) as inner:
+        nested = Box(inner, Box(outer, np.float64(4.0)))
+        assert concrete(nested) == 4.0
+        assert concrete(5.0) == 5.0
+
+
+@pytest.mark.parametrize(
+    "convert", [np.asarray, np.array, lambda b: np.asarray(b, dtype=float)], ids=["asarray", "array", "dtype"]
+)
+def test_conversion_to_a_plain_array_raises(box, convert):
+    with pytest.raises(TypeError, match="stop_gradient"):
+        convert(box)
+
+
+def test_repr_names_the_class_and_value(trace):
+    assert repr(Box(trace, 1.5)) == "Box(1.5)"
+
+
+# --- arithmetic becomes ops ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "op", "expected"),
+    [
+        (lambda b: b + 1.0, "add", M + 1.0),
+        (lambda b: 1.0 + b, "add", 1.0 + M),
+        (lambda b: b - 1.0, "subtract", M - 1.0),
+        (lambda b: 1.0 - b, "subtract", 1.0 - M),
+        (lambda b: b * 2.0, "multiply", M * 2.0),
+        (lambda b: 2.0 * b, "multiply", 2.0 * M),
+        (lambda b: b / 2.0, "divide", M / 2.0),
+        (lambda b: 2.0 / b, "divide", 2.0 / M),
+        (lambda b: b**2, "power", M**2),
+        (lambda b: 2.0**b, "power", 2.0**M),
+        (lambda b: -b, "negative", -M),
+        (lambda b: abs(b), "abs", np.abs(M)),
+        (lambda b: b @ np.ones((3, 2)), "matmul", M @ np.ones((3, 2))),
+        (lambda b: np.ones((4, 2)) @ b, "matmul", np.ones((4, 2)) @ M),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_operators_become_ops_with_operands_in_order(trace, box, expr, op, expected):
+    out = expr(box)
+    assert _ops(trace) == [op]
+    np.testing.assert_allclose(concrete(out), expected)
+
+
+def test_unary_plus_is_the_tracer_itself(trace, box):
+    assert +box is box
+    assert trace.calls == []
+
+
+# --- indexing and methods ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "op", "expected"),
+    [
+        (lambda b: b[1:], "getitem", M[1:]),
+        (lambda b: b[:, 0], "getitem", M[:, 0]),
+        (lambda b: b.T, "transpose", M.T),
+        (lambda b: b.transpose(), "transpose", M.T),
+        (lambda b: b.transpose(1, 0), "transpose", M.T),
+        (lambda b: b.transpose((1, 0)), "transpose", M.T),
+        (lambda b: b.reshape(3, 2), "reshape", M.reshape(3, 2)),
+        (lambda b: b.reshape((3, 2)), "reshape", M.reshape(3, 2)),
+        (lambda b: b.reshape(-1), "reshape", M.reshape(-1)),
+        (lambda b: b.sum(), "sum", M.sum()),
+        (lambda b: b.sum(axis=0), "sum", M.sum(axis=0)),
+        (lambda b: b.mean(axis=1, keepdims=True), "mean", M.mean(axis=1, keepdims=True)),
+        (lambda b: b.prod(), "prod", M.prod()),
+        (lambda b: b.max(axis=0), "max", M.max(axis=0)),
+        (lambda b: b.min(), "min", M.min()),
+        (lambda b: b.clip(-1.0, 1.0), "clip", M.clip(-1.0, 1.0)),
+        (lambda b: b.dot(np.ones(3)), "matmul", M @ np.ones(3)),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_indexing_and_methods_become_ops(trace, box, expr, op, expected):
+    out = expr(box)
+    assert _ops(trace) == [op]
+    np.testing.assert_allclose(concrete(out), expected)
+
+
+def test_squeeze_method(trace):
+    out = Box(trace, np.ones((1, 3, 1))).squeeze(axis=0)
+    assert _ops(trace) == ["squeeze"]
+    assert concrete(out).shape == (3, 1)
+
+
+# --- comparisons have no derivative: plain boolean arrays --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        (lambda b: b > 0, M > 0),
+        (lambda b: b >= 1.0, M >= 1.0),
+        (lambda b: b < 0, M < 0),
+        (lambda b: b <= 1.0, M <= 1.0),
+        (lambda b: b == 1.0, M == 1.0),
+        (lambda b: b != 1.0, M != 1.0),
+        (lambda b: 0 < b, 0 < M),
+        (lambda b: b > b.T.T, M > M),
+    ],
+)
+def test_operator_comparisons_give_plain_bool_arrays(trace, box, expr, expected):
+    out = expr(box)
+    assert type(out) is np.ndarray
+    assert out.dtype == bool
+    np.testing.assert_array_equal(out, expected)
+    assert "greater" not in _ops(trace)
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        (lambda b: np.zeros((2, 3)) < b, np.zeros((2, 3)) < M),
+        (lambda b: np.zeros((2, 3)) == b, np.zeros((2, 3)) == M),
+        (lambda b: np.greater(b, 0), M > 0),
+        (lambda b: np.less_equal(b, 1.0), M <= 1.0),
+        (lambda b: np.logical_and(b, b > 0), M > 0),
+        (lambda b: np.isfinite(b), np.isfinite(M)),
+        (lambda b: np.signbit(b), np.signbit(M)),
+    ],
+    ids=["array-lt-tracer", "array-eq-tracer", "greater", "less_equal", "logical_and", "isfinite", "signbit"],
+)
+def test_numpy_predicates_on_tracers_give_plain_bool_arrays(box, expr, expected):
+    out = expr(box)
+    assert type(out) is np.ndarray
+    assert out.dtype == bool
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_tracer_is_hashable(box):
+    assert {box: 1}[box] == 1
+
+
+# --- NumPy's protocols ---------------------------------------------------------------------
+
+
+def test_numpy_ufunc_becomes_its_op(trace, box):
+    out = np.sin(box)
+    assert _ops(trace) == ["sin"]
+    np.testing.assert_allclose(concrete(out), np.sin(M))
+
+
+def test_numpy_function_becomes_its_op_with_params(trace, box):
+    out = np.sum(box, axis=0, keepdims=True)
+    assert trace.calls == [("sum", {"axis": 0, "keepdims": True})]
+    np.testing.assert_allclose(concrete(out), M.sum(axis=0, keepdims=True))
+
+
+def test_numpy_positional_params_are_sorted_into_params(trace, box):
+    np.sum(box, 1)
+    assert trace.calls == [("sum", {"axis": 1})]
+
+
+def test_numpy_variadic_function_takes_the_sequence_as_inputs(trace, box):
+    out = np.concatenate([box, np.zeros((1, 3))], axis=0)
+    assert trace.calls == [("concatenate", {"axis": 0})]
+    assert concrete(out).shape == (3, 3)
+
+
+@pytest.mark.parametrize("func", [np.shape, np.ndim, np.size], ids=lambda f: f.__name__)
+def test_shape_functions_answer_from_the_concrete_value(trace, box, func):
+    assert func(box) == func(M)
+    assert trace.calls == []
+
+
+@pytest.mark.parametrize(
+    ("func", "value"),
+    [(np.zeros_like, 0.0), (np.ones_like, 1.0), (lambda b: np.full_like(b, 7.0), 7.0)],
+    ids=["zeros_like", "ones_like", "full_like"],
+)
+def test_like_functions_give_plain_constant_arrays(trace, box, func, value):
+    out = func(box)
+    assert type(out) is np.ndarray
+    assert out.shape == (2, 3)
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, value)
+    assert trace.calls == []
+
+
+def _unsupported_message(call) -> str:
+    with pytest.raises(adcore.UnsupportedFunctionError) as info:
+        call()
+    assert isinstance(info.value, TypeError)
+    return str(info.value)
+
+
+def test_unsupported_numpy_function_is_named(box):
+    message = _unsupported_message(lambda: np.cumsum(box))
+    assert "numpy.cumsum" in message
+    assert "OpSpec" in message  # says how to register one
+
+
+def test_unsupported_ufunc_keyword_is_named(box):
+    message = _unsupported_message(lambda: np.sin(box, out=np.empty((2, 3))))
+    assert "numpy.sin" in message
+    assert "out" in message
+
+
+def test_unsupported_ufunc_method_is_named(box):
+    message = _unsupported_message(lambda: np.add.reduce(box))
+    assert "numpy.add.reduce" in message
+
+
+def test_unsupported_ufunc_is_named(box):
+    message = _unsupported_message(lambda: np.floor_divide(box, 2.0))
+    assert "numpy.floor_divide" in message
+
+
+def test_unsupported_numpy_keyword_names_the_op_and_its_params(box):
+    message = _unsupported_message(lambda: np.sum(box, dtype=np.float32))
+    assert "dtype" in message
+    assert "'sum'" in message
+    assert "axis" in message
