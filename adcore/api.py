@@ -98,22 +98,19 @@ def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar):
 
 
 def _argnums(argnums: Argnums, nargs: int) -> tuple[int, ...]:
-    nums = (
-        (argnums,)
-        if isinstance(argnums, int)
-        else tuple(argnums)
-        if isinstance(argnums, (tuple, list))
-        else ()
-    )
-    if not nums or not all(isinstance(i, int) for i in nums):
+    """argnums as a tuple of non-negative positions, checked against the call's arguments."""
+    nums = (argnums,) if type(argnums) is int else argnums
+    if not isinstance(nums, (tuple, list)) or not nums or any(type(i) is not int for i in nums):
         raise InvalidArgnumsError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
-    bad = [i for i in nums if not -nargs <= i < nargs]
-    if bad:
-        raise InvalidArgnumsError(
-            f"argnums {argnums!r} is out of range: the function was called with {nargs} positional "
-            f"argument(s), so argnums must lie in [{-nargs}, {nargs - 1}]"
-        )
-    return tuple(i % nargs for i in nums)
+    positions = []
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise InvalidArgnumsError(
+                f"argnums {argnums!r} is out of range: the function was called with {nargs} positional "
+                f"argument(s), so argnums must lie in [{-nargs}, {nargs - 1}]"
+            )
+        positions.append(i % nargs)
+    return tuple(positions)
 
 
 def _float_input(x: Any, i: int) -> Any:

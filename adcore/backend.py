@@ -49,8 +49,8 @@ def check_output(value: Any, backend: str, scalar: bool) -> None:
             f"backend {backend!r}: the function returned {type(value).__name__}; it must return one "
             "array (differentiate each output separately, or stack them)"
         )
-    if scalar and np.shape(value) != ():
+    if scalar and getattr(value, "shape", ()) != ():
         raise NonScalarOutputError(
-            f"grad needs a function with a scalar output, this one returned shape {np.shape(value)}; "
+            f"grad needs a function with a scalar output, this one returned shape {value.shape}; "
             "use adcore.jacobian (or differentiate) for array outputs, or reduce the output (sum, mean)"
         )

@@ -26,9 +26,9 @@ class ReverseBackend(Backend):
         out, leaves, trace = _trace(f, args, argnums)
         value = _value(out, trace)
         check_output(value, self.name, scalar_output)
+        shape = getattr(value, "shape", ())
         if not _connected(out, trace):
-            return value, tuple(_zeros(np.shape(value), args[i]) for i in argnums)
-        shape = np.shape(value)
+            return value, tuple(_zeros(shape, args[i]) for i in argnums)
         if shape == ():  # one sweep: the common case of a scalar loss
             reached = _sweep(out, value.dtype.type(1), retain_graph=False)
             return value, tuple(
