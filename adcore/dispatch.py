@@ -5,8 +5,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from adcore.tracer import Tracer
-
 _local = threading.local()
 
 
@@ -26,7 +24,14 @@ class Trace:
 
 
 def bind(op: Any, *args: Any, **params: Any) -> Any:
-    """Run `op` on `args`: the impl for plain values, else the innermost trace's `process`."""
+    """Run `op` on `args`: the impl for plain values, else the innermost trace's `process`.
+
+    Every op call comes here (`OpSpec.__call__` is this function). A NumPy-style call,
+    with params given positionally after the inputs or a variadic op's inputs as one
+    list, is first put in the canonical form: the inputs, then the params by name.
+    """
+    if len(args) != op.nin:
+        args, params = op.canonical_call(args, params)
     top = None
     for arg in args:
         if isinstance(arg, Tracer):
@@ -64,3 +69,8 @@ class new_trace:
 
     def __exit__(self, *exc: object) -> None:
         self.stack.pop()
+
+
+# Imported last: the tracer pulls in the op catalogue, whose OpSpec class takes `bind`
+# above as its __call__.
+from adcore.tracer import Tracer  # noqa: E402

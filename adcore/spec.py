@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-import adcore.dispatch as dispatch
+from adcore.dispatch import bind
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class OpSpec:
     """An op: a name, a NumPy reference implementation, and how to draw inputs to check it.
 
     - `impl(*inputs, **params)` computes the op on plain NumPy values.
-    - `nin` inputs are arrays; `variadic` ops (concatenate, stack) take any number.
+    - `nin` inputs are arrays; `variadic` ops (concatenate, stack) take any number (nin 0).
     - `differentiable` lists the inputs a derivative flows through (None: all);
       the others (a `where` condition) are treated as constants by every backend.
     - `params` name the static keyword params (axis, keepdims, shape, index, ...).
@@ -47,6 +47,8 @@ class OpSpec:
     doc: str = ""
 
     def __post_init__(self) -> None:
+        if self.variadic:
+            self.nin = 0  # no fixed number: every call goes through canonical_call
         if not self.name.isidentifier():
             raise ValueError(f"op name {self.name!r} must be a Python identifier")
         if not callable(self.impl):
@@ -56,21 +58,22 @@ class OpSpec:
             if bad:
                 raise ValueError(f"op {self.name!r}: differentiable indices {bad} not below nin={self.nin}")
 
-    def __call__(self, *args: Any, **params: Any) -> Any:
-        """Call the op NumPy-style: params may come positionally after the inputs."""
+    __call__ = bind  # op(*inputs, **params) is bind(op, *inputs, **params)
+
+    def canonical_call(self, args: tuple, params: dict) -> tuple[tuple, dict]:
+        """(inputs, params) of a NumPy-style call: params may follow the inputs positionally,
+        and a variadic op's inputs may come as one list."""
+        extra: tuple = ()
         if self.variadic:
             if args and isinstance(args[0], (list, tuple)):
                 args, extra = tuple(args[0]), args[1:]
-            else:
-                extra = ()
         elif len(args) > self.nin:
             args, extra = args[: self.nin], args[self.nin :]
         else:
-            return dispatch.bind(self, *args, **params)
+            raise TypeError(f"op {self.name!r} takes {self.nin} input(s), got {len(args)}")
         if len(extra) > len(self.params):
             raise TypeError(f"op {self.name!r} takes {self.nin} input(s) and params {list(self.params)}")
-        params.update(zip(self.params, extra))
-        return dispatch.bind(self, *args, **params)
+        return args, {**dict(zip(self.params, extra)), **params}
 
     def is_differentiable(self, argnum: int) -> bool:
         return self.differentiable is None or argnum in self.differentiable

@@ -28,7 +28,12 @@ class ReverseTrace(Trace):
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
         primals = [a.value if isinstance(a, Tensor) and a._trace is self else a for a in args]
-        ans = bind(op, *primals, **params)
+        for p in primals:
+            if isinstance(p, Tracer):  # an outer transformation's value: it computes the op
+                ans = bind(op, *primals, **params)
+                break
+        else:
+            ans = op.impl(*primals, **params)
         if grad_mode.is_recording(self.since):
             differentiable = op.differentiable
             for i, a in enumerate(args):
