@@ -94,7 +94,7 @@ def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar):
         args[i] = _float_input(args[i], i)
     fn = functools.partial(f, **kwargs) if kwargs else f
     value, jacs = be.value_and_jacobian(fn, tuple(args), nums, scalar_output=scalar, **options)
-    return value, tuple(_like(j, args[i]) for j, i in zip(jacs, nums))
+    return value, tuple([_like(j, args[i]) for j, i in zip(jacs, nums)])
 
 
 def _argnums(argnums: Argnums, nargs: int) -> tuple[int, ...]:
@@ -115,7 +115,7 @@ def _argnums(argnums: Argnums, nargs: int) -> tuple[int, ...]:
 
 def _float_input(x: Any, i: int) -> Any:
     """A float array (or tracer) for argument i; integers and other types are an error."""
-    dtype = x.dtype if isinstance(x, Tracer) else None
+    dtype = x.dtype if isinstance(x, (Tracer, np.ndarray)) else None
     if dtype is None:
         try:
             x = np.asarray(x)

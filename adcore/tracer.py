@@ -204,7 +204,7 @@ class Tracer:
     # --- NumPy's protocols ----------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
-            op = _numpy_op(ufunc)
+            op = _plugins.get_registry().numpy_ops.get(ufunc)
             if op is not None:
                 return op(*inputs)
             if all(t.endswith("?") for t in ufunc.types if "O" not in t):
@@ -214,7 +214,7 @@ class Tracer:
         raise _unsupported(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}{details}")
 
     def __array_function__(self, func, types, args, kwargs):
-        op = _numpy_op(func)
+        op = _plugins.get_registry().numpy_ops.get(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
             return op(*inputs, **params)
@@ -223,10 +223,6 @@ class Tracer:
         if func in _LIKE_FUNCTIONS:
             return func(concrete(args[0]), *args[1:], **kwargs)
         raise _unsupported(f"{func.__module__}.{func.__name__}")
-
-
-def _numpy_op(func: Any) -> Any:
-    return _plugins.get_registry().numpy_ops.get(func)
 
 
 def _unsupported(name: str) -> UnsupportedFunctionError:

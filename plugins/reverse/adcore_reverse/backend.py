@@ -32,7 +32,7 @@ class ReverseBackend(Backend):
         if shape == ():  # one sweep: the common case of a scalar loss
             reached = _sweep(out, value.dtype.type(1), retain_graph=False)
             return value, tuple(
-                _or_zeros(reached.get(leaf._seq), args[i]) for leaf, i in zip(leaves, argnums)
+                [_or_zeros(reached.get(leaf._seq), args[i]) for leaf, i in zip(leaves, argnums)]
             )
         rows: list[list[Any]] = [[] for _ in argnums]
         cells = list(np.ndindex(shape))
