@@ -4,30 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy_trace import Box, BoxTrace
 
 import adcore
-from adcore.dispatch import Trace, bind, new_trace
-from adcore.tracer import Tracer, concrete
+from adcore.dispatch import new_trace
+from adcore.tracer import concrete
 
 M = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
-
-
-class BoxTrace(Trace):
-    """Records the ops it sees (with their params) and boxes the results."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict]] = []
-
-    def process(self, op, args, params):
-        self.calls.append((op.name, params))
-        values = [a.value if isinstance(a, Box) and a._trace is self else a for a in args]
-        return Box(self, bind(op, *values, **params))
-
-
-class Box(Tracer):
-    def __init__(self, trace: Trace, value) -> None:
-        self._trace = trace
-        self.value = value
 
 
 @pytest.fixture
@@ -39,10 +22,6 @@ def trace():
 @pytest.fixture
 def box(trace):
     return Box(trace, M.copy())
-
-
-def _ops(trace: BoxTrace) -> list[str]:
-    return [name for name, _ in trace.calls]
 
 
 # --- what NumPy asks of an array -----------------------------------------------------
@@ -65,7 +44,7 @@ def test_iteration_yields_rows_through_getitem(trace, box):
     rows = list(box)
     assert len(rows) == 2
     np.testing.assert_array_equal(concrete(rows[1]), M[1])
-    assert _ops(trace) == ["getitem", "getitem"]
+    assert trace.op_names == ["getitem", "getitem"]
 
 
 def test_bool_float_int_item_read_the_concrete_value(trace):
@@ -121,7 +100,7 @@ def test_repr_names_the_class_and_value(trace):
 )
 def test_operators_become_ops_with_operands_in_order(trace, box, expr, op, expected):
     out = expr(box)
-    assert _ops(trace) == [op]
+    assert trace.op_names == [op]
     np.testing.assert_allclose(concrete(out), expected)
 
 
@@ -158,13 +137,13 @@ def test_unary_plus_is_the_tracer_itself(trace, box):
 )
 def test_indexing_and_methods_become_ops(trace, box, expr, op, expected):
     out = expr(box)
-    assert _ops(trace) == [op]
+    assert trace.op_names == [op]
     np.testing.assert_allclose(concrete(out), expected)
 
 
 def test_squeeze_method(trace):
     out = Box(trace, np.ones((1, 3, 1))).squeeze(axis=0)
-    assert _ops(trace) == ["squeeze"]
+    assert trace.op_names == ["squeeze"]
     assert concrete(out).shape == (3, 1)
 
 
@@ -189,7 +168,7 @@ def test_operator_comparisons_give_plain_bool_arrays(trace, box, expr, expected)
     assert type(out) is np.ndarray
     assert out.dtype == bool
     np.testing.assert_array_equal(out, expected)
-    assert "greater" not in _ops(trace)
+    assert "greater" not in trace.op_names
 
 
 @pytest.mark.parametrize(
@@ -221,7 +200,7 @@ def test_a_tracer_is_hashable(box):
 
 def test_numpy_ufunc_becomes_its_op(trace, box):
     out = np.sin(box)
-    assert _ops(trace) == ["sin"]
+    assert trace.op_names == ["sin"]
     np.testing.assert_allclose(concrete(out), np.sin(M))
 
 

@@ -1,0 +1,28 @@
+"""A toy transformation for testing dispatch and tracers: it records the ops it sees and boxes results."""
+
+from __future__ import annotations
+
+from adcore.dispatch import Trace, bind
+from adcore.tracer import Tracer
+
+
+class BoxTrace(Trace):
+    """Records each op it processes (name and params) and boxes the result."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict]] = []
+
+    @property
+    def op_names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    def process(self, op, args, params):
+        self.calls.append((op.name, params))
+        values = [a.value if isinstance(a, Box) and a._trace is self else a for a in args]
+        return Box(self, bind(op, *values, **params))
+
+
+class Box(Tracer):
+    def __init__(self, trace: Trace, value) -> None:
+        self._trace = trace
+        self.value = value
