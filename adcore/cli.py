@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 import numpy as np
 
@@ -23,8 +24,9 @@ def seed_function(x1, x2):
     return anp.log(x1) + x1 * x2 - anp.sin(x2)
 
 
-def example(out=sys.stdout) -> int:
+def example(out: TextIO | None = None) -> int:
     """Differentiate the seeds' example with every installed backend and print a table."""
+    out = out or sys.stdout
     rows = []
     failed = False
     for name in adcore.backends():
@@ -49,23 +51,24 @@ def example(out=sys.stdout) -> int:
     return 1 if failed else 0
 
 
-def plugins(as_json: bool = False, out=sys.stdout) -> int:
+def plugins(as_json: bool = False, out: TextIO | None = None) -> int:
     """List each plugin: version, hooks, what it registered, and what failed."""
+    out = out or sys.stdout
     records = list(get_registry().plugins.values())
     if as_json:
         json.dump([vars(r) for r in records], out, indent=2, default=list)
         print(file=out)
         return 0
-    rows = [("plugin", "version", "ops", "rules", "backends", "status")]
+    rows = [("plugin", "version", "hooks", "ops", "rules", "backends", "status")]
     for r in records:
-        rows.append(
-            (r.name, r.version, str(len(r.ops)), str(len(r.rules)), ", ".join(r.backends), r.error or "ok")
-        )
+        hooks = ", ".join(h.removeprefix("adcore_register_") for h in r.hooks)
+        rules, backends = str(len(r.rules)), ", ".join(r.backends)
+        rows.append((r.name, r.version, hooks, str(len(r.ops)), rules, backends, r.error or "ok"))
     _print_table(rows, out)
     return 0
 
 
-def _print_table(rows: Sequence[Sequence[str]], out) -> None:
+def _print_table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for k, row in enumerate(rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip(), file=out)

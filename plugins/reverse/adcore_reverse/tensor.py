@@ -22,9 +22,9 @@ _numbers = itertools.count()
 class ReverseTrace(Trace):
     """Records each op on Tensors of this trace as a node: op, params, inputs, VJP rule."""
 
-    def __init__(self, vjp_rules: dict | None = None) -> None:
+    def __init__(self) -> None:
         self.since = grad_mode.depth()
-        self.vjp_rules = get_registry().rules["vjp"] if vjp_rules is None else vjp_rules
+        self.vjp_rules = get_registry().rules["vjp"]  # read once: a functional trace is short-lived
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
         primals = [a.value if isinstance(a, Tensor) and a._trace is self else a for a in args]
