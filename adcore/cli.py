@@ -9,8 +9,6 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-import numpy as np
-
 import adcore
 import adcore.numpy as anp
 from adcore.plugins import get_registry
@@ -83,7 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     listing = commands.add_parser("plugins", help="list loaded plugins and what they registered")
     listing.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
-    np.set_printoptions(precision=12)
     if args.command == "example":
         return example()
     return plugins(as_json=args.json)

@@ -95,6 +95,8 @@ class Tracer:
         return f"{type(self).__name__}({self.value!r})"
 
     # --- arithmetic -----------------------------------------------------------
+    # bind(op, ...) rather than op(...): the same call without building a bound method,
+    # which is measurable on the per-op hot path (benchmarks/bench_reverse.py).
     def __neg__(self):
         return _dispatch.bind(_ew.negative, self)
 
