@@ -6,7 +6,17 @@ from adcore import (
     dispatch,  # noqa: F401  (first: the op catalogue's specs call into it)
     ops,
 )
-from adcore.api import backends, differentiate, get_backend, grad, jacobian, value_and_grad, vjp
+from adcore.api import (
+    backends,
+    differentiate,
+    get_backend,
+    grad,
+    hessian,
+    jacobian,
+    jvp,
+    value_and_grad,
+    vjp,
+)
 from adcore.backend import Backend
 from adcore.dispatch import Trace, bind
 from adcore.errors import (
@@ -24,7 +34,7 @@ from adcore.errors import (
     UnsupportedFunctionError,
 )
 from adcore.hookspecs import hookimpl
-from adcore.rules import unbroadcast
+from adcore.rules import batched_axis, lift, unbroadcast
 from adcore.spec import Domain, OpSpec, Sample
 from adcore.tracer import Tracer, concrete
 
@@ -50,13 +60,17 @@ __all__ = [
     "UnknownOpError",
     "UnsupportedFunctionError",
     "backends",
+    "batched_axis",
     "bind",
     "concrete",
     "differentiate",
     "get_backend",
     "grad",
+    "hessian",
     "hookimpl",
     "jacobian",
+    "jvp",
+    "lift",
     "ops",
     "unbroadcast",
     "value_and_grad",

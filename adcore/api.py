@@ -1,4 +1,4 @@
-"""The public API: differentiate, grad, jacobian, value_and_grad, vjp, backends."""
+"""The public API: differentiate, grad, jacobian, hessian, value_and_grad, jvp, vjp, backends."""
 
 from __future__ import annotations
 
@@ -69,6 +69,67 @@ def value_and_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "
     return both
 
 
+def hessian(
+    f: Callable[..., Any],
+    argnums: Argnums = 0,
+    *,
+    backend: str | None = None,
+    inner: str | None = None,
+    outer: str | None = None,
+):
+    """Second derivatives: the Jacobian (by `outer`) of the Jacobian (by `inner`) of f.
+
+    The default is forward over reverse: one reverse sweep for the gradient, its
+    derivative by forward mode with one tangent per input. `backend=` uses one backend
+    for both, `inner=`/`outer=` pick each (they override `backend`). The result has
+    shape f(...).shape + x.shape + x.shape; with a tuple `argnums`, H[i][j] is
+    d^2 f / d args[i] d args[j].
+    """
+    inner = inner or backend or "reverse"
+    outer = outer or backend or "forward"
+    get_backend(inner), get_backend(outer)  # an unknown name fails here, not at the first call
+    if not callable(f):
+        raise InvalidInputError(f"expected a function to differentiate, got {type(f).__name__} {f!r}")
+    if isinstance(argnums, int):
+        return differentiate(differentiate(f, inner, argnums), outer, argnums)
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else argnums
+
+    @functools.wraps(f)
+    def second_derivatives(*args: Any, **kwargs: Any) -> tuple:
+        return tuple(differentiate(differentiate(f, inner, i), outer, nums)(*args, **kwargs) for i in nums)
+
+    return second_derivatives
+
+
+def jvp(
+    f: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    backend: str = "forward",
+    **options: Any,
+):
+    """(f(*primals), J·tangents): the derivative of f at `primals` along `tangents`.
+
+    `primals` and `tangents` are tuples (or lists) of the same length; each tangent has
+    its primal's shape and dtype (a Python number is taken in the primal's dtype).
+    """
+    be = _prepare(f, backend)
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise InvalidInputError(
+            "jvp(f, primals, tangents): primals and tangents must be tuples (or lists), one entry per "
+            f"argument of f, got {type(primals).__name__} and {type(tangents).__name__}; "
+            "write jvp(f, (x,), (v,)) for one argument"
+        )
+    if len(primals) != len(tangents) or not primals:
+        raise InvalidInputError(
+            f"jvp: {len(primals)} primal(s) but {len(tangents)} tangent(s); give one tangent per primal"
+        )
+    args = tuple(_float_input(x, i) for i, x in enumerate(primals))
+    ts = tuple(_tangent(t, x, i) for i, (t, x) in enumerate(zip(tangents, args)))
+    out, tangent_out = be.jvp(f, args, ts, **options)
+    return out, _like(tangent_out, np.asarray(out) if not isinstance(out, Tracer) else out)
+
+
 def vjp(f: Callable[..., Any], *primals: Any, backend: str = "reverse", **options: Any):
     """(f(*primals), vjp_fn): vjp_fn(cotangent) returns one cotangent per primal, as a tuple."""
     be = _prepare(f, backend)
@@ -129,6 +190,25 @@ def _float_input(x: Any, i: int) -> Any:
             "or leave it out of argnums."
         )
     return x
+
+
+def _tangent(t: Any, x: Any, i: int) -> Any:
+    """The tangent for primal i: its shape and dtype, or a clear error."""
+    if isinstance(t, (int, float)):
+        t = np.asarray(t, dtype=x.dtype)
+    elif not isinstance(t, (Tracer, np.ndarray, np.generic)):
+        raise InvalidInputError(f"jvp: tangent {i} ({type(t).__name__}) is not an array")
+    if np.shape(t) != np.shape(x):
+        raise InvalidInputError(
+            f"jvp: tangent {i} has shape {np.shape(t)} but its primal has shape {np.shape(x)}; "
+            "a tangent is a direction in the primal's space, so the shapes must match"
+        )
+    if t.dtype != x.dtype:
+        raise InvalidInputError(
+            f"jvp: tangent {i} has dtype {t.dtype} but its primal has dtype {x.dtype}; "
+            f"pass the tangent as np.asarray(t, {x.dtype})"
+        )
+    return t
 
 
 def _like(jac: Any, arg: Any) -> Any:

@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from adcore import ops
 from adcore.errors import InvalidOutputError, NonScalarOutputError
 from adcore.tracer import Tracer
 
 
 class Backend:
     """A differentiator. Subclasses set `name`, list the rule `kinds` they need, and
-    implement `value_and_jacobian`; `vjp` and `jvp` where they can do them directly.
+    implement `value_and_jacobian`; `vjp` and `jvp` where they can do them directly
+    (the base `jvp` multiplies the Jacobian by the tangents).
 
     `adcore.api` checks the call (f callable, argnums in range, float inputs) before a
     backend sees it, and casts the results to each argument's dtype afterwards.
@@ -33,6 +35,17 @@ class Backend:
     ) -> tuple[Any, tuple[Any, ...]]:
         """f(*args) and, per argnum, d f / d args[i] with shape out.shape + args[i].shape."""
         raise NotImplementedError(f"backend {self.name!r} does not implement value_and_jacobian")
+
+    def jvp(self, f: Callable[..., Any], args: tuple, tangents: tuple, **options: Any) -> tuple[Any, Any]:
+        """f(*args) and the directional derivative J·tangents, summed over every argument."""
+        value, jacobians = self.value_and_jacobian(f, args, tuple(range(len(args))), **options)
+        out_shape = np.shape(value)
+        total = None
+        for jac, t in zip(jacobians, tangents):
+            flat = ops.reshape(jac, shape=(int(np.prod(out_shape)), int(np.size(t))))
+            term = ops.reshape(ops.matmul(flat, ops.reshape(t, shape=(-1,))), shape=out_shape)
+            total = term if total is None else total + term
+        return value, total
 
     def vjp(self, f: Callable[..., Any], args: tuple, **options: Any) -> tuple[Any, Callable[[Any], tuple]]:
         """f(*args) and a function from an output cotangent to the cotangent of every argument."""

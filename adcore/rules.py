@@ -1,11 +1,18 @@
-"""What rules of each kind receive, and the building blocks rule authors share (unbroadcast)."""
+"""What rules of each kind receive, and the building blocks rule authors share.
+
+`unbroadcast` for VJP rules; `lift` and `batched_axis` for JVP rules, whose tangents
+carry a leading batch axis (one slice per tangent direction).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from adcore.ops import reductions, shapes
+import numpy as np
+
+import adcore.tracer as _tracer  # for concrete(), at call time: the tracer module imports the registry, which imports this
+from adcore.ops import elementwise, reductions, shapes
 
 
 @dataclass(frozen=True)
@@ -21,7 +28,9 @@ class RuleKind:
 RULE_KINDS: dict[str, RuleKind] = {
     # cotangent of the output, the output -> the cotangent of this input
     "vjp": RuleKind(("g", "ans"), per_input=True),
-    # tangent of this input, the output -> this input's share of the output's tangent
+    # batched tangent of this input, the output -> this input's share of the output's
+    # batched tangent. `t` has shape (B,) + input.shape: B tangent directions at once.
+    # The share must broadcast to (B,) + ans.shape (the backend broadcasts it there).
     "jvp": RuleKind(("t", "ans"), per_input=True),
     # sympy expressions for the inputs -> the output's expression
     "sympy": RuleKind((), per_input=False),
@@ -43,3 +52,55 @@ def unbroadcast(g: Any, target: Any) -> Any:
     if g.shape != shape:
         g = shapes.reshape(g, shape=shape)
     return g
+
+
+def lift(t: Any, ans: Any) -> Any:
+    """A batched tangent with axes of length 1 inserted after its batch axis, so that its
+    input's axes line up under the output's as NumPy broadcasting lines them up.
+
+    In a JVP rule of a broadcasting op, `lift(t, ans) * y` is (B,) + ans.shape where
+    `t * y` would pair the batch axis with one of y's axes.
+    """
+    missing = len(getattr(ans, "shape", ())) - (len(t.shape) - 1)
+    if missing <= 0:
+        return t
+    return shapes.reshape(t, shape=t.shape[:1] + (1,) * missing + t.shape[1:])
+
+
+def batched_axis(axis: Any, ndim: int) -> Any:
+    """An op's `axis` param for an input of `ndim` axes, moved onto its batched tangent:
+    non-negative axes shift by one, negative ones stay, None becomes every axis but the batch."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, int):
+        return axis + 1 if axis >= 0 else axis
+    return tuple(a + 1 if a >= 0 else a for a in axis)
+
+
+def kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
+    """x's shape with the reduced axes set to 1 (what keepdims=True would give)."""
+    if axis is None:
+        return (1,) * x.ndim
+    axes = {a % x.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+    return tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+
+
+def tie_weights(x: Any, ans: Any, axis: Any, dtype: Any) -> np.ndarray:
+    """d max / d x (or min): 1/k on each of the k elements equal to the result, 0 elsewhere."""
+    x, ans = _tracer.concrete(x), _tracer.concrete(ans)
+    hit = x == np.reshape(ans, kept_shape(x, axis))
+    return np.asarray(hit / np.sum(hit, axis=axis, keepdims=True), dtype=dtype)
+
+
+def prod_partials(x: Any, ans: Any, axis: Any) -> Any:
+    """d prod(x, axis) / d x elementwise: the product of the other elements, zeros included.
+
+    ans / x wherever x != 0; at a zero, the product of the nonzero others if that zero
+    is alone in its slice, else 0.
+    """
+    zero = _tracer.concrete(x) == 0
+    nonzero_x = elementwise.where(zero, 1.0, x)
+    others = reductions.prod(nonzero_x, axis=axis, keepdims=True)
+    alone = np.asarray(np.sum(zero, axis=axis, keepdims=True) == 1, dtype=x.dtype)
+    ans_kept = shapes.reshape(ans, shape=kept_shape(x, axis))
+    return elementwise.where(zero, others * alone, ans_kept / nonzero_x)

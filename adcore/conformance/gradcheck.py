@@ -32,7 +32,7 @@ class CheckFailure:
 
     op: str
     argnum: int
-    check: str  # "jacobian", "zero", "dot_product", "dtype" or "error" (the backend raised)
+    check: str  # "jacobian", "zero", "jvp", "dot_product", "dtype" or "error" (the backend raised)
     message: str
 
     def __str__(self) -> str:
@@ -108,18 +108,77 @@ def check_vjp(
     return failures
 
 
+def check_jvp(
+    op: OpSpec,
+    sample: Sample,
+    backend: str = "forward",
+    against: str = "reverse",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> list[CheckFailure]:
+    """Every way `backend`'s JVP of `op` at `sample` disagrees, for each differentiable input alone.
+
+    - jvp: J v from `adcore.jvp` with a random direction v equals the central difference
+      of `op.impl` along v.
+    - dot_product: <u, J v> from that JVP equals <J^T u, v> from the `against` backend's
+      VJP: the forward rules and the reverse rules are two independent derivations.
+    """
+    floats = [i for i, a in enumerate(sample.args) if _is_float(a) and op.is_differentiable(i)]
+    failures: list[CheckFailure] = []
+    rng = np.random.default_rng(0)
+    for i in floats:
+        x = sample.args[i]
+        rtol_i = TOLERANCES[x.dtype][0] if rtol is None else rtol
+        atol_i = TOLERANCES[x.dtype][1] if atol is None else atol
+        fn = _with_inputs(op, sample, [i])
+        v = rng.uniform(-1, 1, x.shape).astype(x.dtype)
+        try:
+            out, jv = adcore.jvp(fn, (x,), (v,), backend=backend)
+            _, vjp_fn = adcore.vjp(fn, x, backend=against)
+        except Exception as e:
+            failures.append(CheckFailure(op.name, i, "error", f"{type(e).__name__}: {e}"))
+            continue
+        jv = np.asarray(jv, dtype=np.float64)
+        impl, x64 = _impl64(op, sample, i), x.astype(np.float64)
+        h = FD_STEP * max(np.max(np.abs(x64), initial=0.0), 1.0)
+        expected = (impl(x64 + h * v) - impl(x64 - h * v)) / (2 * h)
+        problem = _mismatch(jv, expected, rtol_i, atol_i)
+        if problem:
+            failures.append(CheckFailure(op.name, i, "jvp", problem))
+            continue
+        u = rng.uniform(-1, 1, np.shape(out)).astype(np.result_type(out))
+        ct = np.asarray(vjp_fn(u)[0], dtype=np.float64)
+        lhs, rhs = np.sum(u * jv), np.sum(ct * v)
+        scale = np.sum(np.abs(u * jv)) + np.sum(np.abs(ct * v))
+        if not abs(lhs - rhs) <= atol_i + rtol_i * scale:
+            failures.append(
+                CheckFailure(
+                    op.name,
+                    i,
+                    "dot_product",
+                    f"<u, J v> = {lhs!r} ({backend} jvp) but <J^T u, v> = {rhs!r} ({against} vjp)",
+                )
+            )
+    return failures
+
+
 def check_dtype_kept(op: OpSpec, sample: Sample, backend: str = "reverse") -> list[CheckFailure]:
-    """The op's value, its Jacobian and its VJP keep each float input's dtype (float32 stays float32)."""
+    """The op's value, its Jacobian, its JVP and (where the backend has one) its VJP keep
+    each float input's dtype (float32 stays float32)."""
+    has_vjp = type(adcore.get_backend(backend)).vjp is not Backend.vjp
     failures = []
     for i in (i for i, a in enumerate(sample.args) if _is_float(a) and op.is_differentiable(i)):
         x, fn = sample.args[i], _with_inputs(op, sample, [i])
         try:
-            out, vjp_fn = adcore.vjp(fn, x, backend=backend)
+            out, jv = adcore.jvp(fn, (x,), (np.ones_like(x),), backend=backend)
             got = {
                 "value": np.result_type(out),
                 "jacobian": np.result_type(adcore.jacobian(fn, backend=backend)(x)),
-                "vjp": np.result_type(vjp_fn(np.ones(np.shape(out), np.result_type(out)))[0]),
+                "jvp": np.result_type(jv),
             }
+            if has_vjp:
+                _, vjp_fn = adcore.vjp(fn, x, backend=backend)
+                got["vjp"] = np.result_type(vjp_fn(np.ones(np.shape(out), np.result_type(out)))[0])
         except Exception as e:
             failures.append(CheckFailure(op.name, i, "error", f"{type(e).__name__}: {e}"))
             continue

@@ -4,49 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_cases import has_differentiable_inputs, op_cases, report
 
 from adcore.conformance import check_dtype_kept, check_vjp
 from adcore.plugins import get_registry
-from adcore.spec import OpSpec
-
-SEED = 0
 
 
-def _cases(dtype: type) -> list:
-    """(op, sample) for every registered op and each of its samples, with ids like `sin-3`."""
-    registry = get_registry()
-    cases = []
-    for name in sorted(registry.ops):
-        op = registry.ops[name]
-        samples = op.samples(np.random.default_rng(SEED), np.dtype(dtype)) if op.samples else []
-        cases += [pytest.param(op, sample, id=f"{name}-{k}") for k, sample in enumerate(samples)]
-    return cases
-
-
-def _report(failures: list) -> str:
-    return "\n".join(map(str, failures))
-
-
-@pytest.mark.parametrize("op, sample", _cases(np.float64))
+@pytest.mark.parametrize("op, sample", op_cases(np.float64))
 def test_vjp_matches_finite_differences(op, sample):
     failures = check_vjp(op, sample, backend="reverse")
-    assert failures == [], _report(failures)
+    assert failures == [], report(failures)
 
 
-@pytest.mark.parametrize("op, sample", _cases(np.float32))
+@pytest.mark.parametrize("op, sample", op_cases(np.float32))
 def test_float32_in_float32_out(op, sample):
     failures = check_dtype_kept(op, sample, backend="reverse")
-    assert failures == [], _report(failures)
+    assert failures == [], report(failures)
 
 
-@pytest.mark.parametrize("op, sample", _cases(np.float32))
+@pytest.mark.parametrize("op, sample", op_cases(np.float32))
 def test_float32_vjp_is_loosely_right(op, sample):
     failures = check_vjp(op, sample, backend="reverse")
-    assert failures == [], _report(failures)
-
-
-def _differentiable_inputs(op: OpSpec) -> bool:
-    return op.variadic or op.differentiable is None or len(op.differentiable) > 0
+    assert failures == [], report(failures)
 
 
 def test_every_op_has_samples():
@@ -59,11 +38,11 @@ def test_every_differentiable_op_has_a_vjp_rule():
     missing = [
         name
         for name, op in registry.ops.items()
-        if _differentiable_inputs(op) and name not in registry.rules["vjp"]
+        if has_differentiable_inputs(op) and name not in registry.rules["vjp"]
     ]
     assert missing == []
     # the exemption is not vacuous: stop_gradient is in the catalogue and has no derivative at all
-    assert not _differentiable_inputs(registry.ops["stop_gradient"])
+    assert not has_differentiable_inputs(registry.ops["stop_gradient"])
 
 
 def test_no_vjp_rule_sends_a_cotangent_to_a_non_differentiable_input():

@@ -23,7 +23,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore import concrete
-from adcore.rules import unbroadcast
+from adcore.rules import kept_shape, prod_partials, tie_weights, unbroadcast
 
 VJPS: dict[str, Any] = {}
 
@@ -41,36 +41,9 @@ def _mask(condition: Any, g: Any) -> np.ndarray:
     return np.asarray(condition, dtype=g.dtype)
 
 
-def _kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
-    """x's shape with the reduced axes set to 1 (what keepdims=True would give)."""
-    if axis is None:
-        return (1,) * x.ndim
-    axes = {a % x.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
-    return tuple(1 if i in axes else n for i, n in enumerate(x.shape))
-
-
 def _expand(g: Any, x: Any, axis: Any) -> Any:
     """A reduction's cotangent, broadcast back over the input x."""
-    return anp.broadcast_to(anp.reshape(g, _kept_shape(x, axis)), x.shape)
-
-
-def _tie_weights(x: Any, ans: Any, axis: Any, g: Any) -> np.ndarray:
-    """1/k on each of the k elements equal to the max (or min), 0 elsewhere."""
-    x, ans = concrete(x), concrete(ans)
-    hit = x == np.reshape(ans, _kept_shape(x, axis))
-    return _mask(hit / np.sum(hit, axis=axis, keepdims=True), g)
-
-
-def _prod_vjp(g, ans, x, axis=None, keepdims=False):
-    # ans / x is the product of the others wherever x != 0; at a zero it is the product
-    # of the nonzero others if that zero is alone, else 0.
-    zero = concrete(x) == 0
-    nonzero_x = anp.where(zero, 1.0, x)
-    others = anp.prod(nonzero_x, axis=axis, keepdims=True)
-    alone = _mask(np.sum(zero, axis=axis, keepdims=True) == 1, g)
-    ans_kept = anp.reshape(ans, _kept_shape(x, axis))
-    partial = anp.where(zero, others * alone, ans_kept / nonzero_x)
-    return _expand(g, x, axis) * partial
+    return anp.broadcast_to(anp.reshape(g, kept_shape(x, axis)), x.shape)
 
 
 def _matmul_vjp(argnum: int):
@@ -176,9 +149,9 @@ defvjp("where",      None,
 # --- reductions and matmul ----------------------------------------------------------
 defvjp("sum",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis))
 defvjp("mean",       lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * (max(ans.size, 1) / max(x.size, 1)))
-defvjp("prod",       _prod_vjp)
-defvjp("max",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * _tie_weights(x, ans, axis, g))
-defvjp("min",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * _tie_weights(x, ans, axis, g))
+defvjp("prod",       lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * prod_partials(x, ans, axis))
+defvjp("max",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * tie_weights(x, ans, axis, g.dtype))
+defvjp("min",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * tie_weights(x, ans, axis, g.dtype))
 defvjp("matmul",     _matmul_vjp(0), _matmul_vjp(1))
 
 # --- shapes and indexing ------------------------------------------------------------
@@ -198,5 +171,5 @@ defvjp("relu",        lambda g, ans, x: g * _mask(concrete(x) > 0, g))
 defvjp("softplus",    lambda g, ans, x: g * anp.sigmoid(x))
 defvjp("softmax",     lambda g, ans, x, axis=-1: ans * (g - anp.sum(g * ans, axis=axis, keepdims=True)))
 defvjp("log_softmax", lambda g, ans, x, axis=-1: g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True))
-defvjp("logsumexp",   lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * anp.exp(x - _expand(ans, x, axis)))
+defvjp("logsumexp",   lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * anp.exp(x - anp.reshape(ans, kept_shape(x, axis))))
 # fmt: on
