@@ -121,11 +121,12 @@ def _getitem_jvp(t, ans, x, index):
 def _scatter_add_jvp(t, ans, v, index, shape):
     index = _as_tuple(index)
     region = np.shape(concrete(ans)[index])  # where v lands, which v broadcasts to
+    batched_shape = t.shape[:1] + tuple(shape)
     t = _lift_to(t, len(region))
     k = _advanced_axes_first(index)
     if k:
         t = _move_axis(t, 0, k)
-    return anp.scatter_add(t, index=(slice(None),) + index, shape=t.shape[:1] + tuple(shape))
+    return anp.scatter_add(t, index=(slice(None),) + index, shape=batched_shape)
 
 
 def _concatenate_jvp(i, t, ans, *xs, axis=0):
