@@ -1,0 +1,26 @@
+"""The README's Python examples run as written and print what their comments say."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_examples_run_and_print_the_commented_values():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert len(blocks) >= 2
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), namespace)
+    printed = out.getvalue()
+    # the seed example's gradient, the eager Tensor gradients, the jvp's value and tangent
+    for expected in ["(array(5.5), array(1.71633781))", "500.0 1000.0", "11.652071455223084", "array(5.5)"]:
+        assert expected in printed, f"{expected!r} not in README output:\n{printed}"
+    # the Hessian of the seed example: d2f/dx1^2 = -1/x1^2, mixed = 1, d2f/dx2^2 = sin(x2)
+    assert "array(-0.25)" in printed and "array(-0.95892427)" in printed
