@@ -93,12 +93,9 @@ def _checked_chunk_size(chunk_size: Any) -> int:
 def _identity_rows(start: int, stop: int, offset: int, size: int, arg: Any) -> np.ndarray | None:
     """Rows start..stop of the n x n identity, restricted to this argument's columns
     offset..offset+size and shaped (stop - start,) + arg.shape; None if they are all zero."""
-    lo, hi = max(start, offset), min(stop, offset + size)
-    if lo >= hi:
+    if max(start, offset) >= min(stop, offset + size):
         return None
-    seed = np.zeros((stop - start, size), dtype=arg.dtype)
-    k = np.arange(hi - lo)
-    seed[lo - start + k, lo - offset + k] = 1
+    seed = np.eye(stop - start, size, k=start - offset, dtype=arg.dtype)
     return seed.reshape((stop - start,) + np.shape(arg))
 
 
