@@ -22,8 +22,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import timeit
-import traceback
 from importlib import metadata
 
 import numpy as np
@@ -42,53 +40,7 @@ try:
 except ImportError:
     autograd = agnp = logsumexp = None
 
-MISSING, ERROR = "not installed", "ERROR"
-
-
-def race(contenders, number, repeat=5, passes=3):
-    """{name: seconds per call}: the min over timeit-style runs of `number` calls each.
-
-    contenders is {name: fn, or None when its library is missing, or ERROR when it already
-    failed}. Each contender gets a block of `repeat` runs in turn, and the whole round is
-    done `passes` times, so a burst of load on this noisy machine does not decide a figure.
-    (Blocks, not one run per contender in turn: torch's and OpenBLAS's threads slow each
-    other down right after a switch.) A contender that raises reports ERROR, with its traceback.
-    """
-    live = {n: f for n, f in contenders.items() if callable(f) and guarded(n, f) is not ERROR}  # warm-up
-    times = {n: MISSING if f is None else ERROR for n, f in contenders.items()}
-    for _ in range(passes):
-        for name, f in live.items():
-            t = min(timeit.repeat(f, number=number, repeat=repeat)) / number
-            times[name] = t if times[name] == ERROR else min(times[name], t)
-    return times
-
-
-def guarded(label, thunk, available=True):
-    """thunk(), or MISSING / ERROR (with the traceback printed) so one failure does not stop the rest."""
-    if not available:
-        return MISSING
-    try:
-        return thunk()
-    except Exception:
-        print(f"  !! {label} raised:\n    " + traceback.format_exc().rstrip().replace("\n", "\n    "))
-        return ERROR
-
-
-def cell(v, width=14, fmt="{:.2f}"):
-    return (fmt.format(v) if isinstance(v, float) else str(v)).rjust(width)
-
-
-def ratio(a, b):
-    return a / b if isinstance(a, float) and isinstance(b, float) else "-"
-
-
-def verdict(v, target):
-    return ("OK" if v <= target else "MISS") if isinstance(v, float) else "-"
-
-
-def row(name, *cells):
-    print(f"  {name:<22}" + "".join(cells))
-
+from timing import ERROR, MISSING, cell, guarded, race, ratio, row, verdict  # benchmarks/timing.py
 
 # ----------------------------------------------------------------------------- 1. sin-chain
 N_CHAIN = 1000

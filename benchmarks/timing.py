@@ -1,0 +1,59 @@
+"""What the benchmark scripts share: the race that times contenders, failure isolation and table cells.
+
+Not a test helper and not part of adcore: the scripts next to this file import it by
+its bare name (`from timing import race`), as `python benchmarks/bench_*.py` puts this
+directory first on sys.path.
+"""
+
+from __future__ import annotations
+
+import timeit
+import traceback
+
+MISSING, ERROR = "not installed", "ERROR"
+
+
+def race(contenders, number, repeat=5, passes=3, summary=min):
+    """{name: seconds per call}: `summary` (min, or statistics.median) of timeit-style runs of `number` calls.
+
+    contenders is {name: fn, or None when its library is missing, or ERROR when it already
+    failed}. Each contender gets a block of `repeat` runs in turn, and the whole round is
+    done `passes` times, so a burst of load on this noisy machine does not decide a figure.
+    (Blocks, not one run per contender in turn: torch's and OpenBLAS's threads slow each
+    other down right after a switch.) A contender that raises reports ERROR, with its traceback.
+    """
+    live = {n: f for n, f in contenders.items() if callable(f) and guarded(n, f) is not ERROR}  # warm-up
+    runs = {name: [] for name in live}
+    for _ in range(passes):
+        for name, f in live.items():
+            runs[name] += [t / number for t in timeit.repeat(f, number=number, repeat=repeat)]
+    return {
+        n: summary(runs[n]) if n in runs else MISSING if f is None else ERROR for n, f in contenders.items()
+    }
+
+
+def guarded(label, thunk, available=True):
+    """thunk(), or MISSING / ERROR (with the traceback printed) so one failure does not stop the rest."""
+    if not available:
+        return MISSING
+    try:
+        return thunk()
+    except Exception:
+        print(f"  !! {label} raised:\n    " + traceback.format_exc().rstrip().replace("\n", "\n    "))
+        return ERROR
+
+
+def cell(v, width=14, fmt="{:.2f}"):
+    return (fmt.format(v) if isinstance(v, float) else str(v)).rjust(width)
+
+
+def ratio(a, b):
+    return a / b if isinstance(a, float) and isinstance(b, float) else "-"
+
+
+def verdict(v, target):
+    return ("OK" if v <= target else "MISS") if isinstance(v, float) else "-"
+
+
+def row(name, *cells):
+    print(f"  {name:<22}" + "".join(cells))
