@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +34,7 @@ def differentiate(f: Callable[..., Any], backend: str = "reverse", argnums: Argn
     With a tuple `argnums` it returns a tuple, one derivative per argument. Options pass
     through to the backend. The derivative keeps each argument's dtype.
     """
-    be = _prepare(f, backend)
+    be = _prepare(f, backend, "value_and_jacobian", options)
 
     @functools.wraps(f)
     def derivative(*args: Any, **kwargs: Any) -> Any:
@@ -47,7 +49,7 @@ jacobian = differentiate
 
 def grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", **options: Any):
     """The gradient of a scalar-valued f (NonScalarOutputError otherwise)."""
-    be = _prepare(f, backend)
+    be = _prepare(f, backend, "value_and_jacobian", options)
 
     @functools.wraps(f)
     def gradient(*args: Any, **kwargs: Any) -> Any:
@@ -59,7 +61,7 @@ def grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", 
 
 def value_and_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", **options: Any):
     """Like `grad`, returning (f(...), gradient) from one evaluation of f."""
-    be = _prepare(f, backend)
+    be = _prepare(f, backend, "value_and_jacobian", options)
 
     @functools.wraps(f)
     def both(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
@@ -113,7 +115,7 @@ def jvp(
     `primals` and `tangents` are tuples (or lists) of the same length; each tangent has
     its primal's shape and dtype (a Python number is taken in the primal's dtype).
     """
-    be = _prepare(f, backend)
+    be = _prepare(f, backend, "jvp", options)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise InvalidInputError(
             "jvp(f, primals, tangents): primals and tangents must be tuples (or lists), one entry per "
@@ -132,7 +134,7 @@ def jvp(
 
 def vjp(f: Callable[..., Any], *primals: Any, backend: str = "reverse", **options: Any):
     """(f(*primals), vjp_fn): vjp_fn(cotangent) returns one cotangent per primal, as a tuple."""
-    be = _prepare(f, backend)
+    be = _prepare(f, backend, "vjp", options)
     args = tuple(_float_input(x, i) for i, x in enumerate(primals))
     out, pullback = be.vjp(f, args, **options)
 
@@ -142,10 +144,24 @@ def vjp(f: Callable[..., Any], *primals: Any, backend: str = "reverse", **option
     return out, vjp_fn
 
 
-def _prepare(f: Callable[..., Any], backend: str) -> Backend:
+def _prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> Backend:
+    """The backend, once f is known to be callable and the options to be the backend's own."""
     if not callable(f):
         raise InvalidInputError(f"expected a function to differentiate, got {type(f).__name__} {f!r}")
-    return get_backend(backend)
+    be = get_backend(backend)
+    if options:
+        params = inspect.signature(getattr(be, method)).parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in params):  # passed on, as the base jvp does
+            params = inspect.signature(be.value_and_jacobian).parameters.values()
+        known = sorted(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "scalar_output")
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidInputError(
+                f"backend {backend!r} has no option {unknown[0]!r}{hint}. Its options: {', '.join(known) or 'none'}."
+            )
+    return be
 
 
 def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar):

@@ -13,7 +13,7 @@ import adcore.numpy as anp
 
 FUNCTIONS = {
     "elementwise": lambda x: anp.sin(x) * anp.exp(-x * x) + anp.tanh(x) ** 3,
-    "reductions": lambda x: anp.logsumexp(x, axis=-1) * anp.sum(x**2) - anp.max(x, axis=0),
+    "reductions": lambda x: anp.logsumexp(x, axis=-1) * anp.sum(x**2) - anp.max(x, axis=-1),
     "matmul": lambda x: anp.matmul(anp.reshape(x, (-1, 1)), anp.reshape(anp.cos(x), (1, -1))),
     "softmax": lambda x: anp.softmax(x, axis=-1) * anp.sigmoid(x[..., :1]),
     "indexing": lambda x: anp.concatenate([x[..., ::-1], anp.relu(x) * 2.0], axis=-1)[..., 1:],
@@ -33,7 +33,7 @@ def points_and_tangents(draw):
     return x, draw(tangent), draw(tangent), draw(st.sampled_from(sorted(FUNCTIONS)))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(points_and_tangents(), st.floats(-2, 2), st.floats(-2, 2))
 def test_jvp_is_linear_in_the_tangent(case, a, b):
     x, u, v, name = case
@@ -44,7 +44,7 @@ def test_jvp_is_linear_in_the_tangent(case, a, b):
     np.testing.assert_allclose(jw, a * ju + b * jv, rtol=1e-9, atol=1e-9)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(points_and_tangents())
 def test_jvp_is_the_jacobian_times_the_tangent_and_the_jacobian_is_reverses(case):
     x, u, _, name = case
