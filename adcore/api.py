@@ -153,8 +153,9 @@ def _prepare(f: Callable[..., Any], backend: str, method: str, options: dict) ->
         params = inspect.signature(getattr(be, method)).parameters.values()
         if any(p.kind is p.VAR_KEYWORD for p in params):  # passed on, as the base jvp does
             params = inspect.signature(be.value_and_jacobian).parameters.values()
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params)  # the backend checks them itself
         known = sorted(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "scalar_output")
-        unknown = sorted(set(options) - set(known))
+        unknown = [] if takes_any else sorted(set(options) - set(known))
         if unknown:
             close = difflib.get_close_matches(unknown[0], known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
