@@ -43,6 +43,16 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
     return top.process(op, args, params)
 
 
+def bind_below(op: Any, primals: list, params: dict) -> Any:
+    """Run `op` on a trace's primals, values one level down: through the transformation
+    outside it if one of them is its tracer, else the impl (what a trace's `process` does
+    to compute the op's value)."""
+    for p in primals:
+        if isinstance(p, Tracer):
+            return bind(op, *primals, **params)
+    return op.impl(*primals, **params)
+
+
 def _stack() -> list[Trace]:
     stack = getattr(_local, "stack", None)
     if stack is None:

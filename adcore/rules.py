@@ -104,3 +104,29 @@ def prod_partials(x: Any, ans: Any, axis: Any) -> Any:
     alone = np.asarray(np.sum(zero, axis=axis, keepdims=True) == 1, dtype=x.dtype)
     ans_kept = shapes.reshape(ans, shape=kept_shape(x, axis))
     return elementwise.where(zero, others * alone, ans_kept / nonzero_x)
+
+
+def mask(condition: Any, like: Any) -> np.ndarray:
+    """A concrete 0/1 (or weight) array in `like`'s dtype: a derivative that is a step."""
+    return np.asarray(condition, dtype=like.dtype)
+
+
+def tie_split(x: Any, y: Any, wins: Any, like: Any) -> np.ndarray:
+    """d maximum(x, y) / d x (with wins=np.greater; np.less for minimum): 1 where x wins,
+    0.5 on a tie, 0 where it loses, in `like`'s dtype."""
+    x, y = _tracer.concrete(x), _tracer.concrete(y)
+    return mask(wins(x, y) + 0.5 * (x == y), like)
+
+
+def inside_clip(x: Any, a_min: Any, a_max: Any) -> np.ndarray:
+    """Where clip(x, a_min, a_max) passes x through (bounds included): its derivative is 1 there."""
+    x = _tracer.concrete(x)
+    lo = True if a_min is None else x >= _tracer.concrete(a_min)
+    hi = True if a_max is None else x <= _tracer.concrete(a_max)
+    return np.logical_and(lo, hi)
+
+
+def power_by_exponent(x: Any, ans: Any) -> Any:
+    """d x**y / d y = x**y log x where x > 0, and 0 where x <= 0 (no real logarithm there)."""
+    positive = _tracer.concrete(x) > 0
+    return elementwise.where(positive, ans * elementwise.log(elementwise.where(positive, x, 1.0)), 0.0)

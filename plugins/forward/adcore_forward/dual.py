@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.dispatch import Trace, bind
+from adcore.dispatch import Trace, bind_below
 from adcore.plugins import get_registry
 from adcore.tracer import Tracer
 
@@ -27,12 +27,7 @@ class ForwardTrace(Trace):
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         primals = [a.value if isinstance(a, Dual) and a._trace is self else a for a in args]
-        for p in primals:
-            if isinstance(p, Tracer):  # an outer transformation's value: it computes the op
-                ans = bind(op, *primals, **params)
-                break
-        else:
-            ans = op.impl(*primals, **params)
+        ans = bind_below(op, primals, params)
         tangent = None
         rules = None
         differentiable = op.differentiable

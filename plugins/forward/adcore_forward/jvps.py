@@ -28,7 +28,17 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore import concrete
-from adcore.rules import batched_axis, kept_shape, lift, prod_partials, tie_weights
+from adcore.rules import (
+    batched_axis,
+    inside_clip,
+    kept_shape,
+    lift,
+    mask,
+    power_by_exponent,
+    prod_partials,
+    tie_split,
+    tie_weights,
+)
 
 JVPS: dict[str, Any] = {}
 
@@ -39,11 +49,6 @@ def defjvp(op: str, *rules: Any) -> None:
 
 def defjvp_variadic(op: str, rule: Any) -> None:
     JVPS[op] = rule
-
-
-def _mask(condition: Any, t: Any) -> np.ndarray:
-    """A concrete 0/1 (or weight) array in t's dtype."""
-    return np.asarray(condition, dtype=t.dtype)
 
 
 def _batch(t: Any, ans: Any) -> tuple[int, ...]:
@@ -140,23 +145,6 @@ def _stack_jvp(i, t, ans, *xs, axis=0):
     return anp.stack(parts, axis=batched_axis(axis, ans.ndim))
 
 
-def _clip_inside(x, a_min, a_max):
-    x = concrete(x)
-    lo = True if a_min is None else x >= concrete(a_min)
-    hi = True if a_max is None else x <= concrete(a_max)
-    return np.logical_and(lo, hi)
-
-
-def _positive_log(x):
-    return anp.log(anp.where(concrete(x) > 0, x, 1.0))
-
-
-def _ties(x, y, t, wins):
-    """1 where x wins against y, 0.5 on a tie, 0 where it loses (maximum/minimum)."""
-    x, y = concrete(x), concrete(y)
-    return _mask(wins(x, y) + 0.5 * (x == y), t)
-
-
 # fmt: off
 # --- arithmetic -------------------------------------------------------------------
 defjvp("negative",   lambda t, ans, x: -t)
@@ -169,7 +157,7 @@ defjvp("multiply",   lambda t, ans, x, y: lift(t, ans) * y,
 defjvp("divide",     lambda t, ans, x, y: lift(t, ans) / y,
                      lambda t, ans, x, y: lift(t, ans) * (-ans / y))
 defjvp("power",      lambda t, ans, x, y: lift(t, ans) * (y * x ** (y - 1)),
-                     lambda t, ans, x, y: lift(t, ans) * anp.where(concrete(x) > 0, ans * _positive_log(x), 0.0))
+                     lambda t, ans, x, y: lift(t, ans) * power_by_exponent(x, ans))
 defjvp("square",     lambda t, ans, x: t * (2 * x))
 defjvp("reciprocal", lambda t, ans, x: t * (-ans * ans))
 defjvp("sqrt",       lambda t, ans, x: t * (0.5 / ans))
@@ -198,11 +186,11 @@ defjvp("abs",        lambda t, ans, x: t * anp.sign(x))
 defjvp("sign",       None)
 defjvp("floor",      None)
 defjvp("round",      None)
-defjvp("maximum",    lambda t, ans, x, y: lift(t, ans) * _ties(x, y, t, np.greater),
-                     lambda t, ans, x, y: lift(t, ans) * _ties(y, x, t, np.greater))
-defjvp("minimum",    lambda t, ans, x, y: lift(t, ans) * _ties(x, y, t, np.less),
-                     lambda t, ans, x, y: lift(t, ans) * _ties(y, x, t, np.less))
-defjvp("clip",       lambda t, ans, x, a_min=None, a_max=None: t * _mask(_clip_inside(x, a_min, a_max), t))
+defjvp("maximum",    lambda t, ans, x, y: lift(t, ans) * tie_split(x, y, np.greater, t),
+                     lambda t, ans, x, y: lift(t, ans) * tie_split(y, x, np.greater, t))
+defjvp("minimum",    lambda t, ans, x, y: lift(t, ans) * tie_split(x, y, np.less, t),
+                     lambda t, ans, x, y: lift(t, ans) * tie_split(y, x, np.less, t))
+defjvp("clip",       lambda t, ans, x, a_min=None, a_max=None: t * mask(inside_clip(x, a_min, a_max), t))
 defjvp("where",      None,
                      lambda t, ans, c, x, y: anp.where(concrete(c), lift(t, ans), 0.0),
                      lambda t, ans, c, x, y: anp.where(concrete(c), 0.0, lift(t, ans)))
@@ -228,7 +216,7 @@ defjvp_variadic("stack",       _stack_jvp)
 
 # --- neural-network ops -------------------------------------------------------------
 defjvp("sigmoid",     lambda t, ans, x: t * (ans * (1 - ans)))
-defjvp("relu",        lambda t, ans, x: t * _mask(concrete(x) > 0, t))
+defjvp("relu",        lambda t, ans, x: t * mask(concrete(x) > 0, t))
 defjvp("softplus",    lambda t, ans, x: t * anp.sigmoid(x))
 defjvp("softmax",     lambda t, ans, x, axis=-1: ans * (t - anp.sum(t * ans, axis=batched_axis(axis, x.ndim), keepdims=True)))
 defjvp("log_softmax", lambda t, ans, x, axis=-1: t - anp.sum(t * anp.exp(ans), axis=batched_axis(axis, x.ndim), keepdims=True))

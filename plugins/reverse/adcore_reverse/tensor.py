@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.dispatch import Trace, bind
+from adcore.dispatch import Trace, bind_below
 from adcore.errors import GradientError, InvalidInputError
 from adcore.plugins import get_registry
 from adcore.tracer import Tracer
@@ -28,12 +28,7 @@ class ReverseTrace(Trace):
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
         primals = [a.value if isinstance(a, Tensor) and a._trace is self else a for a in args]
-        for p in primals:
-            if isinstance(p, Tracer):  # an outer transformation's value: it computes the op
-                ans = bind(op, *primals, **params)
-                break
-        else:
-            ans = op.impl(*primals, **params)
+        ans = bind_below(op, primals, params)
         if grad_mode.is_recording(self.since):
             differentiable = op.differentiable
             for i, a in enumerate(args):

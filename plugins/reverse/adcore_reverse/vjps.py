@@ -23,7 +23,16 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore import concrete
-from adcore.rules import kept_shape, prod_partials, tie_weights, unbroadcast
+from adcore.rules import (
+    inside_clip,
+    kept_shape,
+    mask,
+    power_by_exponent,
+    prod_partials,
+    tie_split,
+    tie_weights,
+    unbroadcast,
+)
 
 VJPS: dict[str, Any] = {}
 
@@ -34,11 +43,6 @@ def defvjp(op: str, *rules: Any) -> None:
 
 def defvjp_variadic(op: str, rule: Any) -> None:
     VJPS[op] = rule
-
-
-def _mask(condition: Any, g: Any) -> np.ndarray:
-    """A concrete 0/1 (or weight) array in g's dtype."""
-    return np.asarray(condition, dtype=g.dtype)
 
 
 def _expand(g: Any, x: Any, axis: Any) -> Any:
@@ -85,17 +89,6 @@ def _stack_vjp(i, g, ans, *xs, axis=0):
     return anp.getitem(g, index=(slice(None),) * (axis % ans.ndim) + (i,))
 
 
-def _clip_inside(x, a_min, a_max):
-    x = concrete(x)
-    lo = True if a_min is None else x >= concrete(a_min)
-    hi = True if a_max is None else x <= concrete(a_max)
-    return np.logical_and(lo, hi)
-
-
-def _positive_log(x):
-    return anp.log(anp.where(concrete(x) > 0, x, 1.0))
-
-
 # fmt: off
 # --- arithmetic -------------------------------------------------------------------
 defvjp("negative",   lambda g, ans, x: -g)
@@ -108,7 +101,7 @@ defvjp("multiply",   lambda g, ans, x, y: unbroadcast(g * y, x),
 defvjp("divide",     lambda g, ans, x, y: unbroadcast(g / y, x),
                      lambda g, ans, x, y: unbroadcast(-g * ans / y, y))
 defvjp("power",      lambda g, ans, x, y: unbroadcast(g * y * x ** (y - 1), x),
-                     lambda g, ans, x, y: unbroadcast(g * anp.where(concrete(x) > 0, ans * _positive_log(x), 0.0), y))
+                     lambda g, ans, x, y: unbroadcast(g * power_by_exponent(x, ans), y))
 defvjp("square",     lambda g, ans, x: g * 2 * x)
 defvjp("reciprocal", lambda g, ans, x: -g * ans * ans)
 defvjp("sqrt",       lambda g, ans, x: g * 0.5 / ans)
@@ -137,11 +130,11 @@ defvjp("abs",        lambda g, ans, x: g * anp.sign(x))
 defvjp("sign",       None)
 defvjp("floor",      None)
 defvjp("round",      None)
-defvjp("maximum",    lambda g, ans, x, y: unbroadcast(g * _mask((concrete(x) > concrete(y)) + 0.5 * (concrete(x) == concrete(y)), g), x),
-                     lambda g, ans, x, y: unbroadcast(g * _mask((concrete(y) > concrete(x)) + 0.5 * (concrete(x) == concrete(y)), g), y))
-defvjp("minimum",    lambda g, ans, x, y: unbroadcast(g * _mask((concrete(x) < concrete(y)) + 0.5 * (concrete(x) == concrete(y)), g), x),
-                     lambda g, ans, x, y: unbroadcast(g * _mask((concrete(y) < concrete(x)) + 0.5 * (concrete(x) == concrete(y)), g), y))
-defvjp("clip",       lambda g, ans, x, a_min=None, a_max=None: g * _mask(_clip_inside(x, a_min, a_max), g))
+defvjp("maximum",    lambda g, ans, x, y: unbroadcast(g * tie_split(x, y, np.greater, g), x),
+                     lambda g, ans, x, y: unbroadcast(g * tie_split(y, x, np.greater, g), y))
+defvjp("minimum",    lambda g, ans, x, y: unbroadcast(g * tie_split(x, y, np.less, g), x),
+                     lambda g, ans, x, y: unbroadcast(g * tie_split(y, x, np.less, g), y))
+defvjp("clip",       lambda g, ans, x, a_min=None, a_max=None: g * mask(inside_clip(x, a_min, a_max), g))
 defvjp("where",      None,
                      lambda g, ans, c, x, y: unbroadcast(anp.where(concrete(c), g, 0.0), x),
                      lambda g, ans, c, x, y: unbroadcast(anp.where(concrete(c), 0.0, g), y))
@@ -167,7 +160,7 @@ defvjp_variadic("stack",       _stack_vjp)
 
 # --- neural-network ops -------------------------------------------------------------
 defvjp("sigmoid",     lambda g, ans, x: g * ans * (1 - ans))
-defvjp("relu",        lambda g, ans, x: g * _mask(concrete(x) > 0, g))
+defvjp("relu",        lambda g, ans, x: g * mask(concrete(x) > 0, g))
 defvjp("softplus",    lambda g, ans, x: g * anp.sigmoid(x))
 defvjp("softmax",     lambda g, ans, x, axis=-1: ans * (g - anp.sum(g * ans, axis=axis, keepdims=True)))
 defvjp("log_softmax", lambda g, ans, x, axis=-1: g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True))
