@@ -139,26 +139,15 @@ def check_jvp(
             failures.append(CheckFailure(op.name, i, "error", f"{type(e).__name__}: {e}"))
             continue
         jv = np.asarray(jv, dtype=np.float64)
-        impl, x64 = _impl64(op, sample, i), x.astype(np.float64)
-        h = FD_STEP * max(np.max(np.abs(x64), initial=0.0), 1.0)
-        expected = (impl(x64 + h * v) - impl(x64 - h * v)) / (2 * h)
-        problem = _mismatch(jv, expected, rtol_i, atol_i)
+        problem = _mismatch(jv, _difference_along(op, sample, i, v), rtol_i, atol_i)
         if problem:
             failures.append(CheckFailure(op.name, i, "jvp", problem))
             continue
         u = rng.uniform(-1, 1, np.shape(out)).astype(np.result_type(out))
-        ct = np.asarray(vjp_fn(u)[0], dtype=np.float64)
-        lhs, rhs = np.sum(u * jv), np.sum(ct * v)
-        scale = np.sum(np.abs(u * jv)) + np.sum(np.abs(ct * v))
-        if not abs(lhs - rhs) <= atol_i + rtol_i * scale:
-            failures.append(
-                CheckFailure(
-                    op.name,
-                    i,
-                    "dot_product",
-                    f"<u, J v> = {lhs!r} ({backend} jvp) but <J^T u, v> = {rhs!r} ({against} vjp)",
-                )
-            )
+        ct = vjp_fn(u)[0]
+        problem = _adjoint_mismatch(u, jv, ct, v, rtol_i, atol_i, f"{backend} jvp", f"{against} vjp")
+        if problem:
+            failures.append(CheckFailure(op.name, i, "dot_product", problem))
     return failures
 
 
@@ -223,14 +212,25 @@ def _dot_product_mismatch(op, sample, i, backend, rng, rtol, atol) -> str | None
     ct = np.asarray(vjp_fn(u)[0])
     if ct.shape != x.shape:
         return f"vjp returned shape {ct.shape} for an input of shape {x.shape}"
-    impl, x64 = _impl64(op, sample, i), x.astype(np.float64)
+    jv = _difference_along(op, sample, i, v)
+    return _adjoint_mismatch(u, jv, ct, v, rtol, atol, "finite differences", "vjp")
+
+
+def _difference_along(op: OpSpec, sample: Sample, i: int, v: np.ndarray) -> np.ndarray:
+    """J v for input i by a central difference of the impl along v, in float64."""
+    impl, x64 = _impl64(op, sample, i), sample.args[i].astype(np.float64)
     h = FD_STEP * max(np.max(np.abs(x64), initial=0.0), 1.0)
-    jv = (impl(x64 + h * v) - impl(x64 - h * v)) / (2 * h)
-    lhs, rhs = np.sum(u * jv), np.sum(ct.astype(np.float64) * v)
+    return (impl(x64 + h * v) - impl(x64 - h * v)) / (2 * h)
+
+
+def _adjoint_mismatch(u, jv, ct, v, rtol, atol, jv_from: str, ct_from: str) -> str | None:
+    """Why <u, J v> differs from <J^T u, v>, or None."""
+    jv, ct = np.asarray(jv, dtype=np.float64), np.asarray(ct, dtype=np.float64)
+    lhs, rhs = np.sum(u * jv), np.sum(ct * v)
     # scale by the sizes of the terms summed, so cancellation in the sum is not a failure
     scale = np.sum(np.abs(u * jv)) + np.sum(np.abs(ct * v))
     if not abs(lhs - rhs) <= atol + rtol * scale:
-        return f"<u, J v> = {lhs!r} (finite differences) but <J^T u, v> = {rhs!r} (vjp)"
+        return f"<u, J v> = {lhs!r} ({jv_from}) but <J^T u, v> = {rhs!r} ({ct_from})"
     return None
 
 
