@@ -38,8 +38,8 @@ def differentiate(f: Callable[..., Any], backend: str = "reverse", argnums: Argn
 
     @functools.wraps(f)
     def derivative(*args: Any, **kwargs: Any) -> Any:
-        _, jacs = _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar=False)
-        return jacs[0] if isinstance(argnums, int) else jacs
+        _, *result = _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar=False, value=False)
+        return _one_or_all(result, argnums)
 
     return derivative
 
@@ -53,8 +53,8 @@ def grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", 
 
     @functools.wraps(f)
     def gradient(*args: Any, **kwargs: Any) -> Any:
-        _, jacs = _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar=True)
-        return jacs[0] if isinstance(argnums, int) else jacs
+        _, *result = _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar=True, value=False)
+        return _one_or_all(result, argnums)
 
     return gradient
 
@@ -64,9 +64,10 @@ def value_and_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "
     be = _prepare(f, backend, "value_and_jacobian", options)
 
     @functools.wraps(f)
-    def both(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        value, jacs = _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar=True)
-        return value, (jacs[0] if isinstance(argnums, int) else jacs)
+    def both(*args: Any, **kwargs: Any) -> tuple:
+        value, *result = _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar=True)
+        derivative = _one_or_all(result, argnums)
+        return (value, *derivative) if len(result) == 2 else (value, derivative)
 
     return both
 
@@ -165,14 +166,24 @@ def _prepare(f: Callable[..., Any], backend: str, method: str, options: dict) ->
     return be
 
 
-def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar):
+def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar, value=True) -> tuple:
+    """(value, jacobians) or, with return_error, (value, jacobians, errors), each in its
+    argument's dtype; with value=False the backend may skip f(*args) and give None."""
     nums = _argnums(argnums, len(args))
     args = list(args)
     for i in nums:
         args[i] = _float_input(args[i], i)
     fn = functools.partial(f, **kwargs) if kwargs else f
-    value, jacs = be.value_and_jacobian(fn, tuple(args), nums, scalar_output=scalar, **options)
-    return value, tuple([_like(j, args[i]) for j, i in zip(jacs, nums)])
+    call = be.value_and_jacobian if value else be.jacobian
+    out, *arrays = call(fn, tuple(args), nums, scalar_output=scalar, **options)
+    return (out, *(tuple(_like(a, args[i]) for a, i in zip(each, nums)) for each in arrays))
+
+
+def _one_or_all(result: list, argnums: Argnums) -> Any:
+    """The derivative for an int argnums, the tuple for a tuple; paired with its error estimate
+    when the backend was asked for one (return_error=True)."""
+    picked = [each[0] if isinstance(argnums, int) else each for each in result]
+    return picked[0] if len(picked) == 1 else tuple(picked)
 
 
 def _argnums(argnums: Argnums, nargs: int) -> tuple[int, ...]:

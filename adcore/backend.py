@@ -17,6 +17,9 @@ class Backend:
     implement `value_and_jacobian`; `vjp` and `jvp` where they can do them directly
     (the base `jvp` multiplies the Jacobian by the tangents).
 
+    A backend that estimates its own error takes the option `return_error=True` and then
+    returns (value, jacobians, errors), one error array per Jacobian.
+
     `adcore.api` checks the call (f callable, argnums in range, float inputs) before a
     backend sees it, and casts the results to each argument's dtype afterwards.
     """
@@ -35,6 +38,19 @@ class Backend:
     ) -> tuple[Any, tuple[Any, ...]]:
         """f(*args) and, per argnum, d f / d args[i] with shape out.shape + args[i].shape."""
         raise NotImplementedError(f"backend {self.name!r} does not implement value_and_jacobian")
+
+    def jacobian(
+        self,
+        f: Callable[..., Any],
+        args: tuple,
+        argnums: Sequence[int],
+        *,
+        scalar_output: bool = False,
+        **options: Any,
+    ) -> tuple:
+        """Like value_and_jacobian, for callers that do not need f(*args): a backend that can
+        skip computing it (numeric) returns None in its place."""
+        return self.value_and_jacobian(f, args, argnums, scalar_output=scalar_output, **options)
 
     def jvp(self, f: Callable[..., Any], args: tuple, tangents: tuple, **options: Any) -> tuple[Any, Any]:
         """f(*args) and the directional derivative J·tangents, summed over every argument."""

@@ -1,0 +1,292 @@
+"""The numeric backend: derivatives from f's values alone (seed 001, 数值微分)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import numpy as np
+
+from adcore.backend import Backend, check_output
+from adcore.errors import InvalidInputError, InvalidOutputError
+from adcore_numeric.differences import SIGNS, Extrapolation, quotient, second_step_error
+from adcore_numeric.points import Along, Basis, evaluate, first_nonfinite
+from adcore_numeric.steps import (
+    METHODS,
+    RICHARDSON_RATIO,
+    first_step,
+    relative_step,
+    representable,
+    richardson_levels,
+)
+
+
+class NumericBackend(Backend):
+    """Finite differences on f's values: no rules needed, so every op works from the day it is
+    registered, and f may be any Python callable.
+
+    Options:
+    - `method`: "central" (default), "forward", "backward", "richardson" (central differences
+      at halving steps, extrapolated, stopping once the estimate settles) or "complex"
+      (Im f(x + ih) / h: exact to rounding, for f that accept complex input).
+    - `step`: the step per element of the argument (a number or an array; a tuple of them
+      for a tuple `argnums`), instead of the default of `adcore_numeric.steps`.
+    - `return_error`: also return the estimated absolute error of every entry.
+    - `vectorized`: f takes a batch of points on a new leading axis of each argument it is
+      differentiated with respect to, and returns one output per point; each round of
+      steps is then one call.
+    - `executor`: a `concurrent.futures.Executor` that evaluates the points (a process pool,
+      or a Dask cluster through `Client.get_executor()`); the results are bit-identical.
+    """
+
+    name = "numeric"
+    kinds = ()
+
+    def value_and_jacobian(
+        self,
+        f: Callable[..., Any],
+        args: tuple,
+        argnums: Sequence[int],
+        *,
+        scalar_output: bool = False,
+        method: str = "central",
+        step: Any = None,
+        return_error: bool = False,
+        vectorized: bool = False,
+        executor: Executor | None = None,
+    ) -> tuple:
+        """f(*args), the Jacobians and, with return_error, their estimated errors."""
+        return _derivatives(
+            f, args, argnums, True, scalar_output, method, step, return_error, vectorized, executor
+        )
+
+    def jacobian(
+        self,
+        f: Callable[..., Any],
+        args: tuple,
+        argnums: Sequence[int],
+        *,
+        scalar_output: bool = False,
+        method: str = "central",
+        step: Any = None,
+        return_error: bool = False,
+        vectorized: bool = False,
+        executor: Executor | None = None,
+    ) -> tuple:
+        """Like value_and_jacobian, but f(*args) is only evaluated if the method needs it
+        (forward, backward); otherwise the value is None and every evaluation is a step."""
+        return _derivatives(
+            f, args, argnums, False, scalar_output, method, step, return_error, vectorized, executor
+        )
+
+    def jvp(
+        self,
+        f: Callable[..., Any],
+        args: tuple,
+        tangents: tuple,
+        *,
+        method: str = "central",
+        step: float | None = None,
+        vectorized: bool = False,
+        executor: Executor | None = None,
+    ) -> tuple[Any, Any]:
+        """f(*args) and the derivative along the tangents: every argument moves together, so
+        the cost is that of one column, whatever the number of inputs."""
+        _check_options(method, vectorized, executor)
+        value = _value(f, args, scalar=False)
+        size = max([float(np.max(np.abs(x), initial=0.0)) for x in args] + [1.0])
+        length = max(float(np.max(np.abs(t), initial=0.0)) for t in tangents)
+        if length == 0:
+            return value, np.zeros(np.shape(value))
+        eps = max(float(np.finfo(x.dtype).eps) for x in args)
+        if step is None:
+            first = relative_step(method, eps) * size / length
+        else:
+            first = float(_user_steps(step, (0,))[0])
+            if not (np.isfinite(first) and first > 0):
+                raise InvalidInputError(f"backend 'numeric': step must be a positive number, got {step!r}")
+
+        def steps(scale: float) -> np.ndarray:
+            return np.array([first * scale])
+
+        center = np.asarray(value, dtype=np.float64).reshape(-1)
+        run = _Runner(f, args, Along(tangents), method, vectorized, executor)
+        d, _ = _columns(run, steps, np.array([size]), center, eps, want_error=False)
+        return value, d.reshape(np.shape(value))
+
+
+def _derivatives(
+    f, args, argnums, need_value, scalar_output, method, step, return_error, vectorized, executor
+):
+    _check_options(method, vectorized, executor)
+    steps_per_arg = _user_steps(step, argnums)
+    value = None
+    if need_value or method in ("forward", "backward") or any(np.size(args[i]) == 0 for i in argnums):
+        value = _value(f, args, scalar_output)
+    center = None if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
+    jacobians, errors = [], []
+    for i, user_step in zip(argnums, steps_per_arg):
+        x = np.asarray(args[i])
+        if x.size == 0:
+            jacobians.append(np.zeros(np.shape(value) + x.shape))
+            errors.append(np.zeros(np.shape(value) + x.shape))
+            continue
+        flat = x.reshape(-1)
+        h = first_step(x, method, user_step).reshape(-1)
+
+        def steps(scale: float, flat=flat, h=h) -> np.ndarray:
+            return h * scale if method == "complex" or scale == 1 else representable(flat, h * scale)
+
+        run = _Runner(f, args, Basis(i), method, vectorized, executor, scalar_output)
+        d, err = _columns(run, steps, np.abs(flat), center, float(np.finfo(x.dtype).eps), return_error)
+        out_shape = d.shape[1:]
+        jacobians.append(np.moveaxis(d, 0, -1).reshape(out_shape + x.shape))
+        if return_error:
+            errors.append(np.moveaxis(err, 0, -1).reshape(out_shape + x.shape))
+    return (value, tuple(jacobians), tuple(errors)) if return_error else (value, tuple(jacobians))
+
+
+class _Runner:
+    """Evaluates f at every sign of some levels' steps, for some columns."""
+
+    def __init__(self, f, args, direction, method, vectorized, executor, scalar_output=False) -> None:
+        self.f, self.args, self.direction, self.method = f, args, direction, method
+        self.vectorized, self.executor, self.scalar_output = vectorized, executor, scalar_output
+        self.signs = np.array(SIGNS[method])
+        self.out_shape: tuple[int, ...] = ()
+
+    def __call__(self, levels: list[np.ndarray], active: np.ndarray) -> np.ndarray:
+        """Shape (levels, active columns, signs, M): f's flattened outputs."""
+        columns = np.tile(np.repeat(active, len(self.signs)), len(levels))
+        offsets = np.concatenate([(h[active, None] * self.signs).reshape(-1) for h in levels])
+        values = evaluate(
+            self.f,
+            self.args,
+            self.direction,
+            columns,
+            offsets,
+            vectorized=self.vectorized,
+            executor=self.executor,
+        )
+        self.out_shape = values.shape[1:]
+        if self.scalar_output:
+            check_output(values[0], "numeric", scalar=True)
+        return values.reshape(len(levels), len(active), len(self.signs), -1)
+
+    def raise_if_not_finite(self, values: np.ndarray, h: np.ndarray) -> None:
+        """A clear error naming the first point where f was nan or inf."""
+        flat = values.reshape(-1, values.shape[-1])
+        bad = first_nonfinite(flat)
+        if bad is None:
+            return
+        column, sign = bad // len(self.signs), self.signs[bad % len(self.signs)]
+        got = flat[bad][~np.isfinite(flat[bad])][0]
+        raise InvalidOutputError(
+            f"backend 'numeric' (method={self.method!r}): f returned {got} at "
+            f"{self.direction.describe(self.args, int(column), sign * h[column])}; finite differences need "
+            "f finite around x. Move x inside f's domain, or use method='forward' or 'backward' to stay on "
+            "one side of an edge (method='richardson' skips steps that leave the domain)."
+        )
+
+
+def _columns(
+    run: _Runner,
+    steps: Callable[[float], np.ndarray],
+    size: np.ndarray,
+    center: np.ndarray | None,
+    eps: float,
+    want_error: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The derivative along every column (one per entry of `size`, the |x| it moves), shape
+    (columns,) + f's output shape, and its estimated error if wanted."""
+    method, ncols = run.method, len(size)
+    size = size[:, None]
+    everything = np.arange(ncols)
+    if method != "richardson":
+        h = steps(1.0)
+        levels = [h] + ([steps(2.0)] if want_error and method != "complex" else [])
+        values = run(levels, everything)
+        run.raise_if_not_finite(values[0], h)
+        d, noise = quotient(method, values[0], h[:, None], center, eps, size)
+        error = None
+        if want_error:
+            error = noise
+            if method != "complex":
+                d2, _ = quotient(method, values[1], levels[1][:, None], center, eps, size)
+                error = second_step_error(method, d, noise, d2, h[:, None], levels[1][:, None])
+        shape = (ncols,) + run.out_shape
+        return d.reshape(shape), None if error is None else error.reshape(shape)
+
+    # richardson: three levels for every column, then one more per round for the columns
+    # whose estimate has not settled, until the steps reach the central step.
+    most = richardson_levels(eps)
+    hs = [steps(RICHARDSON_RATIO**-k) for k in range(most)]
+    start = min(3, most)
+    values = run(hs[:start], everything)
+    d, noise = (list(a) for a in quotient(method, values, np.stack(hs[:start])[:, :, None], None, eps, size))
+    settled = np.zeros(ncols, dtype=bool)
+    while True:
+        table = Extrapolation(np.stack(d), np.stack(noise), np.stack(hs[: len(d)])[:, :, None])
+        settled |= table.converged().all(axis=1)
+        if settled.all() or len(d) == most:
+            break
+        active = everything[~settled]
+        values = run([hs[len(d)]], active)
+        level, level_noise = quotient(method, values[0], hs[len(d)][active, None], None, eps, size[active])
+        d.append(np.full_like(d[0], np.nan))
+        noise.append(np.full_like(noise[0], np.inf))
+        d[-1][active], noise[-1][active] = level, level_noise
+    unusable = ~np.isfinite(table.error).all(axis=1)
+    if unusable.any():
+        column = int(np.argmax(unusable))
+        raise InvalidOutputError(
+            f"backend 'numeric' (method='richardson'): f was not finite at the points needed for "
+            f"{run.direction.describe(run.args, column, hs[len(d) - 1][column])} and the other {len(d) - 1} "
+            "steps tried; move x inside f's domain"
+        )
+    shape = (ncols,) + run.out_shape
+    return table.value.reshape(shape), table.error.reshape(shape)
+
+
+def _value(f: Callable[..., Any], args: tuple, scalar: bool) -> Any:
+    """f(*args), checked as every backend checks it."""
+    value = f(*args)
+    check_output(value, "numeric", scalar)
+    if not np.all(np.isfinite(value)):
+        raise InvalidOutputError(
+            f"backend 'numeric': f(x) itself is {value!r}; it must be finite to differentiate"
+        )
+    return value
+
+
+def _check_options(method: Any, vectorized: Any, executor: Any) -> None:
+    if method not in METHODS:
+        close = difflib.get_close_matches(str(method), METHODS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidInputError(
+            f"backend 'numeric' has no method {method!r}{hint}; its methods: {', '.join(METHODS)}"
+        )
+    if executor is not None and not isinstance(executor, Executor):
+        raise InvalidInputError(
+            f"backend 'numeric': executor must be a concurrent.futures.Executor (a ProcessPoolExecutor, "
+            f"or a Dask Client's get_executor()), got {type(executor).__name__}"
+        )
+    if vectorized and executor is not None:
+        raise InvalidInputError(
+            "backend 'numeric': vectorized=True evaluates every point in one call of f, executor= spreads "
+            "the points over workers; choose one"
+        )
+
+
+def _user_steps(step: Any, argnums: Sequence[int]) -> list[Any]:
+    """One user step (or None) per argnum: a tuple of steps for a tuple argnums, else the same for all."""
+    if isinstance(step, (tuple, list)) and len(argnums) > 1:
+        if len(step) != len(argnums):
+            raise InvalidInputError(
+                f"backend 'numeric': {len(step)} steps for {len(argnums)} arguments; give one step per "
+                "argument in argnums, or a single number for all"
+            )
+        return list(step)
+    return [step] * len(argnums)
