@@ -10,11 +10,13 @@ The core op catalogue is essential: it is always loaded and cannot be blocked.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 import warnings
-from importlib.metadata import EntryPoint, entry_points
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any
 
 import pluggy
@@ -89,15 +91,22 @@ def load() -> Registry:
         pm.trace.root.setwriter(lambda message: sys.stderr.write(message))
         pm.enable_tracing()
     registry = Registry()
-    candidates: list[tuple[str, str, Any]] = [(ESSENTIAL, _version("adcore"), core_catalogue)]
+    # (name, version, how to get the plugin object): entry points import their module when
+    # loaded. (Not told apart by isinstance: with the importlib_metadata backport imported,
+    # as Dask does, entry_points() may hand out the backport's EntryPoint class.)
+    candidates: list[tuple[str, str, Callable[[], Any]]] = [
+        (ESSENTIAL, _version("adcore"), lambda: core_catalogue)
+    ]
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if _wanted(ep.name):
-            candidates.append((ep.name, ep.dist.version if ep.dist else "", ep))
+            candidates.append((ep.name, ep.dist.version if ep.dist else "", ep.load))
     candidates += [
-        (name, "", obj) for name, obj in _by_hand.items() if name not in _names("ADCORE_BLOCK_PLUGINS")
+        (name, "", functools.partial(lambda obj: obj, obj))
+        for name, obj in _by_hand.items()
+        if name not in _names("ADCORE_BLOCK_PLUGINS")
     ]
 
-    for name, version, source in candidates:
+    for name, version, get_plugin in candidates:
         if name in registry.plugins:
             warnings.warn(
                 f"two adcore plugins are named {name!r}; only the first is loaded",
@@ -107,7 +116,7 @@ def load() -> Registry:
             continue
         record = registry.plugins[name] = PluginRecord(name, version)
         try:
-            plugin = source.load() if isinstance(source, EntryPoint) else source
+            plugin = get_plugin()
             hash(plugin)  # pluggy keys plugins by object: a module, class or instance will do
             pm.register(plugin, name=name)
             callers = pm.get_hookcallers(plugin) or ()

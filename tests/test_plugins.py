@@ -77,6 +77,35 @@ def test_core_and_reverse_load_without_failures(clean_plugins):
     assert plugins.failures() == {}
 
 
+class _ForeignEntryPoint:
+    """An entry point of another class than importlib.metadata's, as the importlib_metadata
+    backport hands out once something (Dask) has imported it."""
+
+    def __init__(self, ep) -> None:
+        self.name, self.dist, self._ep = ep.name, ep.dist, ep
+
+    def load(self):
+        return self._ep.load()
+
+    def __eq__(self, other) -> bool:  # like the backport's: it fails against a module
+        return self._key() == other._key()
+
+    __hash__ = object.__hash__
+
+    def _key(self):
+        return (self.name, self.dist)
+
+
+def test_entry_points_of_another_class_still_load(clean_plugins, monkeypatch):
+    stdlib = plugins.entry_points
+    monkeypatch.setattr(
+        plugins, "entry_points", lambda group: [_ForeignEntryPoint(ep) for ep in stdlib(group=group)]
+    )
+    plugins.reset()
+    assert plugins.failures() == {}
+    assert {"reverse", "forward", "numeric"} <= set(adcore.backends())
+
+
 def test_registry_is_built_once_and_rebuilt_after_reset(clean_plugins):
     first = get_registry()
     assert get_registry() is first
