@@ -11,6 +11,7 @@ import numpy as np
 
 from adcore.backend import Backend, check_output
 from adcore.errors import InvalidInputError, InvalidOutputError
+from adcore.tracer import Tracer
 from adcore_numeric.differences import SIGNS, Extrapolation, quotient, second_step_error
 from adcore_numeric.points import Along, Basis, evaluate, first_nonfinite
 from adcore_numeric.steps import (
@@ -94,7 +95,7 @@ class NumericBackend(Backend):
     ) -> tuple[Any, Any]:
         """f(*args) and the derivative along the tangents: every argument moves together, so
         the cost is that of one column, whatever the number of inputs."""
-        _check_options(method, vectorized, executor)
+        _check_options(method, vectorized, executor, args)
         value = _value(f, args, scalar=False)
         size = max([float(np.max(np.abs(x), initial=0.0)) for x in args] + [1.0])
         length = max(float(np.max(np.abs(t), initial=0.0)) for t in tangents)
@@ -120,7 +121,7 @@ class NumericBackend(Backend):
 def _derivatives(
     f, args, argnums, need_value, scalar_output, method, step, return_error, vectorized, executor
 ):
-    _check_options(method, vectorized, executor)
+    _check_options(method, vectorized, executor, args)
     steps_per_arg = _user_steps(step, argnums)
     value = None
     if need_value or method in ("forward", "backward") or any(np.size(args[i]) == 0 for i in argnums):
@@ -261,7 +262,14 @@ def _value(f: Callable[..., Any], args: tuple, scalar: bool) -> Any:
     return value
 
 
-def _check_options(method: Any, vectorized: Any, executor: Any) -> None:
+def _check_options(method: Any, vectorized: Any, executor: Any, args: tuple) -> None:
+    traced = [i for i, x in enumerate(args) if isinstance(x, Tracer)]
+    if traced:
+        raise InvalidInputError(
+            f"backend 'numeric' works on plain arrays and cannot run inside another backend's "
+            f"transformation (argument {traced[0]} is a {type(args[traced[0]]).__name__}). Make numeric "
+            "the outer derivative, e.g. hessian(f, inner='reverse', outer='numeric')."
+        )
     if method not in METHODS:
         close = difflib.get_close_matches(str(method), METHODS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -21,7 +21,8 @@ SIGNS = {
     "complex": (1j,),
 }
 
-COMPLEX_ROUNDING = 4  # the complex step is exact but for a few roundings of f' itself
+ROUNDINGS = 2  # how many roundings of ε·(|f| + |x·f'|) each value of f is taken to carry
+COMPLEX_ROUNDING = 2  # the complex step is exact but for a few roundings of f' itself
 
 
 def quotient(
@@ -31,9 +32,10 @@ def quotient(
     with one step h and one |x| (`size`) of shape (..., 1) per quotient; `center` is f(x) for
     one-sided methods.
 
-    Each value of f is taken to be off by ε·(|f| + |x·f'|): one rounding of the result, and
-    the roundings of x inside f (sin(3x) rounds 3x), which f amplifies by its slope.
+    Each value of f is taken to be off by ROUNDINGS·ε·(|f| + |x·f'|): a few roundings of the
+    result, and the roundings of x inside f (sin(3x) rounds 3x), which f amplifies by its slope.
     """
+    eps = ROUNDINGS * eps
     if method == "complex":
         d = values[..., 0, :].imag / h
         return d, eps * (COMPLEX_ROUNDING + size) * np.abs(d)

@@ -50,8 +50,8 @@ class Basis:
 
     def describe(self, args: tuple, column: int, offset: Any) -> str:
         x = args[self.argnum]
-        element = np.unravel_index(column, x.shape) if x.ndim else ()
-        return f"argument {self.argnum}, element {element} (x = {x.flat[column]!r}) moved by {offset!r}"
+        element = tuple(int(i) for i in np.unravel_index(column, x.shape))
+        return f"argument {self.argnum}, element {element} (x = {x.flat[column].item()!r}) moved by {_number(offset)}"
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Along:
         )
 
     def describe(self, args: tuple, column: int, offset: Any) -> str:
-        return f"every argument moved by {offset!r} times its tangent"
+        return f"every argument moved by {_number(offset)} times its tangent"
 
 
 Direction = Basis | Along
@@ -214,6 +214,12 @@ def first_nonfinite(values: np.ndarray) -> int | None:
     """The first point (row of values) where f was not finite, or None."""
     bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
     return int(np.argmax(bad)) if bad.any() else None
+
+
+def _number(offset: Any) -> str:
+    """An offset as a person writes it: 2.0e-06, or 1e-16j for the complex step."""
+    offset = complex(offset)
+    return f"{offset.imag:.3g}j" if offset.imag else f"{offset.real:.6g}"
 
 
 def _drops_imaginary(where: str, how: str) -> str:

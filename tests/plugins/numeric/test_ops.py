@@ -1,0 +1,47 @@
+"""Every registered op's NumPy impl, differentiated by finite differences alone, agrees with
+the reverse backend's rules within the numeric backend's own error estimate.
+
+This is the numeric backend's promise: it needs no rules, so it checks everyone else's.
+The estimate must also be small (it would bound anything if it were huge), and ops whose
+samples sit on a kink are drawn away from it by their sample domains.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_cases import has_differentiable_inputs, op_cases
+
+import adcore
+
+CASES = [case for case in op_cases(np.float64) if has_differentiable_inputs(case.values[0])]
+
+
+def _inputs(op, sample):
+    return [
+        i for i, x in enumerate(sample.args) if op.is_differentiable(i) and np.asarray(x).dtype.kind == "f"
+    ]
+
+
+@pytest.mark.parametrize("op, sample", CASES)
+def test_numeric_on_the_impl_agrees_with_reverse_within_its_estimate(op, sample):
+    args, params = list(sample.args), sample.params
+    for i in _inputs(op, sample):
+
+        def impl(x, i=i):
+            return op.impl(*args[:i], x, *args[i + 1 :], **params)
+
+        def through_ops(x, i=i):
+            return op(*args[:i], x, *args[i + 1 :], **params)
+
+        numeric, error = adcore.jacobian(impl, backend="numeric", method="richardson", return_error=True)(
+            args[i]
+        )
+        reverse = adcore.jacobian(through_ops, backend="reverse")(args[i])
+        assert numeric.shape == reverse.shape == error.shape
+        gap = np.abs(numeric - reverse)
+        worst = np.unravel_index(np.argmax(gap - error), gap.shape) if gap.size else ()
+        assert np.all(gap <= error), (
+            f"{op.name} input {i}: |numeric - reverse| {gap[worst]} > estimate {error[worst]}"
+        )
+        assert np.all(error <= 1e-7 * (1 + np.abs(reverse))), f"{op.name} input {i}: estimate too loose"
