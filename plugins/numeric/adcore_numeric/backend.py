@@ -255,9 +255,11 @@ def _value(f: Callable[..., Any], args: tuple, scalar: bool) -> Any:
     """f(*args), checked as every backend checks it."""
     value = f(*args)
     check_output(value, "numeric", scalar)
-    if not np.all(np.isfinite(value)):
+    flat = np.ravel(value)
+    if not np.all(np.isfinite(flat)):
         raise InvalidOutputError(
-            f"backend 'numeric': f(x) itself is {value!r}; it must be finite to differentiate"
+            f"backend 'numeric': f(x) itself is not finite ({flat[~np.isfinite(flat)][0]}); "
+            "move x inside f's domain"
         )
     return value
 

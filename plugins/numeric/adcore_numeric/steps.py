@@ -23,8 +23,8 @@ the central step (on the same functions, starting at 2⁻³ cost 6% more evaluat
 the same accuracy, 2⁻⁵ saved 11% and lost a third of a digit); the complex step has no subtraction, hence no round-off to balance, and
 uses a step of ε·max(|x|, 1), where the O(h²) truncation is far below ε.
 
-Each real step is made exactly representable, h = (x + h) − x in x's dtype, so that the
-points x ± h are the points the quotient divides by. A user's `step` (a number, or one
+Each real step is made exactly representable, h = (|x| + h) − |x| in x's dtype, so that
+the points x ± h are exactly the points the quotient divides by. A user's `step` (a number, or one
 per element of x) replaces the default, or, for richardson, its first level.
 """
 
@@ -70,14 +70,16 @@ def first_step(x: np.ndarray, method: str, step: Any = None) -> np.ndarray:
 
 
 def representable(x: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """(x + h) − x in x's dtype: the step as it actually lands, so x + h is exact."""
+    """(|x| + h) − |x| in x's dtype: the step as it actually lands. It is a multiple of the
+    spacing of floats at |x|, no larger than |x| + h, so both x + h and x − h are exact."""
+    size = np.abs(x)
     with np.errstate(over="ignore", invalid="ignore"):
-        landed = (x + h.astype(x.dtype)) - x
+        landed = (size + h.astype(x.dtype)) - size
     if np.any(landed == 0):
         j = int(np.flatnonzero(np.asarray(landed == 0).ravel())[0])
         raise InvalidInputError(
-            f"backend 'numeric': the step at element {np.unravel_index(j, x.shape)} "
-            f"(x = {x.ravel()[j]!r}) is below the spacing of {x.dtype} numbers there, so x + h == x; "
+            f"backend 'numeric': the step at element {tuple(int(i) for i in np.unravel_index(j, x.shape))} "
+            f"(x = {x.ravel()[j].item()!r}) is below the spacing of {x.dtype} numbers there, so x + h == x; "
             "pass a larger step= or leave step out to get the default"
         )
     return landed
