@@ -24,3 +24,5 @@ def test_readme_examples_run_and_print_the_commented_values():
         assert expected in printed, f"{expected!r} not in README output:\n{printed}"
     # the Hessian of the seed example: d2f/dx1^2 = -1/x1^2, mixed = 1, d2f/dx2^2 = sin(x2)
     assert "array(-0.25)" in printed and "array(-0.95892427)" in printed
+    # numeric: Richardson to about 14 digits with its error estimate, the complex step exact
+    assert "4.05342789389862" in printed and "4.053427893898621" in printed

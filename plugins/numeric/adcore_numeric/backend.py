@@ -223,28 +223,26 @@ def _columns(
     # richardson: three levels for every column, then one more per round for the columns
     # whose estimate has not settled, until the steps reach the central step.
     most = richardson_levels(eps)
-    hs = [steps(RICHARDSON_RATIO**-k) for k in range(most)]
-    start = min(3, most)
-    values = run(hs[:start], everything)
-    d, noise = (list(a) for a in quotient(method, values, np.stack(hs[:start])[:, :, None], None, eps, size))
-    settled = np.zeros(ncols, dtype=bool)
-    while True:
-        table = Extrapolation(np.stack(d), np.stack(noise), np.stack(hs[: len(d)])[:, :, None])
-        settled |= table.converged().all(axis=1)
-        if settled.all() or len(d) == most:
-            break
+    hs = [steps(RICHARDSON_RATIO**-k) for k in range(min(3, most))]
+    values = run(hs, everything)
+    table = Extrapolation()
+    for h, level in zip(hs, values):
+        table.add(*quotient(method, level, h[:, None], None, eps, size), h[:, None])
+    settled = table.converged().all(axis=1)
+    while not settled.all() and table.levels < most:
+        hs.append(steps(RICHARDSON_RATIO**-table.levels))
         active = everything[~settled]
-        values = run([hs[len(d)]], active)
-        level, level_noise = quotient(method, values[0], hs[len(d)][active, None], None, eps, size[active])
-        d.append(np.full_like(d[0], np.nan))
-        noise.append(np.full_like(noise[0], np.inf))
-        d[-1][active], noise[-1][active] = level, level_noise
+        level = run([hs[-1]], active)[0]
+        d, noise = np.full(table.value.shape, np.nan), np.full(table.value.shape, np.inf)
+        d[active], noise[active] = quotient(method, level, hs[-1][active, None], None, eps, size[active])
+        table.add(d, noise, hs[-1][:, None])
+        settled |= table.converged().all(axis=1)
     unusable = ~np.isfinite(table.error).all(axis=1)
     if unusable.any():
         column = int(np.argmax(unusable))
         raise InvalidOutputError(
             f"backend 'numeric' (method='richardson'): f was not finite at the points needed for "
-            f"{run.direction.describe(run.args, column, hs[len(d) - 1][column])} and the other {len(d) - 1} "
+            f"{run.direction.describe(run.args, column, hs[-1][column])} and the other {len(hs) - 1} "
             "steps tried; move x inside f's domain"
         )
     shape = (ncols,) + run.out_shape

@@ -63,36 +63,42 @@ class Extrapolation:
     in h², so the steps need not be in an exact ratio), keeping, per entry, the candidate
     with the smallest estimated error, as numdifftools does.
 
-    `d`, `noise`: (levels, columns, M) quotients and their round-off; `h`: (levels, columns, 1).
-    A candidate T[j][k] combines levels k..k+j; its truncation error is estimated by how far
-    it moved from T[j-1][k+1], its round-off by pushing each level's bound through the
-    extrapolation weights. Levels where f was not finite give no candidates.
+    Levels are added one at a time, each with its quotients `d` and their round-off `noise`
+    (columns, M) and its step `h` (columns, 1). A candidate T[j][k] combines levels k..k+j;
+    its truncation error is estimated by how far it moved from T[j-1][k+1], its round-off
+    by pushing each level's bound through the extrapolation weights. A level where f was
+    not finite (nan) gives no candidates.
     """
 
-    def __init__(self, d: np.ndarray, noise: np.ndarray, h: np.ndarray) -> None:
-        levels = len(d)
-        shape = d.shape[1:]
-        self.value = np.full(shape, np.nan)
-        self.truncation = np.full(shape, np.inf)
-        self.noise = np.full(shape, np.inf)
-        self.error = np.full(shape, np.inf)
-        self.newest = np.zeros(shape, dtype=int)  # the smallest-step level the best candidate uses
+    def __init__(self) -> None:
+        self.levels = 0
+        self.value = self.truncation = self.noise = self.error = self.newest = np.empty(0)
+        self._steps: list[np.ndarray] = []
+        self._diagonal: list[np.ndarray] = []  # T[j][newest - j] for j = 0..newest, and their
+        self._rounding: list[np.ndarray] = []  # round-off: all the next level needs
+
+    def add(self, d: np.ndarray, noise: np.ndarray, h: np.ndarray) -> None:
+        if not self.levels:
+            self.value = np.full(d.shape, np.nan)
+            self.truncation, self.noise, self.error = (np.full(d.shape, np.inf) for _ in range(3))
+            self.newest = np.zeros(d.shape, dtype=int)  # the smallest-step level the best candidate uses
+        diagonal, rounding = [d], [noise]
         with np.errstate(all="ignore"):
-            table, rounding = d, noise
-            for j in range(1, levels):
-                q = (h[:-j] / h[j:]) ** 2 - 1
-                extrapolated = table[1:] + (table[1:] - table[:-1]) / q
-                rounding = rounding[1:] * (1 + 1 / q) + rounding[:-1] / q
-                truncation = np.abs(extrapolated - table[1:])
-                error = _finite_or_inf(truncation + rounding)
-                for k in range(levels - j):
-                    better = error[k] < self.error
-                    self.value = np.where(better, extrapolated[k], self.value)
-                    self.truncation = np.where(better, truncation[k], self.truncation)
-                    self.noise = np.where(better, rounding[k], self.noise)
-                    self.error = np.where(better, error[k], self.error)
-                    self.newest = np.where(better, k + j, self.newest)
-                table = extrapolated
+            for j in range(1, self.levels + 1):
+                q = (self._steps[-j] / h) ** 2 - 1
+                diagonal.append(diagonal[-1] + (diagonal[-1] - self._diagonal[j - 1]) / q)
+                rounding.append(rounding[-1] * (1 + 1 / q) + self._rounding[j - 1] / q)
+                truncation = np.abs(diagonal[-1] - diagonal[-2])
+                error = _finite_or_inf(truncation + rounding[-1])
+                better = error < self.error
+                self.value[better] = diagonal[-1][better]
+                self.truncation[better] = truncation[better]
+                self.noise[better] = rounding[-1][better]
+                self.error[better] = error[better]
+                self.newest[better] = self.levels
+        self._steps.append(h)
+        self._diagonal, self._rounding = diagonal, rounding
+        self.levels += 1
 
     def converged(self) -> np.ndarray:
         """Per entry: the truncation estimate is below round-off, so smaller steps, which

@@ -16,6 +16,13 @@ def central_levels(f, x, steps):
     return values, h
 
 
+def extrapolate(d, noise, h):
+    table = Extrapolation()
+    for level in zip(d, noise, h):
+        table.add(*level)
+    return table
+
+
 def test_quotients():
     values = np.array([[[3.0], [1.0]]])  # f(x + h) = 3, f(x - h) = 1
     h, size = np.array([[0.5]]), np.array([[0.0]])
@@ -35,7 +42,7 @@ def test_extrapolation_is_exact_on_an_even_polynomial_in_h():
     x = 0.75
     values, h = central_levels(f, x, [0.5, 0.25, 0.125])
     d, noise = quotient("richardson", values, h, None, EPS, np.array([[x]]))
-    table = Extrapolation(d, noise, h)
+    table = extrapolate(d, noise, h)
     exact = 4 * x**3 - 6 * x**2 + 1
     assert abs(table.value[0, 0] - exact) <= 1e-14
     assert abs(table.value[0, 0] - exact) <= table.error[0, 0] <= 1e-13
@@ -47,7 +54,7 @@ def test_extrapolation_with_steps_in_no_exact_ratio():
     x = 0.3
     values, h = central_levels(f, x, [0.2, 0.13, 0.07, 0.04])
     d, noise = quotient("richardson", values, h, None, EPS, np.array([[x]]))
-    table = Extrapolation(d, noise, h)
+    table = extrapolate(d, noise, h)
     assert abs(table.value[0, 0] - np.cos(x)) <= table.error[0, 0] <= 1e-8
 
 
@@ -55,14 +62,14 @@ def test_levels_where_f_was_not_finite_give_no_candidates():
     x = 0.05
     values, h = central_levels(np.log, x, [0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125])
     d, noise = quotient("richardson", values, h, None, EPS, np.array([[x]]))
-    table = Extrapolation(d, noise, h)
+    table = extrapolate(d, noise, h)
     assert np.isfinite(table.value[0, 0]) and table.newest[0, 0] >= 3
     assert abs(table.value[0, 0] - 1 / x) <= table.error[0, 0]
 
 
 def test_nothing_finite_gives_an_infinite_error():
     d = np.full((3, 1, 1), np.nan)
-    table = Extrapolation(d, np.zeros_like(d), np.array([0.4, 0.2, 0.1])[:, None, None])
+    table = extrapolate(d, np.zeros_like(d), np.array([0.4, 0.2, 0.1])[:, None, None])
     assert table.error[0, 0] == np.inf and not table.converged()[0, 0]
 
 
