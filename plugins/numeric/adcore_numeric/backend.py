@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any
@@ -223,14 +224,27 @@ def _columns(
     # richardson: three levels for every column, then one more per round for the columns
     # whose estimate has not settled, until the steps reach the central step.
     most = richardson_levels(eps)
-    hs = [steps(RICHARDSON_RATIO**-k) for k in range(min(3, most))]
+
+    def halved(k: int) -> np.ndarray | None:
+        """The k-th step, or None once halving (a small user step) no longer moves x."""
+        try:
+            return steps(RICHARDSON_RATIO**-k)
+        except InvalidInputError:
+            return None
+
+    hs = list(itertools.takewhile(lambda h: h is not None, map(halved, range(min(3, most)))))
+    if len(hs) < 2:
+        raise InvalidInputError(
+            "backend 'numeric' (method='richardson'): the first step is so small that half of it no "
+            "longer moves x; richardson needs a large first step (leave step out for the default)"
+        )
     values = run(hs, everything)
     table = Extrapolation()
     for h, level in zip(hs, values):
         table.add(*quotient(method, level, h[:, None], None, eps, size), h[:, None])
     settled = table.converged().all(axis=1)
-    while not settled.all() and table.levels < most:
-        hs.append(steps(RICHARDSON_RATIO**-table.levels))
+    while not settled.all() and table.levels < most and (h := halved(table.levels)) is not None:
+        hs.append(h)
         active = everything[~settled]
         level = run([hs[-1]], active)[0]
         d, noise = np.full(table.value.shape, np.nan), np.full(table.value.shape, np.inf)

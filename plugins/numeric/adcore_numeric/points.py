@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +22,8 @@ import numpy as np
 
 from adcore.errors import AdcoreError, InvalidInputError, InvalidOutputError
 from adcore.tracer import Tracer
+
+_PLAIN = frozenset({float, np.float64, np.float32})  # outputs that pass every check as they are
 
 # The columns go to an executor in at most this many tasks of consecutive points: enough
 # to keep a few dozen workers busy, few enough that sending f and x stays cheap.
@@ -34,11 +36,15 @@ class Basis:
 
     argnum: int
 
-    def move(self, args: tuple, column: int, offset: Any) -> tuple:
+    def each(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> Iterator[tuple]:
+        """The arguments at each point in turn."""
         x = args[self.argnum]
-        moved = x.astype(np.result_type(x, offset))  # a copy; complex for the complex step
-        moved.flat[column] = x.flat[column] + offset
-        return args[: self.argnum] + (moved,) + args[self.argnum + 1 :]
+        flat, dtype = x.reshape(-1), _moved_dtype(x, offsets)
+        before, after = args[: self.argnum], args[self.argnum + 1 :]
+        for column, offset in zip(columns.tolist(), offsets.tolist()):
+            moved = flat.astype(dtype)  # a copy; complex for the complex step
+            moved[column] = flat[column] + offset
+            yield before + (moved.reshape(x.shape),) + after
 
     def move_batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
         x = args[self.argnum]
@@ -60,8 +66,9 @@ class Along:
 
     tangents: tuple
 
-    def move(self, args: tuple, column: int, offset: Any) -> tuple:
-        return tuple(x + offset * t for x, t in zip(args, self.tangents))
+    def each(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> Iterator[tuple]:
+        for offset in offsets.tolist():
+            yield tuple(x + offset * t for x, t in zip(args, self.tangents))
 
     def move_batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
         return tuple(
@@ -119,18 +126,23 @@ def evaluate_serial(
     is_complex = np.iscomplexobj(offsets)
     values = None
     with _evaluating(is_complex):
-        for p, (column, offset) in enumerate(zip(columns.tolist(), offsets.tolist())):
-            where = functools.partial(direction.describe, args, column, offset)
+        points = zip(columns.tolist(), offsets.tolist(), direction.each(args, columns, offsets))
+        for p, (column, offset, moved) in enumerate(points):
+            where = functools.partial(direction.describe, args, column, offset)  # only called on errors
             try:
-                out = f(*direction.move(args, column, offset))
+                out = f(*moved)
             except Exception as e:
                 raise _failed(e, is_complex, where) from e
-            out = _checked(out, is_complex, where)
+            if out.__class__ in _PLAIN and not is_complex:  # a real number passes every check
+                shape = ()
+            else:
+                out = _checked(out, is_complex, where)
+                shape = out.shape
             if values is None:
-                values = np.empty((len(columns),) + out.shape, dtype=_stored_dtype(out))
-            elif out.shape != values.shape[1:]:
+                values = np.empty((len(columns),) + shape, dtype=_stored_dtype(np.asarray(out)))
+            elif shape != values.shape[1:]:
                 raise InvalidOutputError(
-                    f"backend 'numeric': f returned shape {out.shape} at {where()}, but shape "
+                    f"backend 'numeric': f returned shape {shape} at {where()}, but shape "
                     f"{values.shape[1:]} elsewhere; its output shape must not depend on its inputs' values"
                 )
             values[p] = out

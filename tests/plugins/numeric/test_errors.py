@@ -74,6 +74,16 @@ def test_richardson_names_a_point_where_no_step_was_finite():
     works_afterwards()
 
 
+def test_richardson_from_a_small_user_step_stops_halving_where_x_stops_moving():
+    f = lambda x: np.sum(np.exp(x))  # noqa: E731
+    x = np.array([1.5])
+    g, error = grad(f, method="richardson", step=1e-15, return_error=True)(x)  # h/8 no longer moves x
+    assert np.all(np.abs(g - np.exp(x)) <= error)  # a poor estimate, and it says so
+    with pytest.raises(InvalidInputError, match="half of it no longer moves x.*leave step out"):
+        grad(f, method="richardson", step=3e-16)(x)
+    works_afterwards()
+
+
 def test_a_nan_value_at_x_itself_is_reported():
     with (
         pytest.raises(InvalidOutputError, match=r"f\(x\) itself is not finite \(nan\)"),
