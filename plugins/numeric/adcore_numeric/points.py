@@ -40,11 +40,12 @@ class Basis:
         """The arguments at each point in turn."""
         x = args[self.argnum]
         flat, dtype = x.reshape(-1), _moved_dtype(x, offsets)
+        numbers = flat.tolist()  # x + offset is exact (the steps land exactly), in any precision
         before, after = args[: self.argnum], args[self.argnum + 1 :]
         for column, offset in zip(columns.tolist(), offsets.tolist()):
-            moved = flat.astype(dtype)  # a copy; complex for the complex step
-            moved[column] = flat[column] + offset
-            yield before + (moved.reshape(x.shape),) + after
+            moved = flat.copy() if dtype == x.dtype else flat.astype(dtype)  # complex for the complex step
+            moved[column] = numbers[column] + offset
+            yield before + (moved if x.ndim == 1 else moved.reshape(x.shape),) + after
 
     def move_batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
         x = args[self.argnum]
@@ -128,22 +129,23 @@ def evaluate_serial(
     with _evaluating(is_complex):
         points = zip(columns.tolist(), offsets.tolist(), direction.each(args, columns, offsets))
         for p, (column, offset, moved) in enumerate(points):
-            where = functools.partial(direction.describe, args, column, offset)  # only called on errors
             try:
                 out = f(*moved)
             except Exception as e:
-                raise _failed(e, is_complex, where) from e
+                raise _failed(
+                    e, is_complex, functools.partial(direction.describe, args, column, offset)
+                ) from e
             if out.__class__ in _PLAIN and not is_complex:  # a real number passes every check
                 shape = ()
             else:
-                out = _checked(out, is_complex, where)
+                out = _checked(out, is_complex, functools.partial(direction.describe, args, column, offset))
                 shape = out.shape
             if values is None:
                 values = np.empty((len(columns),) + shape, dtype=_stored_dtype(np.asarray(out)))
             elif shape != values.shape[1:]:
                 raise InvalidOutputError(
-                    f"backend 'numeric': f returned shape {shape} at {where()}, but shape "
-                    f"{values.shape[1:]} elsewhere; its output shape must not depend on its inputs' values"
+                    f"backend 'numeric': f returned shape {shape} at {direction.describe(args, column, offset)}, "
+                    f"but {values.shape[1:]} elsewhere; its output shape must not depend on its inputs' values"
                 )
             values[p] = out
     return values

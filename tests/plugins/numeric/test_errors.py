@@ -34,6 +34,14 @@ def test_a_function_returning_no_array_names_what_it_returned(result, name):
     works_afterwards()
 
 
+def test_an_output_shape_that_depends_on_the_point_is_reported():
+    with pytest.raises(
+        InvalidOutputError, match=r"returned shape \(3,\) at argument 0, element \(1,\).*\(2,\) elsewhere"
+    ):
+        adcore.jacobian(lambda x: x[x > 0.9], backend="numeric")(np.array([2.0, 0.9, 3.0]))
+    works_afterwards()
+
+
 def test_nan_at_a_perturbed_point_names_the_argument_the_element_and_the_step():
     # sqrt is fine at x, but x - h is below zero for the element sitting at 1e-7
     f = lambda a, x: np.sum(np.sqrt(x)) * a  # noqa: E731
