@@ -47,7 +47,8 @@ class Basis:
             moved[column] = numbers[column] + offset
             yield before + (moved if x.ndim == 1 else moved.reshape(x.shape),) + after
 
-    def move_batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
+    def batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
+        """The arguments at every point at once, on a new leading axis of the moved one."""
         x = args[self.argnum]
         dtype = _moved_dtype(x, offsets)
         batch = np.repeat(x[None].astype(dtype), len(columns), axis=0)
@@ -71,7 +72,7 @@ class Along:
         for offset in offsets.tolist():
             yield tuple(x + offset * t for x, t in zip(args, self.tangents))
 
-    def move_batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
+    def batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
         return tuple(
             x[None] + offsets.astype(_moved_dtype(x, offsets)).reshape((-1,) + (1,) * np.ndim(x)) * t[None]
             for x, t in zip(args, self.tangents)
@@ -162,7 +163,7 @@ def evaluate_batch(
 
     with _evaluating(is_complex):
         try:
-            out = f(*direction.move_batch(args, columns, offsets))
+            out = f(*direction.batch(args, columns, offsets))
         except Exception as e:
             raise _failed(e, is_complex, where) from e
     out = _checked(out, is_complex, where)
