@@ -22,6 +22,7 @@ from adcore_numeric.steps import (
     relative_step,
     representable,
     richardson_levels,
+    user_step,
 )
 
 
@@ -106,9 +107,7 @@ class NumericBackend(Backend):
         if step is None:
             first = relative_step(method, eps) * size / length
         else:
-            first = float(_user_steps(step, (0,))[0])
-            if not (np.isfinite(first) and first > 0):
-                raise InvalidInputError(f"backend 'numeric': step must be a positive number, got {step!r}")
+            first = float(user_step(step, np.empty(())))  # one step along the tangents
 
         def steps(scale: float) -> np.ndarray:
             return np.array([first * scale])
@@ -129,14 +128,14 @@ def _derivatives(
         value = _value(f, args, scalar_output)
     center = None if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
     jacobians, errors = [], []
-    for i, user_step in zip(argnums, steps_per_arg):
+    for i, given in zip(argnums, steps_per_arg):
         x = np.asarray(args[i])
         if x.size == 0:
             jacobians.append(np.zeros(np.shape(value) + x.shape))
             errors.append(np.zeros(np.shape(value) + x.shape))
             continue
         flat = x.reshape(-1)
-        h = first_step(x, method, user_step).reshape(-1)
+        h = first_step(x, method, given).reshape(-1)
 
         def steps(scale: float, flat=flat, h=h) -> np.ndarray:
             return h * scale if method == "complex" or scale == 1 else representable(flat, h * scale)

@@ -67,7 +67,7 @@ def first_step(x: np.ndarray, method: str, step: Any = None) -> np.ndarray:
     if step is None:
         h = relative_step(method, eps) * np.maximum(np.abs(x), 1.0)
     else:
-        h = _user_step(step, x)
+        h = user_step(step, x)
     return h if method == "complex" else representable(x, h)
 
 
@@ -87,7 +87,7 @@ def representable(x: np.ndarray, h: np.ndarray) -> np.ndarray:
     return landed
 
 
-def _user_step(step: Any, x: np.ndarray) -> np.ndarray:
+def user_step(step: Any, x: np.ndarray) -> np.ndarray:
     """A user step: a positive finite number, or an array of them broadcastable to x.shape."""
     try:
         h = np.broadcast_to(np.asarray(step, dtype=np.float64), x.shape)

@@ -118,6 +118,15 @@ def test_jvp_is_one_directional_difference(method):
     np.testing.assert_array_equal(out, f(x, y))
 
 
+@pytest.mark.parametrize("step", [0.0, "big", [1e-3, 1e-3]])
+def test_jvp_takes_one_positive_step(step):
+    x, v = np.array([1.0, 2.0]), np.array([1.0, 0.0])
+    with pytest.raises(InvalidInputError, match="backend 'numeric'.*step"):
+        adcore.jvp(np.sin, (x,), (v,), backend="numeric", step=step)
+    _, tangent = adcore.jvp(np.sin, (x,), (v,), backend="numeric", step=1e-4)
+    np.testing.assert_allclose(tangent, [np.cos(1.0), 0.0], rtol=1e-8)
+
+
 def test_jvp_along_a_zero_tangent_is_zero_without_stepping():
     out, tangent = adcore.jvp(np.sin, (X,), (np.zeros_like(X),), backend="numeric")
     np.testing.assert_array_equal(tangent, np.zeros_like(X))
