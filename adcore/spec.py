@@ -33,6 +33,9 @@ class OpSpec:
       the others (a `where` condition) are treated as constants by every backend.
     - `params` name the static keyword params (axis, keepdims, shape, index, ...).
     - `numpy` are the NumPy functions this op stands for when called on a tracer.
+    - `elementwise`: each output element depends only on the inputs' elements at the same
+      (broadcast) position, as for sin or add; the symbolic backend then traces one scalar
+      for a whole array.
     - `samples(rng, dtype)` draws the inputs the conformance checks use.
     """
 
@@ -44,6 +47,7 @@ class OpSpec:
     numpy: tuple[Callable[..., Any], ...] = ()
     samples: SampleFn | None = None
     variadic: bool = False
+    elementwise: bool = False
     doc: str = ""
 
     def __post_init__(self) -> None:

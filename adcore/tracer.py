@@ -221,10 +221,18 @@ class Tracer:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
             return op(*inputs, **params)
         if func in _SHAPE_FUNCTIONS:
-            return func(*(concrete(a) for a in args), **kwargs)
+            return func(*(_stand_in(a) for a in args), **kwargs)
         if func in _LIKE_FUNCTIONS:
-            return func(concrete(args[0]), *args[1:], **kwargs)
+            return func(_stand_in(args[0]), *args[1:], **kwargs)
         raise _unsupported(f"{func.__module__}.{func.__name__}")
+
+
+def _stand_in(value: Any) -> Any:
+    """An array with a tracer's shape and dtype and no data, for NumPy's shape and *_like
+    functions: they need no value, and some tracers (symbolic) have no number to give."""
+    if isinstance(value, Tracer):
+        return np.broadcast_to(np.empty((), dtype=value.dtype), value.shape)
+    return value
 
 
 def _unsupported(name: str) -> UnsupportedFunctionError:

@@ -26,6 +26,7 @@ def test_defaults():
     assert op.params == ()
     assert op.numpy == ()
     assert op.variadic is False
+    assert op.elementwise is False
 
 
 @pytest.mark.parametrize("name", ["not an identifier", "1st", "a-b", ""])

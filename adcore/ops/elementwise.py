@@ -8,11 +8,13 @@ from adcore.spec import NONZERO, POSITIVE, REAL, UNIT_OPEN, Domain, OpSpec, Samp
 
 
 def _unary(name: str, impl, domain: Domain = REAL, doc: str = "") -> OpSpec:
-    return OpSpec(name, impl, nin=1, numpy=(impl,), samples=elementwise_samples(domain), doc=doc)
+    return OpSpec(
+        name, impl, nin=1, numpy=(impl,), samples=elementwise_samples(domain), elementwise=True, doc=doc
+    )
 
 
 def _binary(name: str, impl, x: Domain = REAL, y: Domain = REAL) -> OpSpec:
-    return OpSpec(name, impl, nin=2, numpy=(impl,), samples=elementwise_samples(x, y))
+    return OpSpec(name, impl, nin=2, numpy=(impl,), samples=elementwise_samples(x, y), elementwise=True)
 
 
 # --- arithmetic -------------------------------------------------------------------
@@ -54,6 +56,7 @@ round = OpSpec(
     params=("decimals",),
     numpy=(np.round,),
     samples=elementwise_samples(REAL),
+    elementwise=True,
     doc="zero derivative",
 )
 maximum = _binary("maximum", np.maximum)
@@ -64,6 +67,7 @@ clip = OpSpec(
     params=("a_min", "a_max"),
     numpy=(np.clip,),
     samples=elementwise_samples(REAL, params=({"a_min": -1.0, "a_max": 1.0}, {"a_min": None, "a_max": 0.5})),
+    elementwise=True,
     doc="derivative 1 on [a_min, a_max] (bounds included), 0 outside",
 )
 
@@ -82,5 +86,6 @@ where = OpSpec(
     differentiable=(1, 2),
     numpy=(np.where,),
     samples=_where_samples,
+    elementwise=True,
     doc="the condition is not differentiable",
 )

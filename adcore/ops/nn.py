@@ -60,9 +60,9 @@ _AXIS_SAMPLES = fixed_samples(
     (((2, 4),), {"axis": 0}),
 )
 
-sigmoid = OpSpec("sigmoid", _sigmoid, samples=elementwise_samples(REAL))
-relu = OpSpec("relu", _relu, samples=elementwise_samples(REAL), doc="relu'(0) = 0")
-softplus = OpSpec("softplus", _softplus, samples=elementwise_samples(REAL))
+sigmoid = OpSpec("sigmoid", _sigmoid, samples=elementwise_samples(REAL), elementwise=True)
+relu = OpSpec("relu", _relu, samples=elementwise_samples(REAL), elementwise=True, doc="relu'(0) = 0")
+softplus = OpSpec("softplus", _softplus, samples=elementwise_samples(REAL), elementwise=True)
 softmax = OpSpec("softmax", _softmax, params=("axis",), samples=_AXIS_SAMPLES)
 log_softmax = OpSpec("log_softmax", _log_softmax, params=("axis",), samples=_AXIS_SAMPLES)
 logsumexp = OpSpec("logsumexp", _logsumexp, params=("axis", "keepdims"), samples=reduction_samples(REAL))
@@ -71,5 +71,6 @@ stop_gradient = OpSpec(
     _identity,
     differentiable=(),
     samples=elementwise_samples(REAL),
+    elementwise=True,
     doc="the identity, with no derivative flowing through it",
 )
