@@ -20,7 +20,7 @@ import adcore.numpy as anp
 from adcore import InvalidInputError
 
 # Add a backend here once it implements the conventions; every test below then runs on it.
-BACKENDS = ["reverse", "forward"]
+BACKENDS = ["reverse", "forward", "symbolic"]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -1,0 +1,24 @@
+"""The errors only the symbolic backend raises (sympy-free, so they import with the plugin)."""
+
+from __future__ import annotations
+
+from adcore.errors import AdcoreError
+
+OTHER_BACKENDS = "reverse, forward or numeric"
+
+
+class SymbolicControlFlowError(AdcoreError, TypeError):
+    """f needed the number behind a traced value (if, while, float(), a NumPy predicate)."""
+
+    def __init__(self, what: str = "its number") -> None:
+        super().__init__(
+            f"backend 'symbolic' traces f with sympy symbols, so a traced value has no number yet, "
+            f"and f asked for {what}: Python control flow (if/while/and/or), float(), int(), .item() "
+            "or a NumPy predicate such as isfinite. Choose between branches with adcore.numpy.where "
+            f"(np.where), which becomes a sympy Piecewise, or use another backend ({OTHER_BACKENDS}), "
+            "which runs f on numbers."
+        )
+
+
+class ExpressionTooLargeError(AdcoreError, RuntimeError):
+    """The traced expressions outgrew the size guard, `max_nodes`."""

@@ -1,0 +1,134 @@
+"""Sympy functions for the ops sympy has no exact match for, each with the derivative that
+docs/conventions.md gives the op and NumPy code that calls the adcore op itself.
+
+Calling the op keeps the compiled derivative numerically stable (sigmoid at -1e3) and lets
+it run on other backends' traced values too (a Hessian differentiates it again).
+`floor` and `round` have zero derivative, `amax`/`amin` split it among ties, and
+`stop_gradient` passes its value but no derivative. expm1 and log1p come from
+sympy.codegen, which prints them as numpy.expm1 and numpy.log1p.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
+
+__all__ = [
+    "Round",
+    "amax",
+    "amin",
+    "expm1",
+    "floor",
+    "log1p",
+    "logsumexp",
+    "sigmoid",
+    "softplus",
+    "stop_gradient",
+]
+
+
+class _OpCall(sp.Function):
+    """A function printed to NumPy as a call of the adcore op named `op`."""
+
+    op = ""
+
+    def _numpycode(self, printer) -> str:
+        return f"ops.{self.op}({', '.join(printer._print(a) for a in self.args)})"
+
+
+class sigmoid(_OpCall):
+    op = "sigmoid"
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        return self * (1 - self)
+
+
+class softplus(_OpCall):
+    op = "softplus"
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        return sigmoid(self.args[0])
+
+
+class stop_gradient(_OpCall):
+    op = "stop_gradient"
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        if isinstance(x, stop_gradient):
+            return x
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+
+class Round(_OpCall):
+    """round(x, decimals), half to even as NumPy rounds."""
+
+    op = "round"
+    nargs = 2
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+
+class floor(sp.floor):
+    """sympy's floor with the derivative 0 (sympy leaves it unevaluated)."""
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+
+class logsumexp(sp.Function):
+    """log(sum(exp(args))); its derivative exp(arg - logsumexp) never overflows."""
+
+    @classmethod
+    def eval(cls, *args):
+        if len(args) == 1:
+            return args[0]
+
+    def fdiff(self, argindex=1):
+        return sp.exp(self.args[argindex - 1] - self)
+
+    def _numpycode(self, printer) -> str:
+        return f"ops.logsumexp(ops.stack([{', '.join(printer._print(a) for a in self.args)}]), axis=0)"
+
+
+class _TiedExtremum(sp.Function):
+    """The max (min) of the args, whose derivative is split equally among the args equal to it."""
+
+    numpy = ""
+    extremum = sp.Max
+
+    @classmethod
+    def eval(cls, *args):
+        unique = list(dict.fromkeys(args))  # max(x, x, y) is max(x, y), and so are the derivatives' sums
+        if len(unique) == 1:
+            return unique[0]
+        if all(a.is_number for a in args):
+            return cls.extremum(*args)
+        if len(unique) < len(args):
+            return cls(*unique)
+
+    def fdiff(self, argindex=1):
+        ties = [sp.Piecewise((1, sp.Eq(a, self)), (0, True)) for a in self.args]
+        return ties[argindex - 1] / sp.Add(*ties)
+
+    def _numpycode(self, printer) -> str:
+        code = printer._print(self.args[0])
+        for a in self.args[1:]:
+            code = f"numpy.{self.numpy}({code}, {printer._print(a)})"
+        return code
+
+
+class amax(_TiedExtremum):
+    numpy = "maximum"
+    extremum = sp.Max
+
+
+class amin(_TiedExtremum):
+    numpy = "minimum"
+    extremum = sp.Min

@@ -1,0 +1,96 @@
+"""Every registered op with a `sympy` rule agrees with the reverse backend on its sample
+domains: the op's value traced through sympy, differentiated exactly and compiled, against
+the hand-written VJP rules. Ops without a `sympy` rule are reported unsupported by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_cases import has_differentiable_inputs, op_cases
+
+import adcore
+from adcore.plugins import get_registry
+
+CASES = [case for case in op_cases(np.float64) if has_differentiable_inputs(case.values[0])]
+
+
+def _inputs(op, sample):
+    return [
+        i for i, x in enumerate(sample.args) if op.is_differentiable(i) and np.asarray(x).dtype.kind == "f"
+    ]
+
+
+@pytest.mark.parametrize("op, sample", CASES)
+def test_symbolic_agrees_with_reverse(op, sample):
+    if op.name not in get_registry().rules["sympy"]:
+        pytest.skip(f"op {op.name!r} has no sympy rule (test_ops_without_a_rule_are_reported checks these)")
+    args, params = list(sample.args), sample.params
+    for i in _inputs(op, sample):
+
+        def through_ops(x, i=i):
+            return op(*args[:i], x, *args[i + 1 :], **params)
+
+        value, (symbolic,) = adcore.get_backend("symbolic").value_and_jacobian(through_ops, (args[i],), (0,))
+        reverse = adcore.jacobian(through_ops, backend="reverse")(args[i])
+        assert symbolic.shape == reverse.shape
+        np.testing.assert_allclose(symbolic, reverse, rtol=1e-12, atol=1e-12, err_msg=f"{op.name} input {i}")
+        np.testing.assert_allclose(value, op.impl(*args, **params), rtol=1e-12, atol=1e-12)
+
+
+def test_every_core_op_has_a_sympy_rule():
+    registry = get_registry()
+    missing = [
+        n
+        for n, op in registry.ops.items()
+        if has_differentiable_inputs(op) and n not in registry.rules["sympy"]
+    ]
+    assert missing == []
+
+
+class _OnlyVjp:
+    """A third-party op with a VJP rule and no sympy rule."""
+
+    @adcore.hookimpl
+    def adcore_register_ops(self, register):
+        register(adcore.OpSpec("vjp_only", lambda x: 3 * x, elementwise=True))
+
+    @adcore.hookimpl
+    def adcore_register_rules(self, register):
+        register("vjp", "vjp_only", (lambda g, ans, x: 3 * g,))
+
+
+class _WithSympyRule(_OnlyVjp):
+    """The same op, with a sympy rule a third party adds through adcore_register_rules."""
+
+    @adcore.hookimpl
+    def adcore_register_rules(self, register):
+        register("vjp", "vjp_only", (lambda g, ans, x: 3 * g,))
+        register("sympy", "vjp_only", lambda x: 3 * x)
+
+
+def test_an_op_without_a_rule_is_reported_unsupported_by_symbolic(register_plugin):
+    register_plugin(_OnlyVjp(), "only_vjp")
+    f = lambda x: adcore.numpy.sum(adcore.ops.vjp_only(x) * 2.0)  # noqa: E731
+    x = np.array([1.5, 2.0])
+    np.testing.assert_array_equal(adcore.grad(f, backend="reverse")(x), [6.0, 6.0])
+    with pytest.raises(adcore.MissingRuleError) as info:
+        adcore.grad(f, backend="symbolic")(x)
+    message = str(info.value)
+    for word in [
+        "'vjp_only'",
+        "'sympy'",
+        "'symbolic'",
+        "backends that can: numeric, reverse",
+        "register('sympy'",
+    ]:
+        assert word in message, f"{word!r} not in {message!r}"
+    assert not get_registry().supports(adcore.get_backend("symbolic"), get_registry().ops["vjp_only"])
+    # nothing is left broken: the next call, on a supported op, works
+    np.testing.assert_allclose(adcore.grad(lambda v: adcore.numpy.sum(v**2), backend="symbolic")(x), 2 * x)
+
+
+def test_a_third_party_sympy_rule_makes_its_op_symbolic(register_plugin):
+    register_plugin(_WithSympyRule(), "with_sympy")
+    f = lambda x: adcore.numpy.sum(adcore.numpy.sin(adcore.ops.vjp_only(x)))  # noqa: E731
+    x = np.array([0.5, -1.0])
+    np.testing.assert_allclose(adcore.grad(f, backend="symbolic")(x), 3 * np.cos(3 * x), rtol=1e-15)
