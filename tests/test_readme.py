@@ -26,3 +26,5 @@ def test_readme_examples_run_and_print_the_commented_values():
     assert "array(-0.25)" in printed and "array(-0.95892427)" in printed
     # numeric: Richardson to about 14 digits with its error estimate, the complex step exact
     assert "4.05342789389862" in printed and "4.053427893898621" in printed
+    # symbolic: the seed's derivatives as expressions, and a loss over a million points
+    assert "(x2 + 1/x1, x1 - cos(x2))" in printed and "[-1.00000e-06 -9.99998e-07]" in printed
