@@ -28,3 +28,10 @@ def report(failures: list) -> str:
 
 def has_differentiable_inputs(op: OpSpec) -> bool:
     return op.variadic or op.differentiable is None or len(op.differentiable) > 0
+
+
+def float_inputs(op: OpSpec, sample) -> list[int]:
+    """The positions of a sample's inputs a derivative is taken by: differentiable, float."""
+    return [
+        i for i, x in enumerate(sample.args) if op.is_differentiable(i) and np.asarray(x).dtype.kind == "f"
+    ]

@@ -44,16 +44,12 @@ class SymbolicBackend(Backend):
     ) -> tuple[Any, tuple[Any, ...]]:
         return self.derivation(f, args, argnums, True, scalar_output, max_nodes).evaluate(args)
 
-    def jacobian(
-        self,
-        f: Callable[..., Any],
-        args: tuple,
-        argnums: Sequence[int],
-        *,
-        scalar_output: bool = False,
-        max_nodes: int = DEFAULT_MAX_NODES,
-    ) -> tuple[Any, tuple[Any, ...]]:
-        return self.derivation(f, args, argnums, False, scalar_output, max_nodes).evaluate(args)
+    def jacobian(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], **options: Any) -> tuple:
+        """Like value_and_jacobian (same options), without computing f's value: None in its place."""
+        options.setdefault("max_nodes", DEFAULT_MAX_NODES)
+        return self.derivation(
+            f, args, argnums, False, options.pop("scalar_output", False), **options
+        ).evaluate(args)
 
     def derivation(self, f, args, argnums, want_value, scalar_output, max_nodes):
         """The compiled derivative for this call: from the cache, else traced and compiled now."""

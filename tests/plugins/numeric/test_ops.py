@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_cases import has_differentiable_inputs, op_cases
+from op_cases import float_inputs, has_differentiable_inputs, op_cases
 
 import adcore
 
 CASES = [case for case in op_cases(np.float64) if has_differentiable_inputs(case.values[0])]
 
 
-def _inputs(op, sample):
-    return [
-        i for i, x in enumerate(sample.args) if op.is_differentiable(i) and np.asarray(x).dtype.kind == "f"
-    ]
-
-
 @pytest.mark.parametrize("op, sample", CASES)
 def test_numeric_on_the_impl_agrees_with_reverse_within_its_estimate(op, sample):
     args, params = list(sample.args), sample.params
-    for i in _inputs(op, sample):
+    for i in float_inputs(op, sample):
 
         def impl(x, i=i):
             return op.impl(*args[:i], x, *args[i + 1 :], **params)

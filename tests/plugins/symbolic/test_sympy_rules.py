@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_cases import has_differentiable_inputs, op_cases
+from op_cases import float_inputs, has_differentiable_inputs, op_cases
 
 import adcore
 from adcore.plugins import get_registry
@@ -19,16 +19,10 @@ CASES = [
 ]
 
 
-def _inputs(op, sample):
-    return [
-        i for i, x in enumerate(sample.args) if op.is_differentiable(i) and np.asarray(x).dtype.kind == "f"
-    ]
-
-
 @pytest.mark.parametrize("op, sample", CASES)
 def test_symbolic_agrees_with_reverse(op, sample):
     args, params = list(sample.args), sample.params
-    for i in _inputs(op, sample):
+    for i in float_inputs(op, sample):
 
         def through_ops(x, i=i):
             return op(*args[:i], x, *args[i + 1 :], **params)
