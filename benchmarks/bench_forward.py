@@ -26,7 +26,6 @@ its traceback in place of the figure, and the script goes on.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import platform
@@ -57,35 +56,17 @@ try:
 except ImportError:
     autograd = agnp = None
 
-from timing import ERROR, MISSING, cell, guarded, race, ratio, row, verdict  # benchmarks/timing.py
+from timing import ERROR, MISSING, cell, guarded, race, ratio, row, verdict, warm_heap  # benchmarks/timing.py
 
 RUNS = dict(repeat=7, passes=3, summary=statistics.median)  # 21 runs per contender
 TOL = 1e-10  # max |result - analytic|: every tool computes the same float64 numbers up to rounding
 COLD_FLAG = "--cold-heap-jacobian"  # the child process of section 1's cold-heap column
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
 
 def version(name, module):
     if not module:
         return f"{name} {MISSING}"
     return f"{name} {getattr(module, '__version__', None) or metadata.version(name)}"
-
-
-def warm_heap():
-    """Keep freed memory in glibc's heap for reuse; False where malloc is not glibc's (left as is).
-
-    A 200x200 float64 temporary is 320 KB. glibc serves it from the heap once its dynamic
-    mmap threshold has grown past that, but gives the heap's free top back to the OS when it
-    exceeds twice that threshold, so whether each call page-faults in fresh memory depends on
-    what the process allocated before (importing torch, say): the same adcore Jacobian takes
-    0.2 to 0.9 ms. Warm: the thresholds at glibc's ceiling (32 MiB mmap, 64 MiB trim), the
-    state after freeing one 32 MB array, which a long-running NumPy process is in. Cold (the
-    child of cold_heap()): glibc's initial 128 KiB, fixed, as in a short script.
-    """
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    libc = ctypes.CDLL(None)
-    return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 64 << 20))
 
 
 def cold_heap():

@@ -19,7 +19,7 @@ Every figure is the best of several timeit-style runs taken in interleaved block
 same run, so compare the ratios to the recurrence rather than absolute times across machines.
 The issue's anchors, measured on its author's machine: sympy plain 1213 ms, cse=True 46.7 ms,
 recurrence 11.9 ms. Target: adcore's compiled derivative ≤ 2× the recurrence. The NumPy
-contenders' times depend on the heap (see warm_heap()): the script warms it, as
+contenders' times depend on the heap (see timing.warm_heap): the script warms it, as
 bench_forward.py does, unless run with --cold-heap.
 
 Every contender's result is first checked against the recurrence: max |difference| ≤ 1e-12
@@ -32,8 +32,6 @@ array in one piece), the measurement behind CHUNK = 2**14.
 
 from __future__ import annotations
 
-import ctypes
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -43,7 +41,7 @@ import adcore_symbolic.derive as derive  # derive.CHUNK is read at every evaluat
 import numpy as np
 import sympy as sp
 from sympy.core.cache import clear_cache
-from timing import ERROR, cell, guarded, race, ratio, row  # benchmarks/timing.py
+from timing import ERROR, cell, guarded, race, ratio, row, warm_heap  # benchmarks/timing.py
 
 import adcore
 import adcore.numpy as anp
@@ -58,28 +56,9 @@ SLOW_RUNS = dict(repeat=1, passes=2, summary=min)  # sympy plain: best of 2
 FIRST_CALLS = 5  # first-call timings, best of
 CHUNKS = (2**12, 2**13, 2**14, 2**15, 2**16)
 COLD_FLAG = "--cold-heap"  # leave malloc as it is
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
 ADCORE, PLAIN, CSE, RECURRENCE = "adcore symbolic", "sympy plain", "sympy cse=True", "numpy recurrence"
 ISSUE_MS = {PLAIN: 1213.0, CSE: 46.7, RECURRENCE: 11.9}  # the issue author's machine
-
-
-def warm_heap() -> bool:
-    """Keep freed memory in glibc's heap for reuse; False where malloc is not glibc's (left as is).
-
-    A temporary here is 8 MB, and the function lambdify(cse=True) prints keeps its ~35
-    intermediates alive until it returns: about 300 MB, more than glibc's largest dynamic trim
-    threshold (64 MiB), so by default every call gives that memory back to the OS and faults
-    it in again. Measured on the small machine: cse=True 84 ms cold, 41 ms warm; the
-    recurrence 15 and 10 ms; sympy plain 2.7 s and 1.2 s; adcore (chunked) 5.6 either way.
-    Warm, as in a long-running NumPy process (the issue's anchors fit it, not the cold
-    figures): mmap threshold 32 MiB (glibc's ceiling), trim threshold 1 GiB. Cold: COLD_FLAG.
-    (bench_forward.py does the same for the same reason, with a 64 MiB trim threshold.)
-    """
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    libc = ctypes.CDLL(None)
-    return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30))
 
 
 def l8(x: Any) -> Any:
@@ -252,7 +231,7 @@ def bench() -> str:
 
 
 if __name__ == "__main__":
-    warm = sys.argv[1:] != [COLD_FLAG] and warm_heap()
+    warm = sys.argv[1:] != [COLD_FLAG] and warm_heap(trim_bytes=1 << 30)
     heap = (
         "warm (glibc malloc keeps freed memory)"
         if warm

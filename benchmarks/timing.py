@@ -7,6 +7,8 @@ directory first on sys.path.
 
 from __future__ import annotations
 
+import ctypes
+import platform
 import timeit
 import traceback
 
@@ -57,3 +59,22 @@ def verdict(v, target):
 
 def row(name, *cells):
     print(f"  {name:<22}" + "".join(cells))
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def warm_heap(trim_bytes: int = 64 << 20) -> bool:
+    """Keep freed memory in glibc's heap for reuse; False where malloc is not glibc's (left as is).
+
+    A large NumPy temporary is served from the heap once glibc's dynamic mmap threshold has
+    grown past it, but the heap's free top goes back to the OS when it exceeds the trim
+    threshold, so whether each call page-faults in fresh memory depends on what the process
+    allocated before: the same computation can take 2 to 4 times as long. Warm: the mmap
+    threshold at glibc's ceiling (32 MiB) and the trim threshold at `trim_bytes` (glibc's
+    dynamic ceiling, 64 MiB, by default), the state a long-running NumPy process is in.
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(None)
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, trim_bytes))
