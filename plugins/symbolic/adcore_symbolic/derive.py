@@ -196,12 +196,13 @@ class ElementwiseDerivation(Derivation):
         # outputs 0..m-1 are the summed g_k, output m is h; inputs are the argnums' symbols, then the S_k
         self.program = differentiate([g for _, g, _, _ in self.sums] + [h], xs + sum_symbols, taken)
         *g_rows, h_row = self.program.derivatives
-        h_value = self.program.values[-1]
-        h_outputs = h_row[len(xs) :] + h_row[: len(xs)]  # dh/dS_k, then dh/dx_j directly
-        h_lines = lines_for(self.program.definitions, h_outputs + ([h_value] if want_value else []))
-        self.need_sums = want_value or bool({S for S in sum_symbols} & _free(h_lines, h_outputs))
+        self.scales = h_row[len(xs) :]  # dh/dS_k as expressions (1 for a plain sum)
+        # h's outputs: f's value if wanted, dh/dS_k, then dh/dx_j directly
+        h_outputs = ([self.program.values[-1]] if want_value else []) + self.scales + h_row[: len(xs)]
+        h_lines = lines_for(self.program.definitions, h_outputs)
+        # the sums' values are needed for f's value, or when h's derivatives depend on them
+        self.need_sums = want_value or bool(set(sum_symbols) & _free(h_lines, h_outputs))
         self.want_value = want_value
-        self.scales = [row for row in h_row[len(xs) :]]  # dh/dS_k as expressions (1 for a plain sum)
         self._g_fns = []
         sources = []
         for k, row in enumerate(g_rows):
@@ -211,12 +212,7 @@ class ElementwiseDerivation(Derivation):
             )
             self._g_fns.append(fn)
             sources.append(f"# S{k}: over arrays of shape {self.sums[k][2]}\n{source}")
-        h_outputs = ([h_value] if want_value else []) + h_outputs
-        self._h_fn, source = compile_numpy(
-            sum_symbols + arg_symbols + constant_symbols,
-            lines_for(self.program.definitions, h_outputs),
-            h_outputs,
-        )
+        self._h_fn, source = compile_numpy(sum_symbols + arg_symbols + constant_symbols, h_lines, h_outputs)
         self.source = "\n".join(sources + [f"# the output, from the sums\n{source}"])
         self.arg_shapes = [np.shape(args[i]) for i in self.argnums]
 
