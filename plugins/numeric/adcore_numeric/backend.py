@@ -65,24 +65,10 @@ class NumericBackend(Backend):
             f, args, argnums, True, scalar_output, method, step, return_error, vectorized, executor
         )
 
-    def jacobian(
-        self,
-        f: Callable[..., Any],
-        args: tuple,
-        argnums: Sequence[int],
-        *,
-        scalar_output: bool = False,
-        method: str = "central",
-        step: Any = None,
-        return_error: bool = False,
-        vectorized: bool = False,
-        executor: Executor | None = None,
-    ) -> tuple:
-        """Like value_and_jacobian, but f(*args) is only evaluated if the method needs it
-        (forward, backward); otherwise the value is None and every evaluation is a step."""
-        return _derivatives(
-            f, args, argnums, False, scalar_output, method, step, return_error, vectorized, executor
-        )
+    def jacobian(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], **options: Any) -> tuple:
+        """Like value_and_jacobian (same options), but f(*args) is only evaluated if the method
+        needs it (forward, backward); otherwise the value is None and every evaluation is a step."""
+        return _derivatives(f, args, argnums, False, **options)
 
     def jvp(
         self,
@@ -119,7 +105,16 @@ class NumericBackend(Backend):
 
 
 def _derivatives(
-    f, args, argnums, need_value, scalar_output, method, step, return_error, vectorized, executor
+    f,
+    args,
+    argnums,
+    need_value,
+    scalar_output=False,
+    method="central",
+    step=None,
+    return_error=False,
+    vectorized=False,
+    executor=None,
 ):
     _check_options(method, vectorized, executor, args)
     steps_per_arg = _user_steps(step, argnums)
