@@ -35,7 +35,7 @@ from adcore.errors import (
 )
 from adcore.hookspecs import hookimpl
 from adcore.rules import batched_axis, lift, unbroadcast
-from adcore.spec import Domain, OpSpec, Sample
+from adcore.spec import Case, Domain, OpSpec, Sample
 from adcore.tracer import Tracer, concrete
 
 __version__ = "0.1.0"
@@ -43,6 +43,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AdcoreError",
     "Backend",
+    "Case",
     "Domain",
     "GradientError",
     "GraphFreedError",

@@ -3,7 +3,7 @@
 A plugin is any object or module with functions marked `@adcore.hookimpl` and named
 after these specs. It is found through the "adcore" entry-point group (or registered
 by hand with `adcore.plugins.register_plugin`). Hooks are called once per plugin when
-adcore first needs its registry, in this order: ops, rules, backends. Each receives a
+adcore first needs its registry, in this order: ops, rules, backends, cases. Each receives a
 `register` callback; what one plugin registers is recorded under its name, and if any
 of it is invalid the whole plugin is rolled back and reported, the others unaffected.
 """
@@ -28,6 +28,10 @@ class RegisterRule(Protocol):
 
 class RegisterBackend(Protocol):
     def __call__(self, backend: Any) -> None: ...
+
+
+class RegisterCase(Protocol):
+    def __call__(self, case: Any) -> None: ...
 
 
 @hookspec
@@ -61,4 +65,15 @@ def adcore_register_backends(register: RegisterBackend) -> None:
 
     Called last. The backend's `name` is what users pass as `backend=`; its `kinds`
     lists the rule kinds it needs, so a missing rule can name the backends that work.
+    """
+
+
+@hookspec
+def adcore_register_cases(register: RegisterCase) -> None:
+    """Register composite functions for the conformance suite: call `register(case)` with an
+    `adcore.Case` for each.
+
+    Called after backends. `adcore conformance` checks every case like an op: each installed
+    backend's derivative with respect to the case's `argnums`, at each of its samples,
+    against the reference. A case name must be unique across all plugins.
     """

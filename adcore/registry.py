@@ -10,7 +10,7 @@ from typing import Any
 
 from adcore.errors import MissingRuleError, PluginError, UnknownBackendError, UnknownOpError
 from adcore.rules import RULE_KINDS
-from adcore.spec import OpSpec
+from adcore.spec import Case, OpSpec
 
 
 @dataclass
@@ -23,6 +23,7 @@ class PluginRecord:
     ops: list[str] = field(default_factory=list)
     rules: list[tuple[str, str]] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
+    cases: list[str] = field(default_factory=list)
     error: str = ""
 
 
@@ -34,6 +35,7 @@ class Registry:
         self.rules: dict[str, dict[str, Any]] = defaultdict(dict)
         self.backends: dict[str, Any] = {}
         self.numpy_ops: dict[Any, OpSpec] = {}
+        self.cases: dict[str, Case] = {}
         self.plugins: dict[str, PluginRecord] = {}
         self._owner: dict[tuple[str, ...], str] = {}
 
@@ -63,6 +65,13 @@ class Registry:
         self.backends[name] = backend
         self.plugins[plugin].backends.append(name)
 
+    def add_case(self, case: Case, plugin: str) -> None:
+        if not isinstance(case, Case):
+            raise PluginError(f"plugin {plugin!r} registered {case!r}; register() takes an adcore.Case")
+        self._claim(("case", case.name), plugin, f"case {case.name!r}")
+        self.cases[case.name] = case
+        self.plugins[plugin].cases.append(case.name)
+
     def _claim(self, key: tuple[str, ...], plugin: str, what: str) -> None:
         owner = self._owner.get(key)
         if owner is not None:
@@ -84,8 +93,10 @@ class Registry:
             del self.rules[kind][op]
         for name in record.backends:
             del self.backends[name]
+        for name in record.cases:
+            del self.cases[name]
         self._owner = {k: v for k, v in self._owner.items() if v != plugin}
-        record.ops, record.rules, record.backends = [], [], []
+        record.ops, record.rules, record.backends, record.cases = [], [], [], []
 
     # --- looking up -------------------------------------------------------------
     def op(self, name: str) -> OpSpec:

@@ -86,19 +86,48 @@ class OpSpec:
         return f"<op {self.name}>"
 
 
+@dataclass(frozen=True)
+class Case:
+    """A composite function the conformance suite checks like an op (an MLP loss, a chain of
+    ops): every backend's derivative of `fn` with respect to `argnums`, at each sample.
+
+    `samples(rng, dtype)` draws the calls: each Sample's args are fn's positional
+    arguments, its params fn's keyword arguments (held fixed).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    samples: SampleFn
+    argnums: tuple[int, ...] = (0,)
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"case name {self.name!r} must be a Python identifier")
+        if not callable(self.fn) or not callable(self.samples):
+            raise TypeError(f"case {self.name!r}: fn and samples must be callable")
+
+
 # --- sample domains ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Domain:
-    """Where an input's values are drawn from: uniform in [low, high], optionally away from zero."""
+    """Where an input's values are drawn from: uniform in [low, high], optionally away from zero,
+    optionally `distinct`: no two within (high - low) / (2 n) of each other (no near-ties for
+    max and min, which a finite difference would straddle)."""
 
     low: float = -2.0
     high: float = 2.0
     away_from_zero: float = 0.0
+    distinct: bool = False
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         values = rng.uniform(self.low, self.high, size=shape)
+        if self.distinct:  # one value in each of n equal slots, jittered within the middle half
+            n = values.size
+            slots = rng.permutation(n) + 0.5 + rng.uniform(-0.25, 0.25, n)
+            values = (self.low + (self.high - self.low) * slots / max(n, 1)).reshape(shape)
         if self.away_from_zero:
             # push values out of (-gap, gap), keeping their sign, so kinks are not sampled
             gap = self.away_from_zero
