@@ -50,5 +50,6 @@ def _reduction(name: str, impl, domain: Domain = REAL, with_zeros: bool = False,
 sum = _reduction("sum", np.sum)
 mean = _reduction("mean", np.mean)
 prod = _reduction("prod", np.prod, Domain(0.5, 1.5), with_zeros=True, doc="exact with zeros in the input")
-max = _reduction("max", np.max, doc="the gradient is split equally among ties")
-min = _reduction("min", np.min, doc="the gradient is split equally among ties")
+DISTINCT = Domain(distinct=True)  # ties are kinks: docs/conventions.md tests them on purpose
+max = _reduction("max", np.max, DISTINCT, doc="the gradient is split equally among ties")
+min = _reduction("min", np.min, DISTINCT, doc="the gradient is split equally among ties")
