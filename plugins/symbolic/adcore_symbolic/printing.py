@@ -43,6 +43,14 @@ class AdcoreNumPyPrinter(NumPyPrinter):
     def _print_Min(self, expr) -> str:
         return self._nested("minimum", expr.args)
 
+    # And/Or as nested binary calls: sympy's logical_or.reduce((a, b)) would first stack its
+    # arguments into one array, which a traced value (a Hessian's outer pass) cannot become
+    def _print_And(self, expr) -> str:
+        return self._nested("logical_and", expr.args)
+
+    def _print_Or(self, expr) -> str:
+        return self._nested("logical_or", expr.args)
+
     def _nested(self, func: str, args: Sequence[Any]) -> str:
         code = self._print(args[0])
         for a in args[1:]:

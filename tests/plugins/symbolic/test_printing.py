@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
-from adcore_symbolic.printing import compile_numpy
+from adcore_symbolic.printing import AdcoreNumPyPrinter, compile_numpy
 
 import adcore
 import adcore.numpy as anp
@@ -140,3 +140,15 @@ def test_the_compiled_heaviside_differentiates_as_zero_on_a_traced_value():
     v = np.array([-1.0, 0.5, 2.0])
     g = adcore.grad(lambda u: anp.sum(fn(u)[0]), backend="reverse")(v)
     np.testing.assert_allclose(g, np.heaviside(v, 0.5) * 2 * v, rtol=1e-15)
+
+
+def test_and_or_print_as_binary_calls_so_a_traced_hessian_runs_through_them():
+    # clip's derivative is where(x < a_min | x > a_max, 0, 1); logical_or.reduce((c0, c1)) would
+    # turn the traced conditions of the outer pass into one array and fail
+    x, y = sp.symbols("x y")
+    code = AdcoreNumPyPrinter().doprint(sp.Or(x > 1, y < 0, x > y) & (y > -1))
+    assert "reduce" not in code and code.count("logical_or(") == 2 and "logical_and(" in code
+    clipped = lambda v: anp.sum(anp.clip(v, -1.0, 1.0) * np.array([2.0, 3.0, 4.0]))  # noqa: E731
+    for point in (np.array([-2.0, 0.5, 1.0]), np.array([-1.0, 0.0, 3.0])):
+        h = adcore.hessian(clipped, backend="symbolic")(point)
+        np.testing.assert_array_equal(h, np.zeros((3, 3)))
