@@ -1,0 +1,54 @@
+"""Every tolerance of the conformance suite, in one place (docs/conformance.md explains them).
+
+A derivative `a` passes against the reference `r` when, element by element,
+
+    |a - r| <= rtol * |r| + atol * max(1, max |r|) + SAFETY * error
+
+where `error` is the estimated error of an estimate: numeric's own error estimate when
+`a` comes from numeric, the reference's when the reference itself had to be numeric
+(0 otherwise). The `atol` term is scaled by the largest reference entry, so an entry
+that cancels to nearly 0 is judged against the size of the Jacobian it sits in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+# A rule-based backend in float64 is exact up to rounding: the reference (exact symbolic,
+# or forward and reverse agreeing) is too, so 1e-9 leaves several orders of margin for
+# rounding through ill-conditioned ops yet catches any wrong rule. In float32 the rounding
+# of the inputs' evaluation (eps ~1.2e-7) times the op's conditioning: 1e-3 ("float32
+# loose", DESIGN.md), against a reference computed in float64 at the same points.
+EXACT: dict[str, Tolerance] = {
+    "float64": Tolerance(rtol=1e-9, atol=1e-9),
+    "float32": Tolerance(rtol=1e-3, atol=1e-3),
+}
+
+# numeric (Richardson extrapolation, method="richardson") is judged within its own error
+# estimate times SAFETY, plus this floor: the estimate is itself estimated.
+ESTIMATE: dict[str, Tolerance] = {
+    "float64": Tolerance(rtol=1e-8, atol=1e-8),
+    "float32": Tolerance(rtol=1e-3, atol=1e-3),
+}
+SAFETY: float = 10.0
+
+# Forward and reverse make a consensus reference when they agree within this (float64).
+CONSENSUS: Tolerance = Tolerance(rtol=1e-9, atol=1e-9)
+
+# Second derivatives (float64 only) against numeric's nested Richardson estimate.
+SECOND: Tolerance = Tolerance(rtol=1e-6, atol=1e-6)
+
+
+def allowed(reference: np.ndarray, tolerance: Tolerance, error: np.ndarray | float = 0.0) -> np.ndarray:
+    """The largest |a - reference| each entry may have."""
+    scale = max(1.0, float(np.max(np.abs(reference), initial=0.0)))
+    return tolerance.rtol * np.abs(reference) + tolerance.atol * scale + SAFETY * np.asarray(error)
