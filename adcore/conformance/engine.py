@@ -14,8 +14,10 @@ For each subject (an op or a composite case), each dtype and each of its samples
      only the impl);
    - vjp, jvp: the dot-product test, <vjp(u), v> and <u, jvp(v)> against <u, J v> of the
      reference with dense random u and v, for backends with a vjp or jvp of their own;
-   - second (float64, ops flagged elementwise, first non-empty sample): the Hessian of
-     <w, op(x)> by the backend over itself, against a reference chosen the same way;
+   - second (float64, ops flagged elementwise, first small sample): the Hessian of
+     <w, op(x)>, the backend's gradient differentiated again by forward (else reverse),
+     against a reference chosen the same way: so a rule must itself be
+     differentiable, i.e. written with adcore ops;
    - kink: the conventions of docs/conventions.md at the kink points (not numeric).
    numeric is checked within its own error estimate (tolerances.py).
 """
@@ -47,6 +49,7 @@ DTYPES: tuple[str, ...] = ("float64", "float32")
 ESTIMATORS: tuple[str, ...] = ("numeric",)  # backends that estimate, with an error bound
 PREFERENCE: tuple[str, ...] = ("symbolic", "reverse", "forward")  # reference candidates, in order
 ESTIMATE_OPTIONS: dict[str, Any] = {"method": "richardson", "return_error": True}
+SECOND_OUTER: tuple[str, ...] = ("forward", "reverse")  # takes the outer derivative of second ones
 SECOND_MAX_SIZE = 6  # elements per input for second derivatives (nested estimates are costly)
 
 
@@ -202,7 +205,8 @@ def compare(
         detail = f"shape {actual.shape}, expected {expected.shape}"
         tally.add(Worst(label, check, float("inf"), float("inf"), detail), float("inf"))
         return
-    diff = np.abs(actual - expected)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        diff = np.abs(actual - expected)
     diff = np.where(np.isnan(diff), np.inf, diff)  # nan where a number was expected is wrong
     diff = np.where(actual == expected, 0.0, diff)  # equal infinities agree
     if scale is None:
@@ -474,7 +478,11 @@ def _check_dot_products(
 def _check_second(
     tallies: dict[str, Tally], calls: list[Call], installed: list[str], supported, seed: int
 ) -> None:
-    """Hessians of <w, f(x)>, each backend over itself, on the first small non-empty call."""
+    """Hessians of <w, f(x)> on the first small non-empty call: the derivative of each
+    backend's first derivative (its rules), taken by the first of SECOND_OUTER that supports
+    the op. One outer for all, so a wrong first-order rule fails only its own op: under
+    reverse over reverse a wrong sin rule would fail cos too, whose VJP calls sin. (symbolic
+    cannot be the outer: the tape rules compute masks from concrete values.)"""
     call = next(
         (c for c in calls if c.argnums and all(0 < np.size(c.args[i]) <= SECOND_MAX_SIZE for i in c.argnums)),
         None,
@@ -490,12 +498,15 @@ def _check_second(
 
     xs = tuple(call.args[i] for i in call.argnums)
     nums = tuple(range(len(xs)))
+    outer = next((o for o in SECOND_OUTER if o in installed and not supported(o)), None)
+    if outer is None:
+        return
     hessians: dict[str, tuple] = {}
     for name in installed:
         if supported(name) or name in ESTIMATORS:
             continue
         try:
-            rows = adcore.hessian(weighted, argnums=nums, backend=name)(*xs)
+            rows = adcore.hessian(weighted, argnums=nums, inner=name, outer=outer)(*xs)
             hessians[name] = tuple(h for row in rows for h in row)
         except Exception as e:
             hessians[name] = e  # type: ignore[assignment]
@@ -685,8 +696,8 @@ def run(
         subject, fuzz_cells = run_fuzz(fuzz, backends, dtypes, seed)
         work.subjects.append(subject)
         cells += fuzz_cells
-    order = {(s.name, d): k for k, s in enumerate(work.subjects) for d in dtypes}
-    cells.sort(key=lambda c: (order.get((c.subject, c.dtype), len(order)), backends.index(c.backend)))
+    rows = {s.name: k for k, s in enumerate(work.subjects)}
+    cells.sort(key=lambda c: (rows[c.subject], list(dtypes).index(c.dtype), backends.index(c.backend)))
     versions = {r.name: r.version for r in get_registry().plugins.values() if not r.error}
     return Report(work.subjects, backends, list(dtypes), cells, time.perf_counter() - start, seed, versions)
 

@@ -1,0 +1,258 @@
+"""The conformance engine: it passes right rules, names exactly the wrong ones, and says why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from adcore_reverse.backend import ReverseBackend
+from adcore_reverse.vjps import VJPS
+
+import adcore
+import adcore.numpy as anp
+from adcore.conformance import engine, tolerances
+from adcore.conformance.engine import Call, Estimate, Tally, choose_reference, compare
+from adcore.conformance.kinks import Kink
+from adcore.errors import UnknownBackendError, UnknownOpError
+from adcore.spec import REAL, OpSpec, elementwise_samples
+
+CUBE_SAMPLES = elementwise_samples(REAL)
+
+
+def _plugin(ops=(), vjps=None, jvps=None, backends=()):
+    """A throwaway plugin registering ops, their "vjp" and "jvp" rules, and backends."""
+    vjps, jvps = vjps or {}, jvps or {}
+
+    class Plugin:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            for spec in ops:
+                register(spec)
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            for name, rule in vjps.items():
+                register("vjp", name, rule)
+            for name, rule in jvps.items():
+                register("jvp", name, rule)
+
+        @adcore.hookimpl
+        def adcore_register_backends(self, register):
+            for backend in backends:
+                register(backend)
+
+    return Plugin()
+
+
+def _failing(report) -> set[tuple[str, str]]:
+    return {(c.subject, c.backend) for c in report.failures()}
+
+
+# --- the issue's must-show cases --------------------------------------------------------------
+
+
+def test_the_full_report_over_every_op_passes():
+    report = engine.run(jobs=2)
+    assert report.ok, "\n".join(
+        f"{c.subject} {c.backend} {c.dtype}: {c.message} {c.worst}" for c in report.failures()
+    )
+    ops = {s.name for s in report.subjects if s.kind == "op"}
+    assert ops == set(adcore.ops)
+    # every op was checked on every backend in both dtypes, and each agreeing cell compared something
+    assert len(report.cells) == len(report.subjects) * len(report.backends) * 2
+    assert all(c.checks > 0 for c in report.cells if c.status == "agrees")
+    # the one cell nothing can check: numeric differentiates stop_gradient's impl, the identity
+    assert {(c.subject, c.backend) for c in report.cells if c.status == "unsupported"} == {
+        ("stop_gradient", "numeric")
+    }
+
+
+def test_a_planted_wrong_vjp_of_sin_fails_the_report_naming_exactly_sin_on_reverse(
+    register_plugin, monkeypatch
+):
+    # the reverse backend again, but sin's VJP returns +sin where cos is right
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "reverse")
+    planted = {**VJPS, "sin": (lambda g, ans, x: g * anp.sin(x),)}
+    register_plugin(_plugin(vjps=planted, backends=[ReverseBackend()]), "planted")
+    report = engine.run(jobs=2)
+    assert not report.ok
+    assert _failing(report) == {("sin", "reverse")}
+    for cell in report.failures():
+        assert cell.status == "disagrees"
+        assert cell.worst.check in ("jacobian", "vjp", "second")
+        assert "reference: symbolic" in cell.worst.detail
+        assert cell.max_rel_error > 0.1
+    assert report.cell("sin", "forward").status == "agrees"
+    assert "FAILED" in report.summary() and "2 disagree" in report.summary()  # float64 and float32
+
+
+def test_an_op_with_only_a_vjp_is_unsupported_on_forward_not_a_failure(register_plugin):
+    cube = OpSpec("cube", lambda x: x**3, samples=CUBE_SAMPLES, elementwise=True)
+    register_plugin(_plugin([cube], vjps={"cube": (lambda g, ans, x: g * 3 * x * x,)}), "cubes")
+    report = engine.run(ops=["cube"])
+    assert report.ok
+    status = {b: report.cell("cube", b).status for b in report.backends}
+    assert status == {
+        "forward": "unsupported",
+        "symbolic": "unsupported",
+        "reverse": "agrees",
+        "numeric": "agrees",
+    }
+    assert "no 'jvp' rule for op 'cube'" in report.cell("cube", "forward").message
+    assert "no 'sympy' rule" in report.cell("cube", "symbolic").message
+    # with symbolic and forward missing, reverse is corroborated by numeric's estimate
+    assert report.subjects[0].plugin == "cubes"
+
+
+def test_a_wrong_vjp_is_caught_at_every_sample_kind_and_named(register_plugin):
+    cube = OpSpec("cube", lambda x: x**3, samples=CUBE_SAMPLES, elementwise=True)
+    register_plugin(_plugin([cube], vjps={"cube": (lambda g, ans, x: g * 2 * x,)}), "cubes")
+    report = engine.run(ops=["cube"], dtypes=["float64"])
+    cell = report.cell("cube", "reverse")
+    assert cell.status == "disagrees"
+    # nothing exact corroborates reverse, so numeric's estimate is the reference
+    assert "reference: numeric" in cell.worst.detail
+    assert report.cell("cube", "numeric").status == "agrees"
+
+
+def test_the_dot_product_test_catches_a_rule_only_right_for_one_hot_cotangents(register_plugin):
+    # g * g equals g for the cotangent 1 that builds a scalar output's Jacobian
+    sum_cubes = OpSpec(
+        "sum_cubes", lambda x: np.sum(x**3), samples=elementwise_samples(REAL, shapes=[((3,),)])
+    )
+    register_plugin(_plugin([sum_cubes], vjps={"sum_cubes": (lambda g, ans, x: g * g * 3 * x * x,)}), "cubes")
+    cell = engine.run(ops=["sum_cubes"], dtypes=["float64"]).cell("sum_cubes", "reverse")
+    assert cell.status == "disagrees"
+    assert cell.worst.check == "vjp"
+
+
+def test_a_jvp_right_at_first_order_but_not_differentiable_again_fails_the_second_derivative(register_plugin):
+    cube = OpSpec("cube", lambda x: x**3, samples=CUBE_SAMPLES, elementwise=True)
+    frozen_jvp = (lambda t, ans, x: t * 3 * adcore.ops.stop_gradient(x) ** 2,)
+    register_plugin(
+        _plugin([cube], vjps={"cube": (lambda g, ans, x: g * 3 * x * x,)}, jvps={"cube": frozen_jvp}), "cubes"
+    )
+    report = engine.run(ops=["cube"], dtypes=["float64"])
+    forward = report.cell("cube", "forward")
+    assert forward.status == "disagrees" and forward.worst.check == "second"  # forward over forward
+    assert report.cell("cube", "reverse").status == "agrees"
+
+
+def test_a_backend_that_raises_is_an_error_cell_and_the_next_run_is_clean(register_plugin):
+    class Broken(adcore.Backend):
+        name = "broken"
+
+        def value_and_jacobian(self, f, args, argnums, *, scalar_output=False):
+            raise RuntimeError("no derivatives today")
+
+    register_plugin(_plugin(backends=[Broken()]), "broken")
+    report = engine.run(ops=["sin", "add"], dtypes=["float64"])
+    assert _failing(report) == {("sin", "broken"), ("add", "broken")}
+    cell = report.cell("sin", "broken")
+    assert cell.status == "error" and "RuntimeError: no derivatives today" in cell.message
+    assert report.cell("sin", "reverse").status == "agrees"
+    assert engine.run(ops=["sin"], backends=["reverse"]).ok  # nothing left behind
+
+
+def test_a_kink_convention_is_checked_on_rule_backends_only(monkeypatch):
+    # plant a wrong convention: sin'(0) "should" be 2
+    monkeypatch.setattr(engine, "KINKS", (Kink("sin", ([0.0],), (np.array([[2.0]]),), why="planted"),))
+    report = engine.run(ops=["sin"], dtypes=["float64"])
+    assert _failing(report) == {("sin", "reverse"), ("sin", "forward"), ("sin", "symbolic")}
+    assert report.cell("sin", "reverse").worst.check == "kink"
+    assert report.cell("sin", "numeric").status == "agrees"
+
+
+def test_jobs_give_the_same_cells_as_one_process():
+    one = engine.run(ops=["sin", "matmul", "max"], jobs=1)
+    two = engine.run(ops=["sin", "matmul", "max"], jobs=2)
+    assert [(c.subject, c.backend, c.dtype, c.status, c.checks, c.max_abs_error) for c in one.cells] == [
+        (c.subject, c.backend, c.dtype, c.status, c.checks, c.max_abs_error) for c in two.cells
+    ]
+
+
+def test_progress_is_reported_once_per_unit():
+    seen = []
+    engine.run(ops=["sin", "cos"], backends=["reverse"], progress=seen.append)
+    assert sorted((u.name, u.dtype) for u in seen) == [
+        ("cos", "float32"),
+        ("cos", "float64"),
+        ("sin", "float32"),
+        ("sin", "float64"),
+    ]
+
+
+def test_naming_ops_runs_no_cases_and_bad_names_say_what_exists():
+    _, plan = engine.plan(ops=["sin"])
+    assert [s.name for s in plan.subjects] == ["sin"]
+    with pytest.raises(UnknownOpError, match="did you mean 'sin'"):
+        engine.plan(ops=["sinn"])
+    with pytest.raises(UnknownBackendError, match="installed backends"):
+        engine.plan(backends=["revers"])
+    with pytest.raises(ValueError, match="float16"):
+        engine.plan(dtypes=["float16"])
+
+
+# --- the reference --------------------------------------------------------------------------
+
+
+J = (np.array([[1.0, 2.0]]),)
+WRONG = (np.array([[1.0, 2.5]]),)
+
+
+def test_symbolic_is_the_reference_when_another_backend_agrees():
+    ref = choose_reference({"reverse": J, "symbolic": J, "forward": WRONG}, None)
+    assert ref.source == "symbolic = reverse" and ref.jacobians is J
+
+
+def test_a_wrong_symbolic_gives_way_to_the_forward_reverse_consensus():
+    ref = choose_reference({"symbolic": WRONG, "reverse": J, "forward": J}, None)
+    assert ref.source == "reverse = forward" and ref.jacobians is J
+
+
+def test_numeric_arbitrates_when_the_exact_backends_all_differ():
+    estimate = Estimate((J[0] + 1e-12,), (np.full((1, 2), 1e-11),))
+    ref = choose_reference({"symbolic": WRONG, "reverse": J}, estimate)
+    assert ref.source == "reverse = numeric"
+
+
+def test_numeric_is_the_reference_when_nothing_is_corroborated():
+    estimate = Estimate((J[0],), (np.full((1, 2), 1e-11),))
+    ref = choose_reference({"reverse": WRONG}, estimate)
+    assert ref.source.startswith("numeric") and ref.error(0) is estimate.errors[0]
+    assert choose_reference({}, None) is None
+
+
+# --- comparing ------------------------------------------------------------------------------
+
+
+def _verdict(actual, expected, tolerance=tolerances.EXACT["float64"], **kw) -> Tally:
+    tally = Tally()
+    compare(tally, "#0", "jacobian", actual, np.asarray(expected, dtype=float), tolerance, **kw)
+    return tally
+
+
+def test_compare_passes_rounding_and_fails_a_real_difference():
+    assert _verdict([1.0 + 1e-15, 2.0], [1.0, 2.0]).worst_ratio <= 1
+    bad = _verdict([1.0, 2.1], [1.0, 2.0])
+    assert bad.worst_ratio > 1
+    assert bad.worst.detail.startswith("at (1,): got")
+    assert bad.max_abs_error == pytest.approx(0.1) and bad.max_rel_error == pytest.approx(0.05)
+
+
+def test_nan_fails_shape_mismatch_fails_equal_infinities_pass():
+    assert _verdict([np.nan], [1.0]).worst_ratio > 1
+    assert _verdict([1.0, 2.0], [[1.0, 2.0]]).worst.detail.startswith("shape (2,)")
+    assert _verdict([np.inf], [np.inf]).worst_ratio == 0
+
+
+def test_an_estimate_passes_within_its_error_and_fails_outside():
+    tolerance = tolerances.ESTIMATE["float64"]
+    assert _verdict([1.0 + 1e-6], [1.0], tolerance, error=1e-6).worst_ratio <= 1
+    assert _verdict([1.0 + 1e-6], [1.0], tolerance, error=1e-9).worst_ratio > 1
+
+
+def test_calls_keep_values_when_cast_to_float64():
+    call = Call(np.sin, (np.array([0.1, 0.2], dtype=np.float32), np.array([True, False])), (0,))
+    wide = call.in_float64()
+    assert wide.args[0].dtype == np.float64 and wide.args[1].dtype == bool
+    np.testing.assert_array_equal(wide.args[0], call.args[0])
