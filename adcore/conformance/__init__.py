@@ -1,11 +1,10 @@
-"""Conformance: check every op's derivatives, on every backend, against its NumPy impl."""
+"""Conformance: every op and case, on every installed backend, against one reference.
 
-from adcore.conformance.gradcheck import (
-    CheckFailure,
-    check_dtype_kept,
-    check_jvp,
-    check_vjp,
-    numeric_jacobian,
-)
+`engine` runs the checks, `results` holds what they found, `report` renders it (table, JSON,
+Markdown, HTML), `cases` are the built-in composite cases, `fuzz` draws random programs,
+and `pytest_plugin` turns it all into pytest items for plugin authors.
+"""
 
-__all__ = ["CheckFailure", "check_dtype_kept", "check_jvp", "check_vjp", "numeric_jacobian"]
+from adcore.conformance.engine import run
+
+__all__ = ["run"]
