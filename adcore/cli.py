@@ -1,4 +1,4 @@
-"""The `adcore` command: `adcore example` and `adcore plugins`."""
+"""The `adcore` command: conformance, plugins, rules and example."""
 
 from __future__ import annotations
 
@@ -16,73 +16,197 @@ from adcore.plugins import get_registry
 # seed 001 (前向模式, 反向模式): f(x1, x2) = ln(x1) + x1*x2 - sin(x2) at (2, 5)
 SEED_POINT = (2.0, 5.0)
 SEED_GRADIENT = (1 / 2 + 5, 2 - math.cos(5))  # (1/x1 + x2, x1 - cos(x2)) = (5.5, 1.7163378145...)
+FORMATS = ("table", "json", "markdown", "html")
 
 
 def seed_function(x1, x2):
     return anp.log(x1) + x1 * x2 - anp.sin(x2)
 
 
+def _console(out: TextIO | None):
+    """A rich console on `out` (stdout); as wide as the terminal, or 160 columns in a file or pipe."""
+    from rich.console import Console
+
+    terminal = (out or sys.stdout).isatty()
+    return Console(file=out, width=None if terminal else 160, highlight=False)
+
+
+def _table(*columns: str, title: str | None = None):
+    from rich.table import Table
+
+    table = Table(*columns, title=title, title_justify="left", header_style="bold")
+    return table
+
+
+def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run the conformance suite; exit status 1 if any cell disagrees or errs."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from adcore.conformance import engine, report
+
+    console = _console(out)
+    _, work = engine.plan(args.backend, args.op, args.case, args.dtype or engine.DTYPES, args.seed)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    # the bar goes to stderr, so a report written to stdout stays clean
+    with Progress(*columns, console=_stderr_console(), transient=True) as progress:
+        task = progress.add_task("conformance", total=len(work.units))
+
+        def advance(unit: engine.Unit) -> None:
+            progress.update(task, advance=1, description=f"{unit.name} ({unit.dtype})")
+
+        result = engine.run(
+            args.backend,
+            args.op,
+            args.case,
+            args.dtype or engine.DTYPES,
+            fuzz=args.fuzz,
+            jobs=args.jobs,
+            seed=args.seed,
+            progress=advance,
+        )
+    report.write(result, args.format, args.output, console=console)
+    if args.output or args.format != "table":
+        print(result.summary(), file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(file=sys.stderr)
+
+
 def example(out: TextIO | None = None) -> int:
     """Differentiate the seeds' example with every installed backend and print a table."""
-    out = out or sys.stdout
-    rows = []
+    table = _table("backend", "df/dx1", "df/dx2", "max error", "status", title=_EXAMPLE_TITLE)
+    table.add_row("exact", f"{SEED_GRADIENT[0]:.12f}", f"{SEED_GRADIENT[1]:.12f}", "", "")
     failed = False
     for name in adcore.backends():
         try:
             g1, g2 = adcore.grad(seed_function, argnums=(0, 1), backend=name)(*SEED_POINT)
             error = max(abs(float(g1) - SEED_GRADIENT[0]), abs(float(g2) - SEED_GRADIENT[1]))
             ok = error < 1e-6
-            rows.append(
-                (name, f"{float(g1):.12f}", f"{float(g2):.12f}", f"{error:.1e}", "ok" if ok else "WRONG")
-            )
+            status = "[green]ok[/]" if ok else "[red]WRONG[/]"
+            table.add_row(name, f"{float(g1):.12f}", f"{float(g2):.12f}", f"{error:.1e}", status)
         except Exception as e:  # one broken backend must not hide the others
             ok = False
-            rows.append((name, "-", "-", "-", f"error: {type(e).__name__}: {e}"))
+            table.add_row(name, "-", "-", "-", f"[red]error: {type(e).__name__}: {_escape(str(e))}[/]")
         failed |= not ok
-    header = ("backend", "df/dx1", "df/dx2", "max error", "status")
-    exact = ("exact", f"{SEED_GRADIENT[0]:.12f}", f"{SEED_GRADIENT[1]:.12f}", "", "")
-    print("f(x1, x2) = log(x1) + x1*x2 - sin(x2) at (x1, x2) = (2, 5)", file=out)
-    _print_table([header, exact, *rows], out)
-    if not rows:
-        print("no backend is installed: pip install -e plugins/reverse", file=out)
+    console = _console(out)
+    console.print(table)
+    if not adcore.backends():
+        console.print("no backend is installed: pip install -e plugins/reverse")
         return 1
     return 1 if failed else 0
 
 
+_EXAMPLE_TITLE = "f(x1, x2) = log(x1) + x1*x2 - sin(x2) at (x1, x2) = (2, 5)"
+
+
 def plugins(as_json: bool = False, out: TextIO | None = None) -> int:
     """List each plugin: version, hooks, what it registered, and what failed."""
-    out = out or sys.stdout
     records = list(get_registry().plugins.values())
     if as_json:
+        out = out or sys.stdout
         json.dump([vars(r) for r in records], out, indent=2, default=list)
         print(file=out)
         return 0
-    rows = [("plugin", "version", "hooks", "ops", "rules", "backends", "status")]
+    table = _table("plugin", "version", "hooks", "ops", "rules", "backends", "cases", "status")
     for r in records:
         hooks = ", ".join(h.removeprefix("adcore_register_") for h in r.hooks)
-        rules, backends = str(len(r.rules)), ", ".join(r.backends)
-        rows.append((r.name, r.version, hooks, str(len(r.ops)), rules, backends, r.error or "ok"))
-    _print_table(rows, out)
+        status = f"[red]{_escape(r.error)}[/]" if r.error else "[green]ok[/]"
+        table.add_row(
+            r.name,
+            r.version,
+            hooks,
+            str(len(r.ops)),
+            str(len(r.rules)),
+            ", ".join(r.backends),
+            str(len(r.cases)),
+            status,
+        )
+    _console(out).print(table)
     return 0
 
 
-def _print_table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for k, row in enumerate(rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip(), file=out)
-        if k == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+def rules(missing: bool = False, out: TextIO | None = None) -> int:
+    """Which (op, rule kind) pairs exist; with `missing`, only those an installed backend lacks."""
+    registry = get_registry()
+    kinds = sorted(
+        set(registry.rules) | {k for b in registry.backends.values() for k in getattr(b, "kinds", ())}
+    )
+    needs = {
+        k: sorted(n for n, b in registry.backends.items() if k in getattr(b, "kinds", ())) for k in kinds
+    }
+    console = _console(out)
+    if missing:
+        table = _table("op", "kind", "so these backends cannot differentiate it")
+        for op in sorted(registry.ops):
+            for kind in kinds:
+                if op not in registry.rules[kind] and _needs_rule(registry.ops[op]):
+                    table.add_row(op, kind, ", ".join(needs[kind]) or "(no installed backend needs it)")
+        console.print(table if table.row_count else "every op has a rule of every kind")
+        return 0
+    table = _table("op", "plugin", *(f"{k}\n({', '.join(needs[k]) or '-'})" for k in kinds))
+    owner = {op: r.name for r in registry.plugins.values() for op in r.ops}
+    for op in sorted(registry.ops):
+        cells = [_mark(op in registry.rules[k], _needs_rule(registry.ops[op])) for k in kinds]
+        table.add_row(op, owner.get(op, ""), *cells)
+    console.print(table)
+    return 0
+
+
+def _mark(has: bool, needs: bool) -> str:
+    return "[green]✓[/]" if has else "[red]✗[/]" if needs else "[dim]not needed[/]"
+
+
+def _needs_rule(op) -> bool:
+    """An op none of whose inputs is differentiable (stop_gradient) needs no rule."""
+    return op.variadic or op.differentiable != ()
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="adcore", description=adcore.__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("conformance", help="check every op and case on every installed backend")
+    check.add_argument("--backend", action="append", help="only this backend (repeatable)")
+    check.add_argument("--op", action="append", help="only this op (repeatable; then no cases unless --case)")
+    check.add_argument("--case", action="append", help="only this composite case (repeatable)")
+    check.add_argument("--dtype", action="append", choices=("float64", "float32"), help="only this dtype")
+    check.add_argument("--fuzz", type=int, default=0, metavar="N", help="also check N random programs")
+    check.add_argument("--format", choices=FORMATS, default="table")
+    check.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
+    check.add_argument("--jobs", type=int, default=1, metavar="N", help="check in N processes")
+    check.add_argument("--seed", type=int, default=0, help="seed of the samples and programs")
+
     commands.add_parser("example", help="differentiate the seeds' example with every installed backend")
     listing = commands.add_parser("plugins", help="list loaded plugins and what they registered")
     listing.add_argument("--json", action="store_true", help="print JSON")
+    table = commands.add_parser("rules", help="which (op, rule kind) pairs exist")
+    table.add_argument("--missing", action="store_true", help="list only the missing ones")
+
     args = parser.parse_args(argv)
+    if args.command == "conformance":
+        if args.jobs < 1 or args.fuzz < 0:
+            parser.error("--jobs must be at least 1 and --fuzz at least 0")
+        from adcore.conformance import engine
+
+        try:  # an unknown op, backend, case or dtype is a usage error
+            engine.plan(args.backend, args.op, args.case, args.dtype or engine.DTYPES)
+        except (KeyError, ValueError) as e:
+            parser.error(str(e).strip("'\""))
+        return conformance(args)
     if args.command == "example":
         return example()
+    if args.command == "rules":
+        return rules(missing=args.missing)
     return plugins(as_json=args.json)
 
 
