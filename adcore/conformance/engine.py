@@ -222,7 +222,7 @@ def compare(
     scale = float(np.max(np.abs(expected)))
     rel_error = abs_error / scale if scale > 0 else (0.0 if abs_error == 0 else float("inf"))
     at = f"at {tuple(map(int, where))}: " if where else ""
-    detail = f"{at}got {actual[where]!r}, expected {expected[where]!r}"
+    detail = f"{at}got {float(actual[where])!r}, expected {float(expected[where])!r}"
     if source:
         detail += f" (reference: {source})"
     tally.add(Worst(label, check, abs_error, rel_error, detail), float(ratios[where]))
