@@ -1,0 +1,191 @@
+"""The pytest plugin: conformance cells as pytest items, a parametrizer, and no cost when unused.
+
+Each test runs pytest in a subprocess (pytester), so the registry and its plugins there are
+that run's own; the throwaway plugin is registered by the conftest.py the test writes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from adcore.plugins import get_registry
+
+pytest_plugins = ["pytester"]
+
+# a plugin with three ops, each with only a VJP (so forward and symbolic lack a rule): `half`'s
+# is right, `cube`'s is planted wrong (g * 2x where d x^3 / dx = 3x^2), `twice`'s raises
+THROWAWAY_CONFTEST = """
+import adcore
+from adcore.spec import REAL, OpSpec, elementwise_samples
+
+
+class Throwaway:
+    @adcore.hookimpl
+    def adcore_register_ops(self, register):
+        register(OpSpec("half", lambda x: x / 2, samples=elementwise_samples(REAL), elementwise=True))
+        register(OpSpec("cube", lambda x: x**3, samples=elementwise_samples(REAL), elementwise=True))
+        register(OpSpec("twice", lambda x: x * 2, samples=elementwise_samples(REAL), elementwise=True))
+
+    @adcore.hookimpl
+    def adcore_register_rules(self, register):
+        register("vjp", "half", (lambda g, ans, x: g / 2,))
+        register("vjp", "cube", (lambda g, ans, x: g * 2 * x,))
+        register("vjp", "twice", (lambda g, ans, x: planted_error(),))
+
+
+def planted_error():
+    raise RuntimeError("planted error")
+
+
+adcore.plugins.register_plugin(Throwaway(), "throwaway")
+"""
+
+QUIET = ("-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest")
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, clean_plugins: None) -> pytest.Pytester:
+    """pytester with no ADCORE_* switch set, so the subprocess loads every installed plugin."""
+    return pytester
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """{'sin-reverse-float64': 'PASSED', ...} from the lines of a -v run (items or parametrized tests)."""
+    verdicts = (
+        re.match(r"\S+(?:::|\[)([\w-]+)\]? (PASSED|FAILED|SKIPPED|ERROR)", line) for line in result.outlines
+    )
+    return dict(m.groups() for m in verdicts if m)
+
+
+def test_the_option_collects_one_item_per_core_op_backend_and_dtype(pytester):
+    result = pytester.runpytest_subprocess(
+        "--adcore-conformance=core", "--adcore-backend=reverse,forward", "--collect-only", "-q", *QUIET
+    )
+    collected = {line.removeprefix("adcore-conformance::") for line in result.outlines if "::" in line}
+    core_ops = get_registry().plugins["core"].ops  # this process loads the same installed plugins
+    assert "sin-reverse-float64" in collected
+    assert collected == {
+        f"{op}-{b}-{d}" for op in core_ops for b in ("reverse", "forward") for d in ("float64", "float32")
+    }
+
+
+def test_the_items_run_and_pass_with_readable_ids(pytester):
+    result = pytester.runpytest_subprocess(
+        "--adcore-conformance=core",
+        "--adcore-backend=reverse",
+        "--adcore-dtype=float64",
+        "-k",
+        "sin- or exp-",
+        "-v",
+        *QUIET,
+    )
+    # -k matches substrings: sin- selects arcsin too, exp- logsumexp
+    assert _outcomes(result) == {
+        "arcsin-reverse-float64": "PASSED",
+        "exp-reverse-float64": "PASSED",
+        "logsumexp-reverse-float64": "PASSED",
+        "sin-reverse-float64": "PASSED",
+    }
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_a_missing_rule_skips_with_its_name_and_a_wrong_vjp_fails_naming_op_backend_and_check(pytester):
+    pytester.makeconftest(THROWAWAY_CONFTEST)
+    result = pytester.runpytest_subprocess(
+        "--adcore-conformance=throwaway", "--adcore-dtype=float64", "-v", "-rs", *QUIET
+    )
+    outcomes = _outcomes(result)
+    assert outcomes["half-reverse-float64"] == "PASSED"
+    assert outcomes["half-forward-float64"] == "SKIPPED"
+    assert outcomes["cube-reverse-float64"] == "FAILED"
+    assert outcomes["cube-numeric-float64"] == "PASSED"  # numeric differentiates the impl alone
+    assert outcomes["twice-reverse-float64"] == "FAILED"
+    result.stdout.fnmatch_lines(["SKIPPED * forward: no 'jvp' rule for op 'half'"])
+    failure = _section(result, "cube-reverse-float64")  # the title is reportinfo()'s domain
+    assert "op 'cube' on backend 'reverse' in float64 disagrees with the reference" in failure
+    assert any(line.split() in (["check:", "jacobian"], ["check:", "vjp"]) for line in failure.splitlines())
+    assert "rerun:   adcore conformance --op cube --backend reverse --dtype float64" in failure
+    assert "Traceback" not in failure and "pytest_plugin.py" not in failure
+    error = _section(result, "twice-reverse-float64")
+    assert "op 'twice' on backend 'reverse' in float64 raised an error" in error
+    assert "RuntimeError: planted error" in error and "check:" not in error
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def _section(result: pytest.RunResult, title: str) -> str:
+    """The text of one failure's report, from its ___ title ___ line to the next ___ or === line."""
+    text = result.stdout.str()
+    start = text.index(f" {title} ")
+    end = re.compile(r"\n(___|===)").search(text, start)
+    return text[start : end.start() if end else None]
+
+
+def test_the_parametrizer_checks_a_plugin_from_an_ordinary_test_module(pytester):
+    pytester.makeconftest(THROWAWAY_CONFTEST)
+    pytester.makepyfile(
+        test_conformance="""
+        import pytest
+        from adcore.conformance.pytest_plugin import assert_conforms, conformance_params
+
+        @pytest.mark.parametrize("target", conformance_params("throwaway", backends=["reverse", "forward"], dtypes=["float64"]))
+        def test_conformance(target):
+            assert_conforms(target)
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", "-rs", *QUIET)
+    assert _outcomes(result) == {
+        "cube-reverse-float64": "FAILED",
+        "cube-forward-float64": "SKIPPED",
+        "half-reverse-float64": "PASSED",
+        "half-forward-float64": "SKIPPED",
+        "twice-reverse-float64": "FAILED",
+        "twice-forward-float64": "SKIPPED",
+    }
+    failure = _section(result, "test_conformance[cube-reverse-float64]")
+    assert "op 'cube' on backend 'reverse' in float64 disagrees with the reference" in failure
+    result.stdout.fnmatch_lines(["SKIPPED * forward: no 'jvp' rule for op 'cube'"])
+
+
+def test_an_unknown_plugin_is_a_collection_error_listing_the_loaded_ones(pytester):
+    result = pytester.runpytest_subprocess("--adcore-conformance=nosuch", *QUIET)
+    result.stdout.fnmatch_lines(
+        ["--adcore-conformance: no adcore plugin named 'nosuch'; loaded plugins: core, *"]
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+def test_a_plugin_that_failed_to_load_is_a_collection_error_naming_it(pytester):
+    pytester.makeconftest(
+        """
+        import adcore
+
+        class Broken:
+            @adcore.hookimpl
+            def adcore_register_ops(self, register):
+                raise ImportError("scipy is missing")
+
+        adcore.plugins.register_plugin(Broken(), "broken")
+        """
+    )
+    result = pytester.runpytest_subprocess("--adcore-conformance=broken", "-W", "ignore", *QUIET)
+    result.stdout.fnmatch_lines(["*plugin(s) failed to load*'broken': *ImportError: scipy is missing"])
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+def test_without_the_option_nothing_is_collected_and_the_registry_is_not_loaded(pytester):
+    pytester.makepyfile(
+        test_plain="""
+        import sys
+        import adcore.plugins
+
+        def test_plain(request):
+            assert request.config.pluginmanager.has_plugin("adcore")  # loaded through its entry point
+            assert adcore.plugins._registry is None
+            assert "adcore_symbolic" not in sys.modules
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", *QUIET)
+    result.assert_outcomes(passed=1)
+    assert "adcore-conformance" not in result.stdout.str()
