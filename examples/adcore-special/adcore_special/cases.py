@@ -1,0 +1,25 @@
+"""A composite function the conformance suite checks like an op: the special ops chained."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import adcore
+import adcore.numpy as anp
+from adcore.spec import REAL, elementwise_samples
+from adcore_special.ops import erf, gammaln, logaddexp
+
+
+def special_chain(x: Any, y: Any) -> Any:
+    """sum(logaddexp(erf(x), gammaln(1 + y**2))): every op of the plugin through the chain
+    rule, broadcasting x with y (its second derivatives need polygamma)."""
+    return anp.sum(logaddexp(erf(x), gammaln(1 + y * y)))
+
+
+SPECIAL_CHAIN = adcore.Case(
+    "special_chain",
+    special_chain,
+    samples=elementwise_samples(REAL, REAL),  # the broadcasting pairs logaddexp is checked on
+    argnums=(0, 1),
+    doc=special_chain.__doc__ or "",
+)

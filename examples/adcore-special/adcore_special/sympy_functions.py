@@ -1,0 +1,63 @@
+"""Sympy functions for the special ops: each states its exact derivative (`fdiff`) and
+prints, in the NumPy code the symbolic backend compiles, as a call of the adcore op.
+
+Calling the op from the compiled code keeps scipy's accuracy and logaddexp's stability,
+and lets that code run on other backends' traced values too (a Hessian differentiates
+it again). sympy's own erf or polygamma would not print: the backend's printer knows
+NumPy, not scipy.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+
+class _OpCall(sp.Function):
+    """A function printed to NumPy as a call of the adcore op named `op`."""
+
+    op = ""
+
+    def _numpycode(self, printer) -> str:
+        return f"ops.{self.op}({', '.join(printer._print(a) for a in self.args)})"
+
+
+class erf(_OpCall):
+    op = "erf"
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        (x,) = self.args
+        return 2 / sp.sqrt(sp.pi) * sp.exp(-(x**2))
+
+
+class gammaln(_OpCall):
+    op = "gammaln"
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        return polygamma(0, self.args[0])
+
+
+class polygamma(sp.Function):
+    """polygamma(n, x) in sympy's (and scipy's) argument order; n is a fixed integer."""
+
+    nargs = 2
+
+    def fdiff(self, argindex=2):
+        if argindex != 2:  # n is a param, never a variable
+            raise sp.ArgumentIndexError(self, argindex)
+        n, x = self.args
+        return polygamma(n + 1, x)
+
+    def _numpycode(self, printer) -> str:
+        n, x = self.args
+        return f"ops.polygamma({printer._print(x)}, n={int(n)})"
+
+
+class logaddexp(_OpCall):
+    op = "logaddexp"
+    nargs = 2
+
+    def fdiff(self, argindex=1):
+        # d/dx = exp(x - logaddexp(x, y)) = sigmoid(x - y); the exponent is <= 0: no overflow
+        return sp.exp(self.args[argindex - 1] - self)

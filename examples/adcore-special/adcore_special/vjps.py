@@ -1,0 +1,35 @@
+"""VJP rules of the special ops: the "vjp" table the reverse backend needs.
+
+Each entry maps an op name to a tuple with one rule per input of the op:
+
+    rule(g, ans, *inputs, **params) -> the cotangent of that input
+
+`g` is the cotangent of the output, `ans` the output, `inputs` the op's inputs and
+`params` its params as the caller passed them (so a rule gives each param its default).
+The cotangent has the input's shape: logaddexp broadcasts, so it `unbroadcast`s. Rules
+are written with adcore ops (`anp.exp`, `anp.sigmoid`, this plugin's `polygamma`), never
+raw NumPy, so the backward pass can itself be differentiated: second and higher
+derivatives come for free.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import adcore.numpy as anp
+from adcore import unbroadcast
+from adcore_special.ops import polygamma
+
+TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # erf'(0)
+
+# fmt: off
+VJPS: dict[str, tuple[Any, ...]] = {
+    "erf":       (lambda g, ans, x: g * TWO_OVER_SQRT_PI * anp.exp(-(x * x)),),
+    "gammaln":   (lambda g, ans, x: g * polygamma(x, n=0),),
+    "polygamma": (lambda g, ans, x, n=0: g * polygamma(x, n=n + 1),),
+    # sigmoid(x - y) = exp(x) / (exp(x) + exp(y)), finite at +-1e3 where exp overflows
+    "logaddexp": (lambda g, ans, x, y: unbroadcast(g * anp.sigmoid(x - y), x),
+                  lambda g, ans, x, y: unbroadcast(g * anp.sigmoid(y - x), y)),
+}
+# fmt: on

@@ -1,0 +1,26 @@
+"""adcore's conformance suite over this plugin's ops and case, through adcore's pytest plugin.
+
+One test per (subject, backend, dtype), ids like `erf-reverse-float64`: each backend's
+derivatives against the engine's reference (docs/conformance.md). Without this module the
+same items come from `pytest --adcore-conformance=special`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import adcore
+from adcore.conformance.pytest_plugin import assert_conforms, conformance_params
+
+TARGETS = conformance_params("special")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_conformance(target):
+    assert_conforms(target)
+
+
+def test_the_suite_covers_every_op_and_the_case_on_every_backend():
+    subjects = {p.values[0].unit.name for p in TARGETS}
+    assert subjects == {"erf", "gammaln", "polygamma", "logaddexp", "special_chain"}
+    assert len(TARGETS) == len(subjects) * len(adcore.backends()) * 2  # float64 and float32

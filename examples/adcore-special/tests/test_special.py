@@ -1,0 +1,270 @@
+"""adcore-special: the plugin loads, its ops match scipy and known constants, and every installed
+backend's derivatives (first, second, third) match the closed forms, float32 kept.
+
+Known values: Abramowitz & Stegun 6.1.8 (Gamma(1/2) = sqrt(pi)), 6.3.2-6.3.3 (digamma(1) =
+-euler_gamma, digamma(1/2) = -euler_gamma - 2 ln 2), 6.4.2 (polygamma(1, n) = (-1)^(n+1) n!
+zeta(n+1)), 7.1 (erf' = 2/sqrt(pi) exp(-x^2)); zeta(2) = pi^2/6, zeta(3) = 1.2020569031595942
+(Apery's constant).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import adcore_special
+import numpy as np
+import pytest
+from adcore_special import erf, gammaln, logaddexp, polygamma
+from scipy import special
+
+import adcore
+from adcore.plugins import get_registry
+
+BACKENDS = adcore.backends()
+EXACT = [b for b in BACKENDS if b != "numeric"]  # numeric differentiates by finite differences
+DTYPES = [np.float64, np.float32]
+ZETA3 = 1.2020569031595942
+X = np.array([-2.5, -0.4, 0.0, 0.7, 3.0])  # erf's inputs, both tails included
+P = np.array([0.5, 1.0, 2.5, 7.0])  # gammaln's and polygamma's: away from the poles at 0, -1, ...
+
+
+def erf_prime(x):
+    return 2 / math.sqrt(math.pi) * np.exp(-(x**2))
+
+
+def sigmoid(z):
+    return 0.5 * (1 + np.tanh(z / 2))
+
+
+def tol(backend: str, dtype, order: int = 1) -> dict:
+    """How close a backend's derivative of order `order` must be to the closed form."""
+    if backend != "numeric":
+        return {"rtol": 1e-12 if dtype == np.float64 else 2e-6, "atol": 1e-14}
+    # finite differences keep about half the digits of the values they difference, fewer per order
+    rtol = {np.float64: (1e-7, 1e-4), np.float32: (2e-3, 5e-2)}[dtype][order - 1]
+    return {"rtol": rtol, "atol": rtol / 2}
+
+
+@contextmanager
+def strict_numpy():
+    """Any warning is an error; overflow, division by zero and invalid operations raise
+    (underflow to 0 stays allowed: exp(-2000) = 0 is correctly rounded)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
+            yield
+
+
+# --- the plugin ---------------------------------------------------------------------------------
+
+
+def test_the_plugin_registers_four_ops_each_with_all_three_rule_kinds_and_a_case():
+    registry = get_registry()
+    record = registry.plugins["special"]
+    assert record.error == ""
+    assert sorted(record.ops) == ["erf", "gammaln", "logaddexp", "polygamma"]
+    assert sorted(record.rules) == sorted((k, op) for k in ("vjp", "jvp", "sympy") for op in record.ops)
+    assert record.cases == ["special_chain"]
+
+
+def test_the_ops_are_reachable_by_name_attribute_and_package():
+    assert adcore.ops.erf is adcore.ops["erf"] is adcore_special.erf
+    assert adcore.ops.logaddexp is logaddexp
+
+
+# --- values ---------------------------------------------------------------------------------------
+
+
+def test_values_match_scipy_and_known_constants():
+    np.testing.assert_array_equal(erf(X), special.erf(X))
+    assert erf(0.5) == pytest.approx(0.5204998778130465, rel=1e-15)  # A&S table 7.1
+    np.testing.assert_array_equal(gammaln(P), special.gammaln(P))
+    assert gammaln(0.5) == pytest.approx(math.log(math.sqrt(math.pi)), rel=1e-15)
+    assert gammaln(1.0) == 0.0 and gammaln(2.0) == 0.0
+    for n in range(4):
+        np.testing.assert_allclose(polygamma(P, n=n), special.polygamma(n, P), rtol=1e-14)
+    assert polygamma(1.0) == pytest.approx(-np.euler_gamma, rel=1e-15)
+    assert polygamma(0.5) == pytest.approx(-np.euler_gamma - 2 * math.log(2), rel=1e-15)
+    assert polygamma(1.0, n=1) == pytest.approx(math.pi**2 / 6, rel=1e-15)
+    assert polygamma(1.0, 2) == pytest.approx(-2 * ZETA3, rel=1e-15)  # n positionally too
+    assert logaddexp(0.0, 0.0) == pytest.approx(math.log(2), rel=1e-15)
+    np.testing.assert_array_equal(logaddexp(P[:, None], X), np.logaddexp(P[:, None], X))
+
+
+@pytest.mark.parametrize("op", [erf, gammaln, polygamma, lambda x: logaddexp(x, np.float32(1.0))])
+def test_values_keep_float32(op):
+    assert op(P.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("n", [-1, 1.5, True, "2"])
+def test_polygamma_refuses_an_order_that_is_not_a_non_negative_int(n):
+    with pytest.raises(ValueError, match=r"op 'polygamma': n must be a non-negative integer"):
+        polygamma(P, n=n)
+
+
+def test_a_call_with_the_wrong_number_of_inputs_names_the_op():
+    with pytest.raises(TypeError, match="logaddexp"):
+        logaddexp(P)
+
+
+# --- first derivatives on every backend --------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_first_derivatives_match_the_closed_forms(backend, dtype):
+    def d(f, x):
+        return adcore.grad(lambda v: f(v).sum(), backend=backend)(x.astype(dtype))
+
+    cases = [
+        (d(erf, X), erf_prime(X)),
+        (d(gammaln, P), special.digamma(P)),
+        (d(polygamma, P), special.polygamma(1, P)),
+        (d(lambda v: polygamma(v, n=2), P), special.polygamma(3, P)),
+    ]
+    for got, expected in cases:
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, expected, **tol(backend, dtype))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gammaln_derivative_at_1_is_minus_euler_gamma(backend):
+    np.testing.assert_allclose(
+        adcore.grad(gammaln, backend=backend)(1.0), -np.euler_gamma, **tol(backend, np.float64)
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_logaddexp_gradients_are_sigmoids_summed_over_broadcasting(backend, dtype):
+    x = np.array([[0.5], [-1.0]], dtype=dtype)  # (2, 1) against (2, 3)
+    y = np.array([[0.0, 1.0, -2.0], [3.0, 0.5, -1.0]], dtype=dtype)
+    gx, gy = adcore.grad(lambda a, b: logaddexp(a, b).sum(), argnums=(0, 1), backend=backend)(x, y)
+    s = sigmoid(x.astype(float) - y)  # d/dx logaddexp(x, y) = exp(x) / (exp(x) + exp(y))
+    assert (gx.dtype, gy.dtype) == (dtype, dtype)
+    np.testing.assert_allclose(gx, s.sum(axis=1, keepdims=True), **tol(backend, dtype))
+    np.testing.assert_allclose(gy, 1 - s, **tol(backend, dtype))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scipy_and_numpy_functions_are_differentiable_as_written(backend):
+    def f(x):
+        return (special.erf(x) + special.gammaln(x + 3) + np.logaddexp(x, 0.0)).sum()
+
+    expected = erf_prime(X) + special.digamma(X + 3) + sigmoid(X)
+    np.testing.assert_allclose(adcore.grad(f, backend=backend)(X), expected, **tol(backend, np.float64))
+
+
+# --- higher derivatives ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("outer", EXACT)
+@pytest.mark.parametrize("inner", EXACT)
+def test_second_derivatives_match_the_closed_forms_for_every_pair_of_backends(inner, outer):
+    def h(f, x):
+        return np.diag(adcore.hessian(lambda v: f(v).sum(), inner=inner, outer=outer)(x))
+
+    np.testing.assert_allclose(h(erf, X), -2 * X * erf_prime(X), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(h(gammaln, P), special.polygamma(1, P), rtol=1e-12)
+    assert h(gammaln, np.array([1.0]))[0] == pytest.approx(math.pi**2 / 6, rel=1e-14)  # zeta(2)
+
+
+def test_the_numeric_hessian_matches_too():
+    if "numeric" not in BACKENDS:
+        pytest.skip("the numeric backend is not installed")
+    got = np.diag(adcore.hessian(lambda v: gammaln(v).sum(), backend="numeric")(P))
+    np.testing.assert_allclose(got, special.polygamma(1, P), **tol("numeric", np.float64, order=2))
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_third_derivative_of_gammaln_at_1_is_minus_two_zeta_3(backend):
+    third = adcore.grad(adcore.grad(adcore.grad(gammaln, backend=backend), backend=backend), backend=backend)
+    assert third(1.0) == pytest.approx(-2 * ZETA3, rel=1e-14)
+
+
+# --- logaddexp's stability -------------------------------------------------------------------------
+
+# (x, y) -> logaddexp, its gradient, d2/dx2 = s (1 - s) with s = sigmoid(x - y)
+LARGE = [
+    ((1e3, -1e3), 1e3, (1.0, 0.0), 0.0),
+    ((-1e3, 1e3), 1e3, (0.0, 1.0), 0.0),
+    ((1e3, 1e3), 1e3 + math.log(2), (0.5, 0.5), 0.25),
+    ((-1e3, -1e3), -1e3 + math.log(2), (0.5, 0.5), 0.25),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_logaddexp_is_finite_with_finite_derivatives_at_1e3_without_warnings(backend, dtype):
+    # inputs of size 1e3 are only known to 1e3 eps: values are held to that, absolutely
+    close = {"rtol": 1e-6, "atol": 1e3 * np.finfo(dtype).eps}
+    for (x, y), value, gradient, curvature in LARGE:
+        x, y = dtype(x), dtype(y)
+        with strict_numpy():
+            got = logaddexp(x, y)
+            g = adcore.grad(logaddexp, argnums=(0, 1), backend=backend)(x, y)
+            h = adcore.grad(adcore.grad(logaddexp, backend=backend), backend=backend)(x, y)
+        np.testing.assert_allclose(got, value, **close)
+        np.testing.assert_allclose(g, gradient, **close)
+        assert np.isfinite(h)
+        if backend != "numeric":  # a second difference at 1e3 is noise, finite but not accurate
+            np.testing.assert_allclose(h, curvature, **close)
+
+
+# --- the symbolic backend -----------------------------------------------------------------------
+
+
+def test_the_symbolic_derivative_is_exact_and_compiles_to_calls_of_the_ops():
+    symbolic = pytest.importorskip("adcore_symbolic")
+    d = symbolic.derivative_expr(lambda x: gammaln(x) + erf(x), ())
+    assert str(d.derivatives[0]) == "polygamma(0, x) + 2*exp(-x**2)/sqrt(pi)"
+    assert "ops.polygamma(x, n=0)" in d.source
+    assert "ops.erf(x)" in d.source
+
+
+def test_loading_the_plugin_and_a_reverse_gradient_do_not_import_sympy():
+    script = (
+        "import sys, adcore\n"
+        "assert 'special' in adcore.plugins.get_registry().plugins\n"
+        "assert adcore.grad(adcore.ops.gammaln, backend='reverse')(2.0) == 1 - 0.5772156649015329\n"
+        "assert 'sympy' not in sys.modules, 'sympy imported before use'\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+# --- the registered case ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_special_chain_case_matches_its_closed_form(backend):
+    case = get_registry().cases["special_chain"]
+    x = np.array([[0.3], [-1.2]])  # (2, 1) against (2, 3)
+    y = np.array([[0.5, -1.0, 2.0], [0.0, 1.5, -0.7]])
+    a, b = special.erf(x), special.gammaln(1 + y**2)
+    s = sigmoid(a - b)
+    gx, gy = adcore.grad(case.fn, argnums=case.argnums, backend=backend)(x, y)
+    np.testing.assert_allclose(gx, (s * erf_prime(x)).sum(axis=1, keepdims=True), **tol(backend, np.float64))
+    np.testing.assert_allclose(gy, (1 - s) * special.digamma(1 + y**2) * 2 * y, **tol(backend, np.float64))
+
+
+# --- the walk-through -------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+WALK_THROUGH = ROOT.parents[1] / "docs" / "writing-an-op-plugin.md"
+
+
+def test_the_walk_through_quotes_the_examples_actual_lines():
+    if not WALK_THROUGH.exists():
+        pytest.skip("not in the adcore repository")
+    sources = [*ROOT.glob("adcore_special/*.py"), *ROOT.glob("tests/*.py"), ROOT / "pyproject.toml"]
+    lines = {line.strip() for path in sources for line in path.read_text().splitlines()}
+    blocks = re.findall(r"```(?:python|toml)\n(.*?)```", WALK_THROUGH.read_text(), flags=re.S)
+    quoted = [line.strip() for block in blocks if ">>>" not in block for line in block.splitlines()]
+    assert len(quoted) > 50
+    assert [line for line in quoted if line not in lines] == []
