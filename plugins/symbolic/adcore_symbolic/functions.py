@@ -11,6 +11,7 @@ sympy.codegen, which prints them as numpy.expm1 and numpy.log1p.
 from __future__ import annotations
 
 import sympy as sp
+from mpmath.libmp import prec_to_dps
 from sympy.codegen.cfunctions import expm1, log1p
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "log1p",
     "logsumexp",
     "sigmoid",
+    "sign",
     "softplus",
     "stop_gradient",
 ]
@@ -35,6 +37,14 @@ class _OpCall(sp.Function):
     def _numpycode(self, printer) -> str:
         return f"ops.{self.op}({', '.join(printer._print(a) for a in self.args)})"
 
+    def elementary(self) -> sp.Expr | None:
+        """The same function in sympy's own terms, for numbers (None: not given)."""
+        return None
+
+    def _eval_evalf(self, prec):  # so sympy can compare constants, as Max(log(softplus(0)), 1) does
+        elementary = self.elementary()
+        return None if elementary is None else elementary.evalf(prec_to_dps(prec))
+
 
 class sigmoid(_OpCall):
     op = "sigmoid"
@@ -43,6 +53,9 @@ class sigmoid(_OpCall):
     def fdiff(self, argindex=1):
         return self * (1 - self)
 
+    def elementary(self) -> sp.Expr:
+        return 1 / (1 + sp.exp(-self.args[0]))
+
 
 class softplus(_OpCall):
     op = "softplus"
@@ -50,6 +63,9 @@ class softplus(_OpCall):
 
     def fdiff(self, argindex=1):
         return sigmoid(self.args[0])
+
+    def elementary(self) -> sp.Expr:
+        return sp.log(1 + sp.exp(self.args[0]))
 
 
 class stop_gradient(_OpCall):
@@ -63,6 +79,9 @@ class stop_gradient(_OpCall):
 
     def fdiff(self, argindex=1):
         return sp.S.Zero
+
+    def elementary(self) -> sp.Expr:
+        return self.args[0]
 
 
 class Round(_OpCall):
@@ -82,6 +101,14 @@ class floor(sp.floor):
         return sp.S.Zero
 
 
+class sign(sp.sign):
+    """sympy's sign with the derivative 0 (sympy's is 2 DiracDelta for a real argument, and
+    none at all for one it cannot tell is real, such as acos(x))."""
+
+    def _eval_derivative(self, x):
+        return sp.S.Zero
+
+
 class logsumexp(sp.Function):
     """log(sum(exp(args))); its derivative exp(arg - logsumexp) never overflows."""
 
@@ -92,6 +119,9 @@ class logsumexp(sp.Function):
 
     def fdiff(self, argindex=1):
         return sp.exp(self.args[argindex - 1] - self)
+
+    def _eval_evalf(self, prec):
+        return sp.log(sp.Add(*map(sp.exp, self.args))).evalf(prec_to_dps(prec))
 
     def _numpycode(self, printer) -> str:
         return f"ops.logsumexp(ops.stack([{', '.join(printer._print(a) for a in self.args)}]), axis=0)"

@@ -248,3 +248,23 @@ def test_expm1_and_log1p_print_as_numpys_and_keep_small_arguments():
     np.testing.assert_array_equal(lg, np.log1p(v))
     np.testing.assert_allclose(dl, 1 / (1 + v), rtol=1e-15)
     assert e[0] == 1e-20 and lg[0] == 1e-20  # where exp(x) - 1 and log(1 + x) give 0
+
+
+def test_constant_op_calls_evaluate_so_sympy_can_compare_them():
+    # found by the fuzzer: maximum(log(softplus(x - x) + 0.56), softplus(x - x) + 0.56) made
+    # sympy's Max compare constants it could not evaluate
+    from adcore_symbolic.functions import logsumexp, sigmoid, softplus, stop_gradient
+
+    assert float(sp.N(sigmoid(0))) == 0.5
+    assert float(sp.N(softplus(0))) == pytest.approx(np.log(2), rel=1e-15)
+    assert float(sp.N(logsumexp(0, 0))) == pytest.approx(np.log(2), rel=1e-15)
+    assert float(sp.N(stop_gradient(sp.Rational(3, 2)))) == 1.5
+    assert sp.Max(sigmoid(1), softplus(0)) == sigmoid(1)  # 0.731 > 0.693
+
+
+def test_maximum_of_constants_built_from_op_calls_differentiates():
+    def f(x):
+        c = adcore.ops.softplus(x - x) + 0.56
+        return adcore.ops.maximum(adcore.ops.log(c), c) + x
+
+    assert adcore.grad(f, backend="symbolic")(np.array(2.5)) == 1.0
