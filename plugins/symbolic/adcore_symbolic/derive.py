@@ -246,11 +246,15 @@ class ElementwiseDerivation(Derivation):
         inputs = [args[i] for i in self.traced] + [c for _, c in self.constants]
         n = len(self.argnums)
         sums, parts = [], []
-        for fn, (_, _, shape, dtype) in zip(self._g_fns, self.sums):
+        for k, (fn, (_, _, shape, dtype)) in enumerate(zip(self._g_fns, self.sums)):
             results = evaluate_over(fn, inputs, shape, dtype)
             if self.need_sums:
                 sums.append(ops.sum(results.pop(0)))
-            parts.append([unbroadcast(r, args[i]) for r, i in zip(results, self.argnums)])
+            # an argument a sum does not read need not broadcast with the array it sums over
+            row = self.program.derivatives[k]
+            parts.append(
+                [None if d == 0 else unbroadcast(r, args[i]) for d, r, i in zip(row, results, self.argnums)]
+            )
         # without need_sums, the lines computing h's outputs do not read the sums
         h = self._h_fn(*(sums or [None] * len(self.sums)), *inputs)
         value = h.pop(0) if self.want_value else None
@@ -259,6 +263,8 @@ class ElementwiseDerivation(Derivation):
         for j in range(n):
             total = direct[j] if self.program.derivatives[-1][j] != 0 else None
             for k, part in enumerate(parts):
+                if part[j] is None:
+                    continue
                 term = part[j] if self.scales[k] == 1 else scales[k] * part[j]
                 total = term if total is None else total + term
             if total is None or np.shape(total) != self.arg_shapes[j]:

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from adcore.rules import reduced_axes
+
 
 class _Module:
     """A module imported on its first attribute access: adcore registers every plugin's
@@ -59,7 +61,7 @@ def each(func: Any, *inputs: Any) -> np.ndarray:
 def reduce_with(func: Any, x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
     """func(*elements) for each slice of x along `axis` (None: all axes), NumPy's reduction shape."""
     x = np.asarray(x, dtype=object)
-    axes = tuple(range(x.ndim)) if axis is None else tuple(a % x.ndim for a in np.atleast_1d(axis))
+    axes = reduced_axes(x.ndim, axis)
     kept = [i for i in range(x.ndim) if i not in axes]
     rows = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
     out = np.empty(rows.shape[:-1], dtype=object)
@@ -149,7 +151,7 @@ defsympy("tanh",       lambda x: each(sp.tanh, x))
 
 # --- kinks and steps -----------------------------------------------------------------
 defsympy("abs",        lambda x: each(sp.Abs, x))
-defsympy("sign",       lambda x: each(sp.sign, x))
+defsympy("sign",       lambda x: each(fn.sign, x))
 defsympy("floor",      lambda x: each(fn.floor, x))
 defsympy("round",      lambda x, decimals=0: each(lambda e: fn.Round(e, decimals), x))
 defsympy("maximum",    lambda x, y: each(sp.Max, x, y))

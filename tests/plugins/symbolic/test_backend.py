@@ -178,3 +178,18 @@ def test_import_adcore_does_not_import_sympy():
         "assert 'sympy' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_sign_of_an_expression_sympy_cannot_tell_is_real_has_derivative_zero():
+    # found by the fuzzer: sympy has no derivative of sign(acos(x)); the convention is sign' = 0
+    f = lambda x: adcore.ops.sign(adcore.ops.arccos(x)) * x  # noqa: E731
+    x = np.array([0.82, -0.3])
+    np.testing.assert_array_equal(adcore.jacobian(f, backend="symbolic")(x), np.diag(np.sign(np.arccos(x))))
+
+
+def test_a_sum_over_one_argument_ignores_another_that_does_not_broadcast_with_it():
+    # found by the fuzzer: x0's zero derivative was broadcast against x1's (2,) and failed
+    f = lambda x0, x1: adcore.ops.sum(x1 * x1)  # noqa: E731
+    g0, g1 = adcore.jacobian(f, argnums=(0, 1), backend="symbolic")(np.ones(3), np.array([1.0, -2.0]))
+    np.testing.assert_array_equal(g0, np.zeros(3))
+    np.testing.assert_array_equal(g1, [2.0, -4.0])
