@@ -77,11 +77,17 @@ def batched_axis(axis: Any, ndim: int) -> Any:
     return tuple(a + 1 if a >= 0 else a for a in axis)
 
 
+def reduced_axes(ndim: int, axis: Any) -> tuple[int, ...]:
+    """The axes a reduction over `axis` removes, non-negative; None is every axis. A 0-d array
+    has none, though NumPy accepts axis 0 or -1 for it."""
+    if axis is None or ndim == 0:
+        return tuple(range(ndim))
+    return tuple(a % ndim for a in np.atleast_1d(axis))
+
+
 def kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
     """x's shape with the reduced axes set to 1 (what keepdims=True would give)."""
-    if axis is None:
-        return (1,) * x.ndim
-    axes = {a % x.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+    axes = reduced_axes(x.ndim, axis)
     return tuple(1 if i in axes else n for i, n in enumerate(x.shape))
 
 

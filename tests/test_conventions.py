@@ -298,3 +298,10 @@ def test_integer_input_is_an_error(backend, x):
 
 def test_integer_argument_outside_argnums_is_fine(backend):
     assert grad(lambda x, n: x**n, backend, argnums=0)(2.0, 3) == 12.0
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "prod", "logsumexp"])  # NumPy's mean refuses it
+def test_a_0d_reduction_over_axis_minus_1_is_the_identity(backend, op):
+    # NumPy accepts axis -1 on a 0-d array (found by the fuzzer: reverse divided by ndim 0)
+    f = lambda x: getattr(anp, op)(x * x, axis=-1)  # noqa: E731
+    assert grad(f, backend)(np.array(1.5)) == 3.0

@@ -18,6 +18,7 @@ import sympy as sp
 
 from adcore.dispatch import Trace
 from adcore.plugins import get_registry
+from adcore.rules import reduced_axes
 from adcore.tracer import Tracer
 from adcore_symbolic.errors import ExpressionTooLargeError, SymbolicControlFlowError
 from adcore_symbolic.functions import stop_gradient
@@ -211,7 +212,7 @@ class SymbolicTrace(Trace):
         axis = params.get("axis")
         if op.name not in ("sum", "mean") or not isinstance(x, Sym) or len(args) != 1:
             raise NotElementwise(f"op {op.name!r}")
-        if axis is not None and {a % x.ndim for a in np.atleast_1d(axis)} != set(range(x.ndim)):
+        if set(reduced_axes(x.ndim, axis)) != set(range(x.ndim)):
             raise NotElementwise(f"op {op.name!r} over some axes")
         shape = (1,) * x.ndim if params.get("keepdims") else ()
         if x.size == 1:
