@@ -197,8 +197,9 @@ def compare(
 ) -> None:
     """Add one comparison of `actual` with `expected` (element by element) to the tally.
 
-    With `scale`, the allowed difference is (rtol + atol) * scale instead (a dot product is
-    judged against the sum of its terms' sizes, so cancellation in the sum is no failure)."""
+    With `scale`, the allowed difference is (rtol + atol) * scale + atol instead (a dot
+    product is judged against the sum of its terms' sizes, so cancellation in the sum is no
+    failure; atol is the floor when the Jacobian is 0, as for x / x)."""
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     if actual.shape != expected.shape:
@@ -212,7 +213,7 @@ def compare(
     if scale is None:
         limit = tolerances.allowed(expected, tolerance, np.broadcast_to(error, expected.shape))
     else:
-        limit = np.full(expected.shape, (tolerance.rtol + tolerance.atol) * max(scale, np.finfo(float).tiny))
+        limit = np.full(expected.shape, (tolerance.rtol + tolerance.atol) * scale + tolerance.atol)
     ratios = diff / limit
     if ratios.size == 0:
         tally.add(Worst(label, check, 0.0, 0.0, "empty"), 0.0)
