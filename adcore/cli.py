@@ -11,6 +11,7 @@ from typing import TextIO
 
 import adcore
 import adcore.numpy as anp
+from adcore.errors import MissingDependencyError
 from adcore.plugins import get_registry
 
 # seed 001 (前向模式, 反向模式): f(x1, x2) = ln(x1) + x1*x2 - sin(x2) at (2, 5)
@@ -202,7 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine.plan(args.backend, args.op, args.case, args.dtype or engine.DTYPES)
         except (KeyError, ValueError) as e:
             parser.error(str(e).strip("'\""))
-        return conformance(args)
+        try:
+            return conformance(args)
+        except MissingDependencyError as e:  # --fuzz without hypothesis
+            parser.exit(2, f"adcore: error: {e}\n")
     if args.command == "example":
         return example()
     if args.command == "rules":

@@ -55,3 +55,7 @@ class GradientError(AdcoreError, RuntimeError):
 
 class InvalidOutputError(AdcoreError, TypeError):
     """The differentiated function returned something that is not one float array."""
+
+
+class MissingDependencyError(AdcoreError, ImportError):
+    """An optional dependency of a feature is not installed (the message says what to install)."""

@@ -8,11 +8,14 @@ import json
 import math
 import re
 
+import numpy as np
 import pytest
 
 import adcore
+import adcore.numpy as anp
 from adcore import cli
 from adcore.plugins import PluginWarning
+from adcore.spec import REAL, elementwise_samples
 
 
 class BrokenBackend(adcore.Backend):
@@ -68,3 +71,86 @@ def test_plugins_json_names_failures(register_plugin, capsys):
     records = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert "'core'" in records["clashing"]["error"] and "'clashing'" in records["clashing"]["error"]
     assert records["clashing"]["ops"] == []
+
+
+# --- adcore conformance and adcore rules ----------------------------------------------------
+
+
+class OnlyVJP:
+    """An op `half` with only a VJP, and a VJP for `sin`'s twin `wrong_sin` that returns +sin."""
+
+    @adcore.hookimpl
+    def adcore_register_ops(self, register):
+        register(adcore.OpSpec("half", lambda x: x / 2, samples=elementwise_samples(REAL)))
+        register(adcore.OpSpec("wrong_sin", np.sin, samples=elementwise_samples(REAL)))
+
+    @adcore.hookimpl
+    def adcore_register_rules(self, register):
+        register("vjp", "half", (lambda g, ans, x: g / 2,))
+        register("vjp", "wrong_sin", (lambda g, ans, x: g * anp.sin(x),))
+
+
+def test_conformance_prints_the_matrix_and_the_summary_and_exits_0(capsys, clean_plugins):
+    assert cli.main(["conformance", "--op", "sin", "--op", "matmul", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^. sin +. +✓ +. +✓ +. +✓ +. +✓ +.$", out, re.MULTILINE)
+    assert re.search(
+        r"^PASSED: 16 agree, 0 disagree, 0 errors, 0 unsupported \(2 ops × 4 backends", out, re.MULTILINE
+    )
+    assert re.search(r"in \d+\.\d s$", out.strip())  # the wall time ends the run
+
+
+def test_conformance_exits_1_naming_the_wrong_rule_and_greys_a_missing_one(register_plugin, capsys):
+    register_plugin(OnlyVJP(), "onlyvjp")
+    assert cli.main(["conformance", "--op", "half", "--op", "wrong_sin", "--dtype", "float64"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^. half +. +n/a +. +✓ +. +✓ +. +n/a +.$", out, re.MULTILINE)
+    assert "✗ wrong_sin · reverse · float64" in out
+    assert out.strip().splitlines()[-1].startswith("FAILED: 3 agree, 1 disagree, 0 errors, 4 unsupported")
+
+
+@pytest.mark.parametrize(
+    "fmt, check",
+    [
+        ("json", json.loads),
+        ("markdown", lambda t: t.index("| sin |")),
+        ("html", lambda t: t.index('id="heatmap"')),
+    ],
+)
+def test_conformance_writes_each_format_to_a_file(tmp_path, capsys, clean_plugins, fmt, check):
+    path = tmp_path / f"report.{fmt}"
+    assert (
+        cli.main(
+            ["conformance", "--op", "sin", "--backend", "reverse", "--format", fmt, "--output", str(path)]
+        )
+        == 0
+    )
+    check(path.read_text())
+    assert capsys.readouterr().err.strip().endswith(" s")  # the summary line goes to stderr
+
+
+def test_conformance_refuses_unknown_names_as_usage_errors(capsys, clean_plugins):
+    for argv, says in [
+        (["--op", "sinn"], "no op named 'sinn'; did you mean 'sin'"),
+        (["--backend", "revers"], "did you mean 'reverse'"),
+        (["--case", "nope"], "no conformance case named 'nope'"),
+        (["--jobs", "0"], "--jobs must be at least 1"),
+    ]:
+        with pytest.raises(SystemExit) as exit:
+            cli.main(["conformance", *argv])
+        assert exit.value.code == 2
+        assert says in capsys.readouterr().err
+    assert cli.main(["conformance", "--op", "sin", "--backend", "reverse"]) == 0  # nothing left behind
+
+
+def test_rules_marks_missing_rules_and_missing_lists_them(register_plugin, capsys):
+    register_plugin(OnlyVJP(), "onlyvjp")
+    assert cli.main(["rules"]) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"^. half +. onlyvjp +. ✗ +. ✗ +. ✓ +.$", table, re.MULTILINE)
+    assert re.search(r"^. stop_gradient +. core +. not needed +. ✓ +. not needed +.$", table, re.MULTILINE)
+    assert cli.main(["rules", "--missing"]) == 0
+    missing = capsys.readouterr().out
+    assert re.search(r"^. half +. jvp +. forward +.$", missing, re.MULTILINE)
+    assert re.search(r"^. wrong_sin +. sympy +. symbolic +.$", missing, re.MULTILINE)
+    assert "sin " not in missing.replace("wrong_sin", "")

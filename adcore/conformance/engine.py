@@ -590,7 +590,7 @@ def check_unit(unit: Unit) -> list[Cell]:
     if unit.kind == "op":
         op = registry.op(unit.name)
         calls = op_calls(op, unit.dtype, unit.seed)
-        supported = _op_support(registry, op)
+        supported = op_support(registry, op)
         kinks = [k for k in KINKS if k.op == op.name]
         return check_subject(
             unit.name,
@@ -607,7 +607,9 @@ def check_unit(unit: Unit) -> list[Cell]:
     return check_subject(unit.name, calls, unit.backends, unit.dtype, lambda b: "", seed=unit.seed)
 
 
-def _op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
+def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
+    """supported(backend): "" if the backend can differentiate `op`, else why not."""
+
     def supported(backend: str) -> str:
         if not op.variadic and op.differentiable == () and backend in ESTIMATORS:
             return f"{backend} differentiates the impl, which cannot say that no input of {op.name!r} is differentiable"

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 import adcore
-from adcore.conformance.engine import Call, _op_support, check_subject
+from adcore.conformance.engine import Call, check_subject, op_support
 from adcore.conformance.results import Cell, Subject, merge
-from adcore.errors import AdcoreError
+from adcore.errors import MissingDependencyError
 from adcore.plugins import get_registry
 from adcore.spec import OpSpec
 
@@ -46,10 +46,6 @@ EDGE_MARGIN = 0.02  # of a domain's width, kept clear of its ends by a squash
 KINK_MARGIN = 0.05  # least distance of an op's inputs from its kinks
 SHRINK_SECONDS = 20.0  # how long hypothesis may shrink a failing program
 FALLBACK_OP = "sin"  # the op of a program whose drawn ops were all skipped
-
-
-class MissingDependencyError(AdcoreError, ImportError):
-    """An optional dependency of a feature is not installed."""
 
 
 def _hypothesis() -> Any:
@@ -399,7 +395,7 @@ def check_program(
 ) -> list[Cell]:
     """The cells of one program in one dtype, one per backend (subject "fuzz")."""
     registry = get_registry()
-    supports = [_op_support(registry, registry.op(name)) for name in sorted(program.ops)]
+    supports = [op_support(registry, registry.op(name)) for name in sorted(program.ops)]
 
     def supported(backend: str) -> str:
         return next((reason for support in supports if (reason := support(backend))), "")

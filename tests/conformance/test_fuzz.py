@@ -19,13 +19,13 @@ from adcore.conformance.fuzz import (
     MAX_VALUE,
     Builder,
     FuzzRun,
-    MissingDependencyError,
     Program,
     catalogue,
     programs,
     run_fuzz,
     sampled_domains,
 )
+from adcore.errors import MissingDependencyError
 from adcore.spec import NONZERO, POSITIVE, REAL, OpSpec, elementwise_samples
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
