@@ -21,6 +21,10 @@ class AdcoreNumPyPrinter(NumPyPrinter):
     def _print_Float(self, expr) -> str:
         return repr(float(expr))  # every bit of the double, where sympy prints 15 digits
 
+    def _print_ComplexInfinity(self, expr) -> str:
+        # 1/0 in a branch numpy.where does not take (log(relu(x))'s x <= 0): no real sign, so nan
+        return "numpy.nan"
+
     def _print_Piecewise(self, expr) -> str:
         code = "numpy.nan"
         for value, condition in reversed(expr.args):

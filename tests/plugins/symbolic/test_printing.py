@@ -152,3 +152,11 @@ def test_and_or_print_as_binary_calls_so_a_traced_hessian_runs_through_them():
     for point in (np.array([-2.0, 0.5, 1.0]), np.array([-1.0, 0.0, 3.0])):
         h = adcore.hessian(clipped, backend="symbolic")(point)
         np.testing.assert_array_equal(h, np.zeros((3, 3)))
+
+
+def test_complex_infinity_in_an_unused_branch_prints_as_nan():
+    # found by the fuzzer: log(relu(x)) differentiates to a Piecewise with 1/0 where x <= 0
+    assert AdcoreNumPyPrinter().doprint(sp.zoo) == "numpy.nan"
+    f = lambda v: anp.log(anp.relu(v))  # noqa: E731
+    x = np.array([0.82, 2.0])
+    np.testing.assert_allclose(adcore.jacobian(f, backend="symbolic")(x), np.diag(1 / x), rtol=1e-15)
