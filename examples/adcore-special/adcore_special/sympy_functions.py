@@ -10,6 +10,7 @@ NumPy, not scipy.
 from __future__ import annotations
 
 import sympy as sp
+from mpmath.libmp import prec_to_dps
 
 
 class _OpCall(sp.Function):
@@ -20,6 +21,10 @@ class _OpCall(sp.Function):
     def _numpycode(self, printer) -> str:
         return f"ops.{self.op}({', '.join(printer._print(a) for a in self.args)})"
 
+    def _eval_evalf(self, prec):
+        """A number, for constant arguments (sympy compares constants in max, clip, where)."""
+        return self.in_sympy().evalf(prec_to_dps(prec))
+
 
 class erf(_OpCall):
     op = "erf"
@@ -29,6 +34,9 @@ class erf(_OpCall):
         (x,) = self.args
         return 2 / sp.sqrt(sp.pi) * sp.exp(-(x**2))
 
+    def in_sympy(self) -> sp.Expr:
+        return sp.erf(*self.args)
+
 
 class gammaln(_OpCall):
     op = "gammaln"
@@ -36,6 +44,9 @@ class gammaln(_OpCall):
 
     def fdiff(self, argindex=1):
         return polygamma(0, self.args[0])
+
+    def in_sympy(self) -> sp.Expr:
+        return sp.loggamma(*self.args)
 
 
 class polygamma(sp.Function):
@@ -53,6 +64,9 @@ class polygamma(sp.Function):
         n, x = self.args
         return f"ops.polygamma({printer._print(x)}, n={int(n)})"
 
+    def _eval_evalf(self, prec):  # sympy's polygamma gives zoo at a pole, where mpmath's raises
+        return sp.polygamma(*self.args).evalf(prec_to_dps(prec))
+
 
 class logaddexp(_OpCall):
     op = "logaddexp"
@@ -61,3 +75,6 @@ class logaddexp(_OpCall):
     def fdiff(self, argindex=1):
         # d/dx = exp(x - logaddexp(x, y)) = sigmoid(x - y); the exponent is <= 0: no overflow
         return sp.exp(self.args[argindex - 1] - self)
+
+    def in_sympy(self) -> sp.Expr:
+        return sp.log(sp.exp(self.args[0]) + sp.exp(self.args[1]))
