@@ -20,3 +20,13 @@ CORE_OPS: tuple[OpSpec, ...] = tuple(
 def adcore_register_ops(register) -> None:
     for spec in CORE_OPS:
         register(spec)
+
+
+@hookimpl
+def adcore_register_cases(register) -> None:
+    # imported here, not at the top: the cases are written with adcore.numpy, which needs this
+    # module's CORE_OPS, and the registry (not `import adcore`) is what needs them
+    from adcore.conformance.cases import BUILTIN_CASES
+
+    for case in BUILTIN_CASES:
+        register(case)

@@ -64,10 +64,13 @@ def test_the_option_collects_one_item_per_core_op_backend_and_dtype(pytester):
         "--adcore-conformance=core", "--adcore-backend=reverse,forward", "--collect-only", "-q", *QUIET
     )
     collected = {line.removeprefix("adcore-conformance::") for line in result.outlines if "::" in line}
-    core_ops = get_registry().plugins["core"].ops  # this process loads the same installed plugins
-    assert "sin-reverse-float64" in collected
+    core = get_registry().plugins["core"]  # this process loads the same installed plugins
+    assert "sin-reverse-float64" in collected and "mlp_loss-forward-float32" in collected
     assert collected == {
-        f"{op}-{b}-{d}" for op in core_ops for b in ("reverse", "forward") for d in ("float64", "float32")
+        f"{name}-{b}-{d}"
+        for name in core.ops + core.cases
+        for b in ("reverse", "forward")
+        for d in ("float64", "float32")
     }
 
 
