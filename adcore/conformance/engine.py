@@ -29,7 +29,7 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -716,8 +716,6 @@ def _map(fn: Callable[[Unit], list[Cell]], units: list[Unit], jobs: int) -> Iter
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         futures = {pool.submit(fn, unit): unit for unit in units}
-        from concurrent.futures import as_completed
-
         for future in as_completed(futures):
             yield futures[future], future.result()
 
