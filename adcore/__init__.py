@@ -14,6 +14,8 @@ from adcore.api import (
     hessian,
     jacobian,
     jvp,
+    optimizer,
+    optimizers,
     value_and_grad,
     vjp,
 )
@@ -32,6 +34,7 @@ from adcore.errors import (
     PluginError,
     UnknownBackendError,
     UnknownOpError,
+    UnknownOptimizerError,
     UnsupportedFunctionError,
 )
 from adcore.hookspecs import hookimpl
@@ -61,6 +64,7 @@ __all__ = [
     "Tracer",
     "UnknownBackendError",
     "UnknownOpError",
+    "UnknownOptimizerError",
     "UnsupportedFunctionError",
     "backends",
     "batched_axis",
@@ -75,6 +79,8 @@ __all__ = [
     "jvp",
     "lift",
     "ops",
+    "optimizer",
+    "optimizers",
     "unbroadcast",
     "value_and_grad",
     "vjp",

@@ -28,6 +28,17 @@ def get_backend(name: str) -> Backend:
     return get_registry().backend(name)
 
 
+def optimizer(name: str, params: Any, **hyper: Any) -> Any:
+    """The optimizer a plugin registered as `name`, over `params` (arrays updated in place):
+    `adcore.optimizer("adam", [w, b], lr=1e-2)`; then `.step(grads)` once per batch."""
+    return get_registry().optimizer(name)(params, **hyper)
+
+
+def optimizers() -> list[str]:
+    """Names of the installed optimizers."""
+    return sorted(get_registry().optimizers)
+
+
 def differentiate(f: Callable[..., Any], backend: str = "reverse", argnums: Argnums = 0, **options: Any):
     """d f / d args[argnums]: a function returning an array of shape f(...).shape + arg.shape.
 

@@ -112,7 +112,7 @@ def plugins(as_json: bool = False, out: TextIO | None = None) -> int:
         json.dump([vars(r) for r in records], out, indent=2, default=list)
         print(file=out)
         return 0
-    table = _table("plugin", "version", "hooks", "ops", "rules", "backends", "cases", "status")
+    table = _table("plugin", "version", "hooks", "ops", "rules", "backends", "cases", "optimizers", "status")
     for r in records:
         hooks = ", ".join(h.removeprefix("adcore_register_") for h in r.hooks)
         status = f"[red]{_escape(r.error)}[/]" if r.error else "[green]ok[/]"
@@ -124,6 +124,7 @@ def plugins(as_json: bool = False, out: TextIO | None = None) -> int:
             str(len(r.rules)),
             ", ".join(r.backends),
             str(len(r.cases)),
+            str(len(r.optimizers)),
             status,
         )
     _console(out).print(table)

@@ -17,6 +17,10 @@ class UnknownBackendError(AdcoreError, _PlainKeyError):
     """A backend name that no installed plugin registered."""
 
 
+class UnknownOptimizerError(AdcoreError, _PlainKeyError):
+    """An optimizer name that no loaded plugin registered."""
+
+
 class UnknownOpError(AdcoreError, _PlainKeyError, AttributeError):
     """An op name that no loaded plugin registered."""
 

@@ -3,7 +3,7 @@
 A plugin is any object or module with functions marked `@adcore.hookimpl` and named
 after these specs. It is found through the "adcore" entry-point group (or registered
 by hand with `adcore.plugins.register_plugin`). Hooks are called once per plugin when
-adcore first needs its registry, in this order: ops, rules, backends, cases. Each receives a
+adcore first needs its registry, in this order: ops, rules, backends, cases, optimizers. Each receives a
 `register` callback; what one plugin registers is recorded under its name, and if any
 of it is invalid the whole plugin is rolled back and reported, the others unaffected.
 """
@@ -32,6 +32,10 @@ class RegisterBackend(Protocol):
 
 class RegisterCase(Protocol):
     def __call__(self, case: Any) -> None: ...
+
+
+class RegisterOptimizer(Protocol):
+    def __call__(self, name: str, factory: Any) -> None: ...
 
 
 @hookspec
@@ -76,4 +80,15 @@ def adcore_register_cases(register: RegisterCase) -> None:
     Called after backends. `adcore conformance` checks every case like an op: each installed
     backend's derivative with respect to the case's `argnums`, at each of its samples,
     against the reference. A case name must be unique across all plugins.
+    """
+
+
+@hookspec
+def adcore_register_optimizers(register: RegisterOptimizer) -> None:
+    """Register optimizers: call `register(name, factory)` for each, usually a class.
+
+    `adcore.optimizer(name, params, **hyper)` calls `factory(params, **hyper)`; what it
+    returns updates `params` in place with `.step(grads)` and saves its state with
+    `.state_dict()` / `.load_state_dict(state)` (the torch.optim interface). Called last.
+    A name must be unique across all plugins.
     """

@@ -27,7 +27,13 @@ from adcore.registry import PluginRecord, Registry
 
 ENTRY_POINT_GROUP = "adcore"
 ESSENTIAL = "core"
-HOOKS = ("adcore_register_ops", "adcore_register_rules", "adcore_register_backends", "adcore_register_cases")
+HOOKS = (
+    "adcore_register_ops",
+    "adcore_register_rules",
+    "adcore_register_backends",
+    "adcore_register_cases",
+    "adcore_register_optimizers",
+)
 
 _lock = threading.Lock()
 _registry: Registry | None = None
@@ -142,6 +148,7 @@ def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: st
         "adcore_register_rules": registry.add_rule,
         "adcore_register_backends": registry.add_backend,
         "adcore_register_cases": registry.add_case,
+        "adcore_register_optimizers": registry.add_optimizer,
     }[hook]
     others = [p for p in pm.get_plugins() if p is not plugin]
     caller = pm.subset_hook_caller(hook, remove_plugins=others)

@@ -8,7 +8,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from adcore.errors import MissingRuleError, PluginError, UnknownBackendError, UnknownOpError
+from adcore.errors import (
+    MissingRuleError,
+    PluginError,
+    UnknownBackendError,
+    UnknownOpError,
+    UnknownOptimizerError,
+)
 from adcore.rules import RULE_KINDS
 from adcore.spec import Case, OpSpec
 
@@ -24,6 +30,7 @@ class PluginRecord:
     rules: list[tuple[str, str]] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
     cases: list[str] = field(default_factory=list)
+    optimizers: list[str] = field(default_factory=list)
     error: str = ""
 
 
@@ -36,6 +43,7 @@ class Registry:
         self.backends: dict[str, Any] = {}
         self.numpy_ops: dict[Any, OpSpec] = {}
         self.cases: dict[str, Case] = {}
+        self.optimizers: dict[str, Any] = {}
         self.plugins: dict[str, PluginRecord] = {}
         self._owner: dict[tuple[str, ...], str] = {}
 
@@ -72,6 +80,16 @@ class Registry:
         self.cases[case.name] = case
         self.plugins[plugin].cases.append(case.name)
 
+    def add_optimizer(self, name: str, factory: Any, plugin: str) -> None:
+        if not isinstance(name, str) or not name.isidentifier() or not callable(factory):
+            raise PluginError(
+                f"plugin {plugin!r} registered optimizer {name!r} as {factory!r}; "
+                "register(name, factory) takes an identifier and a callable (params, **hyper)"
+            )
+        self._claim(("optimizer", name), plugin, f"optimizer {name!r}")
+        self.optimizers[name] = factory
+        self.plugins[plugin].optimizers.append(name)
+
     def _claim(self, key: tuple[str, ...], plugin: str, what: str) -> None:
         owner = self._owner.get(key)
         if owner is not None:
@@ -95,8 +113,10 @@ class Registry:
             del self.backends[name]
         for name in record.cases:
             del self.cases[name]
+        for name in record.optimizers:
+            del self.optimizers[name]
         self._owner = {k: v for k, v in self._owner.items() if v != plugin}
-        record.ops, record.rules, record.backends, record.cases = [], [], [], []
+        record.ops, record.rules, record.backends, record.cases, record.optimizers = [], [], [], [], []
 
     # --- looking up -------------------------------------------------------------
     def op(self, name: str) -> OpSpec:
@@ -113,6 +133,16 @@ class Registry:
             raise UnknownBackendError(
                 f"no backend named {name!r}{_suggest(name, self.backends)}; installed backends: "
                 f"{installed}. Backends come from plugins: pip install adcore-{name} if it exists."
+            ) from None
+
+    def optimizer(self, name: str) -> Any:
+        try:
+            return self.optimizers[name]
+        except KeyError:
+            installed = ", ".join(sorted(self.optimizers)) or "none"
+            raise UnknownOptimizerError(
+                f"no optimizer named {name!r}{_suggest(name, self.optimizers)}; installed optimizers: "
+                f"{installed}. Optimizers come from plugins: pip install adcore-kernels brings nine."
             ) from None
 
     def rule(self, kind: str, op: OpSpec, backend: str) -> Any:
