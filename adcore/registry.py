@@ -163,7 +163,7 @@ class Registry:
 
 def _suggest(name: str, known: Any) -> str:
     close = difflib.get_close_matches(name, list(known), n=3)
-    return f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 def _check_rule_fits(kind: str, spec: OpSpec, rule: Any, plugin: str) -> None:
