@@ -37,6 +37,13 @@ KINKS: tuple[Kink, ...] = (
     Kink("max", ([1.0, 3.0, 3.0],), (np.array([0.0, 0.5, 0.5]),), why="k tied maxima get 1/k each"),
     Kink("min", ([2.0, 1.0, 1.0, 1.0],), (np.array([0.0, 1, 1, 1]) / 3,), why="k tied minima get 1/k each"),
     Kink(
+        "max_pool2d",
+        ([[1.0, 3.0, 0.0, 0.0], [3.0, 2.0, 0.0, 0.0]],),
+        (np.array([[[[0.0, 0.5, 0, 0], [0.5, 0.0, 0, 0]], [[0, 0, 0.25, 0.25], [0, 0, 0.25, 0.25]]]]),),
+        {"kernel_size": 2},
+        why="a pooling window's k tied maxima get 1/k each (plugin kernels)",
+    ),
+    Kink(
         "clip",
         ([-1.0, 0.0, 1.0, 2.0],),
         (_diag(1, 1, 1, 0),),

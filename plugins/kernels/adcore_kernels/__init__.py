@@ -1,0 +1,17 @@
+"""adcore-kernels: numba kernels for adcore (seed 001's 卷积算子 and 优化方法).
+
+- ops, registered through the "adcore" hooks with their vjp, jvp and sympy rules:
+  `conv2d` (algorithms direct, im2col, fft, winograd, auto), `max_pool2d`, `avg_pool2d`;
+- `adcore_kernels.optim`: nine optimizers, each one fused numba kernel updating the
+  parameters in place, also reachable as `adcore.optimizer("adam", params, **hyper)`.
+
+Importing this package compiles nothing and does not import numba: each kernel compiles
+on its first call (`cache=True`, so later processes load it from numba's cache).
+"""
+
+from __future__ import annotations
+
+from adcore_kernels import optim
+from adcore_kernels.ops import avg_pool2d, conv2d, max_pool2d
+
+__all__ = ["avg_pool2d", "conv2d", "max_pool2d", "optim"]

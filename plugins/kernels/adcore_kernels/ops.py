@@ -1,0 +1,427 @@
+"""The kernel ops: what each computes, its checks, and where the conformance suite draws its inputs.
+
+Convolution (NCHW input, OIHW weight, cross-correlation as in PyTorch) and its two
+gradients, each a bilinear op, so the set is closed under differentiation:
+
+    conv2d(x, w)                           y  (N, O, H', W')
+    conv2d_input_grad(g, w, input_size)    gx (N, C, H, W):   <g, conv2d(x, w)> differentiated in x
+    conv2d_weight_grad(x, g, kernel_size)  gw (O, C, kh, kw): <g, conv2d(x, w)> differentiated in w
+
+Pooling over the last two axes of an array with any leading axes (..., H, W), stride
+kernel_size by default, as in PyTorch. avg_pool2d counts padding as zeros; max_pool2d
+never picks it, and its derivative goes to each window's maxima, split equally on a tie:
+
+    max_pool2d(x)               avg_pool2d(x)
+    max_pool2d_gather(t, x)     avg_pool2d_grad(g, input_size)   (the linear maps that
+    max_pool2d_scatter(g, x)                                      differentiate them)
+
+The impls check their inputs (errors name the op) and run the numba kernels of
+`adcore_kernels.conv` and `adcore_kernels.pooling`, imported on the first call: loading
+the plugin imports neither numba nor the kernels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adcore import Domain, OpSpec, Sample
+from adcore.spec import POSITIVE, REAL
+from adcore_kernels.reference import conv2d_output_size, pair
+
+AUTO = "auto"
+DISTINCT = Domain(distinct=True)  # max pooling: no near-ties for a finite difference to straddle
+# convolutions: positive, so their sums do not cancel. The numeric backend bounds the round-off
+# of f by a few eps * |f| per entry; a sum that cancels rounds by eps * sum |terms|, more than
+# that, and FFT and winograd round by eps * the size of the whole output
+CONV_DOMAIN = POSITIVE
+
+Pair = tuple[int, int]
+
+
+# --- checks ---------------------------------------------------------------------------------------
+
+
+def _array(op: str, name: str, value: Any, ndim: int | None = None, min_ndim: int = 0) -> np.ndarray:
+    """value as a float32 or float64 array of `ndim` (or at least `min_ndim`) axes."""
+    a = np.asarray(value)
+    if a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"op {op!r}: {name} must be float32 or float64, got dtype {a.dtype}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"op {op!r}: {name} must have {ndim} axes, got shape {a.shape}")
+    if a.ndim < min_ndim:
+        raise ValueError(
+            f"op {op!r}: {name} must have at least {min_ndim} axes (..., H, W), got shape {a.shape}"
+        )
+    return a
+
+
+def _pair(op: str, name: str, value: Any, least: int) -> Pair:
+    """An int or (h, w) pair of ints, each at least `least`."""
+    try:
+        result = pair(value, name)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"op {op!r}: {e}") from e
+    if min(result) < least:
+        raise ValueError(f"op {op!r}: {name} must be at least {least}, got {value!r}")
+    return result
+
+
+def _same(op: str, what: str, got: Any, expected: Any) -> None:
+    if tuple(got) != tuple(expected):
+        raise ValueError(f"op {op!r}: {what}: expected {tuple(expected)}, got {tuple(got)}")
+
+
+# --- convolution ------------------------------------------------------------------------------------
+
+
+class ConvGeometry:
+    """A convolution's checked params and sizes: input (H, W), kernel (kh, kw), output (H', W')."""
+
+    def __init__(self, op: str, size: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> None:
+        self.stride = _pair(op, "stride", stride, 1)
+        self.padding = _pair(op, "padding", padding, 0)
+        self.dilation = _pair(op, "dilation", dilation, 1)
+        self.size, self.kernel = _pair(op, "input size", size, 1), _pair(op, "kernel size", kernel, 1)
+        span = tuple(d * (k - 1) + 1 for d, k in zip(self.dilation, self.kernel))
+        padded = tuple(n + 2 * p for n, p in zip(self.size, self.padding))
+        if any(s > n for s, n in zip(span, padded)):
+            raise ValueError(
+                f"op {op!r}: the kernel spans {span} (dilation included), more than the padded input {padded}"
+            )
+        self.out = conv2d_output_size(self.size, self.kernel, self.stride, self.padding, self.dilation)
+
+    def params(self) -> dict:
+        return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
+
+
+def _run_conv(op: str, *args: Any, algorithm: str, **params: Any) -> np.ndarray:
+    """The function `op` of adcore_kernels.conv on args of one dtype, its errors naming the op."""
+    from adcore_kernels import conv
+
+    if algorithm != AUTO and algorithm not in conv.ALGORITHMS:
+        raise ValueError(f"op {op!r}: algorithm must be one of {(AUTO, *conv.ALGORITHMS)}, got {algorithm!r}")
+    dtype = np.result_type(*args[:2])
+    a, b = (np.asarray(v, dtype=dtype) for v in args[:2])
+    try:
+        return getattr(conv, op)(a, b, *args[2:], **params, algorithm=algorithm)
+    except ValueError as e:
+        message = str(e).removeprefix("conv2d: ")  # conv.py's errors say "conv2d: ..." for all three
+        raise ValueError(f"op {op!r}: {message}") from e
+
+
+def _conv2d(
+    x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, algorithm: str = AUTO
+) -> Any:
+    op = "conv2d"
+    x, w = _array(op, "x (N, C, H, W)", x, 4), _array(op, "w (O, C, kh, kw)", w, 4)
+    if x.shape[1] != w.shape[1]:
+        raise ValueError(f"op {op!r}: x has {x.shape[1]} channels, w (O, C, kh, kw) has C = {w.shape[1]}")
+    geometry = ConvGeometry(op, x.shape[2:], w.shape[2:], stride, padding, dilation)
+    return _run_conv(op, x, w, algorithm=algorithm, **geometry.params())
+
+
+def _conv2d_input_grad(
+    g: Any,
+    w: Any,
+    input_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    algorithm: str = AUTO,
+) -> Any:
+    op = "conv2d_input_grad"
+    g, w = _array(op, "g (N, O, H', W')", g, 4), _array(op, "w (O, C, kh, kw)", w, 4)
+    if g.shape[1] != w.shape[0]:
+        raise ValueError(f"op {op!r}: g has {g.shape[1]} channels, w (O, C, kh, kw) has O = {w.shape[0]}")
+    geometry = ConvGeometry(op, input_size, w.shape[2:], stride, padding, dilation)
+    _same(op, f"g's (H', W') for input_size {geometry.size}", g.shape[2:], geometry.out)
+    return _run_conv(op, g, w, geometry.size, algorithm=algorithm, **geometry.params())
+
+
+def _conv2d_weight_grad(
+    x: Any,
+    g: Any,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    algorithm: str = AUTO,
+) -> Any:
+    op = "conv2d_weight_grad"
+    x, g = _array(op, "x (N, C, H, W)", x, 4), _array(op, "g (N, O, H', W')", g, 4)
+    if x.shape[0] != g.shape[0]:
+        raise ValueError(f"op {op!r}: x has batch N = {x.shape[0]}, g has N = {g.shape[0]}")
+    geometry = ConvGeometry(op, x.shape[2:], kernel_size, stride, padding, dilation)
+    _same(op, f"g's (H', W') for kernel_size {geometry.kernel}", g.shape[2:], geometry.out)
+    return _run_conv(op, x, g, geometry.kernel, algorithm=algorithm, **geometry.params())
+
+
+# --- pooling ---------------------------------------------------------------------------------------------
+
+
+class PoolGeometry:
+    """A pooling's checked params and sizes: kernel, stride (kernel if None), padding, output (H', W')."""
+
+    def __init__(self, op: str, size: Any, kernel_size: Any, stride: Any, padding: Any) -> None:
+        self.size = _pair(op, "input size (H, W)", size, 1)
+        self.kernel = _pair(op, "kernel_size", kernel_size, 1)
+        self.stride = self.kernel if stride is None else _pair(op, "stride", stride, 1)
+        self.padding = _pair(op, "padding", padding, 0)
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel)):
+            raise ValueError(
+                f"op {op!r}: padding must be at most half the kernel size, got padding "
+                f"{self.padding} for kernel_size {self.kernel}"
+            )
+        padded = tuple(n + 2 * p for n, p in zip(self.size, self.padding))
+        if any(k > n for k, n in zip(self.kernel, padded)):
+            raise ValueError(f"op {op!r}: kernel_size {self.kernel} is larger than the padded input {padded}")
+        self.out = conv2d_output_size(self.size, self.kernel, self.stride, self.padding, 1)
+
+    def args(self) -> tuple[Pair, Pair, Pair]:
+        return self.kernel, self.stride, self.padding
+
+
+def _leading(op: str, first: np.ndarray, x: np.ndarray) -> None:
+    """The leading axes (before H, W) of the first input and x must broadcast."""
+    try:
+        np.broadcast_shapes(first.shape[:-2], x.shape[:-2])
+    except ValueError as e:
+        raise ValueError(
+            f"op {op!r}: the leading axes of {first.shape} and x {x.shape} do not broadcast"
+        ) from e
+
+
+def _max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
+    from adcore_kernels import pooling
+
+    x = _array("max_pool2d", "x", x, min_ndim=2)
+    geometry = PoolGeometry("max_pool2d", x.shape[-2:], kernel_size, stride, padding)
+    return pooling.max_pool2d(x, *geometry.args())
+
+
+def _max_pool2d_gather(t: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
+    from adcore_kernels import pooling
+
+    op = "max_pool2d_gather"
+    t, x = _array(op, "t", t, min_ndim=2), _array(op, "x", x, min_ndim=2)
+    geometry = PoolGeometry(op, x.shape[-2:], kernel_size, stride, padding)
+    _same(op, "t's (H, W) against x's", t.shape[-2:], x.shape[-2:])
+    _leading(op, t, x)
+    return pooling.max_pool2d_gather(t, x, *geometry.args())
+
+
+def _max_pool2d_scatter(g: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
+    from adcore_kernels import pooling
+
+    op = "max_pool2d_scatter"
+    g, x = _array(op, "g", g, min_ndim=2), _array(op, "x", x, min_ndim=2)
+    geometry = PoolGeometry(op, x.shape[-2:], kernel_size, stride, padding)
+    _same(op, "g's (H', W') for x's pooled size", g.shape[-2:], geometry.out)
+    _leading(op, g, x)
+    return pooling.max_pool2d_scatter(g, x, *geometry.args())
+
+
+def _avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
+    from adcore_kernels import pooling
+
+    x = _array("avg_pool2d", "x", x, min_ndim=2)
+    geometry = PoolGeometry("avg_pool2d", x.shape[-2:], kernel_size, stride, padding)
+    return pooling.avg_pool2d(x, *geometry.args())
+
+
+def _avg_pool2d_grad(g: Any, input_size: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
+    from adcore_kernels import pooling
+
+    op = "avg_pool2d_grad"
+    g = _array(op, "g", g, min_ndim=2)
+    geometry = PoolGeometry(op, input_size, kernel_size, stride, padding)
+    _same(op, f"g's (H', W') for input_size {geometry.size}", g.shape[-2:], geometry.out)
+    return pooling.avg_pool2d_grad(g, geometry.size, *geometry.args())
+
+
+# --- samples: tiny shapes (symbolic traces every element, numeric perturbs every one) -----------------
+
+# (x shape, w shape, params): batch 1 and channel 1, odd sizes, stride, padding, dilation, and each
+# algorithm (winograd: 3x3 kernels, stride 1 and dilation 1 only); numeric perturbs and symbolic
+# traces every element, so they are small
+CONV_CALLS: tuple[tuple[tuple[int, ...], tuple[int, ...], dict], ...] = (
+    ((1, 1, 3, 3), (1, 1, 2, 2), {}),
+    ((2, 2, 4, 3), (3, 2, 2, 2), {"stride": 2, "padding": 1, "algorithm": "im2col"}),
+    (
+        (1, 2, 5, 5),
+        (2, 2, 2, 3),
+        {"stride": (1, 2), "padding": (1, 0), "dilation": (2, 1), "algorithm": "fft"},
+    ),
+    ((1, 1, 5, 5), (1, 1, 2, 2), {"stride": 2, "padding": 1, "dilation": (1, 2), "algorithm": "direct"}),
+    *(
+        ((1, 1, 4, 4), (2, 1, 3, 3), {"padding": 1, "algorithm": a})
+        for a in ("direct", "im2col", "fft", "winograd")
+    ),
+    ((2, 2, 3, 4), (2, 2, 3, 3), {"padding": 1, "algorithm": "winograd"}),
+)
+
+
+def _conv_out(x_shape: tuple[int, ...], w_shape: tuple[int, ...], params: dict) -> tuple[int, ...]:
+    stride, padding, dilation = (
+        params.get(k, d) for k, d in (("stride", 1), ("padding", 0), ("dilation", 1))
+    )
+    geometry = ConvGeometry("conv2d", x_shape[2:], w_shape[2:], stride, padding, dilation)
+    return (x_shape[0], w_shape[0], *geometry.out)
+
+
+def _conv_samples(role: str):
+    """Samples of conv2d ("forward") or of one of its gradients ("input_grad", "weight_grad")
+    at the calls of CONV_CALLS."""
+
+    def draw(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+        out = []
+        for x_shape, w_shape, params in CONV_CALLS:
+            if role == "input_grad" and params.get("algorithm") == "fft" and params.get("stride", 1) != 1:
+                # left out: the strided FFT computes the transposed convolution on an upsampled
+                # cotangent, whose round-off spreads over the whole input at a few eps of its
+                # largest entry, more than the numeric backend's per-entry estimate allows
+                # (tests/plugins/numeric/test_ops.py). conv2d's VJP still runs it: conv2d's
+                # strided fft sample checks it on every backend, within conformance tolerances.
+                continue
+            x, w = CONV_DOMAIN.draw(rng, x_shape, dtype), CONV_DOMAIN.draw(rng, w_shape, dtype)
+            g = CONV_DOMAIN.draw(rng, _conv_out(x_shape, w_shape, params), dtype)
+            if role == "forward":
+                out.append(Sample((x, w), dict(params)))
+            elif role == "input_grad":
+                out.append(Sample((g, w), {"input_size": x_shape[2:], **params}))
+            else:
+                out.append(Sample((x, g), {"kernel_size": w_shape[2:], **params}))
+        return out
+
+    return draw
+
+
+# (x shape, params): 2-D and with leading axes, odd sizes, default stride, stride and padding
+POOL_CALLS: tuple[tuple[tuple[int, ...], dict], ...] = (
+    ((4, 4), {"kernel_size": 2}),
+    ((1, 1, 5, 5), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ((2, 3, 5), {"kernel_size": (2, 3), "stride": (1, 2), "padding": (1, 1)}),
+    ((2, 1, 3, 4), {"kernel_size": 2, "stride": 1}),
+)
+
+
+# the leading axes of the first input of the linear maps where they are not x's: at call 1 a batch of
+# two tangents (extra axes), at call 3 axes that broadcast against x's (2, 1) both ways
+LINEAR_LEADS = {1: (2, 1, 1), 3: (1, 3)}
+
+
+def _pool_samples(role: str, domain: Domain):
+    """Samples of a pooling op at POOL_CALLS: role "x" (pool x), "scatter"/"gather" (a
+    cotangent or tangent, then x) or "avg_grad" (a cotangent), whose leading axes are
+    LINEAR_LEADS' where given."""
+
+    def draw(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+        out = []
+        for k, (shape, params) in enumerate(POOL_CALLS):
+            x = domain.draw(rng, shape, dtype)
+            pooled = PoolGeometry("pool", shape[-2:], **{"stride": None, "padding": 0, **params}).out
+            lead = LINEAR_LEADS.get(k, shape[:-2])
+            if role == "x":
+                out.append(Sample((x,), dict(params)))
+            elif role == "gather":
+                out.append(Sample((REAL.draw(rng, (*lead, *shape[-2:]), dtype), x), dict(params)))
+            elif role == "scatter":
+                out.append(Sample((REAL.draw(rng, (*lead, *pooled), dtype), x), dict(params)))
+            else:
+                out.append(
+                    Sample((REAL.draw(rng, (*lead, *pooled), dtype),), {"input_size": shape[-2:], **params})
+                )
+        return out
+
+    return draw
+
+
+# --- the ops ---------------------------------------------------------------------------------------------
+
+CONV_PARAMS = ("stride", "padding", "dilation", "algorithm")
+POOL_PARAMS = ("kernel_size", "stride", "padding")
+
+conv2d = OpSpec(
+    "conv2d",
+    _conv2d,
+    nin=2,
+    params=CONV_PARAMS,
+    samples=_conv_samples("forward"),
+    doc="conv2d(x, w, stride=1, padding=0, dilation=1, algorithm='auto'): x (N, C, H, W) cross-correlated "
+    "with w (O, C, kh, kw) as in PyTorch; algorithm direct, im2col, fft, winograd or auto",
+)
+conv2d_input_grad = OpSpec(
+    "conv2d_input_grad",
+    _conv2d_input_grad,
+    nin=2,
+    params=("input_size", *CONV_PARAMS),
+    samples=_conv_samples("input_grad"),
+    doc="conv2d_input_grad(g, w, input_size, ...): the gradient of <g, conv2d(x, w)> in x of spatial size "
+    "input_size (a transposed convolution)",
+)
+conv2d_weight_grad = OpSpec(
+    "conv2d_weight_grad",
+    _conv2d_weight_grad,
+    nin=2,
+    params=("kernel_size", *CONV_PARAMS),
+    samples=_conv_samples("weight_grad"),
+    doc="conv2d_weight_grad(x, g, kernel_size, ...): the gradient of <g, conv2d(x, w)> in w of spatial size "
+    "kernel_size",
+)
+max_pool2d = OpSpec(
+    "max_pool2d",
+    _max_pool2d,
+    params=POOL_PARAMS,
+    samples=_pool_samples("x", DISTINCT),
+    doc="max_pool2d(x, kernel_size, stride=None, padding=0): the largest value of each window over the last "
+    "two axes; padding never wins; the gradient is split equally among ties",
+)
+max_pool2d_gather = OpSpec(
+    "max_pool2d_gather",
+    _max_pool2d_gather,
+    nin=2,
+    differentiable=(0,),
+    params=POOL_PARAMS,
+    samples=_pool_samples("gather", DISTINCT),
+    doc="max_pool2d_gather(t, x, ...): t read at the maxima of each window of x (averaged over ties); "
+    "max_pool2d's JVP, linear in t (which may have extra leading axes)",
+)
+max_pool2d_scatter = OpSpec(
+    "max_pool2d_scatter",
+    _max_pool2d_scatter,
+    nin=2,
+    differentiable=(0,),
+    params=POOL_PARAMS,
+    samples=_pool_samples("scatter", DISTINCT),
+    doc="max_pool2d_scatter(g, x, ...): g spread onto the maxima of each window of x (split over ties); "
+    "max_pool2d's VJP, linear in g (which may have extra leading axes)",
+)
+avg_pool2d = OpSpec(
+    "avg_pool2d",
+    _avg_pool2d,
+    params=POOL_PARAMS,
+    samples=_pool_samples("x", REAL),
+    doc="avg_pool2d(x, kernel_size, stride=None, padding=0): the mean of each window over the last two axes, "
+    "padding counted as zeros (PyTorch's count_include_pad=True)",
+)
+avg_pool2d_grad = OpSpec(
+    "avg_pool2d_grad",
+    _avg_pool2d_grad,
+    params=("input_size", *POOL_PARAMS),
+    samples=_pool_samples("avg_grad", REAL),
+    doc="avg_pool2d_grad(g, input_size, kernel_size, stride=None, padding=0): g spread evenly over each "
+    "window of an input of spatial size input_size; avg_pool2d's VJP",
+)
+
+OPS: tuple[OpSpec, ...] = (
+    conv2d,
+    conv2d_input_grad,
+    conv2d_weight_grad,
+    max_pool2d,
+    max_pool2d_gather,
+    max_pool2d_scatter,
+    avg_pool2d,
+    avg_pool2d_grad,
+)

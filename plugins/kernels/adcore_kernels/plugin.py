@@ -1,0 +1,29 @@
+"""The plugin's hooks (entry point `kernels` in the "adcore" group): ops, rules, optimizers."""
+
+from __future__ import annotations
+
+from adcore import hookimpl
+from adcore_kernels.jvps import JVPS
+from adcore_kernels.ops import OPS
+from adcore_kernels.optim import OPTIMIZERS
+from adcore_kernels.sympy_rules import SYMPY_RULES
+from adcore_kernels.vjps import VJPS
+
+
+@hookimpl
+def adcore_register_ops(register) -> None:
+    for spec in OPS:
+        register(spec)
+
+
+@hookimpl
+def adcore_register_rules(register) -> None:
+    for kind, table in (("vjp", VJPS), ("jvp", JVPS), ("sympy", SYMPY_RULES)):
+        for op, rule in table.items():
+            register(kind, op, rule)
+
+
+@hookimpl
+def adcore_register_optimizers(register) -> None:
+    for name, factory in OPTIMIZERS.items():
+        register(name, factory)

@@ -1,0 +1,158 @@
+"""The kernel ops' values, dtypes and checks: against adcore_kernels.reference, errors naming the op."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import adcore_kernels
+import numpy as np
+import pytest
+from adcore_kernels import ops, reference
+
+import adcore
+
+ALGORITHMS = ("auto", "direct", "im2col", "fft", "winograd")
+TOLERANCE = {np.float64: 1e-12, np.float32: 1e-4}  # float64 tight, float32 loose
+
+
+def _draw(rng: np.random.Generator, *shapes: tuple[int, ...], dtype=np.float64) -> list[np.ndarray]:
+    return [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+
+
+# --- values -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_conv2d_and_its_gradients_match_the_reference_with_every_algorithm(algorithm, dtype):
+    rng = np.random.default_rng(0)
+    x, w, g = _draw(rng, (2, 3, 6, 5), (4, 3, 3, 3), (2, 4, 6, 5), dtype=dtype)
+    params = {"padding": 1, "algorithm": algorithm}  # 3x3, stride 1: winograd applies
+    cases = [
+        (ops.conv2d(x, w, **params), reference.conv2d(x, w, padding=1)),
+        (ops.conv2d_input_grad(g, w, (6, 5), **params), reference.conv2d_input_grad(g, w, (6, 5), padding=1)),
+        (
+            ops.conv2d_weight_grad(x, g, (3, 3), **params),
+            reference.conv2d_weight_grad(x, g, (3, 3), padding=1),
+        ),
+    ]
+    for got, expected in cases:
+        assert got.dtype == dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("algorithm", ("direct", "im2col", "fft"))
+def test_conv2d_with_stride_padding_and_dilation_pairs_matches_the_reference(algorithm):
+    rng = np.random.default_rng(1)
+    x, w = _draw(rng, (2, 2, 7, 8), (3, 2, 2, 3))
+    geometry = {"stride": (2, 1), "padding": (1, 2), "dilation": (2, 1)}
+    got = ops.conv2d(x, w, **geometry, algorithm=algorithm)
+    np.testing.assert_allclose(got, reference.conv2d(x, w, **geometry), rtol=1e-12, atol=1e-12)
+
+
+def test_the_gradient_ops_are_the_transposes_of_conv2d():
+    # <conv2d_input_grad(g, w), h> = <g, conv2d(h, w)> and <conv2d_weight_grad(x, g), v> = <g, conv2d(x, v)>
+    rng = np.random.default_rng(2)
+    geometry = {"stride": 2, "padding": 1, "dilation": (1, 2)}
+    x, w, v = _draw(rng, (2, 3, 7, 6), (2, 3, 3, 2), (2, 3, 3, 2))
+    g = rng.standard_normal(ops.conv2d(x, w, **geometry).shape)
+    h = rng.standard_normal(x.shape)
+    left = np.sum(ops.conv2d_input_grad(g, w, x.shape[2:], **geometry) * h)
+    assert left == pytest.approx(np.sum(g * ops.conv2d(h, w, **geometry)), rel=1e-12)
+    left = np.sum(ops.conv2d_weight_grad(x, g, w.shape[2:], **geometry) * v)
+    assert left == pytest.approx(np.sum(g * ops.conv2d(x, v, **geometry)), rel=1e-12)
+
+
+def test_mixed_float32_and_float64_give_float64_and_params_may_be_positional():
+    rng = np.random.default_rng(3)
+    x, w = _draw(rng, (1, 2, 5, 5), (2, 2, 3, 3))
+    y = ops.conv2d(x.astype(np.float32), w, 2, 1)  # stride 2, padding 1
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, reference.conv2d(x.astype(np.float32), w, 2, 1), rtol=1e-12)
+    pooled = ops.max_pool2d(x.astype(np.float32), 2)
+    assert pooled.dtype == np.float32 and pooled.shape == (1, 2, 2, 2)  # stride defaults to the kernel
+
+
+def test_the_package_exports_the_ops_and_optim():
+    assert adcore_kernels.conv2d is adcore.ops.conv2d is ops.conv2d
+    assert adcore_kernels.max_pool2d is adcore.ops["max_pool2d"]
+    assert adcore_kernels.avg_pool2d is adcore.ops.avg_pool2d
+    assert adcore_kernels.optim.__name__ == "adcore_kernels.optim"
+
+
+def test_loading_the_registry_imports_neither_numba_nor_the_kernels():
+    code = (
+        "import sys, adcore, adcore_kernels; adcore.ops.conv2d; "
+        "print(sorted(m for m in ('numba', 'adcore_kernels.pooling', 'adcore_kernels.conv', 'sympy') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- errors: each names the op, and the next call works -------------------------------------------------
+
+X = np.zeros((1, 2, 5, 5))
+W = np.zeros((3, 2, 3, 3))
+G = np.zeros((1, 3, 3, 3))
+
+BAD_CALLS = [
+    ("conv2d", lambda: ops.conv2d(X[0], W), ValueError, "x (N, C, H, W) must have 4 axes"),
+    ("conv2d", lambda: ops.conv2d(X, W[:, :1]), ValueError, "x has 2 channels, w (O, C, kh, kw) has C = 1"),
+    ("conv2d", lambda: ops.conv2d(X.astype(int), W), TypeError, "must be float32 or float64, got dtype int"),
+    ("conv2d", lambda: ops.conv2d(X, np.zeros((3, 2, 7, 3))), ValueError, "more than the padded input"),
+    ("conv2d", lambda: ops.conv2d(X, W, dilation=3), ValueError, "the kernel spans (7, 7)"),
+    ("conv2d", lambda: ops.conv2d(X, W, stride=0), ValueError, "stride must be at least 1"),
+    ("conv2d", lambda: ops.conv2d(X, W, padding=-1), ValueError, "padding must be at least 0"),
+    ("conv2d", lambda: ops.conv2d(X, W, stride=(1, 2, 3)), ValueError, "stride must be an int or a pair"),
+    ("conv2d", lambda: ops.conv2d(X, W, algorithm="gemm"), ValueError, "algorithm must be one of"),
+    ("conv2d", lambda: ops.conv2d(X, W, stride=2, algorithm="winograd"), ValueError, "winograd"),
+    ("conv2d_input_grad", lambda: ops.conv2d_input_grad(G, W, (6, 6)), ValueError, "g's (H', W')"),
+    ("conv2d_input_grad", lambda: ops.conv2d_input_grad(G[:, :2], W, (5, 5)), ValueError, "has O = 3"),
+    ("conv2d_weight_grad", lambda: ops.conv2d_weight_grad(X, G, (2, 2)), ValueError, "g's (H', W')"),
+    (
+        "conv2d_weight_grad",
+        lambda: ops.conv2d_weight_grad(X, np.zeros((2, 3, 3, 3)), (3, 3)),
+        ValueError,
+        "N = 2",
+    ),
+    ("max_pool2d", lambda: ops.max_pool2d(np.zeros(4), 2), ValueError, "at least 2 axes"),
+    ("max_pool2d", lambda: ops.max_pool2d(X, 0), ValueError, "kernel_size must be at least 1"),
+    ("max_pool2d", lambda: ops.max_pool2d(X, 2, padding=2), ValueError, "at most half the kernel size"),
+    ("max_pool2d", lambda: ops.max_pool2d(X, 8, padding=1), ValueError, "larger than the padded input"),
+    ("max_pool2d", lambda: ops.max_pool2d(X.astype(np.int32), 2), TypeError, "float32 or float64"),
+    (
+        "max_pool2d_scatter",
+        lambda: ops.max_pool2d_scatter(np.zeros((3, 3)), X, 2),
+        ValueError,
+        "g's (H', W')",
+    ),
+    (
+        "max_pool2d_gather",
+        lambda: ops.max_pool2d_gather(np.zeros((3, 5, 5)), X, 2),
+        ValueError,
+        "do not broadcast",
+    ),
+    ("avg_pool2d", lambda: ops.avg_pool2d(X, (2, 2), stride=(0, 1)), ValueError, "stride must be at least 1"),
+    ("avg_pool2d_grad", lambda: ops.avg_pool2d_grad(np.zeros((3, 3)), (5, 5), 2), ValueError, "g's (H', W')"),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "call", "error", "words"), BAD_CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_CALLS)]
+)
+def test_bad_calls_raise_an_error_naming_the_op_and_leave_nothing_broken(op, call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value).startswith(f"op {op!r}: ") and words in str(info.value)
+    x = np.arange(50.0).reshape(X.shape)
+    np.testing.assert_allclose(ops.conv2d(x, W + 1), reference.conv2d(x, W + 1))
+    np.testing.assert_array_equal(ops.max_pool2d(x, 2), reference.max_pool2d(x, 2))
+
+
+def test_an_error_under_a_derivative_leaves_the_next_derivative_working():
+    f = adcore.grad(lambda x: adcore.numpy.sum(ops.conv2d(x, W)))
+    with pytest.raises(ValueError, match="op 'conv2d': x has 1 channels"):
+        f(np.ones((1, 1, 5, 5)))
+    np.testing.assert_allclose(f(np.ones(X.shape)), np.zeros(X.shape))  # W is zero
