@@ -44,7 +44,9 @@ def test_a_registered_optimizer_is_found_by_name_with_its_hyperparameters(regist
 
 def test_an_unknown_optimizer_names_the_installed_ones_and_suggests(register_plugin):
     register_plugin(_optimizer_plugin("halving"), "toy")
-    with pytest.raises(adcore.UnknownOptimizerError, match="did you mean 'halving'.*installed optimizers: .*halving"):
+    with pytest.raises(
+        adcore.UnknownOptimizerError, match="did you mean 'halving'.*installed optimizers: .*halving"
+    ):
         adcore.optimizer("halvign", [np.zeros(2)])
     assert isinstance(adcore.UnknownOptimizerError("x"), KeyError)
 
