@@ -15,9 +15,10 @@ never picks it, and its derivative goes to each window's maxima, split equally o
     max_pool2d_gather(t, x)     avg_pool2d_grad(g, input_size)   (the linear maps that
     max_pool2d_scatter(g, x)                                      differentiate them)
 
-The impls check their inputs (errors name the op) and run the numba kernels of
-`adcore_kernels.conv` and `adcore_kernels.pooling`, imported on the first call: loading
-the plugin imports neither numba nor the kernels.
+The impls run the numba kernels of `adcore_kernels.conv` and `adcore_kernels.pooling`,
+imported on the first call: loading the plugin imports neither numba nor the kernels.
+Bad inputs raise errors that name the op: conv.py checks the convolutions' own inputs
+(its messages are re-prefixed with the op's name), this module the pooling ops'.
 """
 
 from __future__ import annotations
@@ -76,50 +77,21 @@ def _same(op: str, what: str, got: Any, expected: Any) -> None:
 # --- convolution ------------------------------------------------------------------------------------
 
 
-class ConvGeometry:
-    """A convolution's checked params and sizes: input (H, W), kernel (kh, kw), output (H', W')."""
-
-    def __init__(self, op: str, size: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> None:
-        self.stride = _pair(op, "stride", stride, 1)
-        self.padding = _pair(op, "padding", padding, 0)
-        self.dilation = _pair(op, "dilation", dilation, 1)
-        self.size, self.kernel = _pair(op, "input size", size, 1), _pair(op, "kernel size", kernel, 1)
-        span = tuple(d * (k - 1) + 1 for d, k in zip(self.dilation, self.kernel))
-        padded = tuple(n + 2 * p for n, p in zip(self.size, self.padding))
-        if any(s > n for s, n in zip(span, padded)):
-            raise ValueError(
-                f"op {op!r}: the kernel spans {span} (dilation included), more than the padded input {padded}"
-            )
-        self.out = conv2d_output_size(self.size, self.kernel, self.stride, self.padding, self.dilation)
-
-    def params(self) -> dict:
-        return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
-
-
-def _run_conv(op: str, *args: Any, algorithm: str, **params: Any) -> np.ndarray:
-    """The function `op` of adcore_kernels.conv on args of one dtype, its errors naming the op."""
+def _run_conv(op: str, *args: Any, **params: Any) -> np.ndarray:
+    """The function `op` of adcore_kernels.conv, which checks its inputs; its errors name the op."""
     from adcore_kernels import conv
 
-    if algorithm != AUTO and algorithm not in conv.ALGORITHMS:
-        raise ValueError(f"op {op!r}: algorithm must be one of {(AUTO, *conv.ALGORITHMS)}, got {algorithm!r}")
-    dtype = np.result_type(*args[:2])
-    a, b = (np.asarray(v, dtype=dtype) for v in args[:2])
     try:
-        return getattr(conv, op)(a, b, *args[2:], **params, algorithm=algorithm)
-    except ValueError as e:
+        return getattr(conv, op)(*args, **params)
+    except (TypeError, ValueError) as e:
         message = str(e).removeprefix("conv2d: ")  # conv.py's errors say "conv2d: ..." for all three
-        raise ValueError(f"op {op!r}: {message}") from e
+        raise type(e)(f"op {op!r}: {message}") from e
 
 
 def _conv2d(
     x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, algorithm: str = AUTO
 ) -> Any:
-    op = "conv2d"
-    x, w = _array(op, "x (N, C, H, W)", x, 4), _array(op, "w (O, C, kh, kw)", w, 4)
-    if x.shape[1] != w.shape[1]:
-        raise ValueError(f"op {op!r}: x has {x.shape[1]} channels, w (O, C, kh, kw) has C = {w.shape[1]}")
-    geometry = ConvGeometry(op, x.shape[2:], w.shape[2:], stride, padding, dilation)
-    return _run_conv(op, x, w, algorithm=algorithm, **geometry.params())
+    return _run_conv("conv2d", x, w, stride, padding, dilation, algorithm)
 
 
 def _conv2d_input_grad(
@@ -131,13 +103,7 @@ def _conv2d_input_grad(
     dilation: Any = 1,
     algorithm: str = AUTO,
 ) -> Any:
-    op = "conv2d_input_grad"
-    g, w = _array(op, "g (N, O, H', W')", g, 4), _array(op, "w (O, C, kh, kw)", w, 4)
-    if g.shape[1] != w.shape[0]:
-        raise ValueError(f"op {op!r}: g has {g.shape[1]} channels, w (O, C, kh, kw) has O = {w.shape[0]}")
-    geometry = ConvGeometry(op, input_size, w.shape[2:], stride, padding, dilation)
-    _same(op, f"g's (H', W') for input_size {geometry.size}", g.shape[2:], geometry.out)
-    return _run_conv(op, g, w, geometry.size, algorithm=algorithm, **geometry.params())
+    return _run_conv("conv2d_input_grad", g, w, input_size, stride, padding, dilation, algorithm)
 
 
 def _conv2d_weight_grad(
@@ -149,13 +115,7 @@ def _conv2d_weight_grad(
     dilation: Any = 1,
     algorithm: str = AUTO,
 ) -> Any:
-    op = "conv2d_weight_grad"
-    x, g = _array(op, "x (N, C, H, W)", x, 4), _array(op, "g (N, O, H', W')", g, 4)
-    if x.shape[0] != g.shape[0]:
-        raise ValueError(f"op {op!r}: x has batch N = {x.shape[0]}, g has N = {g.shape[0]}")
-    geometry = ConvGeometry(op, x.shape[2:], kernel_size, stride, padding, dilation)
-    _same(op, f"g's (H', W') for kernel_size {geometry.kernel}", g.shape[2:], geometry.out)
-    return _run_conv(op, x, g, geometry.kernel, algorithm=algorithm, **geometry.params())
+    return _run_conv("conv2d_weight_grad", x, g, kernel_size, stride, padding, dilation, algorithm)
 
 
 # --- pooling ---------------------------------------------------------------------------------------------
@@ -267,8 +227,7 @@ def _conv_out(x_shape: tuple[int, ...], w_shape: tuple[int, ...], params: dict) 
     stride, padding, dilation = (
         params.get(k, d) for k, d in (("stride", 1), ("padding", 0), ("dilation", 1))
     )
-    geometry = ConvGeometry("conv2d", x_shape[2:], w_shape[2:], stride, padding, dilation)
-    return (x_shape[0], w_shape[0], *geometry.out)
+    return (x_shape[0], w_shape[0], *conv2d_output_size(x_shape[2:], w_shape[2:], stride, padding, dilation))
 
 
 def _conv_samples(role: str):

@@ -33,12 +33,9 @@ import math
 import numpy as np
 from numba import njit
 
+from adcore_kernels.reference import conv2d_output_size
+
 Pair = tuple[int, int]
-
-
-def pooled_size(size: tuple[int, int], kernel: Pair, stride: Pair, padding: Pair) -> Pair:
-    """(H', W') of pooling an (H, W) input: floor((H + 2p - k) / s) + 1."""
-    return tuple((n + 2 * p - k) // s + 1 for n, k, s, p in zip(size, kernel, stride, padding))
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -197,7 +194,7 @@ def _batched(first: np.ndarray, x: np.ndarray, dtype: np.dtype) -> tuple[np.ndar
 def max_pool2d(x: np.ndarray, kernel: Pair, stride: Pair, padding: Pair) -> np.ndarray:
     """The largest value of each window of x (..., H, W): (..., H', W')."""
     flat = _flat(x, x.dtype)
-    out = np.empty((flat.shape[0], *pooled_size(x.shape[-2:], kernel, stride, padding)), x.dtype)
+    out = np.empty((flat.shape[0], *conv2d_output_size(x.shape[-2:], kernel, stride, padding, 1)), x.dtype)
     _max_pool(flat, *kernel, *stride, *padding, out)
     return out.reshape(x.shape[:-2] + out.shape[-2:])
 
@@ -206,7 +203,7 @@ def max_pool2d_gather(t: np.ndarray, x: np.ndarray, kernel: Pair, stride: Pair, 
     """t (..., H, W) read at each window's maxima of x (ties averaged): (..., H', W')."""
     dtype = np.result_type(t, x)
     t4, x3, lead = _batched(t, x, dtype)
-    out = np.empty((*t4.shape[:2], *pooled_size(x.shape[-2:], kernel, stride, padding)), dtype)
+    out = np.empty((*t4.shape[:2], *conv2d_output_size(x.shape[-2:], kernel, stride, padding, 1)), dtype)
     _max_pool_gather(t4, x3, *kernel, *stride, *padding, out)
     return out.reshape(lead + out.shape[-2:])
 
@@ -223,7 +220,7 @@ def max_pool2d_scatter(g: np.ndarray, x: np.ndarray, kernel: Pair, stride: Pair,
 def avg_pool2d(x: np.ndarray, kernel: Pair, stride: Pair, padding: Pair) -> np.ndarray:
     """The mean of each window of x (..., H, W), padding counted as zeros: (..., H', W')."""
     flat = _flat(x, x.dtype)
-    out = np.empty((flat.shape[0], *pooled_size(x.shape[-2:], kernel, stride, padding)), x.dtype)
+    out = np.empty((flat.shape[0], *conv2d_output_size(x.shape[-2:], kernel, stride, padding, 1)), x.dtype)
     _avg_pool(flat, *kernel, *stride, *padding, out)
     return out.reshape(x.shape[:-2] + out.shape[-2:])
 
