@@ -1,8 +1,9 @@
-"""The plugin's hooks (entry point `kernels` in the "adcore" group): ops, rules, optimizers."""
+"""The plugin's hooks (entry point `kernels` in the "adcore" group): ops, rules, a case, optimizers."""
 
 from __future__ import annotations
 
 from adcore import hookimpl
+from adcore_kernels.cases import SMALL_CNN
 from adcore_kernels.jvps import JVPS
 from adcore_kernels.ops import OPS
 from adcore_kernels.optim import OPTIMIZERS
@@ -21,6 +22,11 @@ def adcore_register_rules(register) -> None:
     for kind, table in (("vjp", VJPS), ("jvp", JVPS), ("sympy", SYMPY_RULES)):
         for op, rule in table.items():
             register(kind, op, rule)
+
+
+@hookimpl
+def adcore_register_cases(register) -> None:
+    register(SMALL_CNN)
 
 
 @hookimpl
