@@ -21,9 +21,7 @@ The kernels run on one thread. `parallel=True` did not pay on the 2-core machine
 measured on: pooling reads memory more than it computes (max pooling 3x3/2 of a
 (32, 64, 32, 32) float64 array: 7.8 ms serial, 7.1 ms parallel; its scatter 15.5 ms serial,
 16.9 ms parallel), waking the threads costs 5 us per call idle and milliseconds on a busy
-machine (the conformance suite makes thousands of tiny calls), and a process that has run
-a kernel on numba's default OpenMP threads cannot run one in a forked child
-(`adcore conformance --jobs N` forks).
+machine (the conformance suite makes thousands of tiny calls).
 """
 
 from __future__ import annotations
