@@ -63,3 +63,26 @@ class InvalidOutputError(AdcoreError, TypeError):
 
 class MissingDependencyError(AdcoreError, ImportError):
     """An optional dependency of a feature is not installed (the message says what to install)."""
+
+
+class TracerConversionError(AdcoreError, TypeError):
+    """A traced value was turned into a plain number or array (float(x), x.item(), z[0] = x),
+    which would cut it out of the derivative."""
+
+
+class ComplexValueError(AdcoreError, TypeError):
+    """A complex value appeared inside a function a rule backend traces (not supported yet)."""
+
+
+class StateChangedError(AdcoreError, RuntimeError):
+    """Something a derivative depends on (a captured constant, a Tensor's data) changed
+    between the forward computation and the derivative."""
+
+
+class InvalidValueError(AdcoreError, ValueError):
+    """An option or argument has the right type but a value that cannot work (lr=inf, a
+    zero-sized kernel, a cotangent of the wrong shape)."""
+
+
+class UnreliableEstimateError(AdcoreError, ArithmeticError):
+    """A numeric estimate failed its own check (complex step on a non-analytic f, ...)."""
