@@ -203,7 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:  # an unknown op, backend, case or dtype is a usage error
             engine.plan(args.backend, args.op, args.case, args.dtype or engine.DTYPES)
         except (KeyError, ValueError) as e:
-            parser.error(str(e).strip("'\""))
+            # the message itself, not str(e): a plain KeyError quotes it, and stripping those
+            # quotes also ate the closing quote of "no op named 'x'"
+            parser.error(str(e.args[0]) if e.args else str(e))
         try:
             return conformance(args)
         except MissingDependencyError as e:  # --fuzz without hypothesis

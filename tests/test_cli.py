@@ -132,6 +132,7 @@ def test_conformance_writes_each_format_to_a_file(tmp_path, capsys, clean_plugin
 def test_conformance_refuses_unknown_names_as_usage_errors(capsys, clean_plugins):
     for argv, says in [
         (["--op", "sinn"], "no op named 'sinn' (did you mean 'sin'"),
+        (["--op", "x"], "no op named 'x'\n"),  # the closing quote was lost (issue 15)
         (["--backend", "revers"], "did you mean 'reverse'"),
         (["--case", "nope"], "no conformance case named 'nope'"),
         (["--jobs", "0"], "--jobs must be at least 1"),
