@@ -185,3 +185,82 @@ def test_function_entirely_under_no_grad_has_zero_gradient():
             return np.sin(x) * 2.0
 
     assert adcore.grad(g)(1.0) == 0.0
+
+
+# --- issue 15, class 12: a switch exited on another thread -----------------------------------
+
+
+def _exit_on_another_thread(switch):
+    caught = {}
+
+    def other():
+        try:
+            switch.__exit__(None, None, None)
+        except GradientError as e:
+            caught["error"] = e
+        caught["recording_there"] = is_recording()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(timeout=10)
+    return caught
+
+
+def test_no_grad_exited_on_another_thread_is_a_typed_error_and_both_threads_record_after():
+    switch = no_grad()
+    switch.__enter__()
+    assert not is_recording()
+    caught = _exit_on_another_thread(switch)
+    assert "entered on thread" in str(caught["error"]) and "no_grad" in str(caught["error"])
+    assert caught["recording_there"] is True  # the other thread's own mode was left alone
+    assert is_recording()  # and this thread is not stuck in no_grad
+    x = Tensor(3.0, requires_grad=True)
+    (x * x).backward()  # the next call works
+    assert x.grad == 6.0
+
+
+def test_a_switch_exited_on_another_thread_keeps_the_owner_threads_other_switches():
+    outer = no_grad()
+    outer.__enter__()
+    with enable_grad():  # entered after `outer` on this thread, still open when outer ends elsewhere
+        assert "error" in _exit_on_another_thread(outer)
+        assert is_recording()
+    assert is_recording()  # enable_grad's exit removed its own switch, outer's is gone too
+    with no_grad():
+        assert not is_recording()
+    assert is_recording()
+
+
+def test_exit_without_enter_is_a_typed_error():
+    with pytest.raises(GradientError, match="without being entered"):
+        no_grad().__exit__(None, None, None)
+    assert is_recording()
+
+
+def test_one_decorated_function_runs_under_no_grad_on_several_threads_at_once():
+    barrier = threading.Barrier(4)
+    seen = []
+
+    @no_grad()
+    def work():
+        barrier.wait(timeout=10)  # all four threads are inside the same decorated function
+        t = Tensor(1.0, requires_grad=True)
+        seen.append((t * t).requires_grad)
+        barrier.wait(timeout=10)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert seen == [False] * 4
+    assert is_recording()
+
+
+def test_the_same_switch_entered_twice_nested_exits_twice():
+    switch = no_grad()
+    with switch:
+        with switch:
+            assert not is_recording()
+        assert not is_recording()
+    assert is_recording()
