@@ -28,10 +28,7 @@ def backward_pass(
         node = heappop(heap)[1]
         g = pending.pop(node._seq)
         if node._hooks:
-            for hook in node._hooks:
-                replaced = hook(g)
-                if replaced is not None:
-                    g = replaced
+            g = node._run_hooks(g)[0]
         op = node._op
         if op is None:
             leaves.append((node, g))

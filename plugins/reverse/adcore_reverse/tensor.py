@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from adcore.dispatch import Trace, bind_below
-from adcore.errors import GradientError, InvalidInputError
+from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
 from adcore.tracer import Tracer
 from adcore_reverse import grad_mode
@@ -128,16 +128,52 @@ class Tensor(Tracer):
         return self
 
     def register_hook(self, hook: Callable[[Any], Any]) -> Callable[[], None]:
-        """Call `hook(grad)` when this Tensor's gradient is computed; a non-None return replaces it.
+        """Call `hook(grad)` when this Tensor's gradient is computed; a non-None return replaces it
+        and must have the gradient's shape and dtype.
 
         Returns a function that removes the hook.
         """
+        if not callable(hook):
+            raise InvalidInputError(
+                f"register_hook on {self._name()}: expected a callable hook(grad) -> grad or None, "
+                f"got {type(hook).__name__} {hook!r}"
+            )
         if not self.requires_grad:
             raise GradientError("cannot register a hook on a Tensor that does not require grad")
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
-        return lambda: self._hooks.remove(hook)
+
+        def remove() -> None:
+            if self._hooks is not None and hook in self._hooks:
+                self._hooks.remove(hook)
+
+        return remove
+
+    def _run_hooks(self, g: Any) -> tuple[Any, bool]:
+        """This Tensor's gradient `g` after its hooks, and whether a hook replaced it."""
+        replaced = False
+        for hook in self._hooks:
+            new = hook(g)
+            if new is None:
+                continue
+            if type(new) in (int, float):
+                new = np.asarray(new, dtype=np.result_type(g))  # a Python number takes g's dtype
+            shape, dtype = _shape_and_dtype(new)
+            if shape != np.shape(g) or dtype != np.result_type(g):
+                raise InvalidValueError(
+                    f"hook {getattr(hook, '__name__', hook)!r} on {self._name()} returned "
+                    f"{type(new).__name__} of shape {shape} and dtype {dtype}; "
+                    f"it must return None or a gradient of this Tensor's shape {np.shape(g)} and "
+                    f"dtype {np.result_type(g)}"
+                )
+            g, replaced = new, True
+        return g, replaced
+
+    def _name(self) -> str:
+        """How errors name this Tensor: the op that made it (or leaf) and its shape."""
+        made_by = "a leaf" if self._op is None else f"the output of op {self._op.name!r}"
+        return f"Tensor {made_by} of shape {self.shape}"
 
     def backward(self, grad: Any = None, retain_graph: bool = False, create_graph: bool = False) -> None:
         """Accumulate d self / d leaf into `.grad` of every leaf this Tensor depends on.
@@ -181,6 +217,14 @@ class Tensor(Tracer):
             else (", requires_grad=True" if self.requires_grad else "")
         )
         return f"Tensor({self.value!r}{extra})"
+
+
+def _shape_and_dtype(x: Any) -> tuple[Any, Any]:
+    """x's shape and dtype, or (None, None) for something that is not an array."""
+    try:
+        return np.shape(x), np.result_type(x)
+    except (TypeError, ValueError):
+        return None, None
 
 
 def _make(value, trace, op, params, args, primals, vjps, requires_grad, t: Tensor | None = None) -> Tensor:
