@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import threading
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -35,7 +37,21 @@ HOOKS = (
     "adcore_register_optimizers",
 )
 
+# The first-party plugins in the order they load, first of all, each with the only distribution
+# that may provide it: an entry point of another distribution taking one of these names is refused.
+FIRST_PARTY = {
+    "core": "adcore",
+    "reverse": "adcore-reverse",
+    "forward": "adcore-forward",
+    "numeric": "adcore-numeric",
+    "symbolic": "adcore-symbolic",
+    "kernels": "adcore-kernels",
+}
+# backend="reverse" must mean the real one, also when adcore-reverse is blocked or not installed
+RESERVED = {("backend", name): name for name in ("reverse", "forward", "numeric", "symbolic")}
+
 _lock = threading.Lock()
+_loading = threading.local()  # set on the thread building the registry
 _registry: Registry | None = None
 _by_hand: dict[str, Any] = {}
 
@@ -44,11 +60,21 @@ def get_registry() -> Registry:
     """The registry, built on first use from every plugin that may load."""
     registry = _registry
     if registry is None:
+        _refuse_reentry("used adcore (adcore.ops, grad, backends, ...)")
         with _lock:
             if _registry is None:
                 _set(load())
             registry = _registry
     return registry
+
+
+def _refuse_reentry(what: str) -> None:
+    # a plugin's import or hook runs while this thread holds _lock: waiting for it would hang forever
+    if getattr(_loading, "active", False):
+        raise PluginError(
+            f"a plugin {what} while adcore was loading its plugins, at import or in a hook; "
+            "do that when called, not while registering"
+        )
 
 
 def _set(registry: Registry | None) -> None:
@@ -58,12 +84,18 @@ def _set(registry: Registry | None) -> None:
 
 def reset() -> None:
     """Forget the loaded plugins; the next use loads them again (after changing the switches)."""
+    _refuse_reentry("registered, unregistered or reset plugins")
     with _lock:
         _set(None)
 
 
 def register_plugin(plugin: Any, name: str) -> None:
     """Add a plugin object by hand (as tests and notebooks do); it loads with the next registry."""
+    if name in FIRST_PARTY:
+        raise PluginError(
+            f"{name!r} is the name of a first-party plugin (distribution {FIRST_PARTY[name]}); "
+            "register yours under another name"
+        )
     _by_hand[name] = plugin
     reset()
 
@@ -87,58 +119,107 @@ def _wanted(name: str) -> bool:
     return True
 
 
+@dataclass
+class _Candidate:
+    """A plugin that may load: its name, where it comes from, and how to get the plugin object."""
+
+    name: str
+    version: str
+    dist: str
+    get: Callable[[], Any]
+
+
 def load() -> Registry:
     """Build a fresh registry: register each plugin with pluggy, then call its hooks in turn."""
-    from adcore.ops import plugin as core_catalogue
-
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     if os.environ.get("ADCORE_DEBUG") == "1":
         pm.trace.root.setwriter(lambda message: sys.stderr.write(message))
         pm.enable_tracing()
-    registry = Registry()
-    # (name, version, how to get the plugin object): entry points import their module when
-    # loaded. (Not told apart by isinstance: with the importlib_metadata backport imported,
-    # as Dask does, entry_points() may hand out the backport's EntryPoint class.)
-    candidates: list[tuple[str, str, Callable[[], Any]]] = [
-        (ESSENTIAL, _version("adcore"), lambda: core_catalogue)
-    ]
+    registry = Registry(reserved=RESERVED)
+    _loading.active = True
+    try:
+        for candidate in _candidates(registry):
+            _register(pm, registry, candidate)
+        for hook in HOOKS:
+            for name, plugin in list(pm.list_name_plugin()):
+                _call_hook(pm, registry, hook, name, plugin)
+    finally:
+        _loading.active = False
+    return registry
+
+
+def _candidates(registry: Registry) -> list[_Candidate]:
+    """Every plugin to load, in load order; the refused ones are recorded in `registry` instead.
+
+    The order decides every clash (the later plugin is the one refused), so it is fixed: the core,
+    the first-party plugins in FIRST_PARTY's order, the other entry points by name, then the
+    plugins registered by hand in the order they were.
+    """
+    from adcore.ops import plugin as core_catalogue
+
+    found = []
+    # (Entry points are not told apart by isinstance: with the importlib_metadata backport
+    # imported, as Dask does, entry_points() may hand out the backport's EntryPoint class.)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if _wanted(ep.name):
-            candidates.append((ep.name, ep.dist.version if ep.dist else "", ep.load))
-    candidates += [
-        (name, "", functools.partial(lambda obj: obj, obj))
+        if not _wanted(ep.name):
+            continue
+        dist = _normalize(ep.dist.name) if ep.dist else ""
+        candidate = _Candidate(ep.name, ep.dist.version if ep.dist else "", dist, ep.load)
+        owner = FIRST_PARTY.get(ep.name, dist)
+        if owner != dist:  # refused by name, before its module is imported
+            _refuse(
+                registry,
+                candidate,
+                f"its entry point takes the name of the first-party plugin {ep.name!r}, which only "
+                f"the distribution {owner} provides. Uninstall it: pip uninstall {dist}",
+            )
+            continue
+        found.append(candidate)
+    rank = {name: i for i, name in enumerate(FIRST_PARTY)}
+    found.sort(key=lambda c: (rank.get(c.name, len(rank)), c.name, c.dist))
+    found.insert(0, _Candidate(ESSENTIAL, _version("adcore"), FIRST_PARTY[ESSENTIAL], lambda: core_catalogue))
+    found += [
+        _Candidate(name, "", "", functools.partial(lambda obj: obj, obj))
         for name, obj in _by_hand.items()
         if name not in _names("ADCORE_BLOCK_PLUGINS")
     ]
-
-    for name, version, get_plugin in candidates:
-        if name in registry.plugins:
-            warnings.warn(
-                f"two adcore plugins are named {name!r}; only the first is loaded",
-                PluginWarning,
-                stacklevel=3,
+    kept: dict[str, _Candidate] = {}
+    for candidate in found:
+        first = kept.get(candidate.name)
+        if first is None:
+            kept[candidate.name] = candidate
+        elif first.dist != candidate.dist:  # (the same distribution seen twice on sys.path is one)
+            where = f"the distribution {first.dist}" if first.dist else "registered by hand"
+            fix = f"pip uninstall {candidate.dist}" if candidate.dist else "register it under another name"
+            _refuse(
+                registry,
+                candidate,
+                f"a plugin of the same name ({where}) loads first. Rename or remove one: {fix}",
             )
-            continue
-        record = registry.plugins[name] = PluginRecord(name, version)
-        try:
-            plugin = get_plugin()
-            hash(plugin)  # pluggy keys plugins by object: a module, class or instance will do
-            pm.register(plugin, name=name)
-            callers = pm.get_hookcallers(plugin) or ()
-            unknown = sorted(c.name for c in callers if not c.has_spec())
-            if unknown:
-                pm.unregister(plugin)
-                raise PluginError(f"hook(s) {unknown} are not adcore hooks; known hooks: {', '.join(HOOKS)}")
-            record.hooks = sorted(c.name for c in callers)
-        except Exception as e:  # a plugin that cannot even load must not take the others down
-            if name == ESSENTIAL:
-                raise
-            _fail(record, f"failed to load: {type(e).__name__}: {e}")
-    for hook in HOOKS:
-        for name, plugin in list(pm.list_name_plugin()):
-            _call_hook(pm, registry, hook, name, plugin)
-    return registry
+    return list(kept.values())
+
+
+def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidate) -> None:
+    """Import one plugin and register it with pluggy; a failure is its own, reported by name."""
+    name = candidate.name
+    record = registry.plugins[name] = PluginRecord(name, candidate.version, candidate.dist)
+    try:
+        plugin = candidate.get()
+        hash(plugin)  # pluggy keys plugins by object: a module, class or instance will do
+        pm.register(plugin, name=name)
+        callers = pm.get_hookcallers(plugin) or ()
+        unknown = sorted(c.name for c in callers if not c.has_spec())
+        if unknown:
+            pm.unregister(plugin)
+            raise PluginError(f"hook(s) {unknown} are not adcore hooks; known hooks: {', '.join(HOOKS)}")
+        record.hooks = sorted(c.name for c in callers)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # sys.exit() in a plugin must not end the user's process either
+        if name == ESSENTIAL:
+            raise
+        _fail(record, _blockable(name, f"failed to load: {type(e).__name__}: {e}"))
 
 
 def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: str, plugin: Any) -> None:
@@ -150,21 +231,53 @@ def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: st
         "adcore_register_cases": registry.add_case,
         "adcore_register_optimizers": registry.add_optimizer,
     }[hook]
+    open_ = [True]
+
+    def register(*args: Any) -> None:
+        # a callback kept and called later would claim names out of the load order
+        if not open_[0]:
+            raise PluginError(
+                f"plugin {name!r} called the register() of {hook} after that hook returned; "
+                "call it only inside the hook"
+            )
+        add(*args, plugin=name)
+
     others = [p for p in pm.get_plugins() if p is not plugin]
     caller = pm.subset_hook_caller(hook, remove_plugins=others)
     try:
-        caller(register=lambda *args: add(*args, plugin=name))
-    except Exception as e:
+        caller(register=register)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
         if name == ESSENTIAL:
             raise
         registry.remove_plugin(name)
         pm.unregister(plugin)
-        _fail(registry.plugins[name], f"{hook} failed: {type(e).__name__}: {e}")
+        _fail(registry.plugins[name], _blockable(name, f"{hook} failed: {type(e).__name__}: {e}"))
+    finally:
+        open_[0] = False
+
+
+def _refuse(registry: Registry, candidate: _Candidate, reason: str) -> None:
+    """Record a plugin that is not even imported, under "name (distribution)"."""
+    key = f"{candidate.name} ({candidate.dist or 'by hand'})"
+    record = registry.plugins[key] = PluginRecord(key, candidate.version, candidate.dist)
+    _fail(record, f"refused: {reason}")
+
+
+def _blockable(name: str, reason: str) -> str:
+    switch = f"ADCORE_BLOCK_PLUGINS={name}"
+    return reason if switch in reason else f"{reason}. To stop loading it: {switch}"
 
 
 def _fail(record: PluginRecord, reason: str) -> None:
     record.error = reason
     warnings.warn(f"adcore plugin {record.name!r} was not loaded: {reason}", PluginWarning, stacklevel=4)
+
+
+def _normalize(dist: str) -> str:
+    """A distribution's name as pip compares them (PEP 503): adcore_reverse is adcore-reverse."""
+    return re.sub(r"[-_.]+", "-", dist).lower()
 
 
 class PluginWarning(UserWarning):

@@ -8,6 +8,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from adcore.errors import (
     MissingRuleError,
     PluginError,
@@ -25,6 +27,7 @@ class PluginRecord:
 
     name: str
     version: str = ""
+    dist: str = ""  # the distribution that provides it ("" when registered by hand)
     hooks: list[str] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
     rules: list[tuple[str, str]] = field(default_factory=list)
@@ -37,7 +40,8 @@ class PluginRecord:
 class Registry:
     """Everything the loaded plugins registered; built once by `adcore.plugins.get_registry`."""
 
-    def __init__(self) -> None:
+    def __init__(self, reserved: dict[tuple[Any, ...], str] | None = None) -> None:
+        """`reserved` maps a key such as ("backend", "reverse") to the only plugin that may claim it."""
         self.ops: dict[str, OpSpec] = {}
         self.rules: dict[str, dict[str, Any]] = defaultdict(dict)
         self.backends: dict[str, Any] = {}
@@ -45,16 +49,24 @@ class Registry:
         self.cases: dict[str, Case] = {}
         self.optimizers: dict[str, Any] = {}
         self.plugins: dict[str, PluginRecord] = {}
-        self._owner: dict[tuple[str, ...], str] = {}
+        self._owner: dict[tuple[Any, ...], str] = {}
+        self._reserved = dict(reserved or {})
 
     # --- registering ------------------------------------------------------------
     def add_op(self, spec: OpSpec, plugin: str) -> None:
         if not isinstance(spec, OpSpec):
             raise PluginError(f"plugin {plugin!r} registered {spec!r}; register() takes an adcore.OpSpec")
-        self._claim(("op", spec.name), plugin, f"op {spec.name!r}")
+        # a NumPy function stands for one op only: a second mapping would silently lose to the first
+        funcs = list(dict.fromkeys(spec.numpy))  # np.abs is np.absolute: listing both is one mapping
+        claims = [(("op", spec.name), f"op {spec.name!r}")]
+        claims += [(("numpy", f), f"NumPy function {_numpy_name(f)} (for op {spec.name!r})") for f in funcs]
+        for key, what in claims:  # all checked before any is taken, so a refusal leaves nothing behind
+            self._check_free(key, plugin, what)
+        for key, _ in claims:
+            self._owner[key] = plugin
         self.ops[spec.name] = spec
-        for func in spec.numpy:
-            self.numpy_ops.setdefault(func, spec)
+        for func in funcs:
+            self.numpy_ops[func] = spec
         self.plugins[plugin].ops.append(spec.name)
 
     def add_rule(self, kind: str, op: str, rule: Any, plugin: str) -> None:
@@ -90,14 +102,25 @@ class Registry:
         self.optimizers[name] = factory
         self.plugins[plugin].optimizers.append(name)
 
-    def _claim(self, key: tuple[str, ...], plugin: str, what: str) -> None:
-        owner = self._owner.get(key)
-        if owner is not None:
-            raise PluginError(
-                f"plugin {plugin!r} registered {what}, which plugin {owner!r} already registered; "
-                f"rename it in one of them, or block one (ADCORE_BLOCK_PLUGINS={plugin})"
-            )
+    def _claim(self, key: tuple[Any, ...], plugin: str, what: str) -> None:
+        self._check_free(key, plugin, what)
         self._owner[key] = plugin
+
+    def _check_free(self, key: tuple[Any, ...], plugin: str, what: str) -> None:
+        """Refuse `key` to `plugin` if another plugin holds it or it is reserved for another."""
+        # Plugins load in a fixed order, so the one refused here is always the later one: it
+        # collided, and it is the one rolled back and named with the switch that blocks it.
+        owner, reserved_for = self._owner.get(key), self._reserved.get(key, plugin)
+        if owner is not None:
+            taken = f"which plugin {owner!r} already registered"
+        elif reserved_for != plugin:
+            taken = f"a name reserved for the first-party plugin {reserved_for!r}, loaded or not"
+        else:
+            return
+        raise PluginError(
+            f"plugin {plugin!r} registered {what}, {taken}; so {plugin!r} is not loaded. "
+            f"Remove or rename it in {plugin!r}, or stop loading {plugin!r}: ADCORE_BLOCK_PLUGINS={plugin}"
+        )
 
     def remove_plugin(self, plugin: str) -> None:
         """Undo everything `plugin` registered (it failed part-way)."""
@@ -159,6 +182,14 @@ class Registry:
 
     def supports(self, backend: Any, op: OpSpec) -> bool:
         return all(op.name in self.rules[kind] for kind in getattr(backend, "kinds", ()))
+
+
+def _numpy_name(func: Any) -> str:
+    """numpy.hypot, numpy.linalg.norm: how a NumPy function is named in a clash."""
+    name = getattr(func, "__name__", repr(func))
+    if getattr(np, name, None) is func:  # np.sum's __module__ is numpy._core.fromnumeric
+        return f"numpy.{name}"
+    return f"{getattr(func, '__module__', None) or '?'}.{name}"
 
 
 def _suggest(name: str, known: Any) -> str:

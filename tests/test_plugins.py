@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -583,3 +584,275 @@ def test_entry_point_plugin_clashing_with_a_core_op_is_named(install_dist):
     assert "'core'" in failures["clashing"]
     assert "'exp'" in failures["clashing"]
     np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.exp(x)))(X), np.exp(X))
+
+
+# --- fair loading: the plugin that collides is the one rolled back (issue 15, class 10) ------------------
+# install_dist puts its distributions first on sys.path, so entry_points() yields them before the
+# first-party plugins: the order in which a collider used to win.
+
+FAKE_REVERSE = """
+import numpy as np
+import adcore
+
+
+class FakeReverse(adcore.Backend):
+    name = "reverse"
+    kinds = ()
+
+    def value_and_jacobian(self, f, args, argnums, *, scalar_output=False):
+        out = f(*args)
+        return out, tuple(np.zeros(np.shape(out) + np.shape(args[i])) for i in argnums)
+
+
+@adcore.hookimpl
+def adcore_register_backends(register):
+    register(FakeReverse())
+"""
+
+
+def _assert_reverse_is_the_real_one() -> None:
+    record = get_registry().plugins["reverse"]
+    assert (record.error, record.dist, record.backends) == ("", "adcore-reverse", ["reverse"])
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X)  # d/dx sum x^2 = 2x
+
+
+def _assert_rolled_back_and_named(name: str, *words: str) -> None:
+    reason = plugins.failures()[name]
+    for word in (f"ADCORE_BLOCK_PLUGINS={name}", *words):  # the switch that blocks *it*
+        assert word in reason, f"{word!r} not in {reason!r}"
+
+
+def test_a_third_party_backend_named_reverse_loading_first_is_the_one_rolled_back(install_dist):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)  # an innocent bystander
+    install_dist("aaa_fake", "adcore_fake_reverse", FAKE_REVERSE)
+    with pytest.warns(PluginWarning, match="'aaa_fake'") as caught:
+        _assert_reverse_is_the_real_one()
+    assert not any("'reverse' was not loaded" in str(w.message) for w in caught)
+    assert set(plugins.failures()) == {"aaa_fake"}
+    _assert_rolled_back_and_named("aaa_fake", "backend 'reverse'", "'reverse'")
+    assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12  # the bystander: 3 x^2 at 2
+
+
+def test_a_backend_named_after_a_first_party_plugin_is_refused_even_when_that_plugin_is_blocked(
+    install_dist, monkeypatch
+):
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "reverse")
+    install_dist("aaa_fake", "adcore_fake_reverse", FAKE_REVERSE)
+    with pytest.warns(PluginWarning, match="'aaa_fake'"):
+        assert "reverse" not in adcore.backends()
+    _assert_rolled_back_and_named("aaa_fake", "reserved for the first-party plugin 'reverse'")
+    with pytest.raises(adcore.UnknownBackendError):
+        adcore.grad(np.sin)(1.0)
+    assert adcore.grad(np.sin, backend="forward")(0.0) == pytest.approx(1.0)  # cos 0
+
+
+def test_a_third_party_vjp_rule_for_a_core_op_loading_first_leaves_reverse_loaded(install_dist):
+    install_dist(
+        "aaa_sin_rule",
+        "adcore_sin_rule_demo",
+        """
+        import adcore
+
+        @adcore.hookimpl
+        def adcore_register_rules(register):
+            register("vjp", "sin", (lambda g, ans, x: 0 * g,))
+        """,
+    )
+    with pytest.warns(PluginWarning, match="'aaa_sin_rule'"):
+        _assert_reverse_is_the_real_one()
+    assert set(plugins.failures()) == {"aaa_sin_rule"}
+    _assert_rolled_back_and_named("aaa_sin_rule", "'vjp' rule for op 'sin'", "'reverse'")
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.sin(x)))(X), np.cos(X))
+
+
+def test_a_third_party_optimizer_named_adam_leaves_kernels_loaded(install_dist):
+    install_dist(
+        "aaa_adam",
+        "adcore_adam_demo",
+        """
+        import adcore
+
+        @adcore.hookimpl
+        def adcore_register_optimizers(register):
+            register("adam", lambda params, **hyper: None)
+        """,
+    )
+    with pytest.warns(PluginWarning, match="'aaa_adam'"):
+        kernels = get_registry().plugins["kernels"]
+    assert kernels.error == ""
+    assert "adam" in kernels.optimizers and "conv2d" in kernels.ops
+    _assert_rolled_back_and_named("aaa_adam", "optimizer 'adam'", "'kernels'")
+    w = np.array([1.0, -2.0])
+    adcore.optimizer("adam", [w], lr=0.1).step([np.array([3.0, -4.0])])
+    np.testing.assert_allclose(w, [0.9, -1.9])  # Adam's first step is lr * sign(g) (bias-corrected)
+
+
+def _hypot_plugin(scale: float):
+    """An op mapped to np.hypot; `scale` != 1 makes its value and derivative wrong on purpose."""
+
+    class Hypot:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            register(
+                adcore.OpSpec(
+                    f"hypot_x{int(scale)}", lambda x, y: scale * np.hypot(x, y), nin=2, numpy=(np.hypot,)
+                )
+            )
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, register):
+            register(
+                "vjp",
+                f"hypot_x{int(scale)}",
+                (
+                    lambda g, ans, x, y: g * scale * x / (ans / scale),
+                    lambda g, ans, x, y: g * scale * y / (ans / scale),
+                ),
+            )
+
+    return Hypot()
+
+
+def test_two_plugins_mapping_the_same_numpy_function_is_a_clash(register_plugin):
+    register_plugin(_hypot_plugin(1.0), "hypot_first")
+    with pytest.warns(PluginWarning, match="'hypot_second'"):
+        register_plugin(_hypot_plugin(10.0), "hypot_second")
+    assert set(plugins.failures()) == {"hypot_second"}
+    _assert_rolled_back_and_named("hypot_second", "numpy.hypot", "'hypot_first'")
+    assert "hypot_x10" not in adcore.ops
+    assert adcore.grad(lambda x: np.hypot(x, 4.0))(3.0) == pytest.approx(0.6)  # x / hypot(x, 4) at 3
+
+
+def test_which_third_party_plugin_wins_a_clash_does_not_depend_on_the_entry_point_order(
+    install_dist, monkeypatch
+):
+    install_dist("zzz_clash", "adcore_zzz_demo", DEMO)
+    install_dist("aaa_clash", "adcore_aaa_demo", DEMO)
+    stdlib = plugins.entry_points
+    for order in (list, lambda eps: list(reversed(list(eps)))):
+        monkeypatch.setattr(plugins, "entry_points", lambda group, order=order: order(stdlib(group=group)))
+        plugins.reset()
+        with pytest.warns(PluginWarning, match="'zzz_clash'"):
+            assert get_registry().plugins["aaa_clash"].ops == ["cube"]
+        assert set(plugins.failures()) == {"zzz_clash"}
+        _assert_rolled_back_and_named("zzz_clash", "op 'cube'", "'aaa_clash'")
+
+
+def test_an_entry_point_claiming_a_first_party_name_from_another_distribution_is_refused(install_dist):
+    install_dist("reverse", "adcore_impostor", FAKE_REVERSE)
+    with pytest.warns(PluginWarning, match="adcore-impostor"):
+        _assert_reverse_is_the_real_one()
+    assert "adcore_impostor" not in sys.modules  # refused by name, never imported
+    (key,) = plugins.failures()
+    assert key == "reverse (adcore-impostor)"
+    reason = plugins.failures()[key]
+    assert (
+        "first-party" in reason and "adcore-reverse" in reason and "pip uninstall adcore-impostor" in reason
+    )
+
+
+def test_a_plugin_registered_by_hand_under_a_first_party_name_is_refused(clean_plugins):
+    with pytest.raises(adcore.PluginError, match="first-party") as info:
+        plugins.register_plugin(_op_plugin("hand_reverse_op"), "reverse")
+    assert isinstance(info.value, RuntimeError)
+    _assert_reverse_is_the_real_one()
+    assert "hand_reverse_op" not in adcore.ops
+
+
+# --- a plugin cannot end the process ------------------------------------------------------------------------
+
+
+def test_a_plugin_calling_sys_exit_at_import_is_contained_and_reported(install_dist, capsys):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    install_dist("exits", "adcore_exit_demo", "import sys\nsys.exit(3)\n")
+    with pytest.warns(PluginWarning, match="'exits'.*SystemExit"):
+        _assert_reverse_is_the_real_one()  # reaching this line: the process survived
+    assert set(plugins.failures()) == {"exits"}
+    _assert_rolled_back_and_named("exits", "failed to load", "SystemExit")
+    assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12
+    from adcore import cli
+
+    assert cli.plugins(as_json=True) == 0
+    listed = {r["name"]: r["error"] for r in json.loads(capsys.readouterr().out)}
+    assert "SystemExit" in listed["exits"] and listed["demo"] == ""
+
+
+class _Exits:
+    """A plugin whose hook raises `error` (a BaseException) after registering an op."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    @adcore.hookimpl
+    def adcore_register_ops(self, register):
+        register(adcore.OpSpec("exiting_op", lambda x: x))
+        raise self.error
+
+
+class _Custom(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("error", [SystemExit(0), GeneratorExit(), _Custom("not an Exception")])
+def test_a_plugin_hook_raising_a_base_exception_is_contained_and_rolled_back(register_plugin, error):
+    register_plugin(_op_plugin("innocent_op", scale=3.0), "innocent")
+    with pytest.warns(PluginWarning, match="'exiting'"):
+        register_plugin(_Exits(error), "exiting")
+    assert set(plugins.failures()) == {"exiting"}
+    _assert_rolled_back_and_named("exiting", "adcore_register_ops", type(error).__name__)
+    assert "exiting_op" not in adcore.ops
+    assert adcore.grad(lambda x: adcore.ops.innocent_op(x))(1.0) == pytest.approx(3.0)
+    _assert_reverse_is_the_real_one()
+
+
+def test_keyboard_interrupt_in_a_hook_still_interrupts_and_the_next_load_works(clean_plugins):
+    plugins.register_plugin(_Exits(KeyboardInterrupt()), "interrupting")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            get_registry()
+    finally:
+        plugins.unregister_plugin("interrupting")
+    assert plugins.failures() == {}
+    assert "exiting_op" not in adcore.ops
+    _assert_reverse_is_the_real_one()
+
+
+def test_a_register_callback_kept_and_called_after_its_hook_rolls_the_caller_back(register_plugin):
+    class Late:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            self.register = register
+
+        @adcore.hookimpl
+        def adcore_register_backends(self, register):
+            self.register(adcore.OpSpec("late_op", lambda x: x))  # would claim the name out of turn
+
+    with pytest.warns(PluginWarning, match="'late'"):
+        register_plugin(Late(), "late")
+    _assert_rolled_back_and_named("late", "after", "adcore_register_ops")
+    assert "late_op" not in adcore.ops
+
+
+@pytest.mark.parametrize(
+    "use",
+    [lambda: adcore.backends(), lambda: adcore.ops["sin"], lambda: plugins.register_plugin(object(), "nested")],
+    ids=["backends", "ops", "register_plugin"],
+)
+def test_a_plugin_using_adcore_while_it_loads_is_rolled_back_instead_of_hanging(register_plugin, use):
+    class Reentrant:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            use()  # used to wait forever for the lock its own loading holds
+
+    with pytest.warns(PluginWarning, match="'reentrant'"):
+        register_plugin(Reentrant(), "reentrant")
+    _assert_rolled_back_and_named("reentrant", "PluginError", "while adcore was loading")
+    assert "nested" not in get_registry().plugins
+    _assert_reverse_is_the_real_one()
+
+
+def test_an_entry_point_using_adcore_at_import_is_contained(install_dist):
+    install_dist("eager", "adcore_eager_demo", "import adcore\nadcore.grad(adcore.ops.sin)(0.0)\n")
+    with pytest.warns(PluginWarning, match="'eager'"):
+        _assert_reverse_is_the_real_one()
+    _assert_rolled_back_and_named("eager", "failed to load", "while adcore was loading")
