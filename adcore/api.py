@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from adcore.backend import Backend
-from adcore.errors import InvalidArgnumsError, InvalidInputError
+from adcore.errors import InvalidArgnumsError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
 from adcore.tracer import Tracer
 
@@ -25,6 +25,11 @@ def backends() -> list[str]:
 
 def get_backend(name: str) -> Backend:
     """The installed backend called `name` (UnknownBackendError lists the installed ones)."""
+    if not isinstance(name, str):
+        raise InvalidInputError(
+            f"backend must be the name of an installed backend, a str such as backend='reverse', got "
+            f"{type(name).__name__} {name!r}; installed backends: {', '.join(backends()) or 'none'}"
+        )
     return get_registry().backend(name)
 
 
@@ -99,17 +104,17 @@ def hessian(
     shape f(...).shape + x.shape + x.shape; with a tuple `argnums`, H[i][j] is
     d^2 f / d args[i] d args[j].
     """
-    inner = inner or backend or "reverse"
-    outer = outer or backend or "forward"
+    inner = inner if inner is not None else backend if backend is not None else "reverse"
+    outer = outer if outer is not None else backend if backend is not None else "forward"
     get_backend(inner), get_backend(outer)  # an unknown name fails here, not at the first call
     if not callable(f):
         raise InvalidInputError(f"expected a function to differentiate, got {type(f).__name__} {f!r}")
-    if isinstance(argnums, int):
+    if type(argnums) is int:
         return differentiate(differentiate(f, inner, argnums), outer, argnums)
-    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else argnums
 
     @functools.wraps(f)
     def second_derivatives(*args: Any, **kwargs: Any) -> tuple:
+        nums = _argnums(argnums, len(args))  # checked here: a bad argnums is refused, not iterated
         return tuple(differentiate(differentiate(f, inner, i), outer, nums)(*args, **kwargs) for i in nums)
 
     return second_derivatives
@@ -141,7 +146,7 @@ def jvp(
     args = tuple(_float_input(x, i) for i, x in enumerate(primals))
     ts = tuple(_tangent(t, x, i) for i, (t, x) in enumerate(zip(tangents, args)))
     out, tangent_out = be.jvp(f, args, ts, **options)
-    return out, _like(tangent_out, np.asarray(out) if not isinstance(out, Tracer) else out)
+    return _fresh(out), _like(tangent_out, np.asarray(out) if not isinstance(out, Tracer) else out)
 
 
 def vjp(f: Callable[..., Any], *primals: Any, backend: str = "reverse", **options: Any):
@@ -151,9 +156,9 @@ def vjp(f: Callable[..., Any], *primals: Any, backend: str = "reverse", **option
     out, pullback = be.vjp(f, args, **options)
 
     def vjp_fn(cotangent: Any) -> tuple:
-        return tuple(_like(g, x) for g, x in zip(pullback(cotangent), args))
+        return tuple(_like(g, x) for g, x in zip(pullback(_cotangent(cotangent, out)), args))
 
-    return out, vjp_fn
+    return _fresh(out), vjp_fn
 
 
 def _prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> Backend:
@@ -181,13 +186,21 @@ def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar, value=Tru
     """(value, jacobians) or, with return_error, (value, jacobians, errors), each in its
     argument's dtype; with value=False the backend may skip f(*args) and give None."""
     nums = _argnums(argnums, len(args))
+    # a position named twice (argnums=(0, 0), or (0, -2) with two arguments) is differentiated
+    # once and its derivative given at each place it was named, as JAX does: a backend asked for
+    # the same argument twice would split (or double) its derivative between the two
+    unique = tuple(dict.fromkeys(nums))
     args = list(args)
-    for i in nums:
+    for i in unique:
         args[i] = _float_input(args[i], i)
     fn = functools.partial(f, **kwargs) if kwargs else f
     call = be.value_and_jacobian if value else be.jacobian
-    out, *arrays = call(fn, tuple(args), nums, scalar_output=scalar, **options)
-    return (out, *(tuple(_like(a, args[i]) for a, i in zip(each, nums)) for each in arrays))
+    out, *arrays = call(fn, tuple(args), unique, scalar_output=scalar, **options)
+    place = {i: k for k, i in enumerate(unique)}
+    return (
+        _fresh(out) if value else None,
+        *(tuple(_like(each[place[i]], args[i]) for i in nums) for each in arrays),
+    )
 
 
 def _one_or_all(result: list, argnums: Argnums) -> Any:
@@ -250,8 +263,37 @@ def _tangent(t: Any, x: Any, i: int) -> Any:
     return t
 
 
+def _cotangent(cotangent: Any, out: Any) -> Any:
+    """vjp_fn's cotangent, checked against f's output: real numbers of the output's shape."""
+    if not isinstance(cotangent, Tracer):
+        given = cotangent
+        cotangent = np.asarray(cotangent)
+        if cotangent.dtype.kind not in "fiu":
+            raise InvalidInputError(
+                f"vjp_fn: the cotangent must be real numbers, got {type(given).__name__} of dtype "
+                f"{cotangent.dtype}; pass an array of f's output dtype ({np.result_type(out)})"
+            )
+    if np.shape(cotangent) != np.shape(out):
+        raise InvalidValueError(
+            f"vjp_fn: the cotangent has shape {np.shape(cotangent)} but f's output has shape "
+            f"{np.shape(out)}; a cotangent weighs each output element, so pass one of shape {np.shape(out)}"
+        )
+    return cotangent
+
+
 def _like(jac: Any, arg: Any) -> Any:
-    """The derivative as an ndarray of the argument's dtype (a tracer when nested)."""
-    if isinstance(jac, Tracer) or (jac.__class__ is np.ndarray and jac.dtype == arg.dtype):
+    """The derivative as a fresh, writable ndarray of the argument's dtype (a tracer when nested).
+
+    Always a copy: a backend may hand back a read-only broadcast, a view of the caller's own
+    array (d/dx sum(w * x) is w) or an array it keeps for the next call (a compiled constant);
+    the caller must be able to write into what it gets (g *= lr) without changing any of them.
+    """
+    if isinstance(jac, Tracer):
         return jac
-    return np.asarray(jac, dtype=arg.dtype)
+    return np.array(jac, dtype=arg.dtype, copy=True)
+
+
+def _fresh(value: Any) -> Any:
+    """f's value as the caller may keep and write into: an ndarray is copied, since f may have
+    returned its input itself (lambda x: x); scalars and tracers are immutable."""
+    return value.copy() if isinstance(value, np.ndarray) else value

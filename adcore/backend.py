@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.errors import InvalidOutputError, NonScalarOutputError
+from adcore.errors import InvalidOutputError, NonScalarOutputError, UnsupportedByBackendError
 from adcore.tracer import Tracer
 
 
@@ -20,8 +20,9 @@ class Backend:
     A backend that estimates its own error takes the option `return_error=True` and then
     returns (value, jacobians, errors), one error array per Jacobian.
 
-    `adcore.api` checks the call (f callable, argnums in range, float inputs) before a
-    backend sees it, and casts the results to each argument's dtype afterwards.
+    `adcore.api` checks the call (f callable, argnums in range and each named once, float
+    inputs) before a backend sees it, and afterwards copies the results into fresh arrays of
+    each argument's dtype, so a backend may return views, read-only or cached arrays.
     """
 
     name: str = ""
@@ -37,7 +38,7 @@ class Backend:
         **options: Any,
     ) -> tuple[Any, tuple[Any, ...]]:
         """f(*args) and, per argnum, d f / d args[i] with shape out.shape + args[i].shape."""
-        raise NotImplementedError(f"backend {self.name!r} does not implement value_and_jacobian")
+        raise UnsupportedByBackendError(f"backend {self.name!r} does not implement value_and_jacobian")
 
     def jacobian(
         self,
@@ -65,18 +66,29 @@ class Backend:
 
     def vjp(self, f: Callable[..., Any], args: tuple, **options: Any) -> tuple[Any, Callable[[Any], tuple]]:
         """f(*args) and a function from an output cotangent to the cotangent of every argument."""
-        raise NotImplementedError(f"backend {self.name!r} has no vjp; use backend='reverse'")
+        raise UnsupportedByBackendError(f"backend {self.name!r} has no vjp; use backend='reverse'")
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
 
 
 def check_output(value: Any, backend: str, scalar: bool) -> None:
-    """The output must be one float array; for `grad`, a scalar one."""
+    """The output must be one array of numbers (not bools, strings or objects); for `grad`, a scalar one."""
     if not isinstance(value, (Tracer, np.ndarray, np.generic, float, int)):
         raise InvalidOutputError(
             f"backend {backend!r}: the function returned {type(value).__name__}; it must return one "
             "array (differentiate each output separately, or stack them)"
+        )
+    kind = "b" if isinstance(value, bool) else np.dtype(getattr(value, "dtype", float)).kind
+    if kind == "b":
+        raise InvalidOutputError(
+            f"backend {backend!r}: the function returned a bool (a comparison?), which has no derivative; "
+            "return a number, e.g. anp.where(x > 0, a, b) picks between differentiable values"
+        )
+    if kind not in "fiuc":
+        raise InvalidOutputError(
+            f"backend {backend!r}: the function returned an array of dtype {value.dtype}; it must return "
+            "numbers (a float array)"
         )
     if scalar and getattr(value, "shape", ()) != ():
         raise NonScalarOutputError(

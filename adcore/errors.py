@@ -86,3 +86,7 @@ class InvalidValueError(AdcoreError, ValueError):
 
 class UnreliableEstimateError(AdcoreError, ArithmeticError):
     """A numeric estimate failed its own check (complex step on a non-analytic f, ...)."""
+
+
+class UnsupportedByBackendError(AdcoreError, NotImplementedError):
+    """A backend was asked for something it does not do (vjp on a backend without a pullback, ...)."""

@@ -11,6 +11,7 @@ import pytest
 
 import adcore
 from adcore.dispatch import Trace, new_trace
+from adcore.errors import InvalidValueError, UnsupportedByBackendError
 
 X = np.array([0.5, -1.0, 2.0])
 
@@ -511,3 +512,268 @@ def test_memory_stays_flat_over_many_grad_calls():
         tracemalloc.stop()
     # a leak of even one small object per call would be ~9000 objects, hundreds of KiB
     assert after_all - after_warmup < 64 * 1024
+
+
+# --- every backend: argnums naming one argument twice (issue 15, class 3) ----------------
+
+BACKENDS = ["reverse", "forward", "numeric", "symbolic"]
+# numeric estimates: its answers agree with the exact ones to about 1e-6 here
+TOL = {"numeric": 1e-6}
+
+
+def _cube_times(x, y):
+    return x**3 * y  # d/dx = 3 x^2 y, d^2/dx^2 = 6 x y, d^2/dxdy = 3 x^2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("argnums", [(0, 0), (0, -2), (-2, 0, 1, 0)])
+def test_an_argument_named_twice_gets_its_full_derivative_at_each_place(backend, argnums):
+    # JAX's answer: each position named in argnums gets d f / d args[position], whatever else is named
+    full = {0: 3 * 2.0**2 * 5.0, 1: 2.0**3}  # at x = 2, y = 5
+    rtol = TOL.get(backend, 1e-12)
+    for make in (adcore.grad, adcore.jacobian):
+        got = make(_cube_times, argnums=argnums, backend=backend)(2.0, 5.0)
+        assert len(got) == len(argnums)
+        np.testing.assert_allclose(got, [full[i % 2] for i in argnums], rtol=rtol)
+    value, got = adcore.value_and_grad(_cube_times, argnums=argnums, backend=backend)(2.0, 5.0)
+    assert value == pytest.approx(40.0)
+    np.testing.assert_allclose(got, [full[i % 2] for i in argnums], rtol=rtol)
+    _check_clean_state()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeated_argnums_give_separate_arrays(backend):
+    g1, g2 = adcore.grad(_square_sum, argnums=(0, 0), backend=backend)(X)
+    assert not np.shares_memory(g1, g2)
+    g1 *= 0.0  # writing into one leaves the other as it was
+    np.testing.assert_allclose(g2, 2 * X, rtol=TOL.get(backend, 1e-12))
+
+
+def test_repeated_argnums_with_return_error_pair_each_derivative_with_its_error():
+    # with return_error=True a tuple argnums gives (derivatives, errors), one of each per position
+    (g1, g2), (e1, e2) = adcore.grad(_cube_times, argnums=(0, 0), backend="numeric", return_error=True)(
+        2.0, 5.0
+    )
+    np.testing.assert_allclose([g1, g2], [60.0, 60.0], rtol=1e-6)  # 3 x^2 y at (2, 5)
+    assert e1 == e2
+    assert not np.shares_memory(e1, e2)
+    value, g, e = adcore.value_and_grad(_cube_times, argnums=(1, -1), backend="numeric", return_error=True)(
+        2.0, 5.0
+    )
+    assert value == pytest.approx(40.0)
+    np.testing.assert_allclose(g, [8.0, 8.0], rtol=1e-6)  # x^3 at x = 2
+    assert len(e) == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hessian_with_an_argument_named_twice(backend):
+    # analytic: H_xx = 6 x y = 60, H_xy = 3 x^2 = 12 at (2, 5)
+    h = adcore.hessian(_cube_times, argnums=(0, 0, 1), backend=backend)(2.0, 5.0)
+    expected = [[60.0, 60.0, 12.0], [60.0, 60.0, 12.0], [12.0, 12.0, 0.0]]
+    np.testing.assert_allclose(np.array(h, dtype=float), expected, rtol=1e-5, atol=1e-5)
+    h = adcore.hessian(_cube_times, argnums=(0, -2))(2.0, 5.0)
+    np.testing.assert_allclose(np.array(h, dtype=float), [[60.0, 60.0], [60.0, 60.0]])
+
+
+def test_hessian_refuses_a_bad_argnums_with_a_typed_error_and_the_next_call_works():
+    with pytest.raises(adcore.InvalidArgnumsError, match="argnums"):
+        adcore.hessian(_cube_times, argnums=0.0)(2.0, 5.0)
+    with pytest.raises(adcore.InvalidArgnumsError, match="out of range"):
+        adcore.hessian(_cube_times, argnums=(0, 2))(2.0, 5.0)
+    assert adcore.hessian(_cube_times, argnums=(0,))(2.0, 5.0)[0][0] == pytest.approx(60.0)
+    _check_clean_state()
+
+
+# --- every backend: results the caller owns (issue 15, class 7) ---------------------------
+
+W = np.array([4.0, -5.0, 6.0])
+
+
+def _owned(result, *inputs) -> None:
+    """result is a writable ndarray sharing memory with none of the inputs."""
+    assert isinstance(result, np.ndarray)
+    assert result.flags.writeable
+    for x in inputs:
+        assert not np.shares_memory(result, x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_derivatives_are_fresh_writable_arrays_that_do_not_change_the_next_call(backend):
+    x, w = X.copy(), W.copy()
+    rtol = TOL.get(backend, 1e-12)
+    calls = {
+        # d/dx sum(w x) = w: symbolic used to return a read-only view of the caller's w
+        "grad w.x": (lambda: adcore.grad(lambda x, w: np.sum(w * x), backend=backend)(x, w), W),
+        # d/dx sum(x) = 1: reverse used to return a read-only broadcast
+        "grad sum": (lambda: adcore.grad(np.sum, backend=backend)(x), np.ones(3)),
+        "jacobian": (lambda: adcore.jacobian(lambda x, w: w * x, backend=backend)(x, w), np.diag(W)),
+        "value_and_grad": (lambda: adcore.value_and_grad(np.sum, backend=backend)(x)[1], np.ones(3)),
+        "tuple argnums": (lambda: adcore.grad(lambda x, w: np.sum(w * x), (1, 0), backend)(x, w)[1], W),
+        "jvp": (lambda: adcore.jvp(lambda x: w * x, (x,), (np.ones(3),), backend=backend)[1], W),
+    }
+    for name, (call, expected) in calls.items():
+        first = call()
+        _owned(first, x, w)
+        np.testing.assert_allclose(first, expected, rtol=rtol, err_msg=name)
+        first *= 0.1  # as an optimizer would: g *= lr
+        first[...] = np.nan
+        np.testing.assert_allclose(call(), expected, rtol=rtol, err_msg=name)  # cached programs untouched
+    np.testing.assert_array_equal(x, X)
+    np.testing.assert_array_equal(w, W)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hessian_is_a_fresh_writable_array(backend):
+    x = X.copy()
+    first = adcore.hessian(_square_sum, backend=backend)(x)
+    _owned(first, x)
+    np.testing.assert_allclose(first, 2 * np.eye(3), atol=1e-5)  # d^2/dx^2 sum(x^2) = 2 I
+    first[...] = np.nan
+    np.testing.assert_allclose(adcore.hessian(_square_sum, backend=backend)(x), 2 * np.eye(3), atol=1e-5)
+
+
+def test_vjp_results_are_fresh_writable_arrays():
+    x, w = X.copy(), W.copy()
+    out, vjp_fn = adcore.vjp(lambda x, w: np.sum(w * x), x, w)
+    gx, gw = vjp_fn(1.0)
+    _owned(gx, x, w)
+    _owned(gw, x, w)
+    gx[...] = np.nan
+    np.testing.assert_allclose(vjp_fn(1.0)[0], W)  # d/dx sum(w x) = w, the pullback untouched
+    out, vjp_fn = adcore.vjp(np.sum, x)
+    g = vjp_fn(2.0)[0]
+    _owned(g, x)
+    g *= 0.5  # reverse's pullback of sum used to be a read-only broadcast
+    np.testing.assert_allclose(g, np.ones(3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_value_of_the_identity_is_a_copy_not_the_callers_array(backend):
+    # decided: the value a derivative call returns alongside never is the caller's input itself;
+    # f = identity returns its argument, so the value is copied out
+    x = np.array(1.5)
+    value, g = adcore.value_and_grad(lambda x: x, backend=backend)(x)
+    assert not np.shares_memory(value, x)
+    value[...] = 0.0
+    assert x == 1.5
+    assert g == pytest.approx(1.0)
+    if backend in ("reverse", "forward"):
+        y = X.copy()
+        out = adcore.jvp(lambda x: x, (y,), (np.ones(3),), backend=backend)[0]
+        assert not np.shares_memory(out, y)
+    y = X.copy()
+    out, _ = adcore.vjp(lambda x: x, y)
+    assert not np.shares_memory(out, y)
+
+
+# --- bad calls: typed errors, and the next call works (issue 15, class 12) ---------------
+
+MORE_ERROR_CASES = [
+    pytest.param(
+        lambda: adcore.grad(_square_sum, backend=None)(X),
+        adcore.InvalidInputError,
+        TypeError,
+        ["backend must be the name", "NoneType", "reverse"],
+        id="backend-none",
+    ),
+    pytest.param(
+        lambda: adcore.grad(_square_sum, backend=5)(X),
+        adcore.InvalidInputError,
+        TypeError,
+        ["backend must be the name", "int 5"],
+        id="backend-int",
+    ),
+    pytest.param(
+        lambda: adcore.jacobian(_square_sum, backend=["reverse"])(X),
+        adcore.InvalidInputError,
+        TypeError,
+        ["backend must be the name", "list ['reverse']", "backend='reverse'"],
+        id="backend-list",
+    ),
+    pytest.param(
+        lambda: adcore.hessian(_square_sum, inner=["reverse"])(X),
+        adcore.InvalidInputError,
+        TypeError,
+        ["backend must be the name", "list"],
+        id="hessian-backend-list",
+    ),
+    pytest.param(
+        lambda: adcore.vjp(np.sin, X)[1](np.ones(2)),
+        InvalidValueError,
+        ValueError,
+        ["cotangent has shape (2,)", "output has shape (3,)"],
+        id="vjp-cotangent-shape",
+    ),
+    pytest.param(
+        lambda: adcore.vjp(np.sum, X)[1](np.ones(3)),
+        InvalidValueError,
+        ValueError,
+        ["cotangent has shape (3,)", "output has shape ()"],
+        id="vjp-cotangent-for-a-scalar",
+    ),
+    pytest.param(
+        lambda: adcore.vjp(np.sin, X)[1]("abc"),
+        adcore.InvalidInputError,
+        TypeError,
+        ["cotangent must be real numbers", "str"],
+        id="vjp-cotangent-str",
+    ),
+    pytest.param(
+        lambda: adcore.vjp(np.sin, X)[1](np.ones(3) * 1j),
+        adcore.InvalidInputError,
+        TypeError,
+        ["cotangent must be real numbers", "complex128"],
+        id="vjp-cotangent-complex",
+    ),
+    pytest.param(
+        lambda: adcore.vjp(np.sin, X, backend="forward"),
+        UnsupportedByBackendError,
+        NotImplementedError,
+        ["'forward' has no vjp", "backend='reverse'"],
+        id="vjp-on-forward",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "builtin", "words"), MORE_ERROR_CASES)
+def test_more_errors_are_typed_and_leave_state_clean(call, error, builtin, words):
+    test_error_is_typed_says_what_is_wrong_and_leaves_state_clean(call, error, builtin, words)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("f", "words"),
+    [
+        (lambda x: "abc", ["returned str"]),
+        (lambda x: np.array(["a", "b"]), ["dtype <U1", "numbers"]),
+        (lambda x: np.sum(x) > 0, ["bool", "comparison", "anp.where"]),
+        (lambda x: True, ["bool"]),
+    ],
+    ids=["str", "str-array", "comparison", "python-bool"],
+)
+def test_a_string_or_bool_output_is_refused_on_every_backend(backend, f, words):
+    # a comparison is piecewise constant: refused (as JAX does) rather than a zero derivative
+    for make in (adcore.grad, adcore.jacobian):
+        with pytest.raises(adcore.InvalidOutputError) as info:
+            make(f, backend=backend)(X)
+        assert isinstance(info.value, TypeError)
+        message = str(info.value)
+        for word in words if backend != "numeric" else ["returned"]:  # numeric says where it probed f
+            assert word in message, f"{word!r} not in {message!r}"
+    np.testing.assert_allclose(adcore.grad(_square_sum, backend=backend)(X), 2 * X, rtol=1e-6)
+    _check_clean_state()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_list_argument_is_an_array_on_every_backend(backend):
+    # d/dx x0 * x1 = (x1, x0); lists are taken as np.asarray(list, float) would be
+    g = adcore.grad(lambda x: x[0] * x[1], backend=backend)([2.0, 3.0])
+    np.testing.assert_allclose(g, [3.0, 2.0], rtol=1e-6)
+    assert g.dtype == np.float64
+    g = adcore.grad(lambda x, c: np.sum(x * np.asarray(c)), backend=backend)(X, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(g, [1.0, 2.0, 3.0], rtol=1e-6)  # d/dx sum(x c) = c
+    with pytest.raises(adcore.InvalidInputError, match="argument 0"):
+        adcore.grad(np.sum, backend=backend)([1, 2])  # ints have no derivative
+    with pytest.raises(adcore.InvalidInputError, match="argument 0"):
+        adcore.grad(np.sum, backend=backend)([1.0, [2.0, 3.0]])  # ragged: not an array
+    np.testing.assert_allclose(adcore.grad(np.sum, backend=backend)([1.0, 2.0]), [1.0, 1.0])
