@@ -3,9 +3,17 @@
 A plugin is any object or module with functions marked `@adcore.hookimpl` and named
 after these specs. It is found through the "adcore" entry-point group (or registered
 by hand with `adcore.plugins.register_plugin`). Hooks are called once per plugin when
-adcore first needs its registry, in this order: ops, rules, backends, cases, optimizers. Each receives a
-`register` callback; what one plugin registers is recorded under its name, and if any
-of it is invalid the whole plugin is rolled back and reported, the others unaffected.
+adcore first needs its registry, in this order: ops, rules, backends, cases, optimizers.
+Each receives a `register` callback, which works only until that hook returns; what one
+plugin registers is recorded under its name, and if any of it is invalid the whole plugin
+is rolled back and reported, the others unaffected.
+
+Within each hook the plugins are called in a fixed load order: the core catalogue, the
+first-party plugins (reverse, forward, numeric, symbolic, kernels), the other entry points
+by name, then those registered by hand. A name is taken by the first plugin that registers
+it; a later plugin asking for it is the one rolled back (docs/conventions.md, "Plugin
+clashes"). A plugin must not use adcore (`adcore.ops[...]`, `grad`, ...) at import or
+inside a hook: the registry it would read is the one being built.
 """
 
 from __future__ import annotations
@@ -43,7 +51,8 @@ def adcore_register_ops(register: RegisterOp) -> None:
     """Register ops: call `register(spec)` with an `adcore.OpSpec` for each.
 
     Called first, once per plugin. An op name must be unique across all plugins: a
-    second plugin registering the same name is rejected, and both are named.
+    second plugin registering the same name is rejected, and both are named. So is a
+    NumPy function in `spec.numpy` that another op already stands for.
     """
 
 
@@ -67,8 +76,10 @@ def adcore_register_rules(register: RegisterRule) -> None:
 def adcore_register_backends(register: RegisterBackend) -> None:
     """Register differentiators: call `register(backend)` with an `adcore.Backend` instance.
 
-    Called last. The backend's `name` is what users pass as `backend=`; its `kinds`
-    lists the rule kinds it needs, so a missing rule can name the backends that work.
+    Called after rules. The backend's `name` is what users pass as `backend=`; its `kinds`
+    lists the rule kinds it needs, so a missing rule can name the backends that work. The
+    names of the first-party backends (reverse, forward, numeric, symbolic) are theirs
+    alone, also when their plugin is not loaded.
     """
 
 

@@ -835,7 +835,11 @@ def test_a_register_callback_kept_and_called_after_its_hook_rolls_the_caller_bac
 
 @pytest.mark.parametrize(
     "use",
-    [lambda: adcore.backends(), lambda: adcore.ops["sin"], lambda: plugins.register_plugin(object(), "nested")],
+    [
+        lambda: adcore.backends(),
+        lambda: adcore.ops["sin"],
+        lambda: plugins.register_plugin(object(), "nested"),
+    ],
     ids=["backends", "ops", "register_plugin"],
 )
 def test_a_plugin_using_adcore_while_it_loads_is_rolled_back_instead_of_hanging(register_plugin, use):
@@ -856,3 +860,19 @@ def test_an_entry_point_using_adcore_at_import_is_contained(install_dist):
     with pytest.warns(PluginWarning, match="'eager'"):
         _assert_reverse_is_the_real_one()
     _assert_rolled_back_and_named("eager", "failed to load", "while adcore was loading")
+
+
+def test_two_distributions_with_an_entry_point_of_the_same_name_load_the_first_by_distribution(install_dist):
+    install_dist("twin", "adcore_twin_b", DEMO)
+    install_dist("twin", "adcore_twin_a", DEMO)
+    plugins.register_plugin(_op_plugin("hand_twin_op"), "twin")
+    try:
+        with pytest.warns(PluginWarning, match="adcore-twin"):  # both refusals
+            assert get_registry().plugins["twin"].dist == "adcore-twin-a"
+        assert set(plugins.failures()) == {"twin (adcore-twin-b)", "twin (by hand)"}
+        assert "pip uninstall adcore-twin-b" in plugins.failures()["twin (adcore-twin-b)"]
+        assert "adcore_twin_b" not in sys.modules  # refused before its import
+        assert "hand_twin_op" not in adcore.ops
+        assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12  # 3 x^2 at 2
+    finally:
+        plugins.unregister_plugin("twin")
