@@ -211,7 +211,6 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
         callers = pm.get_hookcallers(plugin) or ()
         unknown = sorted(c.name for c in callers if not c.has_spec())
         if unknown:
-            pm.unregister(plugin)
             raise PluginError(f"hook(s) {unknown} are not adcore hooks; known hooks: {', '.join(HOOKS)}")
         record.hooks = sorted(c.name for c in callers)
     except KeyboardInterrupt:
@@ -219,6 +218,8 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
     except BaseException as e:  # sys.exit() in a plugin must not end the user's process either
         if name == ESSENTIAL:
             raise
+        if pm.has_plugin(name):  # pluggy keeps what it registered before a hookimpl failed validation
+            pm.unregister(name=name)
         _fail(record, _blockable(name, f"failed to load: {type(e).__name__}: {e}"))
 
 

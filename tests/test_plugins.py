@@ -330,6 +330,26 @@ def test_a_hookimpl_with_the_wrong_arguments_fails_to_load_by_name(register_plug
     np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X)
 
 
+def test_a_plugin_failing_validation_on_its_second_hook_registers_nothing(register_plugin):
+    # pluggy adds a plugin's hookimpls one by one and keeps those added before one fails its
+    # validation; the plugin was reported as not loaded while its ops hook still ran.
+    class Half:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            register(adcore.OpSpec("half_loaded_op", lambda x: 2 * x))
+
+        @adcore.hookimpl
+        def adcore_register_rules(self, reg):  # the spec's argument is `register`
+            pass
+
+    with pytest.warns(PluginWarning, match="'half'"):
+        registry = register_plugin(Half(), "half")
+    assert "adcore_register_rules" in plugins.failures()["half"]
+    assert "half_loaded_op" not in adcore.ops
+    assert registry.plugins["half"].ops == []
+    np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X)
+
+
 def test_a_hookimpl_named_after_no_hook_is_reported_by_name(register_plugin):
     # hookspecs: a plugin's hookimpls are "named after these specs"; a misspelled one would
     # otherwise be ignored silently and the plugin would seem to load while registering nothing.
