@@ -5,6 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
+
+from adcore.errors import ComplexValueError, TracerConversionError
+
 _local = threading.local()
 
 
@@ -18,6 +22,7 @@ class Trace:
     """
 
     level: int = 0
+    backend: str | None = None  # the backend's name, for error messages (else the class name)
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not process ops")
@@ -40,7 +45,54 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
                 top = trace
     if top is None:
         return op.impl(*args, **params)
-    return top.process(op, args, params)
+    for arg in args:  # fast paths first: this runs for every traced op
+        cls = arg.__class__
+        if cls is float or cls is int:
+            continue
+        if cls is np.ndarray:
+            if arg.dtype.kind != "c":
+                continue
+        elif isinstance(arg, Tracer) or not _is_complex(arg):
+            continue
+        raise complex_value_error(op.name, top, f"a complex constant, {_describe(arg)}")
+    out = top.process(op, args, params)
+    # A rule backend differentiates real functions only; an op may also make a complex
+    # result from real inputs (a third-party fft), so the result is checked too.
+    dtype = getattr(out, "dtype", None)
+    if dtype is not None and dtype.kind == "c":
+        raise complex_value_error(op.name, top, f"a complex result ({dtype})")
+    return out
+
+
+def _is_complex(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        return dtype.kind == "c"
+    return isinstance(value, complex) or (isinstance(value, (list, tuple)) and np.iscomplexobj(value))
+
+
+def _describe(value: Any) -> str:
+    return f"a {np.asarray(value).dtype} array" if np.ndim(value) else repr(value)
+
+
+def backend_of(trace: Trace) -> str:
+    """How an error names a trace: "backend 'reverse'", else by its class."""
+    name = trace.backend
+    if name is None:
+        # a first-party plugin's package is adcore_<backend> (adcore_reverse.tensor.ReverseTrace)
+        package = type(trace).__module__.partition(".")[0]
+        name = package[len("adcore_") :] if package.startswith("adcore_") else None
+    return f"backend {name!r}" if name else f"the {type(trace).__name__} transformation"
+
+
+def complex_value_error(op_name: str, trace: Trace, what: str) -> ComplexValueError:
+    return ComplexValueError(
+        f"op {op_name!r} on {backend_of(trace)} got {what}: rule backends differentiate real "
+        "functions only, and a complex value inside f would lose its imaginary part's derivative "
+        "(ComplexWarning) and give a wrong number. Write the computation with real arrays (real and "
+        "imaginary parts apart: |a + ib| = anp.sqrt(a**2 + b**2)), or use backend='numeric', which "
+        "runs f on numbers."
+    )
 
 
 def bind_below(op: Any, primals: list, params: dict) -> Any:
@@ -77,8 +129,15 @@ class new_trace:
         self.stack.append(self.trace)
         return self.trace
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
         self.stack.pop()
+        # NumPy storing a traced value into a plain array (z[0] = x) calls float(x), and
+        # when that raises it reports "setting an array element with a sequence" instead
+        # (a ValueError): give back the typed error that says what happened.
+        if isinstance(error, (ValueError, TypeError)) and not isinstance(error, TracerConversionError):
+            cause = error.__cause__ or error.__context__
+            if isinstance(cause, TracerConversionError):
+                raise TracerConversionError(*cause.args) from error
 
 
 # Imported last: the tracer pulls in the op catalogue, whose OpSpec class takes `bind`

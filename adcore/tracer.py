@@ -12,7 +12,7 @@ import numpy as np
 # module's Tracer class at call time only; importing the catalogue here is safe.
 import adcore.dispatch as _dispatch  # at call time only: dispatch imports this module
 from adcore import plugins as _plugins
-from adcore.errors import UnsupportedFunctionError
+from adcore.errors import ComplexValueError, TracerConversionError, UnsupportedFunctionError
 from adcore.ops import elementwise as _ew
 from adcore.ops import linalg as _linalg
 from adcore.ops import reductions as _red
@@ -65,30 +65,127 @@ class Tracer:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d traced array")
+            raise UnsupportedFunctionError(f"len() of a 0-d traced value ({_where(self)}), as of a 0-d array")
         return self.shape[0]
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def __contains__(self, item: Any) -> bool:
+        # as ndarray's: a comparison, which carries no derivative
+        return bool((concrete(self) == concrete(item)).any())
+
     def __bool__(self) -> bool:
         return bool(concrete(self))
 
+    def __format__(self, spec: str) -> str:
+        # f"{x:.3f}" in a log line reads the number; it never flows back into f
+        return format(concrete(self), spec) if spec else str(self)
+
+    # --- conversions to plain numbers: refused, they would cut the derivative ---------
     def __float__(self) -> float:
-        return float(concrete(self))
+        raise _conversion_error(
+            self,
+            "float(x)",
+            "math.exp(x) and other math functions, np.float64(x) and storing x into a plain array "
+            "(z[i] = x) call float(x) too; build arrays of traced values with anp.stack or "
+            "anp.concatenate, or add adcore.ops.scatter_add(x, index=i, shape=z.shape) to z. ",
+        )
 
     def __int__(self) -> int:
-        return int(concrete(self))
+        raise _conversion_error(self, "int(x)")
 
-    def item(self) -> Any:
-        return np.asarray(concrete(self)).item()
+    def __index__(self) -> int:
+        raise _conversion_error(self, "operator.index(x) (x as an index, range(x), a slice bound)")
+
+    def __complex__(self) -> complex:
+        raise _conversion_error(self, "complex(x)")
+
+    def __floor__(self) -> int:
+        raise _conversion_error(self, "math.floor(x)", "anp.floor(x) is the traced floor (derivative 0). ")
+
+    def __ceil__(self) -> int:
+        raise _conversion_error(self, "math.ceil(x)", "-anp.floor(-x) is the traced ceil (derivative 0). ")
+
+    def __trunc__(self) -> int:
+        raise _conversion_error(self, "math.trunc(x)", "anp.sign(x) * anp.floor(anp.abs(x)) is traced. ")
+
+    def item(self, *index: Any) -> Any:
+        raise _conversion_error(self, "x.item()", "x[i] is the traced element. ")
+
+    def tolist(self) -> Any:
+        raise _conversion_error(self, "x.tolist()", "list(x) and x[i] keep the elements traced. ")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise _conversion_error(
+            self,
+            "np.asarray(x) (or np.array(x), np.float32(x), a NumPy call that converts its input)",
+            "Build arrays of traced values with anp.stack or anp.concatenate. ",
+        )
+
+    # --- ndarray methods with a traced meaning -----------------------------------------
+    def __round__(self, ndigits: int | None = None):
+        # round's derivative is 0 (docs/conventions.md); the result stays a traced float
+        # array, like round() of a 0-d ndarray, so it cannot be used as a Python int.
+        return _ew.round(self, decimals=ndigits or 0)
+
+    def round(self, decimals: int = 0):
+        return _ew.round(self, decimals=decimals)
+
+    def copy(self, order: str = "K"):
+        # a traced value is immutable (x[i] = v is refused), so it is its own copy
+        return self
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo: dict):
+        return self
+
+    def astype(
+        self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
+    ):
+        target = np.dtype(dtype)
+        if target == self.dtype:
+            return self
+        if target.kind == "c":
+            raise ComplexValueError(
+                f"x.astype({target}) on a traced value ({_where(self)}): rule backends differentiate real "
+                "functions only; "
+                "keep real and imaginary parts as separate real arrays, or use backend='numeric'."
+            )
+        if target.kind == "f":
+            raise UnsupportedFunctionError(
+                f"x.astype({target}) of a {self.dtype} traced value ({_where(self)}): adcore has no op "
+                "that casts inside f. Pass the arguments in the dtype f should compute in (the "
+                "derivative keeps each argument's dtype)."
+            )
+        raise _conversion_error(self, f"x.astype({target})")
+
+    def flatten(self, order: str = "C"):
+        return self.ravel(order)
+
+    def ravel(self, order: str = "C"):
+        if order != "C":
+            # 'F' and the layout-following 'A'/'K' order elements unlike reshape(-1)
+            raise UnsupportedFunctionError(
+                f"x.ravel(order={order!r}) on a traced value ({_where(self)}): only order 'C' is "
+                "supported; for Fortran order write x.T.reshape(-1)."
+            )
+        return _shp.reshape(self, shape=(-1,))
+
+    # --- writes in place and ndarray methods with no op: refused by name ------------------
+    def __setitem__(self, index: Any, value: Any) -> None:
         raise UnsupportedFunctionError(
-            f"cannot turn a traced value ({type(self).__name__}) into a plain NumPy array: "
-            "that would silently cut it out of the derivative. Use adcore.numpy functions "
-            "(or NumPy functions that adcore maps to ops), or adcore.ops.stop_gradient "
-            "if a constant is really meant."
+            f"x[...] = v on a traced value ({_where(self)}): a traced value cannot change in place. "
+            "Build the new value instead: anp.where(mask, v, x), or, for x with x[i] replaced by v, "
+            "x + adcore.ops.scatter_add(v - x[i], index=i, shape=x.shape)."
+        )
+
+    def __delitem__(self, index: Any) -> None:
+        raise UnsupportedFunctionError(
+            f"del x[...] on a traced value ({_where(self)}): select what to keep instead (x[mask], "
+            "anp.concatenate of slices)."
         )
 
     def __repr__(self) -> str:
@@ -135,6 +232,23 @@ class Tracer:
 
     def __rpow__(self, other):
         return _dispatch.bind(_ew.power, other, self)
+
+    # Floor division and remainder have no op: NumPy's differ from floor(x / y) at rounding
+    # edges (1 // 0.1 is 9.0), so an emulation would give plausible wrong numbers there.
+    def __floordiv__(self, other):
+        raise _no_operator(self, "x // y (numpy.floor_divide)", "anp.floor(x / y)")
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self, other):
+        raise _no_operator(self, "x % y (numpy.remainder)", "x - y * anp.floor(x / y)")
+
+    __rmod__ = __mod__
+
+    def __divmod__(self, other):
+        raise _no_operator(self, "divmod(x, y)", "anp.floor(x / y) and x - y * anp.floor(x / y)")
+
+    __rdivmod__ = __divmod__
 
     def __matmul__(self, other):
         return _dispatch.bind(_linalg.matmul, self, other)
@@ -205,6 +319,12 @@ class Tracer:
 
     # --- NumPy's protocols ----------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if "out" in kwargs:
+            raise _conversion_error(
+                self,
+                f"numpy.{ufunc.__name__}(..., out=z) (also what z += x and z *= x on a plain array z do)",
+                "Write z = z + x: a new value, not a write into z. ",
+            )
         if method == "__call__" and not kwargs:
             op = _plugins.get_registry().numpy_ops.get(ufunc)
             if op is not None:
@@ -224,7 +344,73 @@ class Tracer:
             return func(*(_stand_in(a) for a in args), **kwargs)
         if func in _LIKE_FUNCTIONS:
             return func(_stand_in(args[0]), *args[1:], **kwargs)
+        method = _METHOD_FUNCTIONS.get(func)
+        if method is not None and isinstance(args[0], Tracer):
+            return getattr(args[0], method)(*args[1:], **kwargs)
         raise _unsupported(f"{func.__module__}.{func.__name__}")
+
+
+# NumPy functions that are a method of the traced value: np.ravel(x) is x.ravel().
+_METHOD_FUNCTIONS = {np.ravel: "ravel", np.copy: "copy"}
+if hasattr(np, "astype"):  # NumPy 2.1+
+    _METHOD_FUNCTIONS[np.astype] = "astype"
+
+# ndarray's methods a Tracer does not define, refused by name when called. Those
+# that hand out plain data cut the derivative; those that write in place cannot apply to
+# an immutable traced value; the rest (cumsum, var, argsort, ...) have no op.
+_NDARRAY_METHODS = frozenset(
+    name for name in dir(np.ndarray) if not name.startswith("_") and callable(getattr(np.ndarray, name))
+)
+_HANDS_OUT_DATA = {"tobytes", "tofile", "dump", "dumps", "view", "getfield"}
+_WRITES_IN_PLACE = {"fill", "sort", "partition", "put", "resize", "setfield", "setflags", "byteswap"}
+
+
+def _refusing(name: str) -> Any:
+    """A Tracer method standing for ndarray's method `name`, which refuses by name when called."""
+
+    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        if name in _HANDS_OUT_DATA:
+            raise _conversion_error(self, f"x.{name}()")
+        if name in _WRITES_IN_PLACE:
+            raise UnsupportedFunctionError(
+                f"x.{name}() writes in place, and a traced value ({_where(self)}) cannot change in "
+                "place: compute a new value with adcore.numpy functions instead."
+            )
+        raise _unsupported(f"the ndarray method x.{name}() on a traced value ({_where(self)})")
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+# Real methods, not a __getattr__: a class with __getattr__ makes every attribute read
+# slower, and the per-op hot path reads a tracer's attributes many times.
+for _name in _NDARRAY_METHODS - set(dir(Tracer)):
+    setattr(Tracer, _name, _refusing(_name))
+
+
+def _where(tracer: Tracer) -> str:
+    """'Tensor, backend 'reverse'': which traced value, and which backend traces it."""
+    trace = getattr(tracer, "_trace", None)
+    return (
+        type(tracer).__name__ if trace is None else f"{type(tracer).__name__}, {_dispatch.backend_of(trace)}"
+    )
+
+
+def _conversion_error(tracer: Tracer, what: str, instead: str = "") -> TracerConversionError:
+    return TracerConversionError(
+        f"{what} on a traced value ({_where(tracer)}) would give a plain number or array and silently "
+        f"cut it out of the derivative. {instead}Compute with adcore.numpy functions (anp.exp, "
+        "anp.sin, ...; anp.where to choose between values); if a cut is intended, "
+        "adcore.ops.stop_gradient(x) keeps x traced with derivative 0, and adcore.concrete(x) is its "
+        "plain value (for printing or logging)."
+    )
+
+
+def _no_operator(tracer: Tracer, what: str, instead: str) -> UnsupportedFunctionError:
+    return UnsupportedFunctionError(
+        f"{what} on a traced value ({_where(tracer)}) has no adcore op, so it cannot be differentiated. "
+        f"Write {instead} if that is what you mean (derivative 0 where the floor steps), or register an op."
+    )
 
 
 def _stand_in(value: Any) -> Any:

@@ -11,7 +11,9 @@ from toy_trace import Box, BoxTrace
 
 import adcore
 from adcore import ops
-from adcore.dispatch import Trace, bind, new_trace
+from adcore.dispatch import Trace, backend_of, bind, new_trace
+from adcore.errors import ComplexValueError
+from adcore.spec import OpSpec
 from adcore.tracer import concrete
 
 
@@ -147,3 +149,47 @@ def test_threads_nesting_and_raising_do_not_disturb_each_other():
         assert c.result() == pytest.approx(-np.sin(x))
         assert b.result() == 100
         assert d.result() == 100
+
+
+# --- complex values on a trace (issue 15, class 2) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "constant",
+    [1 + 1j, np.complex128(1j), np.complex64(1j), np.array([1j, 2.0]), [1j, 2.0]],
+    ids=["complex", "complex128", "complex64", "array", "list"],
+)
+def test_a_complex_constant_meeting_a_tracer_is_refused_naming_op_and_trace(constant):
+    with new_trace(BoxTrace) as trace:
+        with pytest.raises(ComplexValueError) as info:
+            bind(ops.multiply, Box(trace, np.ones(2)), constant)
+        message = str(info.value)
+        assert "'multiply'" in message and "BoxTrace" in message and "numeric" in message
+        assert trace.calls == []  # refused before the trace did any work
+        assert concrete(bind(ops.multiply, Box(trace, np.ones(2)), 2.0)).tolist() == [2.0, 2.0]
+
+
+def test_a_complex_result_of_real_inputs_is_refused():
+    to_complex = OpSpec("to_complex_for_test", lambda x: x * (1 + 0j))  # like a third-party fft
+    with new_trace(BoxTrace) as trace:
+        with pytest.raises(ComplexValueError, match="'to_complex_for_test'.*complex result"):
+            bind(to_complex, Box(trace, 1.0))
+
+
+def test_complex_values_without_a_tracer_run_the_impl():
+    # numeric's complex step calls f, and so the ops, on complex plain arrays
+    assert bind(ops.multiply, 2.0, 1 + 1j) == 2 + 2j
+    np.testing.assert_allclose(bind(ops.sin, np.array([1j])), np.sin(np.array([1j])))
+
+
+def test_errors_name_a_trace_by_its_backend_attribute_its_package_or_its_class():
+    class Named(Trace):
+        backend = "mine"
+
+    class Plugged(Trace):
+        pass
+
+    Plugged.__module__ = "adcore_faraway.trace"
+    assert backend_of(Named()) == "backend 'mine'"
+    assert backend_of(Plugged()) == "backend 'faraway'"
+    assert backend_of(BoxTrace()) == "the BoxTrace transformation"

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import math
+import operator
+
 import numpy as np
 import pytest
 from toy_trace import Box, BoxTrace
 
 import adcore
 from adcore.dispatch import new_trace
+from adcore.errors import ComplexValueError, TracerConversionError
 from adcore.tracer import concrete
 
 M = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
@@ -35,11 +40,6 @@ def test_shape_dtype_ndim_size_len(box):
     assert len(box) == 2
 
 
-def test_len_of_a_0d_tracer_is_a_type_error(trace):
-    with pytest.raises(TypeError, match="0-d"):
-        len(Box(trace, np.float64(1.0)))
-
-
 def test_iteration_yields_rows_through_getitem(trace, box):
     rows = list(box)
     assert len(rows) == 2
@@ -47,12 +47,9 @@ def test_iteration_yields_rows_through_getitem(trace, box):
     assert trace.op_names == ["getitem", "getitem"]
 
 
-def test_bool_float_int_item_read_the_concrete_value(trace):
-    b = Box(trace, np.float64(2.5))
-    assert bool(b) is True
-    assert float(b) == 2.5
-    assert int(b) == 2
-    assert b.item() == 2.5
+def test_bool_reads_the_concrete_value(trace):
+    assert bool(Box(trace, np.float64(2.5))) is True
+    assert bool(Box(trace, np.float64(0.0))) is False
     assert trace.calls == []
 
 
@@ -63,12 +60,142 @@ def test_concrete_unwraps_every_level():
         assert concrete(5.0) == 5.0
 
 
+# Each conversion to a plain number or array (its name as the message gives it, the call).
+CONVERSIONS = [
+    ("float(x)", float),
+    ("float(x)", math.exp),
+    ("int(x)", int),
+    ("complex(x)", complex),
+    ("operator.index(x)", operator.index),
+    ("operator.index(x)", lambda b: [1.0, 2.0][b]),
+    ("math.floor(x)", math.floor),
+    ("math.ceil(x)", math.ceil),
+    ("math.trunc(x)", math.trunc),
+    ("x.item()", lambda b: b.item()),
+    ("x.tolist()", lambda b: b.tolist()),
+    ("x.tobytes()", lambda b: b.tobytes()),
+    ("x.view()", lambda b: b.view()),
+    ("np.asarray(x)", np.asarray),
+    ("np.asarray(x)", np.array),
+    ("np.asarray(x)", np.float32),
+    ("np.asarray(x)", lambda b: np.asarray(b, dtype=float)),
+    ("np.asarray(x)", lambda b: np.zeros(2).__setitem__(slice(0, 1), b)),
+    ("x.astype(int64)", lambda b: b.astype(np.int64)),
+    ("x.astype(bool)", lambda b: b.astype(bool)),
+    ("out=z", lambda b: np.add(b, 1.0, out=np.zeros(()))),
+    ("out=z", lambda b: np.zeros(()).__iadd__(b)),  # z += x on a plain array z
+]
+
+
 @pytest.mark.parametrize(
-    "convert", [np.asarray, np.array, lambda b: np.asarray(b, dtype=float)], ids=["asarray", "array", "dtype"]
+    ("name", "convert"), CONVERSIONS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CONVERSIONS)]
 )
-def test_conversion_to_a_plain_array_raises(box, convert):
-    with pytest.raises(TypeError, match="stop_gradient"):
-        convert(box)
+def test_conversions_to_plain_values_are_refused_by_name(trace, name, convert):
+    b = Box(trace, np.float64(2.5))
+    with pytest.raises(TracerConversionError) as info:
+        convert(b)
+    message = str(info.value)
+    assert isinstance(info.value, TypeError)
+    assert name in message
+    assert "BoxTrace" in message  # which transformation traces it
+    assert "stop_gradient" in message and "adcore.numpy" in message  # the ways out
+    assert trace.calls == []
+    assert concrete(b + 1.0) == 3.5  # the next op works
+
+
+def test_storing_into_a_plain_array_inside_a_trace_is_reported_as_a_conversion():
+    # NumPy turns float(x)'s error into "setting an array element with a sequence"
+    # (a ValueError); closing the trace gives back the typed error, chained to NumPy's.
+    with pytest.raises(TracerConversionError, match=r"z\[i\] = x") as info:
+        with new_trace(BoxTrace) as trace:
+            np.zeros(2)[0] = Box(trace, np.float64(1.0))
+    assert isinstance(info.value.__cause__, ValueError)
+    with new_trace(BoxTrace) as trace:
+        assert concrete(Box(trace, 1.0) * 2.0) == 2.0
+
+
+def test_an_unrelated_value_error_leaves_the_trace_as_raised():
+    with pytest.raises(ValueError, match="mine"):
+        with new_trace(BoxTrace):
+            raise ValueError("mine")
+
+
+# --- the rest of the ndarray surface: implemented where an op means it, refused by name ----
+
+
+def test_round_is_the_round_op_with_derivative_zero(trace):
+    out = round(Box(trace, np.array([1.26, -0.7])), 1)
+    assert trace.calls == [("round", {"decimals": 1})]
+    np.testing.assert_array_equal(concrete(out), [1.3, -0.7])
+    assert concrete(round(Box(trace, np.float64(2.6)))) == 3.0
+    assert concrete(Box(trace, np.float64(2.6)).round()) == 3.0
+
+
+def test_copy_deepcopy_and_same_dtype_astype_are_the_value_itself(trace, box):
+    # a traced value is immutable, so it is its own copy
+    assert box.copy() is box
+    assert np.copy(box) is box
+    assert copy.copy(box) is box
+    assert copy.deepcopy([box])[0] is box
+    assert box.astype(np.float64) is box
+    assert trace.calls == []
+
+
+@pytest.mark.parametrize(
+    "flat", [lambda b: b.ravel(), lambda b: b.flatten(), np.ravel], ids=["ravel", "flatten", "np.ravel"]
+)
+def test_ravel_and_flatten_are_reshape_minus_one(trace, box, flat):
+    out = flat(box)
+    assert trace.calls == [("reshape", {"shape": (-1,)})]
+    np.testing.assert_array_equal(concrete(out), M.ravel())
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda b: b.astype(np.complex128), ComplexValueError, ["astype(complex128)", "numeric"]),
+        (lambda b: b.astype(np.float32), adcore.UnsupportedFunctionError, ["astype(float32)", "dtype"]),
+        (lambda b: b.ravel("F"), adcore.UnsupportedFunctionError, ["order='F'", "x.T.reshape(-1)"]),
+        (lambda b: b.__setitem__(0, 1.0), adcore.UnsupportedFunctionError, ["x[...] = v", "scatter_add"]),
+        (lambda b: b.__delitem__(0), adcore.UnsupportedFunctionError, ["del x", "x[mask]"]),
+        (lambda b: b.fill(0.0), adcore.UnsupportedFunctionError, ["x.fill()", "in place"]),
+        (lambda b: b.sort(), adcore.UnsupportedFunctionError, ["x.sort()", "in place"]),
+        (lambda b: b.cumsum(), adcore.UnsupportedFunctionError, ["x.cumsum()", "OpSpec"]),
+        (lambda b: b // 2.0, adcore.UnsupportedFunctionError, ["x // y", "anp.floor(x / y)"]),
+        (lambda b: 2.0 // b, adcore.UnsupportedFunctionError, ["x // y", "anp.floor(x / y)"]),
+        (lambda b: b % 2.0, adcore.UnsupportedFunctionError, ["x % y", "x - y * anp.floor(x / y)"]),
+        (lambda b: 2.0 % b, adcore.UnsupportedFunctionError, ["x % y", "x - y * anp.floor(x / y)"]),
+        (lambda b: divmod(b, 2.0), adcore.UnsupportedFunctionError, ["divmod", "anp.floor"]),
+        (lambda b: divmod(2.0, b), adcore.UnsupportedFunctionError, ["divmod", "anp.floor"]),
+    ],
+    ids=lambda v: v[0] if isinstance(v, list) else "",
+)
+def test_methods_with_no_traced_meaning_are_refused_with_the_way_out(trace, box, call, error, words):
+    with pytest.raises(error) as info:
+        call(box)
+    assert all(w in str(info.value) for w in words), str(info.value)
+    assert trace.calls == []
+    np.testing.assert_array_equal(concrete(box * 1.0), M)  # the next op works
+
+
+def test_ndarray_methods_exist_as_on_an_ndarray_and_other_names_do_not(box):
+    assert hasattr(box, "sort") and hasattr(box, "cumsum")
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        box.no_such_thing  # noqa: B018
+
+
+def test_len_of_a_0d_tracer_is_a_typed_type_error(trace):
+    with pytest.raises(adcore.UnsupportedFunctionError, match="0-d"):
+        len(Box(trace, np.float64(1.0)))
+    with pytest.raises(TypeError, match="0-d"):
+        list(Box(trace, np.float64(1.0)))
+
+
+def test_membership_and_format_read_the_number_without_a_derivative(trace, box):
+    assert 5.0 in box and 7.0 not in box  # as for an ndarray: (x == v).any()
+    assert f"{Box(trace, np.float64(2.5)):.2f}" == "2.50"
+    assert f"{box}" == repr(box)
+    assert trace.calls == []
 
 
 def test_repr_names_the_class_and_value(trace):
@@ -255,9 +382,9 @@ def test_unsupported_numpy_function_is_named(box):
 
 
 def test_unsupported_ufunc_keyword_is_named(box):
-    message = _unsupported_message(lambda: np.sin(box, out=np.empty((2, 3))))
+    message = _unsupported_message(lambda: np.sin(box, dtype=np.float64))
     assert "numpy.sin" in message
-    assert "out" in message
+    assert "dtype" in message
 
 
 def test_unsupported_ufunc_method_is_named(box):
