@@ -19,6 +19,11 @@ Conventions, as in torch.optim unless a class docstring says otherwise:
   read at every step: assigning `opt.param_groups[0]["lr"]` is the one way to change the
   learning rate (or any hyperparameter) mid-run. There is a single group (no per-group
   hyperparameters), and it holds hyperparameters only, not the parameters.
+- Each hyperparameter must be a finite real number (or a pair of them) in its range, and is
+  checked wherever it can come in: at construction, at every `step` (a value assigned into
+  `param_groups` since) and in `load_state_dict`. A wrong type (lr="0.1") is an
+  InvalidInputError (a TypeError), a wrong value (lr=inf, nan, -1) an InvalidValueError (a
+  ValueError); both name the optimizer and the hyperparameter, and nothing has changed.
 - `weight_decay` λ is L2 regularisation added to the gradient, g ← g + λw, before the update.
 - `state_dict()` is {"optimizer": name, "step": t, "param_groups": [hyperparameters],
   "state": [{state name: array}, one dict per parameter]}, holding copies (unlike torch's
@@ -34,13 +39,30 @@ Conventions, as in torch.optim unless a class docstring says otherwise:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from adcore.errors import InvalidInputError, InvalidValueError
+
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class Bound(NamedTuple):
+    """What one hyperparameter may be: a finite real number (or a pair of them) that `ok` accepts."""
+
+    ok: Callable[..., bool]  # called with the number, or with the pair's two numbers
+    says: str  # completes "lr must be ..."
+    pair: bool = False
+
+
+AT_LEAST_0 = Bound(lambda v: v >= 0, ">= 0")
+IN_0_1 = Bound(lambda v: 0 <= v <= 1, "in [0, 1]")
+BETAS = Bound(lambda b1, b2: 0 <= b1 < 1 and 0 <= b2 < 1, "a pair (beta1, beta2), each in [0, 1)", pair=True)
+ETAS = Bound(lambda lo, hi: 0 < lo < 1 < hi, "a pair (eta-, eta+) with 0 < eta- < 1 < eta+", pair=True)
+STEP_SIZES = Bound(lambda lo, hi: 0 <= lo <= hi, "a pair (min, max) with 0 <= min <= max", pair=True)
 
 
 def _kernels() -> ModuleType:
@@ -53,16 +75,19 @@ def _kernels() -> ModuleType:
 class Optimizer:
     """What the nine share: checked parameters, per-parameter state arrays, a step count.
 
-    A subclass sets `name` (its registered name), `state_names` (its state arrays, each
-    the shape and dtype of its parameter, starting at zero) and `_update`, which calls its
-    kernel on one parameter.
+    A subclass sets `name` (its registered name), `bounds` (its hyperparameters and what
+    each may be), `state_names` (its state arrays, each the shape and dtype of its
+    parameter, starting at zero) and `_update`, which calls its kernel on one parameter.
     """
 
     name: ClassVar[str]
+    bounds: ClassVar[dict[str, Bound]]
     state_names: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: Iterable[np.ndarray], **hyper: Any) -> None:
-        self.params: list[np.ndarray] = _checked_params(params, type(self).__name__)
+        me = type(self).__name__
+        hyper = _checked_group(hyper, self.bounds, me, "{}")
+        self.params: list[np.ndarray] = _checked_params(params, me)
         self.param_groups: list[dict[str, Any]] = [hyper]
         self.state: list[dict[str, np.ndarray]] = [
             {name: np.zeros_like(p) for name in self.state_names} for p in self.params
@@ -72,9 +97,9 @@ class Optimizer:
     def step(self, grads: Sequence[np.ndarray]) -> None:
         """Update every parameter in place with its gradient (`grads[i]` for `params[i]`)."""
         grads = self._checked_grads(grads)
+        hyper = self._checked_param_groups(self.param_groups, f"{type(self).__name__}.step")
         kernels = _kernels()
         self.step_count += 1
-        hyper = self.param_groups[0]
         for p, g, state in zip(self.params, grads, self.state):
             flat_state = [state[name].reshape(-1) for name in self.state_names]
             with kernels.threads_for(p.size):
@@ -97,72 +122,81 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Continue from a `state_dict()` of the same optimizer over parameters of the same shapes."""
-        self._check_state_dict(state_dict)
+        hyper = self._check_state_dict(state_dict)
         for mine, saved in zip(self.state, state_dict["state"]):
             for name in self.state_names:
                 np.copyto(mine[name], saved[name])
         group = self.param_groups[0]  # updated in place: a reference to it stays valid
         group.clear()
-        group.update(state_dict["param_groups"][0])
+        group.update(hyper)
         self.step_count = int(state_dict["step"])
 
-    def _check_state_dict(self, state_dict: dict[str, Any]) -> None:
-        me = type(self).__name__
+    def _checked_param_groups(self, groups: Any, where: str) -> dict[str, Any]:
+        """The one group's hyperparameters, checked (pairs as tuples); raises naming the bad one."""
+        if not (isinstance(groups, list) and len(groups) == 1 and isinstance(groups[0], dict)):
+            raise InvalidInputError(
+                f"{where}: param_groups must be a list of one dict of hyperparameters, got {groups!r}"
+            )
+        return _checked_group(groups[0], self.bounds, where, "param_groups[0][{!r}]")
+
+    def _check_state_dict(self, state_dict: dict[str, Any]) -> dict[str, Any]:
+        """Raises unless `state_dict` can be loaded whole; returns its checked hyperparameters."""
+        me = f"{type(self).__name__}.load_state_dict"
         keys = {"optimizer", "step", "param_groups", "state"}
         if not isinstance(state_dict, dict) or set(state_dict) != keys:
             got = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
-            raise ValueError(f"{me}.load_state_dict: expected a dict with keys {sorted(keys)}, got {got}")
+            raise InvalidValueError(f"{me}: expected a dict with keys {sorted(keys)}, got {got}")
         if state_dict["optimizer"] != self.name:
-            raise ValueError(
-                f"{me}.load_state_dict: this is the state of optimizer {state_dict['optimizer']!r}, "
-                f"not {self.name!r}"
+            raise InvalidValueError(
+                f"{me}: this is the state of optimizer {state_dict['optimizer']!r}, not {self.name!r}"
             )
         step = state_dict["step"]
-        if not isinstance(step, int | np.integer) or step < 0:
-            raise ValueError(f"{me}.load_state_dict: step must be an int >= 0, got {step!r}")
-        groups = state_dict["param_groups"]
-        if not (isinstance(groups, list) and len(groups) == 1 and isinstance(groups[0], dict)):
-            raise ValueError(f"{me}.load_state_dict: param_groups must be a list of one dict, got {groups!r}")
-        if set(groups[0]) != set(self.param_groups[0]):
-            raise ValueError(
-                f"{me}.load_state_dict: hyperparameters {sorted(groups[0])} do not match "
-                f"this optimizer's {sorted(self.param_groups[0])}"
-            )
+        if not isinstance(step, int | np.integer) or isinstance(step, bool) or step < 0:
+            raise InvalidValueError(f"{me}: step must be an int >= 0, got {step!r}")
+        hyper = self._checked_param_groups(state_dict["param_groups"], me)
         states = state_dict["state"]
         if not isinstance(states, list) or len(states) != len(self.params):
             got = len(states) if isinstance(states, list) else type(states).__name__
-            raise ValueError(
-                f"{me}.load_state_dict: state for {got} parameters, this optimizer has {len(self.params)}"
+            raise InvalidValueError(
+                f"{me}: state for {got} parameters, this optimizer has {len(self.params)}"
             )
         for i, (p, saved) in enumerate(zip(self.params, states)):
             if not isinstance(saved, dict) or set(saved) != set(self.state_names):
                 got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
-                raise ValueError(
-                    f"{me}.load_state_dict: state of parameter {i} must have {sorted(self.state_names)}, got {got}"
+                raise InvalidValueError(
+                    f"{me}: state of parameter {i} must have {sorted(self.state_names)}, got {got}"
                 )
             for name, a in saved.items():
                 if not isinstance(a, np.ndarray) or a.shape != p.shape or a.dtype != p.dtype:
                     got = f"{a.shape} {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
-                    raise ValueError(
-                        f"{me}.load_state_dict: state {name!r} of parameter {i} is {got}; "
+                    raise InvalidValueError(
+                        f"{me}: state {name!r} of parameter {i} is {got}; "
                         f"expected {p.shape} {p.dtype}, the shape and dtype of the parameter"
                     )
+                if not np.isfinite(a).all():  # it would turn the parameter into nan at the next step
+                    raise InvalidValueError(
+                        f"{me}: state {name!r} of parameter {i} holds {a[~np.isfinite(a)].flat[0]}; "
+                        "a state the optimizer can continue from is finite (was it saved after a diverged step?)"
+                    )
+        return hyper
 
     def _checked_grads(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The gradients, C-contiguous; raises, naming the first wrong one, before any update."""
         me = type(self).__name__
         if not isinstance(grads, list | tuple):
-            raise TypeError(
+            raise InvalidInputError(
                 f"{me}.step: grads must be a list with one array per parameter, got {type(grads).__name__}"
             )
         if len(grads) != len(self.params):
-            raise ValueError(f"{me}.step: got {len(grads)} gradients for {len(self.params)} parameters")
+            raise InvalidValueError(
+                f"{me}.step: got {len(grads)} gradients for {len(self.params)} parameters"
+            )
         checked = []
         for i, (p, g) in enumerate(zip(self.params, grads)):
             if not isinstance(g, np.ndarray):
-                raise TypeError(f"{me}.step: gradient {i} is a {type(g).__name__}, not a NumPy array")
+                raise InvalidInputError(f"{me}.step: gradient {i} is a {type(g).__name__}, not a NumPy array")
             if g.shape != p.shape or g.dtype != p.dtype:
-                raise ValueError(
+                raise InvalidValueError(
                     f"{me}.step: gradient {i} has shape {g.shape} and dtype {g.dtype}; "
                     f"parameter {i} expects shape {p.shape} and dtype {p.dtype}"
                 )
@@ -177,24 +211,26 @@ class Optimizer:
 def _checked_params(params: Iterable[np.ndarray], optimizer: str) -> list[np.ndarray]:
     """The parameters as a list, each usable in place; else an error naming the bad one."""
     if isinstance(params, np.ndarray):
-        raise TypeError(f"{optimizer}: params must be a list of arrays, e.g. {optimizer}([w]), not one array")
+        raise InvalidInputError(
+            f"{optimizer}: params must be a list of arrays, e.g. {optimizer}([w]), not one array"
+        )
     params = list(params)
     if not params:
-        raise ValueError(f"{optimizer}: got an empty parameter list")
+        raise InvalidValueError(f"{optimizer}: got an empty parameter list")
     for i, p in enumerate(params):
         if not isinstance(p, np.ndarray):
-            raise TypeError(f"{optimizer}: parameter {i} is a {type(p).__name__}, not a NumPy array")
+            raise InvalidInputError(f"{optimizer}: parameter {i} is a {type(p).__name__}, not a NumPy array")
         if p.dtype not in FLOAT_DTYPES:
-            raise TypeError(
+            raise InvalidInputError(
                 f"{optimizer}: parameter {i} has dtype {p.dtype}; only float32 and float64 are updated"
             )
         if not p.flags.c_contiguous:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{optimizer}: parameter {i} is not C-contiguous (strides {p.strides}); the optimizer updates "
                 "its parameters in place, so keep and pass np.ascontiguousarray(p) instead"
             )
         if not p.flags.writeable:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{optimizer}: parameter {i} is read-only; the optimizer updates its parameters in place"
             )
     _check_no_shared_memory(params, optimizer)
@@ -208,12 +244,54 @@ def _check_no_shared_memory(params: list[np.ndarray], optimizer: str) -> None:
     )  # C-contiguous, so each parameter is exactly [start, start + nbytes)
     for (start, size, i), (next_start, _, j) in zip(spans, spans[1:]):
         if next_start < start + size:
-            raise ValueError(f"{optimizer}: parameters {min(i, j)} and {max(i, j)} share memory")
+            raise InvalidValueError(f"{optimizer}: parameters {min(i, j)} and {max(i, j)} share memory")
 
 
-def _require(ok: bool, optimizer: str, message: str) -> None:
-    if not ok:
-        raise ValueError(f"{optimizer}: {message}")
+def _checked_group(group: dict[str, Any], bounds: dict[str, Bound], where: str, label: str) -> dict[str, Any]:
+    """`group` checked against `bounds` (every name, nothing else), pairs made tuples; `label`
+    formats a name for the message ("{}" at construction, "param_groups[0][{!r}]" after)."""
+    if set(group) != set(bounds):
+        unknown, missing = sorted(set(group) - set(bounds)), sorted(set(bounds) - set(group))
+        raise InvalidValueError(
+            f"{where}: hyperparameters {sorted(group)} do not match this optimizer's {sorted(bounds)}"
+            + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+            + (f" (missing: {', '.join(missing)})" if missing else "")
+        )
+    checked = {}
+    for name, bound in bounds.items():  # the common case, every value fine, kept cheap: it runs at each step
+        value = group[name]
+        numbers = tuple(value) if bound.pair and isinstance(value, tuple | list | np.ndarray) else (value,)
+        if not (len(numbers) == 1 + bound.pair and all(map(_is_finite_real, numbers)) and bound.ok(*numbers)):
+            _refuse(value, numbers, bound, f"{where}: {label.format(name)}", name)
+        checked[name] = numbers if bound.pair else value
+    return checked
+
+
+REAL_TYPES = (int, float, np.integer, np.floating)
+
+
+def _is_finite_real(v: Any) -> bool:
+    return isinstance(v, REAL_TYPES) and type(v) is not bool and math.isfinite(v)
+
+
+def _refuse(value: Any, numbers: tuple, bound: Bound, what: str, name: str) -> None:
+    """Raise the error that says why `value` is not a hyperparameter `bound` accepts."""
+    if len(numbers) != 1 + bound.pair or not all(
+        isinstance(v, REAL_TYPES) and type(v) is not bool for v in numbers
+    ):
+        kind = "a pair of real numbers" if bound.pair else "a real number"
+        hint = f" (write {name}={float(value)!r}, a number, not a string)" if _is_number_text(value) else ""
+        raise InvalidInputError(f"{what} must be {kind}, got {type(value).__name__} {value!r}{hint}")
+    if not all(math.isfinite(v) for v in numbers):
+        raise InvalidValueError(f"{what} must be finite, got {value!r}")
+    raise InvalidValueError(f"{what} must be {bound.says}, got {value!r}")
+
+
+def _is_number_text(v: Any) -> bool:
+    try:
+        return isinstance(v, str) and math.isfinite(float(v))
+    except ValueError:
+        return False
 
 
 # ----------------------------------------------------------------------------- SGD and momentum
@@ -224,10 +302,9 @@ class SGD(Optimizer):
     """
 
     name = "sgd"
+    bounds = {"lr": AT_LEAST_0, "weight_decay": AT_LEAST_0}
 
     def __init__(self, params: Iterable[np.ndarray], lr: float = 1e-3, weight_decay: float = 0.0) -> None:
-        _require(lr >= 0, "SGD", f"lr must be >= 0, got {lr}")
-        _require(weight_decay >= 0, "SGD", f"weight_decay must be >= 0, got {weight_decay}")
         super().__init__(params, lr=lr, weight_decay=weight_decay)
 
     def _update(self, kernels, p, g, *, hyper, f):
@@ -253,15 +330,12 @@ class Momentum(Optimizer):
     """
 
     name = "momentum"
+    bounds = {"lr": AT_LEAST_0, "momentum": IN_0_1, "weight_decay": AT_LEAST_0}
     state_names = ("delta",)
 
     def __init__(
         self, params: Iterable[np.ndarray], lr: float = 1e-3, momentum: float = 0.9, weight_decay: float = 0.0
     ) -> None:
-        me = type(self).__name__
-        _require(lr >= 0, me, f"lr must be >= 0, got {lr}")
-        _require(0 <= momentum <= 1, me, f"momentum must be in [0, 1], got {momentum}")
-        _require(weight_decay >= 0, me, f"weight_decay must be >= 0, got {weight_decay}")
         super().__init__(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
 
     def _update(self, kernels, p, g, delta, *, hyper, f):
@@ -307,6 +381,7 @@ class Rprop(Optimizer):
     """
 
     name = "rprop"
+    bounds = {"lr": AT_LEAST_0, "etas": ETAS, "step_sizes": STEP_SIZES}
     state_names = ("previous", "step_size")
 
     def __init__(
@@ -316,13 +391,7 @@ class Rprop(Optimizer):
         etas: tuple[float, float] = (0.5, 1.2),
         step_sizes: tuple[float, float] = (1e-6, 50.0),
     ) -> None:
-        (eta_minus, eta_plus), (step_min, step_max) = etas, step_sizes
-        _require(lr >= 0, "Rprop", f"lr must be >= 0, got {lr}")
-        _require(0 < eta_minus < 1 < eta_plus, "Rprop", f"etas must satisfy 0 < eta- < 1 < eta+, got {etas}")
-        _require(
-            0 <= step_min <= step_max, "Rprop", f"step_sizes must satisfy 0 <= min <= max, got {step_sizes}"
-        )
-        super().__init__(params, lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes))
+        super().__init__(params, lr=lr, etas=etas, step_sizes=step_sizes)
         for state in self.state:
             state["step_size"].fill(lr)
 
@@ -345,6 +414,7 @@ class RMSprop(Optimizer):
     """
 
     name = "rmsprop"
+    bounds = {"lr": AT_LEAST_0, "alpha": IN_0_1, "eps": AT_LEAST_0, "weight_decay": AT_LEAST_0}
     state_names = ("mean_square",)
 
     def __init__(
@@ -355,10 +425,6 @@ class RMSprop(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        _require(lr >= 0, "RMSprop", f"lr must be >= 0, got {lr}")
-        _require(0 <= alpha <= 1, "RMSprop", f"alpha must be in [0, 1], got {alpha}")
-        _require(eps >= 0, "RMSprop", f"eps must be >= 0, got {eps}")
-        _require(weight_decay >= 0, "RMSprop", f"weight_decay must be >= 0, got {weight_decay}")
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay)
 
     def _update(self, kernels, p, g, mean_square, *, hyper, f):
@@ -387,14 +453,12 @@ class Adagrad(Optimizer):
     """
 
     name = "adagrad"
+    bounds = {"lr": AT_LEAST_0, "eps": AT_LEAST_0, "weight_decay": AT_LEAST_0}
     state_names = ("sum_square",)
 
     def __init__(
         self, params: Iterable[np.ndarray], lr: float = 1e-2, eps: float = 1e-10, weight_decay: float = 0.0
     ) -> None:
-        _require(lr >= 0, "Adagrad", f"lr must be >= 0, got {lr}")
-        _require(eps >= 0, "Adagrad", f"eps must be >= 0, got {eps}")
-        _require(weight_decay >= 0, "Adagrad", f"weight_decay must be >= 0, got {weight_decay}")
         super().__init__(params, lr=lr, eps=eps, weight_decay=weight_decay)
 
     def _update(self, kernels, p, g, sum_square, *, hyper, f):
@@ -415,6 +479,7 @@ class Adadelta(Optimizer):
     """
 
     name = "adadelta"
+    bounds = {"lr": AT_LEAST_0, "rho": IN_0_1, "eps": AT_LEAST_0, "weight_decay": AT_LEAST_0}
     state_names = ("mean_square", "mean_square_delta")
 
     def __init__(
@@ -425,10 +490,6 @@ class Adadelta(Optimizer):
         eps: float = 1e-6,
         weight_decay: float = 0.0,
     ) -> None:
-        _require(lr >= 0, "Adadelta", f"lr must be >= 0, got {lr}")
-        _require(0 <= rho <= 1, "Adadelta", f"rho must be in [0, 1], got {rho}")
-        _require(eps >= 0, "Adadelta", f"eps must be >= 0, got {eps}")
-        _require(weight_decay >= 0, "Adadelta", f"weight_decay must be >= 0, got {weight_decay}")
         super().__init__(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
 
     def _update(self, kernels, p, g, mean_square, mean_square_delta, *, hyper, f):
@@ -446,12 +507,6 @@ class Adadelta(Optimizer):
         )
 
 
-def _check_betas(optimizer: str, betas: tuple[float, float]) -> None:
-    _require(
-        all(0 <= b < 1 for b in betas) and len(betas) == 2, optimizer, f"betas must be in [0, 1), got {betas}"
-    )
-
-
 class Adam(Optimizer):
     """Adam (seed: Adaptive Moments Estimation), t the step count starting at 1:
 
@@ -467,6 +522,7 @@ class Adam(Optimizer):
     """
 
     name = "adam"
+    bounds = {"lr": AT_LEAST_0, "betas": BETAS, "eps": AT_LEAST_0, "weight_decay": AT_LEAST_0}
     state_names = ("m", "v")
 
     def __init__(
@@ -477,11 +533,7 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        _require(lr >= 0, "Adam", f"lr must be >= 0, got {lr}")
-        _check_betas("Adam", betas)
-        _require(eps >= 0, "Adam", f"eps must be >= 0, got {eps}")
-        _require(weight_decay >= 0, "Adam", f"weight_decay must be >= 0, got {weight_decay}")
-        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
     def _update(self, kernels, p, g, m, v, *, hyper, f):
         (beta1, beta2), t = hyper["betas"], self.step_count
@@ -515,6 +567,7 @@ class Adamax(Optimizer):
     """
 
     name = "adamax"
+    bounds = {"lr": AT_LEAST_0, "betas": BETAS, "eps": AT_LEAST_0, "weight_decay": AT_LEAST_0}
     state_names = ("m", "u")
 
     def __init__(
@@ -525,11 +578,7 @@ class Adamax(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        _require(lr >= 0, "Adamax", f"lr must be >= 0, got {lr}")
-        _check_betas("Adamax", betas)
-        _require(eps >= 0, "Adamax", f"eps must be >= 0, got {eps}")
-        _require(weight_decay >= 0, "Adamax", f"weight_decay must be >= 0, got {weight_decay}")
-        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
     def _update(self, kernels, p, g, m, u, *, hyper, f):
         (beta1, beta2), t = hyper["betas"], self.step_count

@@ -13,6 +13,7 @@ from adcore_kernels import optim
 from adcore_kernels._optim_kernels import PARALLEL_FROM
 
 import adcore
+from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError
 
 NAMES = ("sgd", "momentum", "nesterov", "rprop", "rmsprop", "adagrad", "adadelta", "adam", "adamax")
 DTYPES = (np.float64, np.float32)
@@ -281,7 +282,7 @@ def test_defaults_are_torchs():
     "hyper", [dict(lr=-1.0), dict(betas=(0.9, 1.0)), dict(eps=-1e-8), dict(weight_decay=-0.1)]
 )
 def test_bad_hyperparameters_raise(hyper):
-    with pytest.raises(ValueError, match=f"Adam: {next(iter(hyper))}"):
+    with pytest.raises(InvalidValueError, match=f"Adam: {next(iter(hyper))}"):
         optim.Adam([np.zeros(3)], **hyper)
 
 
@@ -371,7 +372,7 @@ def test_loading_a_wrong_state_raises_and_changes_nothing(what):
     opt = stepped_adam()
     before = opt.state_dict()
     state_dict, message = wrong_state_dict(what)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidValueError, match=message):
         opt.load_state_dict(state_dict)
     assert_same_state(opt.state_dict(), before)
 
@@ -400,6 +401,7 @@ def test_unusable_parameters_raise_at_construction(name):
         params = [np.zeros(2), bad, base] if what == "overlapping" else [np.zeros(2), bad]
         with pytest.raises(error, match=message) as raised:
             cls(params)
+        assert isinstance(raised.value, AdcoreError), what
         assert str(raised.value).startswith(f"{cls.__name__}: "), what
         if what != "overlapping":
             assert "parameter 1 " in str(raised.value), what
@@ -432,6 +434,7 @@ def test_a_wrong_gradient_raises_and_changes_nothing(name, bad_grad, error, mess
     params_before = [p.copy() for p in opt.params]
     with pytest.raises(error, match=message) as raised:
         opt.step([np.ones((2, 3)), bad_grad])
+    assert isinstance(raised.value, AdcoreError)
     assert str(raised.value).startswith(f"{cls.__name__}.step: ")
     with pytest.raises(ValueError, match="got 1 gradients for 2 parameters"):
         opt.step([np.ones((2, 3))])
@@ -493,3 +496,131 @@ def test_a_forked_child_can_step_after_its_parent_ran_the_parallel_kernels():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# ----------------------------------------------------------------------------- hyperparameters, wherever they come in
+# (issue 15): a wrong type is an InvalidInputError (a TypeError), a wrong value an
+# InvalidValueError (a ValueError), at construction, at step (after an assignment into
+# param_groups) and in load_state_dict; the optimizer is unchanged and the next good call works.
+BAD_VALUES = [
+    ("lr", "0.1", InvalidInputError, r"lr must be a real number, got str '0.1' \(write lr=0.1"),
+    ("lr", True, InvalidInputError, "lr must be a real number, got bool"),
+    ("lr", None, InvalidInputError, "lr must be a real number, got NoneType"),
+    ("lr", float("inf"), InvalidValueError, "lr must be finite, got inf"),
+    ("lr", float("nan"), InvalidValueError, "lr must be finite, got nan"),
+    ("lr", -1e-3, InvalidValueError, "lr must be >= 0"),
+]
+PAIR_BAD_VALUES = {
+    "adam": ("betas", (0.9, float("nan")), InvalidValueError, "betas must be finite"),
+    "adamax": ("betas", 0.9, InvalidInputError, "betas must be a pair of real numbers"),
+    "rprop": ("step_sizes", (1e-6, float("inf")), InvalidValueError, "step_sizes must be finite"),
+    "momentum": ("momentum", 1.5, InvalidValueError, r"momentum must be in \[0, 1\]"),
+    "rmsprop": ("eps", "1e-8", InvalidInputError, "eps must be a real number"),
+    "adadelta": ("rho", np.nan, InvalidValueError, "rho must be finite"),
+    "adagrad": ("weight_decay", [0.1], InvalidInputError, "weight_decay must be a real number"),
+    "sgd": ("weight_decay", -np.inf, InvalidValueError, "weight_decay must be finite"),
+    "nesterov": ("lr", np.float64(np.inf), InvalidValueError, "lr must be finite"),
+}
+
+
+def bad_values(name):
+    return BAD_VALUES + [PAIR_BAD_VALUES[name]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_bad_hyperparameter_is_refused_at_construction(name):
+    cls = optim.OPTIMIZERS[name]
+    for key, value, error, message in bad_values(name):
+        with pytest.raises(error, match=f"^{cls.__name__}: {message}"):
+            cls([np.zeros(3)], **{**HYPER[name], key: value})
+    cls([np.zeros(3)], **HYPER[name]).step([np.ones(3)])  # the next good construction works
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_bad_value_assigned_into_param_groups_is_refused_at_the_next_step(name):
+    cls = optim.OPTIMIZERS[name]
+    opt, twin = cls([np.ones(4)], **HYPER[name]), cls([np.ones(4)], **HYPER[name])
+    run(opt, quadratic_like_grads, 2)
+    run(twin, quadratic_like_grads, 2)
+    for key, value, error, message in bad_values(name):
+        before, params = opt.state_dict(), [p.copy() for p in opt.params]
+        good = opt.param_groups[0][key]
+        opt.param_groups[0][key] = value
+        where = f"^{cls.__name__}.step: param_groups\\[0\\]\\['{key}'\\] "
+        with pytest.raises(error, match=where + message.removeprefix(key + " ")):
+            opt.step([np.ones(4)])
+        opt.param_groups[0][key] = good
+        assert np.array_equal(opt.params[0], params[0]) and opt.step_count == before["step"]
+        assert_same_state(opt.state_dict(), before)
+    run(opt, quadratic_like_grads, 1)  # the next good step is the one the twin takes
+    run(twin, quadratic_like_grads, 1)
+    assert np.array_equal(opt.params[0], twin.params[0])
+
+
+def test_a_misnamed_or_missing_hyperparameter_in_param_groups_is_refused():
+    opt = optim.SGD([np.ones(3)], lr=0.1)
+    opt.param_groups[0]["momentum"] = 0.9  # SGD has none: silently ignoring it would mislead
+    with pytest.raises(InvalidValueError, match=r"SGD.step: hyperparameters .* \(unknown: momentum\)"):
+        opt.step([np.ones(3)])
+    del opt.param_groups[0]["momentum"], opt.param_groups[0]["lr"]
+    with pytest.raises(InvalidValueError, match=r"\(missing: lr\)"):
+        opt.step([np.ones(3)])
+    opt.param_groups = [{"lr": 0.1, "weight_decay": 0.0}, {"lr": 0.2, "weight_decay": 0.0}]
+    with pytest.raises(InvalidInputError, match="param_groups must be a list of one dict"):
+        opt.step([np.ones(3)])
+    opt.param_groups = [{"lr": 0.5, "weight_decay": 0.0}]
+    opt.step([np.ones(3)])
+    np.testing.assert_allclose(opt.params[0], 0.5)  # 1 - 0.5 * 1
+
+
+def test_a_pair_given_as_a_list_or_array_is_stored_as_a_tuple():
+    opt = optim.Adam([np.ones(3)], betas=[0.8, 0.99])
+    assert opt.param_groups[0]["betas"] == (0.8, 0.99)
+    opt.param_groups[0]["betas"] = np.array([0.5, 0.9])
+    opt.step([np.ones(3)])  # read as the pair (0.5, 0.9)
+    np.testing.assert_allclose(opt.params[0], 1 - 1e-3, rtol=1e-6)  # Adam's first step: lr * sgn(g)
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        (
+            lambda d: d["param_groups"][0].update(lr=float("nan")),
+            InvalidValueError,
+            r"\['lr'\] must be finite",
+        ),
+        (
+            lambda d: d["param_groups"][0].update(lr="0.1"),
+            InvalidInputError,
+            r"\['lr'\] must be a real number",
+        ),
+        (
+            lambda d: d["param_groups"][0].update(betas=(0.9, 1.0)),
+            InvalidValueError,
+            r"\['betas'\] must be a pair \(beta1",
+        ),
+        (
+            lambda d: d["state"][1]["v"].__setitem__(2, np.nan),
+            InvalidValueError,
+            "state 'v' of parameter 1 holds nan",
+        ),
+        (
+            lambda d: d["state"][0]["m"].__setitem__(0, np.inf),
+            InvalidValueError,
+            "state 'm' of parameter 0 holds inf",
+        ),
+        (lambda d: d.update(step=True), InvalidValueError, "step must be an int"),
+    ],
+    ids=["nan-lr", "str-lr", "betas", "nan-state", "inf-state", "bool-step"],
+)
+def test_a_bad_value_in_a_state_dict_is_refused_and_changes_nothing(change, error, message):
+    opt = stepped_adam()
+    before = opt.state_dict()
+    saved = stepped_adam().state_dict()
+    change(saved)
+    with pytest.raises(error, match=message):
+        opt.load_state_dict(saved)
+    assert_same_state(opt.state_dict(), before)
+    opt.load_state_dict(stepped_adam().state_dict())  # the next good load works
+    run(opt, quadratic_like_grads, 1)
+    assert all(np.isfinite(p).all() for p in opt.params)
