@@ -14,7 +14,7 @@ from adcore.backend import Backend, check_output
 from adcore.errors import InvalidInputError, InvalidOutputError
 from adcore.tracer import Tracer
 from adcore_numeric.differences import SIGNS, Extrapolation, quotient, second_step_error
-from adcore_numeric.points import Along, Basis, evaluate, first_nonfinite
+from adcore_numeric.points import Along, Basis, evaluate, first_nonfinite, fresh
 from adcore_numeric.steps import (
     METHODS,
     RICHARDSON_RATIO,
@@ -24,6 +24,7 @@ from adcore_numeric.steps import (
     richardson_levels,
     user_step,
 )
+from adcore_numeric.verification import SEED, check_complex_step, direction, noise_level
 
 
 class NumericBackend(Backend):
@@ -100,7 +101,12 @@ class NumericBackend(Backend):
 
         center = np.asarray(value, dtype=np.float64).reshape(-1)
         run = _Runner(f, args, Along(tangents), method, vectorized, executor)
-        d, _ = _columns(run, steps, np.array([size]), center, eps, want_error=False)
+        checked = method == "complex"
+        d, err = _columns(run, steps, np.array([size]), center, eps, want_error=checked)
+        if checked:  # the same direction at central's step, x ± h·t, where |x·f'| is about size/length·|d|
+            h = relative_step("central", eps) * size / length
+            central = _central_along(f, args, eps, h, size / length, vectorized, executor)
+            check_complex_step(central, tangents, (d.reshape(-1),), (err.reshape(-1),))
         return value, d.reshape(np.shape(value))
 
 
@@ -122,7 +128,10 @@ def _derivatives(
     if need_value or method in ("forward", "backward") or any(np.size(args[i]) == 0 for i in argnums):
         value = _value(f, args, scalar_output)
     center = None if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
-    jacobians, errors = [], []
+    where = dict(vectorized=vectorized, executor=executor)
+    jacobians, errors, slopes, slope_errors = [], [], [], []
+    tangents = [None] * len(args)  # the complex step's check moves every argnum along a random direction
+    rng = np.random.default_rng(SEED)
     for i, given in zip(argnums, steps_per_arg):
         x = np.asarray(args[i])
         if x.size == 0:
@@ -135,13 +144,39 @@ def _derivatives(
         def steps(scale: float, flat=flat, h=h) -> np.ndarray:
             return h * scale if method == "complex" or scale == 1 else representable(flat, h * scale)
 
+        eps = float(np.finfo(x.dtype).eps)
+        # f's own noise widens the error bars only, so asking for them never changes the derivative
+        floor = noise_level(f, args, i, eps, **where) if return_error and method != "complex" else 0.0
         run = _Runner(f, args, Basis(i), method, vectorized, executor, scalar_output)
-        d, err = _columns(run, steps, np.abs(flat), center, float(np.finfo(x.dtype).eps), return_error)
+        want_error = return_error or method == "complex"
+        d, err = _columns(run, steps, np.abs(flat), center, eps, want_error, floor)
         out_shape = d.shape[1:]
+        if method == "complex":
+            tangents[i] = t = direction(x, rng)
+            slopes.append(d.reshape(len(flat), -1).T @ t.reshape(-1).astype(np.float64))
+            slope_errors.append(err.reshape(len(flat), -1).T @ np.abs(t.reshape(-1)).astype(np.float64))
         jacobians.append(np.moveaxis(d, 0, -1).reshape(out_shape + x.shape))
         if return_error:
             errors.append(np.moveaxis(err, 0, -1).reshape(out_shape + x.shape))
+    if slopes:
+        eps = max(float(np.finfo(np.asarray(args[i]).dtype).eps) for i in argnums)
+        # the directions are on x's scale, so |x·f'| is about the directional derivative itself
+        central = _central_along(f, args, eps, relative_step("central", eps), 1.0, vectorized, executor)
+        check_complex_step(central, tuple(tangents), tuple(slopes), tuple(slope_errors))
     return (value, tuple(jacobians), tuple(errors)) if return_error else (value, tuple(jacobians))
+
+
+def _central_along(f, args, eps, step, size, vectorized, executor) -> Callable[[tuple], tuple]:
+    """The derivative along some tangents by a central difference (x ± tangent·step) and its
+    error estimate; `size` is |x| over |tangent|, for the round-off model's |x·f'|."""
+
+    def central(tangents: tuple) -> tuple[np.ndarray, np.ndarray]:
+        run = _Runner(f, args, Along(tangents), "central", vectorized, executor)
+        steps = lambda scale: np.array([step * scale])  # noqa: E731
+        d, err = _columns(run, steps, np.array([size]), None, eps, want_error=True)
+        return d.reshape(-1), err.reshape(-1)
+
+    return central
 
 
 class _Runner:
@@ -194,9 +229,11 @@ def _columns(
     center: np.ndarray | None,
     eps: float,
     want_error: bool,
+    floor: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The derivative along every column (one per entry of `size`, the |x| it moves), shape
-    (columns,) + f's output shape, and its estimated error if wanted."""
+    (columns,) + f's output shape, and its estimated error if wanted; `floor` is f's measured
+    noise per value (verification.noise_level), added to the round-off model."""
     method, ncols = run.method, len(size)
     size = size[:, None]
     everything = np.arange(ncols)
@@ -205,12 +242,12 @@ def _columns(
         levels = [h] + ([steps(2.0)] if want_error and method != "complex" else [])
         values = run(levels, everything)
         run.raise_if_not_finite(values[0], h)
-        d, noise = quotient(method, values[0], h[:, None], center, eps, size)
+        d, noise = quotient(method, values[0], h[:, None], center, eps, size, floor)
         error = None
         if want_error:
             error = noise
             if method != "complex":
-                d2, _ = quotient(method, values[1], levels[1][:, None], center, eps, size)
+                d2, _ = quotient(method, values[1], levels[1][:, None], center, eps, size, floor)
                 error = second_step_error(method, d, noise, d2, h[:, None], levels[1][:, None])
         shape = (ncols,) + run.out_shape
         return d.reshape(shape), None if error is None else error.reshape(shape)
@@ -254,12 +291,12 @@ def _columns(
             "steps tried; move x inside f's domain"
         )
     shape = (ncols,) + run.out_shape
-    return table.value.reshape(shape), table.error.reshape(shape)
+    return table.value.reshape(shape), table.with_noise(floor).reshape(shape)
 
 
 def _value(f: Callable[..., Any], args: tuple, scalar: bool) -> Any:
     """f(*args), checked as every backend checks it."""
-    value = f(*args)
+    value = f(*fresh(args))
     check_output(value, "numeric", scalar)
     flat = np.ravel(value)
     if not np.all(np.isfinite(flat)):

@@ -23,17 +23,25 @@ SIGNS = {
 
 ROUNDINGS = 2  # how many roundings of ε·(|f| + |x·f'|) each value of f is taken to carry
 COMPLEX_ROUNDING = 2  # the complex step is exact but for a few roundings of f' itself
+TRUNCATION_SAFETY = 3.0  # the measured truncation of a one-level estimate, times this
 
 
 def quotient(
-    method: str, values: np.ndarray, h: np.ndarray, center: np.ndarray | None, eps: float, size: np.ndarray
+    method: str,
+    values: np.ndarray,
+    h: np.ndarray,
+    center: np.ndarray | None,
+    eps: float,
+    size: np.ndarray,
+    floor: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The difference quotient and its round-off bound, from values of shape (..., len(SIGNS), M)
     with one step h and one |x| (`size`) of shape (..., 1) per quotient; `center` is f(x) for
     one-sided methods.
 
     Each value of f is taken to be off by ROUNDINGS·ε·(|f| + |x·f'|): a few roundings of the
-    result, and the roundings of x inside f (sin(3x) rounds 3x), which f amplifies by its slope.
+    result, and the roundings of x inside f (sin(3x) rounds 3x), which f amplifies by its slope;
+    plus `floor`, f's measured noise per value of each output (0 when not measured).
     """
     eps = ROUNDINGS * eps
     if method == "complex":
@@ -46,15 +54,20 @@ def quotient(
     else:  # central and each level of richardson
         plus, minus, width = values[..., 0, :], values[..., 1, :], 2 * h
     d = (plus - minus) / width
-    return d, eps * (np.abs(plus) + np.abs(minus) + 2 * size * np.abs(d)) / width
+    slope = size * np.abs(d)  # each value is off by the larger of the model's bound and the measured noise
+    return d, (
+        np.maximum(eps * (np.abs(plus) + slope), floor) + np.maximum(eps * (np.abs(minus) + slope), floor)
+    ) / width
 
 
 def second_step_error(
     method: str, d: np.ndarray, noise: np.ndarray, d2: np.ndarray, h: np.ndarray, h2: np.ndarray
 ) -> np.ndarray:
     """The error of d (step h) from the quotient d2 at a larger step h2: the truncation
-    term c·h^p is (d2 − d) / ((h2/h)^p − 1), as in one step of Richardson extrapolation."""
-    truncation = np.abs(d2 - d) / ((h2 / h) ** ORDER[method] - 1)
+    term c·h^p is (d2 − d) / ((h2/h)^p − 1), as in one step of Richardson extrapolation, if
+    both steps are small enough for c·h^p to be all there is; TRUNCATION_SAFETY allows for
+    the next term (float32 softmax at 1e3, stepped by 1.6, is off by 1.6 times that)."""
+    truncation = TRUNCATION_SAFETY * np.abs(d2 - d) / ((h2 / h) ** ORDER[method] - 1)
     return _finite_or_inf(truncation + noise)
 
 
@@ -68,26 +81,33 @@ class Extrapolation:
     its truncation error is estimated by how far it moved from T[j-1][k+1], its round-off
     by pushing each level's bound through the extrapolation weights. A level where f was
     not finite (nan) gives no candidates.
+
+    Alongside, `spread` is what a noise of 1 per value of f becomes in each chosen candidate
+    (the same weights on the quotients' 1/h), so that f's measured noise (`with_noise`) can
+    be added to the error bar without changing which candidate is chosen.
     """
 
     def __init__(self) -> None:
         self.levels = 0
-        self.value = self.truncation = self.noise = self.error = self.newest = np.empty(0)
+        self.value = self.truncation = self.noise = self.error = self.newest = self.spread = np.empty(0)
         self._steps: list[np.ndarray] = []
         self._diagonal: list[np.ndarray] = []  # T[j][newest - j] for j = 0..newest, and their
-        self._rounding: list[np.ndarray] = []  # round-off: all the next level needs
+        self._rounding: list[np.ndarray] = []  # round-off, and the same for a noise of 1:
+        self._unit: list[np.ndarray] = []  # all the next level needs
 
     def add(self, d: np.ndarray, noise: np.ndarray, h: np.ndarray) -> None:
         if not self.levels:
             self.value = np.full(d.shape, np.nan)
             self.truncation, self.noise, self.error = (np.full(d.shape, np.inf) for _ in range(3))
             self.newest = np.zeros(d.shape, dtype=int)  # the smallest-step level the best candidate uses
-        diagonal, rounding = [d], [noise]
+            self.spread = np.zeros(d.shape)
+        diagonal, rounding, unit = [d], [noise], [np.broadcast_to(1 / h, d.shape)]
         with np.errstate(all="ignore"):
             for j in range(1, self.levels + 1):
                 q = (self._steps[-j] / h) ** 2 - 1
                 diagonal.append(diagonal[-1] + (diagonal[-1] - self._diagonal[j - 1]) / q)
                 rounding.append(rounding[-1] * (1 + 1 / q) + self._rounding[j - 1] / q)
+                unit.append(unit[-1] * (1 + 1 / q) + self._unit[j - 1] / q)
                 truncation = np.abs(diagonal[-1] - diagonal[-2])
                 error = _finite_or_inf(truncation + rounding[-1])
                 better = error < self.error
@@ -95,10 +115,15 @@ class Extrapolation:
                 self.truncation[better] = truncation[better]
                 self.noise[better] = rounding[-1][better]
                 self.error[better] = error[better]
+                self.spread[better] = unit[-1][better]
                 self.newest[better] = self.levels
         self._steps.append(h)
-        self._diagonal, self._rounding = diagonal, rounding
+        self._diagonal, self._rounding, self._unit = diagonal, rounding, unit
         self.levels += 1
+
+    def with_noise(self, floor: np.ndarray | float) -> np.ndarray:
+        """The error bars, with f's measured noise per value (`floor`, per output) added."""
+        return self.error + self.spread * floor
 
     def converged(self) -> np.ndarray:
         """Per entry: the truncation estimate is below round-off, so smaller steps, which

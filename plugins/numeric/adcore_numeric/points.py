@@ -45,7 +45,7 @@ class Basis:
         for column, offset in zip(columns.tolist(), offsets.tolist()):
             moved = flat.copy() if dtype == x.dtype else flat.astype(dtype)  # complex for the complex step
             moved[column] = numbers[column] + offset
-            yield before + (moved if x.ndim == 1 else moved.reshape(x.shape),) + after
+            yield fresh(before) + (moved if x.ndim == 1 else moved.reshape(x.shape),) + fresh(after)
 
     def batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
         """The arguments at every point at once, on a new leading axis of the moved one."""
@@ -54,7 +54,7 @@ class Basis:
         batch = np.repeat(x[None].astype(dtype), len(columns), axis=0)
         rows = batch.reshape(len(columns), -1)
         rows[np.arange(len(columns)), columns] = x.ravel()[columns] + offsets.astype(dtype)
-        return args[: self.argnum] + (batch,) + args[self.argnum + 1 :]
+        return fresh(args[: self.argnum]) + (batch,) + fresh(args[self.argnum + 1 :])
 
     def describe(self, args: tuple, column: int, offset: Any) -> str:
         x = args[self.argnum]
@@ -64,17 +64,21 @@ class Basis:
 
 @dataclass(frozen=True)
 class Along:
-    """One column: every argument moved by offset · its tangent (a directional derivative)."""
+    """One column: every argument moved by offset · its tangent (a directional derivative);
+    an argument whose tangent is None stays where it is (and, with vectorized=True, unbatched)."""
 
     tangents: tuple
 
     def each(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> Iterator[tuple]:
         for offset in offsets.tolist():
-            yield tuple(x + offset * t for x, t in zip(args, self.tangents))
+            yield tuple(fresh((x,))[0] if t is None else x + offset * t for x, t in zip(args, self.tangents))
 
     def batch(self, args: tuple, columns: np.ndarray, offsets: np.ndarray) -> tuple:
         return tuple(
-            x[None] + offsets.astype(_moved_dtype(x, offsets)).reshape((-1,) + (1,) * np.ndim(x)) * t[None]
+            fresh((x,))[0]
+            if t is None
+            else x[None]
+            + offsets.astype(_moved_dtype(x, offsets)).reshape((-1,) + (1,) * np.ndim(x)) * t[None]
             for x, t in zip(args, self.tangents)
         )
 
@@ -83,6 +87,12 @@ class Along:
 
 
 Direction = Basis | Along
+
+
+def fresh(args: tuple) -> tuple:
+    """The arguments with every array copied: an f that writes into its input (x *= 2) must
+    neither see another point's writes nor change the caller's array."""
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
 def evaluate(

@@ -49,8 +49,9 @@ def test_issue_function_at_one_and_a_half(method, tolerance, evaluations):
     f = Counted(issue_function)
     d = derivative(f, method)(1.5)
     assert abs(d - EXACT) <= tolerance
-    # differentiate needs no f(x) for central, richardson and complex; one-sided methods do
-    assert f.calls <= evaluations + (method in ("forward", "backward"))
+    # differentiate needs no f(x) for central, richardson and complex; one-sided methods do; the
+    # complex step is checked by a central difference at two steps along a random direction
+    assert f.calls <= evaluations + (method in ("forward", "backward")) + 4 * (method == "complex")
 
 
 @pytest.mark.parametrize("method", ["central", "richardson", "complex", "forward", "backward"])
@@ -92,8 +93,9 @@ def test_rosenbrock_100_richardson_relative_error():
     exact = rosenbrock_gradient(X100)
     assert relative_error(g, exact) <= 1e-12
     assert np.all(np.abs(g - exact) <= error)
-    # a quartic in each variable: one extrapolation is exact, so three steps settle every column
-    assert f.calls == 100 * 3 * 2
+    # a quartic in each variable: one extrapolation is exact, so three steps settle every column;
+    # the error bars add one measurement of f's noise, 7 points per call (verification.PROBE)
+    assert f.calls == 100 * 3 * 2 + 7
 
 
 def test_rosenbrock_100_central_and_complex():

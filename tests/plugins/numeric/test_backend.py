@@ -114,7 +114,8 @@ def test_jvp_is_one_directional_difference(method):
     out, tangent = adcore.jvp(f, (x, y), (v, w), backend="numeric", method=method)
     expected = adcore.jvp(f, (x, y), (v, w), backend="forward")[1]
     np.testing.assert_allclose(tangent, expected, atol={"central": 1e-9}.get(method, 1e-13))
-    assert len(calls) <= 1 + (2 if method == "central" else 1 if method == "complex" else 30) + 1
+    # f(x), the differences, one spare; the complex step's check adds a central difference at two steps
+    assert len(calls) <= 1 + (2 if method == "central" else 1 + 4 if method == "complex" else 30) + 1
     np.testing.assert_array_equal(out, f(x, y))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from adcore_numeric.differences import Extrapolation, quotient, second_step_error
+from adcore_numeric.differences import TRUNCATION_SAFETY, Extrapolation, quotient, second_step_error
 
 EPS = np.finfo(np.float64).eps
 
@@ -73,10 +73,19 @@ def test_nothing_finite_gives_an_infinite_error():
     assert table.error[0, 0] == np.inf and not table.converged()[0, 0]
 
 
-def test_second_step_error_is_the_richardson_correction():
-    # d(h) = 1 + h²: the error of d(h) is h², found from d at 2h
+def test_second_step_error_is_the_richardson_correction_times_its_safety():
+    # d(h) = 1 + h²: the error of d(h) is h², found from d at 2h, then widened by
+    # TRUNCATION_SAFETY for the terms beyond h² that two steps cannot see
     h, h2 = np.array([0.1]), np.array([0.2])
     error = second_step_error("central", 1 + h**2, np.zeros(1), 1 + h2**2, h, h2)
-    np.testing.assert_allclose(error, h**2, rtol=1e-12)
+    np.testing.assert_allclose(error, TRUNCATION_SAFETY * h**2, rtol=1e-12)
     error = second_step_error("forward", 1 + h, np.zeros(1), 1 + h2, h, h2)
-    np.testing.assert_allclose(error, h, rtol=1e-12)
+    np.testing.assert_allclose(error, TRUNCATION_SAFETY * h, rtol=1e-12)
+
+
+def test_second_step_error_bounds_a_step_beyond_the_h_squared_regime():
+    # float32 softmax at 1e3 is stepped by 1.6: p(t) = e^t / (e^t + 2) at t = 0, p'(0) = 2/9
+    p = lambda t: np.exp(t) / (np.exp(t) + 2)  # noqa: E731
+    h, h2 = np.array([1.6]), np.array([3.2])
+    d, d2 = (p(h) - p(-h)) / (2 * h), (p(h2) - p(-h2)) / (2 * h2)
+    assert abs(d - 2 / 9) <= second_step_error("central", d, np.zeros(1), d2, h, h2)

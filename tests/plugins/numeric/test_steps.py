@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from adcore_numeric.steps import RICHARDSON_FIRST, first_step, relative_step, representable, richardson_levels
+from adcore_numeric.steps import (
+    RICHARDSON_FIRST,
+    RICHARDSON_KNEE,
+    first_step,
+    relative_step,
+    representable,
+    richardson_levels,
+)
 
 from adcore import InvalidInputError
 
@@ -23,11 +30,22 @@ X = np.array([0.0, 1e-3, 0.5, 1.0, 3.0, -250.0, 1e8])
     ],
 )
 def test_default_steps_are_relative_to_max_abs_x_and_one(method, relative):
-    h = first_step(X, method)
+    x = X[np.abs(X) <= RICHARDSON_KNEE] if method == "richardson" else X
+    h = first_step(x, method)
     np.testing.assert_allclose(
-        h, relative * np.maximum(np.abs(X), 1.0), rtol=1e-6 if method != "complex" else 0
+        h, relative * np.maximum(np.abs(x), 1.0), rtol=1e-6 if method != "complex" else 0
     )
     assert relative == relative_step(method, EPS64)
+
+
+def test_richardson_first_step_grows_with_log_x_beyond_the_knee_and_never_below_four_central_steps():
+    x = np.array([2.0, 20.0, 1e3, 1e5, 1e15])
+    h = first_step(x, "richardson")
+    scale = RICHARDSON_KNEE * (1 + np.log(x / RICHARDSON_KNEE))  # 2, 6.6, 14.4, 23.6, 70.1
+    central = 4 * relative_step("central", EPS64) * x
+    np.testing.assert_allclose(h, np.maximum(RICHARDSON_FIRST * scale, central), rtol=1e-6)
+    assert h[3] < 2  # sin at 1e5 is stepped within a third of its period, not by 6250
+    assert h[4] == pytest.approx(central[4], rel=1e-6)  # there x + 2^-4 * 70 == x: four central steps
 
 
 @pytest.mark.parametrize("method", ["central", "forward", "backward", "richardson"])

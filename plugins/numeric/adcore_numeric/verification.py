@@ -1,0 +1,100 @@
+"""Checks that keep an estimate honest at the cost of a few evaluations per call, not per column.
+
+Two ways a finite-difference estimate can be wrong while its error bar says otherwise:
+
+- **f is noisier than its dtype.** The round-off bound of `differences.quotient` takes each
+  value of f to be off by a few ε·(|f| + |x·f'|). An f that casts to float32 inside, or that
+  rounds by ε·|sum of its terms| (an FFT or winograd convolution, a sum that cancels), is
+  off by far more. `noise_level` measures it: f at seven equally spaced points along a random
+  direction, at the scale of the central step, and the high-order differences of those
+  values, which cancel f's smooth part and leave its noise (Moré and Wild's ECnoise).
+- **The complex step on an f that is not analytic.** Im f(x + ih) / h is the derivative
+  only if f is analytic; np.conj, np.vdot or a complex Cholesky (Hermitian, so conjugating)
+  give a wrong number with an error bar of a few ε. `check_complex_step` compares the
+  complex step's directional derivative along a random direction with a central difference
+  along the same direction (four real evaluations) and refuses when they disagree.
+
+Both draw their direction from a fixed seed, so a call gives the same result every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import comb
+from typing import Any
+
+import numpy as np
+
+from adcore.errors import UnreliableEstimateError
+from adcore_numeric.points import Along, evaluate
+from adcore_numeric.steps import relative_step
+
+SEED = 15  # the random directions are fixed: the same call gives the same bits
+
+# Noise: f at x + k·t for k = -3..3; the differences of order 4 to 6 of those values cancel
+# polynomials of those degrees, so at the central step's scale only f's noise is left. Each of
+# them has variance C(2k, k)·σ² for noise σ per value (ECnoise's normalisation).
+PROBE = np.arange(-3.0, 4.0)
+ORDERS = (4, 5, 6)
+# The root-mean-square over a few correlated differences estimates σ; a single value of f
+# can be off by several σ, and the estimate itself varies by a factor of about two.
+NOISE_SAFETY = 4.0
+
+# The complex step passes when it is within this many times the central difference's own
+# error estimate (truncation from a second step, plus round-off) of that difference.
+CHECK_SAFETY = 10.0
+
+
+def direction(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random direction on x's scale: each element moves by ±(1/2..1)·max(|x|, 1) per unit of
+    step, so no element is left still and each moves as its own column's step would."""
+    sign = rng.choice((-1.0, 1.0), size=x.shape)
+    return (sign * rng.uniform(0.5, 1.0, x.shape) * np.maximum(np.abs(x), 1.0)).astype(x.dtype)
+
+
+def noise_level(
+    f: Callable[..., Any], args: tuple, argnum: int, eps: float, **where: Any
+) -> np.ndarray | float:
+    """A bound on the noise of each of f's (flattened) outputs, per value, when args[argnum]
+    moves at the scale of the central step: NOISE_SAFETY·σ from ECnoise's differences.
+    0 where f was not finite (the model of `quotient` is then all there is)."""
+    x = np.asarray(args[argnum])
+    t = (direction(x, np.random.default_rng(SEED)) * relative_step("central", eps)).astype(x.dtype)
+    tangents = tuple(t if i == argnum else None for i in range(len(args)))
+    values = evaluate(f, args, Along(tangents), np.zeros(len(PROBE), dtype=int), PROBE, **where)
+    values = values.reshape(len(PROBE), -1)
+    with np.errstate(all="ignore"):
+        sigma = np.max(
+            [np.sqrt(np.mean(np.diff(values, n=k, axis=0) ** 2, axis=0) / comb(2 * k, k)) for k in ORDERS],
+            axis=0,
+        )
+    return NOISE_SAFETY * np.where(np.isfinite(sigma), sigma, 0.0)
+
+
+def check_complex_step(
+    central: Callable[[tuple], tuple[np.ndarray, np.ndarray]],
+    tangents: tuple,
+    slopes: tuple,
+    errors: tuple,
+) -> None:
+    """Refuse a complex-step result that a central difference contradicts.
+
+    `central(tangents)` is the central difference along `tangents` (None for an argument that
+    stays) and its error estimate, flattened; `slopes` and `errors` are the complex step's
+    directional derivatives along each tangent and their error estimates (same shape).
+    """
+    difference, difference_error = central(tangents)
+    predicted = np.sum(slopes, axis=0)
+    allowed = CHECK_SAFETY * difference_error + np.sum(errors, axis=0)
+    gap = np.abs(predicted - difference)
+    if np.all(gap <= allowed):
+        return
+    k = int(np.argmax(gap - allowed))
+    raise UnreliableEstimateError(
+        "backend 'numeric' with method='complex': the complex step disagrees with a central difference "
+        f"along a random direction (output entry {k}: the complex step gives {predicted[k]:.6g}, the "
+        f"central difference {difference[k]:.6g} ± {difference_error[k]:.2g}). f is not analytic: "
+        "np.conj, np.vdot, np.abs or a complex np.linalg.cholesky/eigh (which treat complex input as "
+        "Hermitian) make Im f(x + ih)/h something other than the derivative. Use method='central' or "
+        "method='richardson' for this f."
+    )
