@@ -15,6 +15,7 @@ import numpy as np
 from adcore.backend import Backend
 from adcore.errors import InvalidInputError
 from adcore.tracer import Tracer
+from adcore_symbolic.recording import Recording, Unkeyable, recorded, value_key
 
 # The size guard: the most sympy nodes one traced expression may have (its tree, shared
 # parts counted each time), and the most symbols a full trace may make. The logistic map's
@@ -25,13 +26,16 @@ DEFAULT_MAX_NODES = 100_000
 class SymbolicBackend(Backend):
     """Exact derivatives: f is traced with sympy symbols, differentiated by the chain rule
     through its common subexpressions, and compiled to NumPy once per function and argument
-    shapes and dtypes. Option `max_nodes`: the size guard on the traced expressions."""
+    shapes and dtypes, reused while f does what it did then. Option `max_nodes`: the size
+    guard on the traced expressions."""
 
     name = "symbolic"
     kinds = ("sympy",)
 
     def __init__(self) -> None:
+        # f -> {key: (recording, derivation)}: the derivation, and what f did when traced
         self._cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.derivations = 0  # how many times f was traced and compiled (tests count hits by it)
 
     def value_and_jacobian(
         self,
@@ -52,7 +56,9 @@ class SymbolicBackend(Backend):
         ).evaluate(args)
 
     def derivation(self, f, args, argnums, want_value, scalar_output, max_nodes):
-        """The compiled derivative for this call: from the cache, else traced and compiled now."""
+        """The compiled derivative for this call: a cached one if f, run again on shape-only
+        tracers, does exactly what it did when traced (adcore_symbolic.recording); else traced
+        and compiled now."""
         if type(max_nodes) is not int or max_nodes < 1:
             raise InvalidInputError(
                 f"backend 'symbolic': max_nodes must be a positive int (the size guard on traced "
@@ -60,35 +66,45 @@ class SymbolicBackend(Backend):
             )
         from adcore_symbolic.derive import derive  # imports sympy, on first use only
 
-        key = _cache_key(args, tuple(argnums), want_value, scalar_output)
+        key = _cache_key(args, tuple(argnums), want_value, scalar_output, max_nodes)
         try:
             per_function = self._cache.setdefault(f, {})
         except TypeError:  # f cannot be weakly referenced: no caching
             per_function = {}
-        derivation = per_function.get(key) if key is not None else None
-        if derivation is None:
-            derivation = derive(
-                f, args, argnums, want_value=want_value, scalar_output=scalar_output, max_nodes=max_nodes
-            )
-            if key is not None:
-                per_function[key] = derivation
+        cached = per_function.get(key)
+        if cached is not None and cached[0].replays(f, args):
+            return cached[1]
+        runs: list[Recording] = []
+        derivation = derive(
+            recorded(f, runs),
+            args,
+            argnums,
+            want_value=want_value,
+            scalar_output=scalar_output,
+            max_nodes=max_nodes,
+        )
+        self.derivations += 1
+        complete = [r for r in runs if r.complete]
+        # f traced twice (elementwise, then in full) must have done the same both times
+        if complete and all(r.verifiable and r.same_run(complete[-1]) for r in complete):
+            per_function[key] = (complete[-1], derivation)
+        else:
+            per_function.pop(key, None)
         return derivation
 
 
-def _cache_key(args: tuple, argnums: tuple, want_value: bool, scalar_output: bool) -> tuple | None:
-    """What the compiled derivative depends on: float arrays by shape and dtype (they become
-    symbols), any other argument by value; None if one cannot be hashed."""
-    parts: list = [argnums, want_value, scalar_output]
+def _cache_key(args: tuple, argnums: tuple, want_value: bool, scalar_output: bool, max_nodes: int) -> tuple:
+    """Which cached derivative to try: float arrays by shape and dtype (they become symbols),
+    other arguments by content where they have one (0.0 and -0.0 differ), else by type; the
+    recording then checks everything f read."""
+    parts: list = [argnums, want_value, scalar_output, max_nodes]
     for a in args:
         dtype = getattr(a, "dtype", None)
         if isinstance(a, (np.ndarray, np.generic, Tracer)) and np.dtype(dtype).kind == "f":
             parts.append(("symbols", np.shape(a), np.dtype(dtype).str))
-        elif isinstance(a, np.ndarray):
-            parts.append(("constant", a.shape, a.dtype.str, a.tobytes()))
         else:
             try:
-                hash(a)
-            except TypeError:
-                return None
-            parts.append(("static", type(a), a))
+                parts.append(value_key(a))
+            except Unkeyable:
+                parts.append(("object", type(a)))
     return tuple(parts)
