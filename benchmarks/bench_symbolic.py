@@ -40,6 +40,7 @@ from typing import Any
 import adcore_symbolic.derive as derive  # derive.CHUNK is read at every evaluation (evaluate_over)
 import numpy as np
 import sympy as sp
+from adcore_symbolic import DEFAULT_MAX_NODES
 from sympy.core.cache import clear_cache
 from timing import ERROR, cell, guarded, race, ratio, row, warm_heap  # benchmarks/timing.py
 
@@ -230,6 +231,54 @@ def bench() -> str:
     )
 
 
+# --- the cache's cost: a cached call replays f on shape-only tracers (issue 15, class 6) ---------
+
+
+def cache_workloads() -> dict[str, tuple[Callable[..., Any], tuple]]:
+    """{name: (f, args)}: an elementwise loss (small and large), a full-mode function of few
+    elements, and one over a constant data matrix the replay compares by its bytes."""
+    rng = np.random.default_rng(SEED)
+    data, labels = rng.normal(size=(50, 10)), rng.choice([-1.0, 1.0], size=50)
+    return {
+        "l8 on 10^6 (elementwise)": (lambda x: anp.sum(l8(x)), (rng.uniform(0, 1, N),)),
+        "l8 on 10^3 (elementwise)": (lambda x: anp.sum(l8(x)), (rng.uniform(0, 1, 10**3),)),
+        "rosenbrock, 10 elements (full)": (
+            lambda x: anp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2),
+            (rng.uniform(-1, 1, 10),),
+        ),
+        "logistic loss, 50x10 data (full)": (
+            lambda w: anp.sum(anp.log1p(anp.exp(-labels * (data @ w)))),
+            (rng.normal(size=10),),
+        ),
+    }
+
+
+def cache_cost() -> str:
+    """A cached call now (the key, f replayed against its recording, the evaluation) against
+    what it cost before the replay (the evaluation alone), in one run."""
+    print("\nthe cache's cost: a cached call, before (evaluate only) and now (key + replay of f + evaluate)")
+    row("workload", cell("before ms", 12), cell("now ms", 12), cell("now/before", 12))
+    ratios = [cache_cost_row(name, f, args) for name, (f, args) in cache_workloads().items()]
+    return "cache's cost, now/before: " + ", ".join(f"{r:.2f}x" for r in ratios if isinstance(r, float))
+
+
+def cache_cost_row(name: str, f: Callable[..., Any], args: tuple) -> Any:
+    backend = adcore.api.get_backend("symbolic")
+
+    def call() -> Any:  # what value_and_jacobian does, from the cache
+        return backend.derivation(f, args, (0,), True, True, DEFAULT_MAX_NODES)
+
+    compiled = call()
+    hits = backend.derivations
+    number = 3 if np.size(args[0]) >= N else 200
+    ms = race({"before": lambda: compiled.evaluate(args), "now": lambda: call().evaluate(args)}, number)
+    ms = {k: v * 1e3 for k, v in ms.items()}
+    assert backend.derivations == hits, f"{name}: the replay missed"
+    r = ratio(ms["now"], ms["before"])
+    row(name, cell(ms["before"], 12, "{:.4f}"), cell(ms["now"], 12, "{:.4f}"), cell(r, 12))
+    return r
+
+
 if __name__ == "__main__":
     warm = sys.argv[1:] != [COLD_FLAG] and warm_heap(trim_bytes=1 << 30)
     heap = (
@@ -242,6 +291,7 @@ if __name__ == "__main__":
         f"sympy {sp.__version__}; CHUNK = 2**{derive.CHUNK.bit_length() - 1}; heap: {heap})"
     )
     print(f"\n{guarded('bench', bench)}")
+    print(f"\n{guarded('cache cost', cache_cost)}")
     print(
         f"(the issue's machine: sympy plain {ISSUE_MS[PLAIN]} ms, cse=True {ISSUE_MS[CSE]} ms, "
         f"recurrence {ISSUE_MS[RECURRENCE]} ms: the target was ≤ {TARGET * ISSUE_MS[RECURRENCE]:.1f} ms there)"

@@ -67,9 +67,9 @@ class Recording:
             with new_trace(RecordingTrace, reference=self) as trace:
                 inputs = list(args)
                 for i, shape, dtype in self.inputs:
-                    if np.shape(args[i]) != shape or np.dtype(args[i].dtype).str != dtype:
+                    if np.shape(args[i]) != shape or args[i].dtype != dtype:
                         return False
-                    inputs[i] = Recorded(None, shape, np.dtype(dtype), trace, ("arg", i))
+                    inputs[i] = Recorded(None, shape, dtype, trace, ("arg", i))
                 out = f(*inputs)
                 trace.finish(out)
         except Exception:  # whatever f raised, deriving anew raises it again or answers right
@@ -86,11 +86,9 @@ def recorded(f: Callable[..., Any], runs: list[Recording]) -> Callable[..., Any]
             inputs = list(args)
             for i, a in enumerate(args):
                 if isinstance(a, Tracer):
-                    inputs[i] = Recorded(a, a.shape, a.dtype, trace, ("arg", i))
+                    inputs[i] = Recorded(a, tuple(a.shape), np.dtype(a.dtype), trace, ("arg", i))
             trace.recording.inputs = tuple(
-                (i, tuple(a.shape), np.dtype(a.dtype).str)
-                for i, a in enumerate(args)
-                if isinstance(a, Tracer)
+                (i, tuple(a.shape), np.dtype(a.dtype)) for i, a in enumerate(args) if isinstance(a, Tracer)
             )
             runs.append(trace.recording)
             out = trace.finish(f(*inputs))
@@ -105,10 +103,12 @@ class Recorded(Tracer):
 
     __slots__ = ("_shape", "_dtype", "index")
 
-    def __init__(self, value: Any, shape: tuple, dtype: Any, trace: RecordingTrace, index: tuple) -> None:
+    def __init__(
+        self, value: Any, shape: tuple, dtype: np.dtype, trace: RecordingTrace, index: tuple
+    ) -> None:
         self.value = value
-        self._shape = tuple(shape)
-        self._dtype = np.dtype(dtype)
+        self._shape = shape
+        self._dtype = dtype
         self._trace = trace
         self.index = index
 
@@ -211,7 +211,11 @@ class RecordingTrace(Trace):
         self._copies: dict[int, tuple[Any, bytes, np.ndarray]] = {}
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
-        key = (id(op), self._key(params, op.name), tuple(self._key(a, op.name) for a in args))
+        key = (
+            id(op),
+            self._key(params, op.name) if params else (),
+            tuple([self._key(a, op.name) for a in args]),
+        )
         if self.reference is not None:
             return self._step(key, None)
         self.recording.ops.append(op)
@@ -220,7 +224,7 @@ class RecordingTrace(Trace):
 
     def relate(self, name: str, apply: Callable[..., Any], args: tuple) -> Recorded:
         """A comparison or logical op on traced values, recorded like an op."""
-        key = (name, (), tuple(self._key(a, name) for a in args))
+        key = (name, (), tuple([self._key(a, name) for a in args]))
         below = None if self.reference is not None else (lambda: apply(*self._lower(args)))
         return self._step(key, below)
 
@@ -243,11 +247,11 @@ class RecordingTrace(Trace):
             if self.failed or expected is None or expected[:3] != key:
                 self._fail()
             steps.append(expected)
-            return Recorded(None, expected[3], np.dtype(expected[4]), self, index)
+            return Recorded(None, expected[3], expected[4], self, index)
         value = below()
         dtype = np.dtype(value.dtype if hasattr(value, "dtype") else np.result_type(value))
         shape = tuple(np.shape(value))
-        steps.append(key + (shape, dtype.str))
+        steps.append(key + (shape, dtype))
         return Recorded(value, shape, dtype, self, index)
 
     def _fail(self) -> None:
@@ -257,8 +261,8 @@ class RecordingTrace(Trace):
     def _key(self, value: Any, where: str, refuse_nan: bool = True) -> Any:
         """A value as the recording compares it: a traced value by its place, anything else
         by content; a value that cannot be compared makes the recording unverifiable."""
-        if isinstance(value, Recorded) and value._trace is self:
-            return ("traced", value.index)
+        if value.__class__ is Recorded and value._trace is self:
+            return value.index  # ("arg", i) or ("op", k): no value key starts so
         try:
             key = value_key(value)
         except Unkeyable:
@@ -303,24 +307,24 @@ class RecordingTrace(Trace):
 def value_key(value: Any) -> Any:
     """A hashable key equal for two values exactly when they have the same content (0.0 and
     -0.0, 1 and 1.0 and True differ); Unkeyable for values of other types."""
-    if isinstance(value, (np.ndarray, np.generic)):
+    kind = value.__class__
+    if kind is float:
+        return ("float", value.hex())
+    if kind is int or kind is bool or kind is str or value is None or value is Ellipsis:
+        return (kind.__name__, value)
+    if kind is np.ndarray or isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         if array.dtype.hasobject:
             raise Unkeyable(value)
         return ("array", array.dtype.str, array.shape, array.tobytes())
-    kind = type(value)
-    if kind is float:
-        return ("float", value.hex())
-    if kind is complex:
-        return ("complex", value.real.hex(), value.imag.hex())
-    if kind in (bool, int, str, type(None), type(Ellipsis)):
-        return (kind.__name__, value)
-    if kind in (tuple, list):
-        return (kind.__name__, tuple(value_key(v) for v in value))
+    if kind is tuple or kind is list:
+        return (kind.__name__, tuple([value_key(v) for v in value]))
+    if kind is dict:
+        return ("dict", tuple([(value_key(k), value_key(v)) for k, v in value.items()]))
     if kind is slice:
         return ("slice", value_key(value.start), value_key(value.stop), value_key(value.step))
-    if kind is dict:
-        return ("dict", tuple((value_key(k), value_key(v)) for k, v in value.items()))
+    if kind is complex:
+        return ("complex", value.real.hex(), value.imag.hex())
     if isinstance(value, np.dtype):
         return ("dtype", value.str)
     raise Unkeyable(value)
