@@ -142,6 +142,86 @@ def test_where_on_a_condition_computed_from_x_differentiates_the_chosen_branch(b
     assert grad(lambda v: np.where(v > 0, v**2, 3 * v), backend)(x) == expected
 
 
+# --- the where trap (issue 15, class 13): the untaken branch's derivative is never taken --------
+# where(c, x, y) differentiates the branch chosen at the point, as the Piecewise symbolic builds:
+# positions of the other branch get exactly 0, even where that branch's own derivative is inf or
+# nan (log at 0, sin(x)/x at 0). Reverse keeps those zeros through elementwise nodes (zeros.py).
+
+LOG_TRAP = lambda x: anp.where(x > 0, anp.log(x), 0.0)  # noqa: E731
+SINC = lambda x: anp.where(x != 0, anp.sin(x) / x, 1.0)  # noqa: E731
+XLOGX = lambda x: anp.where(x > 0, x * anp.log(x), 0.0)  # noqa: E731
+TRAPS = [
+    # (f, x, f'(x), f''(x)) by hand, each from the branch taken at x
+    (LOG_TRAP, 0.0, 0.0, 0.0),  # 0 is untaken: the constant branch
+    (LOG_TRAP, -1.0, 0.0, 0.0),  # log(-1) is nan, and untaken
+    (LOG_TRAP, 2.0, 0.5, -0.25),  # 1/x, -1/x²
+    (SINC, 0.0, 0.0, 0.0),  # sinc'(0) = 0 is also the true value; sinc''(0) = -1/3 is not (docs)
+    (SINC, 1.0, np.cos(1.0) - np.sin(1.0), -np.sin(1.0) - 2 * np.cos(1.0) + 2 * np.sin(1.0)),
+    (XLOGX, 0.0, 0.0, 0.0),  # the kink: the left derivative, the branch where x > 0 fails
+    (XLOGX, np.e, 2.0, 1 / np.e),  # log(x) + 1, 1/x
+]
+
+
+@pytest.mark.parametrize("f, x, d1, d2", TRAPS)
+def test_where_gives_the_taken_branchs_derivative_even_where_the_other_is_inf_or_nan(backend, f, x, d1, d2):
+    with np.errstate(divide="ignore", invalid="ignore"):  # both branches are evaluated, as in NumPy
+        assert grad(f, backend)(x) == pytest.approx(d1, abs=1e-15)
+        assert adcore.hessian(f, backend=backend)(x) == pytest.approx(d2, abs=1e-15)
+        assert adcore.hessian(f)(x) == pytest.approx(d2, abs=1e-15)  # forward over reverse
+        assert grad(f, backend)(0.5) == pytest.approx(grad(f, "numeric")(0.5), rel=1e-6)  # next call
+
+
+@pytest.mark.parametrize("name, f", [("log", LOG_TRAP), ("sinc", SINC), ("xlogx", XLOGX)])
+def test_where_trap_elementwise_over_an_array(backend, name, f):
+    x = np.array([-1.0, 0.0, 0.5, 2.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        jac = jacobian(f, backend)(x)
+    expected = [grad(f, "symbolic")(v) for v in x]  # symbolic differentiates the Piecewise
+    np.testing.assert_allclose(jac, np.diag(expected), rtol=1e-15, atol=0)
+
+
+def test_where_with_a_broadcast_condition_zeroes_only_positions_no_copy_uses(backend):
+    # x (2,) broadcast over the rows of c (2, 1): row 0 takes log(x) where c holds, row 1 the constant
+    f = lambda c: lambda v: anp.sum(anp.where(c, anp.log(v), 1.0))  # noqa: E731
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # no row takes log: x = 0 is never used, so 0 (an all-reduction of the zeros over the rows)
+        np.testing.assert_array_equal(
+            grad(f(np.array([[False], [False]])), backend)(np.array([0.0, 1.0])), [0, 0]
+        )
+        # row 0 takes log(x) for every x: 1/x, summed over the one row that uses it
+        np.testing.assert_allclose(
+            grad(f(np.array([[True], [False]])), backend)(np.array([0.5, 1.0])), [2, 1]
+        )
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])  # symbolic gives nan here (see the report)
+def test_where_of_a_reduction_with_no_position_taken(backend):
+    # where(sum(x) > 0, sum(log(x)), 0) at x = 0: the sum is never taken, so the gradient is 0
+    f = lambda x: anp.where(anp.sum(x) > 0, anp.sum(anp.log(x)), 0.0)  # noqa: E731
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(grad(f, backend)(np.zeros(2)), [0.0, 0.0])
+    np.testing.assert_allclose(grad(f, backend)(np.array([1.0, 2.0])), [1.0, 0.5])
+
+
+def test_the_zeros_are_no_blanket_zero_times_inf_rule(backend):
+    # d/dx sqrt(x)*sqrt(x) at 0 is 1 (it is x); a rule "0 * inf = 0" would give 0. Taken branch or
+    # not, the answer is 1 or an honest nan, never 0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for f in (
+            lambda v: anp.sqrt(v) * anp.sqrt(v),
+            lambda v: anp.where(v >= 0, anp.sqrt(v) * anp.sqrt(v), 0.0),
+        ):
+            g = grad(f, backend)(0.0)
+            assert np.isnan(g) or g == 1.0
+
+
+def test_a_branch_also_used_outside_where_keeps_its_infinite_derivative(backend):
+    # where(x > 0, log x, 0) + log x at 0: the second term's derivative 1/x is inf, the first's 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = grad(lambda v: LOG_TRAP(v) + anp.log(v), backend)(0.0)
+    assert np.isinf(g) or np.isnan(g)
+
+
 # --- stability at ±1e3 ----------------------------------------------------------------------
 
 

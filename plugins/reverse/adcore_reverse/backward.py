@@ -9,6 +9,7 @@ import numpy as np
 
 from adcore.errors import GraphFreedError
 from adcore_reverse.tensor import Tensor
+from adcore_reverse.zeros import Masked, MaskingRules, unbroadcast_mask, zero_at
 
 
 def backward_pass(
@@ -19,16 +20,22 @@ def backward_pass(
     Nodes are numbered when created, after their inputs, so popping the highest number
     first visits every node after all the nodes that use it: no recursion, no sort.
     With `create_graph` the rules get Tensors, so the sweep is recorded as a graph.
+    `zeros` holds, per pending node, the positions of its cotangent that a `where` proved
+    structurally zero (zeros.py); a node with none takes the plain loop below.
     """
     trace = root._trace
     pending = {root._seq: seed}
+    zeros: dict[int, np.ndarray] = {}
     heap = [(-root._seq, root)]
     leaves = []
     while heap:
         node = heappop(heap)[1]
         g = pending.pop(node._seq)
+        known_zero = zeros.pop(node._seq, None) if zeros else None
         if node._hooks:
-            g = node._run_hooks(g)[0]
+            g, replaced = node._run_hooks(g)
+            if replaced:
+                known_zero = None  # the hook's gradient may be nonzero anywhere
         op = node._op
         if op is None:
             leaves.append((node, g))
@@ -41,24 +48,76 @@ def backward_pass(
         args = node._args
         inputs, ans = (args, node) if create_graph else (node._primals, node.value)
         params, vjps = node._params, node._vjps
-        for i, a in enumerate(args):
-            if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
-                continue
-            if op.variadic:
-                gi = vjps(i, g, ans, *inputs, **params)
-            else:
-                rule = vjps[i]
-                if rule is None:
+        if known_zero is not None or vjps.__class__ is MaskingRules:
+            _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap)
+        else:
+            for i, a in enumerate(args):
+                if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
                     continue
-                gi = rule(g, ans, *inputs, **params)
-            if gi.__class__ is np.ndarray and gi.dtype is not a.value.dtype and gi.dtype != a.value.dtype:
-                gi = gi.astype(a.value.dtype)  # a rule promoted (float64 mask * float32 g)
-            seq = a._seq
-            if seq in pending:
-                pending[seq] = pending[seq] + gi
-            else:
-                pending[seq] = gi
-                heappush(heap, (-seq, a))
+                if op.variadic:
+                    gi = vjps(i, g, ans, *inputs, **params)
+                else:
+                    rule = vjps[i]
+                    if rule is None:
+                        continue
+                    gi = rule(g, ans, *inputs, **params)
+                if gi.__class__ is np.ndarray and gi.dtype is not a.value.dtype and gi.dtype != a.value.dtype:
+                    gi = gi.astype(a.value.dtype)  # a rule promoted (float64 mask * float32 g)
+                seq = a._seq
+                if seq in pending:
+                    pending[seq] = pending[seq] + gi
+                    if seq in zeros:  # a sum is a structural zero only where every term is
+                        del zeros[seq]
+                else:
+                    pending[seq] = gi
+                    heappush(heap, (-seq, a))
         if not retain_graph:
             node._args = node._primals = None
     return leaves
+
+
+def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> None:
+    """The loop of backward_pass for a node with structural zeros: its own (`known_zero`,
+    zeroed in each input's cotangent) or those its rules return (Masked)."""
+    op, trace, vjps, params = node._op, node._trace, node._vjps, node._params
+    if known_zero is not None and not op.elementwise:
+        # positions no longer line up with the inputs'; but if no output position reaches
+        # the result, no input position does through this node (a reduction under where)
+        known_zero = np.ones((), bool) if known_zero.all() else None
+    for i, a in enumerate(node._args):
+        if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
+            continue
+        if op.variadic:
+            gi = vjps(i, g, ans, *inputs, **params)
+        else:
+            rule = vjps[i]
+            if rule is None:
+                continue
+            gi = rule(g, ans, *inputs, **params)
+        zi = None
+        if gi.__class__ is Masked:
+            gi, zi = gi
+        if known_zero is not None:
+            shape = a.value.shape
+            mask = (
+                np.broadcast_to(known_zero, shape)
+                if known_zero.ndim == 0
+                else unbroadcast_mask(known_zero, shape)
+            )
+            if mask.any():
+                gi, zi = zero_at(gi, mask), mask if zi is None else zi | mask
+        if gi.__class__ is np.ndarray and gi.dtype != a.value.dtype:
+            gi = gi.astype(a.value.dtype)
+        seq = a._seq
+        if seq in pending:
+            pending[seq] = pending[seq] + gi
+            if seq in zeros:
+                if zi is None:
+                    del zeros[seq]
+                else:
+                    zeros[seq] = zeros[seq] & zi
+        else:
+            pending[seq] = gi
+            if zi is not None:
+                zeros[seq] = zi
+            heappush(heap, (-seq, a))

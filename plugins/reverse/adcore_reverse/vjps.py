@@ -33,6 +33,7 @@ from adcore.rules import (
     tie_weights,
     unbroadcast,
 )
+from adcore_reverse.zeros import MaskingRules, where_branch
 
 VJPS: dict[str, Any] = {}
 
@@ -135,9 +136,9 @@ defvjp("maximum",    lambda g, ans, x, y: unbroadcast(g * tie_split(x, y, np.gre
 defvjp("minimum",    lambda g, ans, x, y: unbroadcast(g * tie_split(x, y, np.less, g), x),
                      lambda g, ans, x, y: unbroadcast(g * tie_split(y, x, np.less, g), y))
 defvjp("clip",       lambda g, ans, x, a_min=None, a_max=None: g * mask(inside_clip(x, a_min, a_max), g))
-defvjp("where",      None,
-                     lambda g, ans, c, x, y: unbroadcast(anp.where(concrete(c), g, 0.0), x),
-                     lambda g, ans, c, x, y: unbroadcast(anp.where(concrete(c), 0.0, g), y))
+VJPS["where"] = MaskingRules((None,  # untaken positions are structural zeros (zeros.py): no 0 * inf there
+                     lambda g, ans, c, x, y: where_branch(g, ans, c, x, taken_where=True),
+                     lambda g, ans, c, x, y: where_branch(g, ans, c, y, taken_where=False)))
 
 # --- reductions and matmul ----------------------------------------------------------
 defvjp("sum",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis))

@@ -7,6 +7,7 @@ import pytest
 from adcore_reverse import Tensor
 from adcore_reverse.backward import backward_pass
 
+import adcore.numpy as anp
 from adcore import GraphFreedError
 
 
@@ -126,3 +127,50 @@ def test_mixed_precision_leaves_each_keep_their_dtype():
     assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
     np.testing.assert_array_equal(a.grad, [3.0, 4.0])
     np.testing.assert_array_equal(b.grad, [1.0, 2.0])
+
+
+# --- structural zeros under where (issue 15, class 13; zeros.py) ------------------------------
+
+
+def _warnings_off():
+    return np.errstate(divide="ignore", invalid="ignore")
+
+
+def test_a_branch_read_by_two_wheres_is_zero_only_where_both_leave_it_out():
+    # y = log(x) is taken by the first where at position 0, by the second at position 1, so every
+    # position of y reaches the result: d/dx sum(log x) = 1/x, honestly inf at x = 0 (not 0)
+    x = Tensor(np.array([0.0, 1.0]), requires_grad=True)
+    c = np.array([True, False])
+    with _warnings_off():
+        y = anp.log(x)
+        anp.sum(anp.where(c, y, 0.0) + anp.where(~c, y, 0.0)).backward()
+    np.testing.assert_array_equal(x.grad, [np.inf, 1.0])
+
+
+def test_a_hook_that_replaces_a_masked_gradient_drops_the_zeros():
+    # the hook makes y's gradient 1 everywhere, so log's rule 1/x is used: inf at x = 0
+    x = Tensor(0.0, requires_grad=True)
+    with _warnings_off():
+        y = anp.log(x)
+        y.register_hook(lambda g: g + 1.0)
+        anp.where(x > 0, y, 0.0).backward()
+    assert x.grad == np.inf
+
+
+def test_create_graph_through_the_where_trap_gives_zero_second_derivatives():
+    x = Tensor(np.array([0.0, 2.0]), requires_grad=True)
+    with _warnings_off():
+        anp.sum(anp.where(x > 0, anp.log(x), 0.0)).backward(create_graph=True)
+        g = x.grad
+        np.testing.assert_array_equal(g.value, [0.0, 0.5])
+        x.grad = None
+        anp.sum(g).backward()
+    np.testing.assert_array_equal(x.grad, [0.0, -0.25])  # d/dx (1/x) = -1/x² at 2; 0 at the untaken 0
+
+
+def test_a_masked_cotangent_keeps_its_dtype():
+    x = Tensor(np.array([0.0, 4.0], dtype=np.float32), requires_grad=True)
+    with _warnings_off():
+        anp.sum(anp.where(x > 0, anp.sqrt(x), 0.0)).backward()
+    assert x.grad.dtype == np.float32
+    np.testing.assert_array_equal(x.grad, np.array([0.0, 0.25], np.float32))
