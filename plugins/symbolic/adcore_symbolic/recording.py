@@ -220,7 +220,7 @@ class RecordingTrace(Trace):
             return self._step(key, None)
         self.recording.ops.append(op)
         lowered = {k: self._lower((v,))[0] if isinstance(v, Recorded) else v for k, v in params.items()}
-        return self._step(key, lambda: bind_below(op, self._lower(args), lowered))
+        return self._step(key, lambda: bind_below(op, self._lower(args, op), lowered))
 
     def relate(self, name: str, apply: Callable[..., Any], args: tuple) -> Recorded:
         """A comparison or logical op on traced values, recorded like an op."""
@@ -279,16 +279,24 @@ class RecordingTrace(Trace):
             )
         return key
 
-    def _lower(self, args: tuple) -> list:
+    def _lower(self, args: tuple, op: Any = None) -> list:
         """The inputs as the trace below takes them: its Syms, and private read-only copies of
-        constant arrays as they are now (the compiled derivative keeps constants it reads)."""
+        constant arrays as they are now (the compiled derivative keeps constants it reads).
+
+        Constants also take the form NumPy would give them: a list or tuple of numbers is an
+        array, and booleans where the op computes with numbers (x * mask) are 0 and 1 (uint8:
+        it keeps the result's float dtype), since sympy reads them as logic (where's condition).
+        """
         out = []
-        for a in args:
+        for i, a in enumerate(args):
             if isinstance(a, Recorded) and a._trace is self:
-                a = a.value
-            elif isinstance(a, np.ndarray):
-                a = self._copy(a)
-            out.append(a)
+                out.append(a.value)
+                continue
+            if isinstance(a, (list, tuple)):
+                a = _as_array(a)
+            if op is not None and op.is_differentiable(i) and np.asarray(a).dtype == np.bool_:
+                a = np.asarray(a, dtype=np.uint8) if isinstance(a, np.ndarray) else np.uint8(a)
+            out.append(self._copy(a) if isinstance(a, np.ndarray) else a)
         return out
 
     def _copy(self, array: np.ndarray) -> np.ndarray:
@@ -328,6 +336,15 @@ def value_key(value: Any) -> Any:
     if isinstance(value, np.dtype):
         return ("dtype", value.str)
     raise Unkeyable(value)
+
+
+def _as_array(value: list | tuple) -> Any:
+    """A list or tuple of numbers as NumPy would make it an array; anything else as it is."""
+    try:
+        array = np.asarray(value)
+    except Exception:  # it holds traced values, which refuse: the trace below says so
+        return value
+    return value if array.dtype.hasobject else array
 
 
 def _has_nan(value: Any) -> bool:

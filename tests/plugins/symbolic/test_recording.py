@@ -248,3 +248,39 @@ def test_f_catching_the_replays_mismatch_is_still_a_miss():
     assert g(1.5) == 2.0
     a[0] = 5.0
     assert g(1.5) == 5.0  # d (a x)/dx = a, as f computes now
+
+
+# --- class 12: constants NumPy converts, which sympy read otherwise (raw TypeErrors before) ------
+
+MASK = np.array([True, False, True])
+
+
+@pytest.mark.parametrize(
+    "f, expected",
+    [
+        (lambda x: anp.sum(x * MASK), [1.0, 0.0, 1.0]),  # elementwise mode: the mask became a symbol
+        (lambda x: anp.sum(x.reshape(3, 1) * MASK), [2.0, 2.0, 2.0]),  # full mode
+        (lambda x: anp.sum(x * True), [1.0, 1.0, 1.0]),
+        (lambda x: anp.sum(anp.where(MASK, x, 0.0) * MASK), [1.0, 0.0, 1.0]),  # where's condition stays logic
+        (lambda x: anp.sum(x * [1.0, 2.0, 3.0]), [1.0, 2.0, 3.0]),
+        (lambda x: anp.sum(x * (1.0, 2.0, 3.0)), [1.0, 2.0, 3.0]),
+    ],
+    ids=["bool array", "bool array, full", "True", "where", "list", "tuple"],
+)
+def test_constants_take_the_form_numpy_gives_them(f, expected):
+    assert_right(f, expected, X)
+
+
+def test_a_bool_mask_keeps_float32():
+    assert (
+        adcore.grad(lambda x: anp.sum(x * MASK), backend="symbolic")(X.astype(np.float32)).dtype == np.float32
+    )
+
+
+def test_writing_into_a_gradient_leaves_the_cached_derivative_alone():
+    w = np.array([1.0, 2.0, 3.0])
+    g = adcore.grad(lambda x: anp.sum(w * x), backend="symbolic")
+    first = g(X)
+    first *= 10  # the caller owns it (class 7)
+    np.testing.assert_array_equal(g(X), w)
+    np.testing.assert_array_equal(w, [1.0, 2.0, 3.0])
