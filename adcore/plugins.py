@@ -164,8 +164,8 @@ def _candidates(registry: Registry) -> list[_Candidate]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if not _wanted(ep.name):
             continue
-        dist = _normalize(ep.dist.name) if ep.dist else ""
-        candidate = _Candidate(ep.name, ep.dist.version if ep.dist else "", dist, ep.load)
+        dist = _normalize(getattr(ep.dist, "name", None) or "")  # (metadata may lack a Name)
+        candidate = _Candidate(ep.name, getattr(ep.dist, "version", None) or "", dist, ep.load)
         owner = FIRST_PARTY.get(ep.name, dist)
         if owner != dist:  # refused by name, before its module is imported
             _refuse(
