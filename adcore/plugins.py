@@ -139,8 +139,11 @@ def load() -> Registry:
     registry = Registry(reserved=RESERVED)
     _loading.active = True
     try:
-        for candidate in _candidates(registry):
+        refused: list[tuple[_Candidate, str]] = []
+        for candidate in _candidates(refused):
             _register(pm, registry, candidate)
+        for candidate, reason in refused:  # listed after the loaded ones, in `adcore plugins` too
+            _refuse(registry, candidate, reason)
         for hook in HOOKS:
             for name, plugin in list(pm.list_name_plugin()):
                 _call_hook(pm, registry, hook, name, plugin)
@@ -149,8 +152,8 @@ def load() -> Registry:
     return registry
 
 
-def _candidates(registry: Registry) -> list[_Candidate]:
-    """Every plugin to load, in load order; the refused ones are recorded in `registry` instead.
+def _candidates(refused: list[tuple[_Candidate, str]]) -> list[_Candidate]:
+    """Every plugin to load, in load order; the refused ones go to `refused`, with the reason.
 
     The order decides every clash (the later plugin is the one refused), so it is fixed: the core,
     the first-party plugins in FIRST_PARTY's order, the other entry points by name, then the
@@ -168,12 +171,11 @@ def _candidates(registry: Registry) -> list[_Candidate]:
         candidate = _Candidate(ep.name, getattr(ep.dist, "version", None) or "", dist, ep.load)
         owner = FIRST_PARTY.get(ep.name, dist)
         if owner != dist:  # refused by name, before its module is imported
-            _refuse(
-                registry,
-                candidate,
+            reason = (
                 f"its entry point takes the name of the first-party plugin {ep.name!r}, which only "
-                f"the distribution {owner} provides. Uninstall it: pip uninstall {dist}",
+                f"the distribution {owner} provides. Uninstall it: pip uninstall {dist}"
             )
+            refused.append((candidate, reason))
             continue
         found.append(candidate)
     rank = {name: i for i, name in enumerate(FIRST_PARTY)}
@@ -192,10 +194,8 @@ def _candidates(registry: Registry) -> list[_Candidate]:
         elif first.dist != candidate.dist:  # (the same distribution seen twice on sys.path is one)
             where = f"the distribution {first.dist}" if first.dist else "registered by hand"
             fix = f"pip uninstall {candidate.dist}" if candidate.dist else "register it under another name"
-            _refuse(
-                registry,
-                candidate,
-                f"a plugin of the same name ({where}) loads first. Rename or remove one: {fix}",
+            refused.append(
+                (candidate, f"a plugin of the same name ({where}) loads first. Rename or remove one: {fix}")
             )
     return list(kept.values())
 
