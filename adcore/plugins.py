@@ -18,7 +18,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import distributions, entry_points
 from typing import Any
 
 import pluggy
@@ -164,7 +164,7 @@ def _candidates(refused: list[tuple[_Candidate, str]]) -> list[_Candidate]:
     found = []
     # (Entry points are not told apart by isinstance: with the importlib_metadata backport
     # imported, as Dask does, entry_points() may hand out the backport's EntryPoint class.)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _entry_points(refused):
         if not _wanted(ep.name):
             continue
         dist = _normalize(getattr(ep.dist, "name", None) or "")  # (metadata may lack a Name)
@@ -198,6 +198,32 @@ def _candidates(refused: list[tuple[_Candidate, str]]) -> list[_Candidate]:
                 (candidate, f"a plugin of the same name ({where}) loads first. Rename or remove one: {fix}")
             )
     return list(kept.values())
+
+
+def _entry_points(refused: list[tuple[_Candidate, str]]) -> list[Any]:
+    """The "adcore" entry points; a distribution whose entry_points.txt cannot be parsed is refused."""
+    try:
+        return list(entry_points(group=ENTRY_POINT_GROUP))
+    except Exception:  # one malformed file would otherwise take every plugin, and adcore, down
+        pass
+    found, seen = [], set()
+    for dist in distributions():
+        name = _normalize(getattr(dist, "name", None) or "")
+        if name in seen:  # as entry_points() does: the first on sys.path of each name
+            continue
+        seen.add(name)
+        try:
+            found += dist.entry_points.select(group=ENTRY_POINT_GROUP)
+        except Exception as e:
+            if f"[{ENTRY_POINT_GROUP}]" in (dist.read_text("entry_points.txt") or ""):
+                candidate = _Candidate("entry_points.txt", dist.version or "", name, lambda: None)
+                refused.append(
+                    (
+                        candidate,
+                        f"it cannot be read ({type(e).__name__}: {e}). Fix or uninstall it: pip uninstall {name}",
+                    )
+                )
+    return found
 
 
 def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidate) -> None:

@@ -896,3 +896,20 @@ def test_two_distributions_with_an_entry_point_of_the_same_name_load_the_first_b
         assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12  # 3 x^2 at 2
     finally:
         plugins.unregister_plugin("twin")
+
+
+def test_a_distribution_with_a_malformed_entry_points_file_is_refused_and_the_others_load(
+    install_dist, tmp_path
+):
+    install_dist("demo", "adcore_thirdparty_demo", DEMO)
+    info = tmp_path / "adcore_malformed-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: adcore_malformed\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[adcore]\nthis line has no equals sign\n")
+    importlib.invalidate_caches()
+    plugins.reset()
+    with pytest.warns(PluginWarning, match="adcore-malformed"):
+        _assert_reverse_is_the_real_one()  # importlib.metadata's TypeError used to end every load
+    assert set(plugins.failures()) == {"entry_points.txt (adcore-malformed)"}
+    assert "pip uninstall adcore-malformed" in plugins.failures()["entry_points.txt (adcore-malformed)"]
+    assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12  # 3 x^2 at 2
