@@ -294,7 +294,8 @@ class RecordingTrace(Trace):
                 continue
             if isinstance(a, (list, tuple)):
                 a = _as_array(a)
-            if op is not None and op.is_differentiable(i) and np.asarray(a).dtype == np.bool_:
+            is_bool = a.__class__ is bool or (isinstance(a, (np.ndarray, np.generic)) and a.dtype == np.bool_)
+            if is_bool and op is not None and op.is_differentiable(i):
                 a = np.asarray(a, dtype=np.uint8) if isinstance(a, np.ndarray) else np.uint8(a)
             out.append(self._copy(a) if isinstance(a, np.ndarray) else a)
         return out

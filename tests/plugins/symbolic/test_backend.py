@@ -119,6 +119,19 @@ def test_a_function_returning_a_non_array_is_refused():
         adcore.grad(lambda x: [x, x], backend="symbolic")(1.0)
 
 
+def test_a_bool_output_is_refused_and_the_next_call_works():
+    with pytest.raises(adcore.InvalidOutputError, match="bool"):
+        adcore.jacobian(lambda x: x > 0, backend="symbolic")(1.0)
+    assert _stack() == []
+    assert adcore.jacobian(lambda x: anp.where(x > 0, x, 0.0), backend="symbolic")(1.0) == 1.0
+
+
+def test_a_list_argument_is_an_array():
+    np.testing.assert_array_equal(
+        adcore.grad(lambda x: x[0] * x[1], backend="symbolic")([1.0, 2.0]), [2.0, 1.0]
+    )
+
+
 def test_grad_needs_a_scalar_output():
     with pytest.raises(adcore.NonScalarOutputError):
         adcore.grad(lambda x: x * 2, backend="symbolic")(X)
