@@ -5,9 +5,11 @@ Two ways a finite-difference estimate can be wrong while its error bar says othe
 - **f is noisier than its dtype.** The round-off bound of `differences.quotient` takes each
   value of f to be off by a few ε·(|f| + |x·f'|). An f that casts to float32 inside, or that
   rounds by ε·|sum of its terms| (an FFT or winograd convolution, a sum that cancels), is
-  off by far more. `noise_level` measures it: f at seven equally spaced points along a random
-  direction, at the scale of the central step, and the high-order differences of those
-  values, which cancel f's smooth part and leave its noise (Moré and Wild's ECnoise).
+  off by far more. `noise_level` measures it: f at seven points along a random direction, at
+  the scale of the central step, and the high-order divided differences of those values,
+  which cancel f's smooth part and leave its noise (Moré and Wild's ECnoise). The points are
+  jittered, not equally spaced: rounding x to float32 inside f is a sawtooth in x, linear
+  between its jumps, and equally spaced points would see it as smooth.
 - **The complex step on an f that is not analytic.** Im f(x + ih) / h is the derivative
   only if f is analytic; np.conj, np.vdot or a complex Cholesky (Hermitian, so conjugating)
   give a wrong number with an error bar of a few ε. `check_complex_step` compares the
@@ -20,7 +22,6 @@ Both draw their direction from a fixed seed, so a call gives the same result eve
 from __future__ import annotations
 
 from collections.abc import Callable
-from math import comb
 from typing import Any
 
 import numpy as np
@@ -31,10 +32,11 @@ from adcore_numeric.steps import relative_step
 
 SEED = 15  # the random directions are fixed: the same call gives the same bits
 
-# Noise: f at x + k·t for k = -3..3; the differences of order 4 to 6 of those values cancel
-# polynomials of those degrees, so at the central step's scale only f's noise is left. Each of
-# them has variance C(2k, k)·σ² for noise σ per value (ECnoise's normalisation).
-PROBE = np.arange(-3.0, 4.0)
+# Noise: f at x + u·t for seven u near -3..3, each moved by up to 0.3 (fixed); the divided
+# differences of order 4 to 6 of those values cancel polynomials below those degrees, so at the
+# central step's scale only f's noise is left. Scaled to unit 2-norm, each has variance σ² for
+# noise σ per value (ECnoise's normalisation, for unequal spacing).
+PROBE = np.arange(-3.0, 4.0) + np.random.default_rng(SEED).uniform(-0.3, 0.3, 7)
 ORDERS = (4, 5, 6)
 # The root-mean-square over a few correlated differences estimates σ; a single value of f
 # can be off by several σ, and the estimate itself varies by a factor of about two.
@@ -64,16 +66,27 @@ def noise_level(
     values = evaluate(f, args, Along(tangents), np.zeros(len(PROBE), dtype=int), PROBE, **where)
     values = values.reshape(len(PROBE), -1)
     with np.errstate(all="ignore"):
-        sigma = np.max(
-            [np.sqrt(np.mean(np.diff(values, n=k, axis=0) ** 2, axis=0) / comb(2 * k, k)) for k in ORDERS],
-            axis=0,
-        )
+        sigma = np.max([np.sqrt(np.mean((_DIFFERENCES[k] @ values) ** 2, axis=0)) for k in ORDERS], axis=0)
         sigma = np.where(np.isfinite(sigma), sigma, 0.0)
         # one output's estimate rests on a handful of differences and can be small by chance;
         # outputs computed together (an FFT, a matrix product) share their noise, so each output
         # is taken to be at least as noisy as all of them together (a wider bar, never a narrower one)
         pooled = np.sqrt(np.mean(sigma**2)) if sigma.size else 0.0
     return NOISE_SAFETY * np.maximum(sigma, pooled)
+
+
+def _divided_differences(nodes: np.ndarray, order: int) -> np.ndarray:
+    """The divided differences of `order` over each window of order + 1 consecutive nodes, as
+    rows of weights on all the nodes, each scaled to unit 2-norm: w_i ∝ 1 / prod_j≠i (u_i − u_j)."""
+    rows = np.zeros((len(nodes) - order, len(nodes)))
+    for start in range(len(rows)):
+        u = nodes[start : start + order + 1]
+        w = np.array([1 / np.prod(np.delete(u[i] - u, i)) for i in range(len(u))])
+        rows[start, start : start + order + 1] = w / np.linalg.norm(w)
+    return rows
+
+
+_DIFFERENCES = {k: _divided_differences(PROBE, k) for k in ORDERS}
 
 
 def check_complex_step(
