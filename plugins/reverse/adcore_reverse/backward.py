@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import GraphFreedError
+from adcore.errors import GraphFreedError, StateChangedError
 from adcore_reverse.tensor import Tensor
 from adcore_reverse.zeros import Masked, MaskingRules, unbroadcast_mask, zero_at
 
@@ -46,7 +46,9 @@ def backward_pass(
                 "first backward(); call the first one with retain_graph=True"
             )
         args = node._args
-        inputs, ans = (args, node) if create_graph else (node._primals, node.value)
+        if create_graph:
+            _check_unchanged(node)
+        inputs, ans = (args, node) if create_graph else (node._primals, node._ans)
         params, vjps = node._params, node._vjps
         if known_zero is not None or vjps.__class__ is MaskingRules:
             _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap)
@@ -72,8 +74,27 @@ def backward_pass(
                     pending[seq] = gi
                     heappush(heap, (-seq, a))
         if not retain_graph:
-            node._args = node._primals = None
+            node._args = node._primals = node._ans = None
     return leaves
+
+
+def _check_unchanged(node: Tensor) -> None:
+    """With create_graph the rules read the Tensors themselves, not the copies the node kept:
+    refuse if one was changed in place since the op ran."""
+    for i, (a, kept) in enumerate(zip(node._args, node._primals)):
+        if isinstance(a, Tensor) and not np.array_equal(a.value, kept, equal_nan=True):
+            raise StateChangedError(
+                f"backward(create_graph=True) through op {node._op.name!r}: its input {i} ({a._name()}) "
+                "was changed in place after the op used it, so the graph of the derivative would "
+                "use the new values. Do not write into `.data` of a Tensor a graph still needs, or "
+                "call backward() without create_graph, which uses the values the op saw."
+            )
+    if not np.array_equal(node.value, node._ans, equal_nan=True):
+        raise StateChangedError(
+            f"backward(create_graph=True) through op {node._op.name!r}: its output ({node._name()}) "
+            "was changed in place after the op made it; do not write into `.data` of a Tensor a "
+            "graph still needs, or call backward() without create_graph."
+        )
 
 
 def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> None:

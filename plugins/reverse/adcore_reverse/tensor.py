@@ -20,14 +20,37 @@ _numbers = itertools.count()
 
 
 class ReverseTrace(Trace):
-    """Records each op on Tensors of this trace as a node: op, params, inputs, VJP rule."""
+    """Records each op on Tensors of this trace as a node: op, params, inputs, VJP rule.
+
+    The backward pass reads a node's inputs and output again, after f (or its caller) may
+    have changed an array in place (`k *= 10` on a constant f used). So a node keeps a copy of
+    every array it did not make itself: constants here, and in the eager trace also the
+    Tensors' values and its own output, which the user reaches through `.data`. The
+    derivative is then that of the computation as it ran (docs/conventions.md, "State").
+    """
+
+    owns_values = True  # Tensor values are made by ops of this trace and reach no one else
 
     def __init__(self) -> None:
         self.since = grad_mode.depth()
         self.vjp_rules = get_registry().rules["vjp"]  # read once: a functional trace is short-lived
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
-        primals = [a.value if isinstance(a, Tensor) and a._trace is self else a for a in args]
+        # copied up front, so the impl reads the same copy the node keeps
+        if self.owns_values:
+            primals = [
+                a.value
+                if isinstance(a, Tensor) and a._trace is self
+                else (a.copy() if isinstance(a, np.ndarray) else a)
+                for a in args
+            ]
+        else:  # the Tensors' values too; numpy scalars, which 0-d ops return, cannot change
+            primals = [
+                (a.value.copy() if a.value.__class__ is np.ndarray else a.value)
+                if isinstance(a, Tensor) and a._trace is self
+                else (a.copy() if isinstance(a, np.ndarray) else a)
+                for a in args
+            ]
         ans = bind_below(op, primals, params)
         if grad_mode.is_recording(self.since):
             differentiable = op.differentiable
@@ -39,7 +62,8 @@ class ReverseTrace(Trace):
                     and (differentiable is None or i in differentiable)
                 ):
                     vjps = self.vjp_rules.get(op.name) or _missing_rule(op)
-                    return _make(ans, self, op, params, args, primals, vjps, True)
+                    kept_ans = ans if self.owns_values else _copy(ans)
+                    return _make(ans, self, op, params, args, primals, vjps, True, kept_ans)
         return _make(ans, self, None, None, None, None, None, False)
 
 
@@ -47,12 +71,18 @@ class EagerTrace(ReverseTrace):
     """Level 0, for Tensors made by hand: it lives as long as the program, so it reads the
     rule table from the registry at each op (plugins may be reloaded meanwhile)."""
 
+    owns_values = False  # `.data` hands the user every Tensor's array
+
     def __init__(self) -> None:
         self.since = 0
 
     @property
     def vjp_rules(self) -> dict:
         return get_registry().rules["vjp"]
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
 
 
 def _missing_rule(op: Any) -> Any:
@@ -71,7 +101,18 @@ class Tensor(Tracer):
     call's own trace. Python numbers become float64.
     """
 
-    __slots__ = ("requires_grad", "grad", "_op", "_params", "_args", "_primals", "_vjps", "_seq", "_hooks")
+    __slots__ = (
+        "requires_grad",
+        "grad",
+        "_op",
+        "_params",
+        "_args",
+        "_primals",
+        "_ans",
+        "_vjps",
+        "_seq",
+        "_hooks",
+    )
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         if isinstance(data, Tensor):
@@ -82,12 +123,13 @@ class Tensor(Tracer):
                 f"only float32/float64 Tensors can require grad, got dtype {value.dtype}; "
                 "convert with np.asarray(data, float)"
             )
-        _make(value, EAGER, None, None, None, None, None, requires_grad, self)
+        _make(value, EAGER, None, None, None, None, None, requires_grad, t=self)
 
     @classmethod
     def _leaf(cls, value: Any, trace: ReverseTrace) -> Tensor:
-        """A differentiated argument of a functional call."""
-        return _make(value, trace, None, None, None, None, None, True)
+        """A differentiated argument of a functional call: a copy, as the caller may change
+        the array before a pullback runs."""
+        return _make(_copy(value), trace, None, None, None, None, None, True)
 
     # --- the eager API ----------------------------------------------------------
     @property
@@ -172,8 +214,8 @@ class Tensor(Tracer):
 
     def _name(self) -> str:
         """How errors name this Tensor: the op that made it (or leaf) and its shape."""
-        made_by = "a leaf" if self._op is None else f"the output of op {self._op.name!r}"
-        return f"Tensor {made_by} of shape {self.shape}"
+        made_by = "a leaf Tensor" if self._op is None else f"the Tensor op {self._op.name!r} made"
+        return f"{made_by}, shape {self.shape}"
 
     def backward(self, grad: Any = None, retain_graph: bool = False, create_graph: bool = False) -> None:
         """Accumulate d self / d leaf into `.grad` of every leaf this Tensor depends on.
@@ -227,9 +269,12 @@ def _shape_and_dtype(x: Any) -> tuple[Any, Any]:
         return None, None
 
 
-def _make(value, trace, op, params, args, primals, vjps, requires_grad, t: Tensor | None = None) -> Tensor:
+def _make(
+    value, trace, op, params, args, primals, vjps, requires_grad, ans=None, t: Tensor | None = None
+) -> Tensor:
     """A new Tensor (or `t`, filled): a node remembers its op, params, inputs (as given and
-    as primals) and its VJP rules; a leaf or a constant has None for all of them."""
+    as primals, the arrays it keeps), its output as kept and its VJP rules; a leaf or a
+    constant has None for all of them."""
     if t is None:
         t = Tensor.__new__(Tensor)
     t.value = value
@@ -240,6 +285,7 @@ def _make(value, trace, op, params, args, primals, vjps, requires_grad, t: Tenso
     t._params = params
     t._args = args
     t._primals = primals
+    t._ans = ans
     t._vjps = vjps
     t._seq = next(_numbers)
     t._hooks = None
