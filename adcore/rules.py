@@ -92,9 +92,11 @@ def kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
 
 
 def tie_weights(x: Any, ans: Any, axis: Any, dtype: Any) -> np.ndarray:
-    """d max / d x (or min): 1/k on each of the k elements equal to the result, 0 elsewhere."""
+    """d max / d x (or min): 1/k on each of the k elements equal to the result, 0 elsewhere;
+    a NaN result is "equal" to the NaNs it came from, as max_pool2d and PyTorch have it."""
     x, ans = _tracer.concrete(x), _tracer.concrete(ans)
-    hit = x == np.reshape(ans, kept_shape(x, axis))
+    ans = np.reshape(ans, kept_shape(x, axis))
+    hit = (x == ans) | (np.isnan(x) & np.isnan(ans))
     return np.asarray(hit / np.sum(hit, axis=axis, keepdims=True), dtype=dtype)
 
 

@@ -222,6 +222,31 @@ def test_a_branch_also_used_outside_where_keeps_its_infinite_derivative(backend)
     assert np.isinf(g) or np.isnan(g)
 
 
+# --- NaN in max and max_pool2d (issue 15, class 13) -------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])  # symbolic gives nan (docs/conventions.md)
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_a_nan_in_a_max_reduction_takes_the_gradient_split_among_the_nans(backend, op):
+    x = np.array([1.0, np.nan, 3.0, np.nan])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no 0/0 on the way
+        np.testing.assert_array_equal(grad(getattr(anp, op), backend)(x), [0.0, 0.5, 0.0, 0.5])
+    assert grad(getattr(anp, op), backend)(np.array([1.0, 3.0]))[1] == (op == "max")  # next call
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_max_and_max_pool2d_treat_a_nan_alike(backend):
+    # one 2x2 window per 2x2 block: max_pool2d's gradient equals max's over each window
+    x = np.array([[1.0, np.nan, 5.0, 2.0], [3.0, 4.0, 2.0, 5.0]]).reshape(1, 1, 2, 4)
+    pooled = grad(lambda v: anp.sum(adcore.ops.max_pool2d(v, kernel_size=2)), backend)(x)
+    for cols in (slice(0, 2), slice(2, 4)):
+        window = x[0, 0, :, cols]
+        np.testing.assert_array_equal(pooled[0, 0, :, cols], grad(anp.max, backend)(window))
+    # by hand: the NaN takes its window's gradient, the tied 5s of the other split theirs
+    np.testing.assert_array_equal(pooled[0, 0], [[0.0, 1.0, 0.5, 0.0], [0.0, 0.0, 0.0, 0.5]])
+
+
 # --- stability at ±1e3 ----------------------------------------------------------------------
 
 
