@@ -63,6 +63,29 @@ class Tracer:
     def size(self) -> int:
         return int(np.prod(self.shape))
 
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def real(self):
+        # a traced value is real (complex ones are refused), so it is its own real part
+        return self
+
+    @property
+    def imag(self) -> np.ndarray:
+        return np.zeros(self.shape, self.dtype)
+
+    @property
+    def flat(self):
+        raise UnsupportedFunctionError(
+            f"x.flat on a traced value ({_where(self)}): use x.ravel() or x.reshape(-1), which are traced."
+        )
+
     def __len__(self) -> int:
         if not self.shape:
             raise UnsupportedFunctionError(f"len() of a 0-d traced value ({_where(self)}), as of a 0-d array")
@@ -119,7 +142,7 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise _conversion_error(
             self,
-            "np.asarray(x) (or np.array(x), np.float32(x), a NumPy call that converts its input)",
+            "np.asarray(x) (or np.array(x), np.float64(x), a NumPy call that converts its input)",
             "Build arrays of traced values with anp.stack or anp.concatenate. ",
         )
 
@@ -284,6 +307,15 @@ class Tracer:
     @property
     def T(self):
         return _shp.transpose(self)
+
+    @property
+    def mT(self):
+        if self.ndim < 2:
+            raise UnsupportedFunctionError(
+                f"x.mT of a {self.ndim}-d traced value: it needs 2 dimensions or more"
+            )
+        axes = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
+        return _shp.transpose(self, axes=axes)
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes

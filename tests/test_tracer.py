@@ -402,3 +402,20 @@ def test_unsupported_numpy_keyword_names_the_op_and_its_params(box):
     assert "dtype" in message
     assert "'sum'" in message
     assert "axis" in message
+
+
+def test_real_imag_itemsize_nbytes_and_mT_as_for_a_real_ndarray(trace, box):
+    assert box.real is box  # traced values are real: complex ones are refused
+    assert type(box.imag) is np.ndarray and box.imag.shape == (2, 3) and not box.imag.any()
+    assert (box.itemsize, box.nbytes) == (M.itemsize, M.nbytes)
+    assert trace.calls == []
+    np.testing.assert_array_equal(concrete(box.mT), M.mT)
+    assert trace.calls == [("transpose", {"axes": (1, 0)})]
+
+
+def test_flat_and_mT_of_a_vector_are_refused_by_name(trace):
+    v = Box(trace, np.ones(3))
+    with pytest.raises(adcore.UnsupportedFunctionError, match=r"x\.flat.*ravel"):
+        v.flat  # noqa: B018
+    with pytest.raises(adcore.UnsupportedFunctionError, match=r"x\.mT of a 1-d"):
+        v.mT  # noqa: B018
