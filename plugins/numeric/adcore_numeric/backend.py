@@ -146,7 +146,8 @@ def _derivatives(
 
         eps = float(np.finfo(x.dtype).eps)
         # f's own noise widens the error bars only, so asking for them never changes the derivative
-        floor = noise_level(f, args, i, eps, **where) if return_error and method != "complex" else 0.0
+        probe = None if given is None else user_step(given, x)
+        floor = noise_level(f, args, i, eps, probe, **where) if return_error and method != "complex" else 0.0
         run = _Runner(f, args, Basis(i), method, vectorized, executor, scalar_output)
         want_error = return_error or method == "complex"
         d, err = _columns(run, steps, np.abs(flat), center, eps, want_error, floor)

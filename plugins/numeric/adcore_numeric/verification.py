@@ -42,6 +42,12 @@ ORDERS = (4, 5, 6)
 # can be off by several σ, and the estimate itself varies by a factor of about two.
 NOISE_SAFETY = 4.0
 
+# f is unresolved at the step when its values there look this noisy relative to its size: a
+# rounding is ~1e-16 of it (1e-7 in float32), but an f that turns over within the step (cos(x²)
+# at x = 8000, stepped by 0.016) looks like noise of its own size, and no bar drawn from
+# differences at that step bounds the error.
+UNRESOLVED = 1e-2
+
 # The complex step passes when it is within this many times the central difference's own
 # error estimate (truncation from a second step, plus round-off) of that difference.
 CHECK_SAFETY = 10.0
@@ -55,13 +61,17 @@ def direction(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def noise_level(
-    f: Callable[..., Any], args: tuple, argnum: int, eps: float, **where: Any
+    f: Callable[..., Any], args: tuple, argnum: int, eps: float, step: Any = None, **where: Any
 ) -> np.ndarray | float:
     """A bound on the noise of each of f's (flattened) outputs, per value, when args[argnum]
-    moves at the scale of the central step: NOISE_SAFETY·σ from ECnoise's differences.
-    0 where f was not finite (the model of `quotient` is then all there is)."""
+    moves at the scale of the central step, or of the user's `step` (per element, as
+    steps.user_step gives it): NOISE_SAFETY·σ from ECnoise's differences.
+    0 where f was not finite (the model of `quotient` is then all there is). Raises
+    UnreliableEstimateError where f is not resolved at that step (UNRESOLVED)."""
     x = np.asarray(args[argnum])
-    t = (direction(x, np.random.default_rng(SEED)) * relative_step("central", eps)).astype(x.dtype)
+    unit = direction(x, np.random.default_rng(SEED))
+    t = unit * relative_step("central", eps) if step is None else unit / np.maximum(np.abs(x), 1.0) * step
+    t = t.astype(x.dtype)
     tangents = tuple(t if i == argnum else None for i in range(len(args)))
     values = evaluate(f, args, Along(tangents), np.zeros(len(PROBE), dtype=int), PROBE, **where)
     values = values.reshape(len(PROBE), -1)
@@ -72,6 +82,15 @@ def noise_level(
         # outputs computed together (an FFT, a matrix product) share their noise, so each output
         # is taken to be at least as noisy as all of them together (a wider bar, never a narrower one)
         pooled = np.sqrt(np.mean(sigma**2)) if sigma.size else 0.0
+        size = np.max(np.abs(values), where=np.isfinite(values), initial=0.0)
+    if np.any(sigma > UNRESOLVED * size):
+        raise UnreliableEstimateError(
+            f"backend 'numeric': f changes faster than the step can follow around argument {argnum}: "
+            f"moved along a random direction by about its central step ({np.max(np.abs(t)):.3g} per "
+            f"element), its values scatter by {np.max(sigma) / size:.2g} of their size, so a finite "
+            "difference there is no derivative and no error bar would be honest. Pass a smaller step= "
+            "(one that resolves f's oscillation), or differentiate with a rule backend (reverse, forward)."
+        )
     return NOISE_SAFETY * np.maximum(sigma, pooled)
 
 

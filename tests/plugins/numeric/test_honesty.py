@@ -207,6 +207,17 @@ def test_float64_at_large_x(name, f, df, x, method):
     assert error <= 3e-2 * max(1.0, abs(truth))
 
 
+@pytest.mark.parametrize("method", REAL_METHODS)
+def test_an_f_that_turns_over_within_the_step_is_refused_and_a_smaller_step_works(method):
+    # cos(x²) at 8000: period 4e-4 in x, the central step 0.016; no bar from such steps is honest
+    f = lambda x: np.cos(x * x)  # noqa: E731
+    with pytest.raises(UnreliableEstimateError, match="faster than the step.*smaller step="):
+        derivative(f, method)(8000.0)
+    d, error = derivative(f, "central", step=1e-9)(8000.0)  # a step that resolves it: truth −2x·sin(x²)
+    assert_honest(d, error, -16000.0 * np.sin(8000.0**2))
+    assert error < 1e-2 * 16000  # x² itself rounds by 1.4e-8 there: that over the step is the bar
+
+
 def circular_convolution(kernel):
     def f(x):
         return np.real(np.fft.ifft(np.fft.fft(x) * np.fft.fft(kernel)))
