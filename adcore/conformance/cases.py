@@ -186,6 +186,25 @@ def broadcast_matmul(a: Any, b: Any) -> Any:
     return anp.tanh(a @ b)
 
 
+# --- the where trap (issue 15, class 13) ------------------------------------------------------------
+
+
+def where_untaken_nan(x: Any) -> Any:
+    """where(x > 0, sqrt(x), 0) + where(|x| < 1, arcsin(x), 0), summed: where a branch is not taken
+    it is nan (sqrt(-1.5), arcsin(2)) and so is its own derivative, which must not leak (0 * nan):
+    the derivative is the taken branch's, 0 there. Sampled away from 0 and ±1, so every point has
+    a neighbourhood on one side of each condition and numeric differences agree."""
+    return anp.sum(anp.where(x > 0, anp.sqrt(x), 0.0) + anp.where(anp.abs(x) < 1, anp.arcsin(x), 0.0))
+
+
+def _where_untaken_nan_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    return [
+        Sample((np.array(-1.5, dtype=dtype),)),
+        Sample((np.array([-1.5, -0.5, 0.5, 2.0], dtype=dtype),)),
+        Sample((np.array([[2.5, 0.25], [-0.75, -3.0]], dtype=dtype),)),
+    ]
+
+
 BUILTIN_CASES: tuple[Case, ...] = (
     _case(seed_example, _seed_example_samples, (0, 1)),
     _case(seed_tape, _seed_tape_samples, (0, 1)),
@@ -199,4 +218,5 @@ BUILTIN_CASES: tuple[Case, ...] = (
     _case(broadcast_multiply, _pairs(((2, 1), (2, 2)), ((3,), (2, 3))), (0, 1)),
     _case(broadcast_sum, _pairs(((3,), (4, 3)), ((1, 3), (2, 4, 3))), (0, 1)),
     _case(broadcast_matmul, _pairs(((2, 1), (4, 1, 3)), ((2, 1, 2, 3), (3, 3, 2))), (0, 1)),
+    _case(where_untaken_nan, _where_untaken_nan_samples),
 )
