@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 import adcore
@@ -167,6 +169,19 @@ def _needs_rule(op) -> bool:
     return op.variadic or op.differentiable != ()
 
 
+def _unwritable(path: str) -> str | None:
+    """Why a report cannot be written to `path`, or None."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        return f"--output {path} is a directory; give a file name, e.g. {target / 'report.html'}"
+    if not folder.is_dir():
+        return f"--output {path}: the directory {folder} does not exist; create it first (mkdir -p {folder})"
+    if not os.access(target if target.exists() else folder, os.W_OK):
+        return f"--output {path}: no permission to write {target if target.exists() else 'in ' + str(folder)}"
+    return None
+
+
 def _escape(text: str) -> str:
     from rich.markup import escape
 
@@ -198,6 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "conformance":
         if args.jobs < 1 or args.fuzz < 0:
             parser.error("--jobs must be at least 1 and --fuzz at least 0")
+        if args.seed < 0:  # NumPy's generators take seeds >= 0; found out after the planning otherwise
+            parser.error(f"--seed must be at least 0, got {args.seed}")
+        if args.output and (problem := _unwritable(args.output)):  # before a run of minutes, not after
+            parser.error(problem)
         from adcore.conformance import engine
 
         try:  # an unknown op, backend, case or dtype is a usage error

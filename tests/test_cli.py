@@ -136,6 +136,7 @@ def test_conformance_refuses_unknown_names_as_usage_errors(capsys, clean_plugins
         (["--backend", "revers"], "did you mean 'reverse'"),
         (["--case", "nope"], "no conformance case named 'nope'"),
         (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--seed", "-1"], "--seed must be at least 0, got -1"),  # issue 15: a raw ValueError after planning
     ]:
         with pytest.raises(SystemExit) as exit:
             cli.main(["conformance", *argv])
@@ -155,3 +156,27 @@ def test_rules_marks_missing_rules_and_missing_lists_them(register_plugin, capsy
     assert re.search(r"^. half +. jvp +. forward +.$", missing, re.MULTILINE)
     assert re.search(r"^. wrong_sin +. sympy +. symbolic +.$", missing, re.MULTILINE)
     assert "sin " not in missing.replace("wrong_sin", "")
+
+
+def test_conformance_refuses_an_output_it_cannot_write_before_running(
+    tmp_path, capsys, clean_plugins, monkeypatch
+):
+    # issue 15: the report used to fail to open only after the whole run
+    ran = []
+    monkeypatch.setattr(cli, "conformance", lambda args, out=None: ran.append(args) or 0)
+    missing = tmp_path / "no_such_dir" / "report.json"
+    for output, says in [
+        (
+            missing,
+            f"the directory {missing.parent} does not exist; create it first (mkdir -p {missing.parent})",
+        ),
+        (tmp_path, "is a directory; give a file name"),
+    ]:
+        with pytest.raises(SystemExit) as exit:
+            cli.main(["conformance", "--op", "sin", "--format", "json", "--output", str(output)])
+        assert exit.value.code == 2
+        assert says in capsys.readouterr().err
+    assert not ran and not missing.parent.exists()  # refused before the run, nothing created
+    good = tmp_path / "report.json"
+    assert cli.main(["conformance", "--op", "sin", "--format", "json", "--output", str(good)]) == 0
+    assert len(ran) == 1 and ran[0].output == str(good)  # the next call runs
