@@ -189,11 +189,11 @@ def broadcast_matmul(a: Any, b: Any) -> Any:
 # --- the where trap (issue 15, class 13) ------------------------------------------------------------
 
 
+# Where a branch is not taken it is nan (sqrt(-1.5), arcsin(2)) and so is its own derivative, which
+# must not leak (0 * nan): the derivative is the taken branch's, 0 there. Sampled away from 0 and ±1,
+# so every point has a neighbourhood on one side of each condition and numeric differences agree.
 def where_untaken_nan(x: Any) -> Any:
-    """where(x > 0, sqrt(x), 0) + where(|x| < 1, arcsin(x), 0), summed: where a branch is not taken
-    it is nan (sqrt(-1.5), arcsin(2)) and so is its own derivative, which must not leak (0 * nan):
-    the derivative is the taken branch's, 0 there. Sampled away from 0 and ±1, so every point has
-    a neighbourhood on one side of each condition and numeric differences agree."""
+    """sqrt(x) where x > 0 plus arcsin(x) where |x| < 1 (else 0), summed, at points a branch is nan."""
     return anp.sum(anp.where(x > 0, anp.sqrt(x), 0.0) + anp.where(anp.abs(x) < 1, anp.arcsin(x), 0.0))
 
 
