@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore import ops
 from adcore.dispatch import Trace, bind_below
 from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
@@ -157,9 +158,12 @@ class Tensor(Tracer):
         """The plain value, cut from the graph."""
         return self.value
 
-    def detach(self) -> Tensor:
-        """The same value as a new leaf that does not require grad."""
-        return Tensor(self.value)
+    def detach(self) -> Any:
+        """The same value as a new leaf that does not require grad; inside a functional trace
+        (`adcore.grad(f)`), `stop_gradient(self)`, a constant of that trace."""
+        if self._trace is EAGER:
+            return Tensor(self.value)
+        return ops.stop_gradient(self)  # not an eager Tensor, which would leak out as f's result
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not self.is_leaf:

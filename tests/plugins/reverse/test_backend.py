@@ -74,3 +74,11 @@ def test_a_mask_given_to_where_and_changed_after_use():
         return y
 
     np.testing.assert_allclose(adcore.grad(f)(X), [0.2, 0.0, 0.6], rtol=1e-15)
+
+
+def test_detach_inside_f_is_stop_gradient_and_the_gradient_is_a_plain_array():
+    # d/dx (c x) with c = x held constant is c; before, detach() made an eager Tensor that leaked
+    # out as the "gradient"
+    g = adcore.grad(lambda x: x.detach() * x)(0.7)
+    assert type(g) is np.ndarray and g == 0.7
+    assert adcore.hessian(lambda x: x.detach() * x * x)(0.7) == 1.4  # d²/dx² (c x²) = 2c
