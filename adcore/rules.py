@@ -103,15 +103,29 @@ def tie_weights(x: Any, ans: Any, axis: Any, dtype: Any) -> np.ndarray:
 def prod_partials(x: Any, ans: Any, axis: Any) -> Any:
     """d prod(x, axis) / d x elementwise: the product of the other elements, zeros included.
 
-    ans / x wherever x != 0; at a zero, the product of the nonzero others if that zero
-    is alone in its slice, else 0.
+    ans / x wherever x != 0; at a lone zero of its slice, the product of the others. A slice
+    with two zeros or more has every partial 0, but not every second derivative (prod(x)'s
+    d2 / dx0 dx1 at x = (0, 0, 3) is 3), so those take the products of the others one by one.
     """
     zero = _tracer.concrete(x) == 0
+    if np.any(np.sum(zero, axis=axis, keepdims=True) > 1):
+        return _products_of_others(x, axis)
     nonzero_x = elementwise.where(zero, 1.0, x)
     others = reductions.prod(nonzero_x, axis=axis, keepdims=True)
-    alone = np.asarray(np.sum(zero, axis=axis, keepdims=True) == 1, dtype=x.dtype)
     ans_kept = shapes.reshape(ans, shape=kept_shape(x, axis))
-    return elementwise.where(zero, others * alone, ans_kept / nonzero_x)
+    return elementwise.where(zero, others, ans_kept / nonzero_x)
+
+
+def _products_of_others(x: Any, axis: Any) -> Any:
+    """For each element, the product of the others in its slice along `axis`: n products of n
+    elements per slice of n (no division, so exact with any number of zeros)."""
+    axes = reduced_axes(x.ndim, axis)
+    order = tuple(i for i in range(x.ndim) if i not in axes) + axes
+    moved = shapes.transpose(x, axes=order)
+    n = int(np.prod([x.shape[a] for a in axes], dtype=int))
+    rows = shapes.reshape(moved, shape=moved.shape[: x.ndim - len(axes)] + (1, n))
+    others = reductions.prod(elementwise.where(np.eye(n, dtype=bool), 1.0, rows), axis=-1)
+    return shapes.transpose(shapes.reshape(others, shape=moved.shape), axes=tuple(np.argsort(order)))
 
 
 def mask(condition: Any, like: Any) -> np.ndarray:
@@ -134,7 +148,31 @@ def inside_clip(x: Any, a_min: Any, a_max: Any) -> np.ndarray:
     return np.logical_and(lo, hi)
 
 
-def power_by_exponent(x: Any, ans: Any) -> Any:
-    """d x**y / d y = x**y log x where x > 0, and 0 where x <= 0 (no real logarithm there)."""
-    positive = _tracer.concrete(x) > 0
-    return elementwise.where(positive, ans * elementwise.log(elementwise.where(positive, x, 1.0)), 0.0)
+def _anywhere(mask: Any) -> bool:
+    """np.any(mask), without its dispatch cost on the hot path (mask is often a Python bool)."""
+    return bool(mask.any()) if hasattr(mask, "any") else bool(mask)
+
+
+def power_by_base(x: Any, y: Any) -> Any:
+    """d x**y / d x = y x**(y-1), and 0 where y = 0: x**0 is the constant 1, also at x = 0,
+    where the formula is 0 * inf. There the exponent is taken as 1, so that the rule stays
+    finite when it is differentiated again (x**1's second derivative is this case one order up)."""
+    y_zero = _tracer.concrete(y) == 0
+    if not _anywhere(y_zero):  # the usual case: one comparison on the hot path
+        return y * x ** (y - 1)
+    if isinstance(y, _tracer.Tracer):  # d/dy of the rule at y = 0 is 1/x where x != 0: keep the formula there
+        y_zero = y_zero & (_tracer.concrete(x) == 0)
+    e = elementwise.where(y_zero, 1.0, y)
+    return elementwise.where(y_zero, 0.0, e * x ** (e - 1))
+
+
+def power_by_exponent(x: Any, y: Any, ans: Any) -> Any:
+    """d x**y / d y = x**y log x, and 0 where x = 0 < y: 0**y is 0 on both sides of y, where the
+    formula is 0 * -inf. Where no derivative exists it is NumPy's value of the formula: nan for
+    x < 0 (no real x**y for y near an integer), -inf for x = 0 >= y (0**y jumps there)."""
+    flat = _tracer.concrete(x) == 0
+    if _anywhere(flat):
+        flat = flat & (_tracer.concrete(y) > 0)
+    if not _anywhere(flat):
+        return ans * elementwise.log(x)
+    return ans * elementwise.log(elementwise.where(flat, 1.0, x))  # log 1 = 0 there, also when differentiated

@@ -34,6 +34,7 @@ from adcore.rules import (
     kept_shape,
     lift,
     mask,
+    power_by_base,
     power_by_exponent,
     prod_partials,
     tie_split,
@@ -156,8 +157,8 @@ defjvp("multiply",   lambda t, ans, x, y: lift(t, ans) * y,
                      lambda t, ans, x, y: lift(t, ans) * x)
 defjvp("divide",     lambda t, ans, x, y: lift(t, ans) / y,
                      lambda t, ans, x, y: lift(t, ans) * (-ans / y))
-defjvp("power",      lambda t, ans, x, y: lift(t, ans) * (y * x ** (y - 1)),
-                     lambda t, ans, x, y: lift(t, ans) * power_by_exponent(x, ans))
+defjvp("power",      lambda t, ans, x, y: lift(t, ans) * power_by_base(x, y),
+                     lambda t, ans, x, y: lift(t, ans) * power_by_exponent(x, y, ans))
 defjvp("square",     lambda t, ans, x: t * (2 * x))
 defjvp("reciprocal", lambda t, ans, x: t * (-ans * ans))
 defjvp("sqrt",       lambda t, ans, x: t * (0.5 / ans))

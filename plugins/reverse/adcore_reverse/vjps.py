@@ -27,6 +27,7 @@ from adcore.rules import (
     inside_clip,
     kept_shape,
     mask,
+    power_by_base,
     power_by_exponent,
     prod_partials,
     tie_split,
@@ -101,8 +102,8 @@ defvjp("multiply",   lambda g, ans, x, y: unbroadcast(g * y, x),
                      lambda g, ans, x, y: unbroadcast(g * x, y))
 defvjp("divide",     lambda g, ans, x, y: unbroadcast(g / y, x),
                      lambda g, ans, x, y: unbroadcast(-g * ans / y, y))
-defvjp("power",      lambda g, ans, x, y: unbroadcast(g * y * x ** (y - 1), x),
-                     lambda g, ans, x, y: unbroadcast(g * power_by_exponent(x, ans), y))
+defvjp("power",      lambda g, ans, x, y: unbroadcast(g * power_by_base(x, y), x),
+                     lambda g, ans, x, y: unbroadcast(g * power_by_exponent(x, y, ans), y))
 defvjp("square",     lambda g, ans, x: g * 2 * x)
 defvjp("reciprocal", lambda g, ans, x: -g * ans * ans)
 defvjp("sqrt",       lambda g, ans, x: g * 0.5 / ans)
