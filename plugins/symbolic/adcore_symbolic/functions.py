@@ -22,6 +22,7 @@ __all__ = [
     "floor",
     "log1p",
     "logsumexp",
+    "power",
     "sigmoid",
     "sign",
     "softplus",
@@ -66,6 +67,32 @@ class softplus(_OpCall):
 
     def elementary(self) -> sp.Expr:
         return sp.log(1 + sp.exp(self.args[0]))
+
+
+class power(_OpCall):
+    """x**y. sympy's own derivatives are 0 * inf = nan where x**y is flat: y x**(y-1) at
+    x = y = 0 (x**0 is 1) and x**y log(x) at x = 0 < y. Elsewhere they are the same as
+    sympy's, so nan or -inf where no derivative exists."""
+
+    op = "power"
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x, y):
+        if y.is_number and y.is_zero:  # the constant 1 (unevaluated, x**0.0 would differentiate to 0.0/x)
+            return sp.S.One
+        if y.is_number or (x.is_number and x.is_positive):  # sympy's Pow is exact there
+            return sp.Pow(x, y)
+
+    def fdiff(self, argindex=1):
+        x, y = self.args
+        if argindex == 1:
+            return sp.Piecewise((0, sp.Eq(y, 0) & sp.Eq(x, 0)), (y * power(x, y - 1), True))
+        log_x = sp.log(x, evaluate=False)  # nan for x < 0 as NumPy computes it, not log|x| + i pi
+        return sp.Piecewise((0, sp.Eq(x, 0) & (y > 0)), (self * log_x, True))
+
+    def elementary(self) -> sp.Expr:
+        return sp.Pow(*self.args)
 
 
 class stop_gradient(_OpCall):
