@@ -38,30 +38,49 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
     if len(args) != op.nin:
         args, params = op.canonical_call(args, params)
     top = None
+    constants = False  # whether some argument may be complex: checked once a trace is found
     for arg in args:
         if isinstance(arg, Tracer):
             trace = arg._trace
-            if top is None or trace.level > top.level:
+            if top is None:
                 top = trace
+            elif trace is not top:
+                constants = True  # the value of another transformation is a constant to the inner one
+                if trace.level > top.level:
+                    top = trace
+        elif arg.__class__ is not float and arg.__class__ is not int:  # the common, real constants
+            constants = True
     if top is None:
         return op.impl(*args, **params)
-    for arg in args:  # fast paths first: this runs for every traced op
-        cls = arg.__class__
-        if cls is float or cls is int:
-            continue
-        if cls is np.ndarray:
-            if arg.dtype.kind != "c":
-                continue
-        elif isinstance(arg, Tracer) or not _is_complex(arg):
-            continue
-        raise complex_value_error(op.name, top, f"a complex constant, {_describe(arg)}")
+    if constants:
+        _refuse_complex_constants(op, args, top)
     out = top.process(op, args, params)
-    # A rule backend differentiates real functions only; an op may also make a complex
-    # result from real inputs (a third-party fft), so the result is checked too.
+    if op in REAL_OPS:
+        return out
+    # Another plugin's op may make a complex result of real inputs (an fft).
     dtype = getattr(out, "dtype", None)
     if dtype is not None and dtype.kind == "c":
         raise complex_value_error(op.name, top, f"a complex result ({dtype})")
     return out
+
+
+# Ops known to give real results for real inputs: the core catalogue (NumPy gives nan, not a
+# complex number, for sqrt(-1)), added by adcore.tracer. Since the arguments of a traced op
+# are checked, their results need no check: that keeps the per-op cost to a set lookup.
+REAL_OPS: set[Any] = set()
+
+
+def _refuse_complex_constants(op: Any, args: tuple, top: Trace) -> None:
+    """A rule backend differentiates real functions: a complex constant (or a complex value
+    of an outer transformation) in a traced op is refused."""
+    for arg in args:
+        if isinstance(arg, Tracer):
+            if arg._trace is not top and arg.dtype.kind == "c":
+                raise complex_value_error(
+                    op.name, top, f"a complex value ({arg.dtype}) of {backend_of(arg._trace)}"
+                )
+        elif _is_complex(arg):
+            raise complex_value_error(op.name, top, f"a complex constant, {_describe(arg)}")
 
 
 def _is_complex(value: Any) -> bool:

@@ -17,6 +17,9 @@ from adcore.ops import elementwise as _ew
 from adcore.ops import linalg as _linalg
 from adcore.ops import reductions as _red
 from adcore.ops import shapes as _shp
+from adcore.ops.plugin import CORE_OPS
+
+_dispatch.REAL_OPS.update(CORE_OPS)  # real results for real inputs: see dispatch.REAL_OPS
 
 # NumPy functions that only read shape or dtype: they answer from the concrete value.
 _SHAPE_FUNCTIONS = {np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj}

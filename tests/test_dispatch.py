@@ -193,3 +193,16 @@ def test_errors_name_a_trace_by_its_backend_attribute_its_package_or_its_class()
     assert backend_of(Named()) == "backend 'mine'"
     assert backend_of(Plugged()) == "backend 'faraway'"
     assert backend_of(BoxTrace()) == "the BoxTrace transformation"
+
+
+def test_a_complex_value_of_an_outer_transformation_is_a_complex_constant_to_the_inner_one():
+    with new_trace(BoxTrace) as outer, new_trace(BoxTrace) as inner:
+        with pytest.raises(ComplexValueError, match="complex value .complex128. of the BoxTrace"):
+            bind(ops.multiply, Box(inner, 1.0), Box(outer, np.complex128(1j)))
+        assert concrete(bind(ops.multiply, Box(inner, 2.0), Box(outer, 3.0))) == 6.0
+
+
+def test_the_core_catalogue_is_known_to_give_real_results_so_its_results_are_not_checked():
+    from adcore.dispatch import REAL_OPS
+
+    assert ops.sin in REAL_OPS and ops.matmul in REAL_OPS

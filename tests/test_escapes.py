@@ -212,3 +212,11 @@ def test_methods_with_no_traced_meaning_are_refused_with_the_way_out(backend, na
         adcore.grad(f, backend=backend)(V)
     assert words in str(info.value) and f"backend '{backend}'" in str(info.value), str(info.value)
     _check_next_call_works(backend)
+
+
+def test_a_complex_eager_tensor_inside_f_is_refused():
+    from adcore_reverse import Tensor
+
+    with pytest.raises(ComplexValueError, match="op 'multiply' on backend 'reverse'"):
+        adcore.grad(lambda x: anp.abs(x * Tensor(np.array(1j))))(X)
+    _check_next_call_works("reverse")
