@@ -47,24 +47,26 @@ from typing import Any
 
 import numpy as np
 
-from adcore_kernels import _direct, _fft, _im2col, _winograd
-from adcore_kernels._geometry import Geometry, flipped_transposed, transposed, upsampled
-from adcore_kernels.reference import conv2d_output_size, pair
+from adcore.errors import InvalidInputError, InvalidValueError
+from adcore_kernels import _direct, _fft, _geometry, _im2col, _winograd
+from adcore_kernels._geometry import (
+    applicable,
+    flipped_transposed,
+    plan_conv2d,
+    plan_input_grad,
+    plan_weight_grad,
+    transposed,
+    upsampled,
+)
+from adcore_kernels.reference import pair
 
-ALGORITHMS = ("direct", "im2col", "fft", "winograd")
+ALGORITHMS = _geometry.ALGORITHMS
 FUNCTIONS = ("conv2d", "input_grad", "weight_grad")
 
 FFT_MIN_KERNEL = 7  # `auto`'s threshold (see choose_algorithm)
 
 
 # ----------------------------------------------------------------------------- choosing
-def applicable(kernel_size: Any, stride: Any = 1, dilation: Any = 1) -> tuple[str, ...]:
-    """The algorithms that can compute a convolution (and both its gradients) with this kernel size and geometry."""
-    kernel, s, d = pair(kernel_size, "kernel_size"), pair(stride, "stride"), pair(dilation, "dilation")
-    winograd = kernel == (3, 3) and s == (1, 1) and d == (1, 1)
-    return ALGORITHMS if winograd else tuple(a for a in ALGORITHMS if a != "winograd")
-
-
 def choose_algorithm(
     x_shape: Sequence[int],
     w_shape: Sequence[int],
@@ -94,7 +96,9 @@ def choose_algorithm(
     fft 4.8, im2col 83, direct 181.
     """
     if function not in FUNCTIONS:
-        raise ValueError(f"conv2d: unknown function {function!r}; choose one of {', '.join(FUNCTIONS)}")
+        raise InvalidValueError(
+            f"conv2d: unknown function {function!r}; choose one of {', '.join(FUNCTIONS)}"
+        )
     kernel, s = tuple(w_shape[2:]), pair(stride, "stride")
     n_in, n_out = x_shape[1], w_shape[0]
     if "winograd" in applicable(kernel, s, dilation) and 2 * n_in >= n_out:
@@ -104,95 +108,28 @@ def choose_algorithm(
     return "im2col"
 
 
-def _resolve(algorithm: str, x_shape, w_shape, geometry_args: tuple, function: str) -> str:
-    """The algorithm to run: `auto`'s choice, or the one asked for once checked to apply."""
-    stride, padding, dilation = geometry_args
-    if algorithm == "auto":
-        return choose_algorithm(x_shape, w_shape, stride, padding, dilation, function)
-    if algorithm not in ALGORITHMS:
-        raise ValueError(
-            f"conv2d: unknown algorithm {algorithm!r}; choose one of auto, {', '.join(ALGORITHMS)}"
-        )
-    fitting = applicable(tuple(w_shape[2:]), stride, dilation)
-    if algorithm not in fitting:
-        kh, kw = w_shape[2:]
-        raise ValueError(
-            f"conv2d: algorithm {algorithm!r} does not apply to a {kh}x{kw} kernel at stride {stride} and "
-            f"dilation {dilation} (winograd is F(2x2, 3x3): 3x3 kernels, stride 1, dilation 1 only); "
-            f"algorithms that apply: {', '.join(fitting)}"
-        )
-    return algorithm
+def _chosen(algorithm: str, x_shape, w_shape, geometry_args: tuple, function: str) -> str:
+    """The algorithm to run: `auto`'s choice, or the one asked for (already checked to apply)."""
+    return choose_algorithm(x_shape, w_shape, *geometry_args, function) if algorithm == "auto" else algorithm
 
 
 # ----------------------------------------------------------------------------- checking
+# The shapes and params are checked by _geometry's plans (no numba there, so backends that
+# trace the ops' rules instead of running them check with the same code); the dtypes here.
 def _float_array(a: Any, name: str) -> np.ndarray:
     a = np.asarray(a)
     if a.dtype not in (np.float32, np.float64):
-        raise TypeError(
+        raise InvalidInputError(
             f"conv2d: {name} has dtype {a.dtype}; conv2d takes float32 or float64 arrays "
             f"(convert with {name}.astype(np.float64))"
         )
     return a
 
 
-def _four_d(a: np.ndarray, name: str, layout: str) -> None:
-    if a.ndim != 4:
-        raise ValueError(
-            f"conv2d: {name} must be a 4-D array {layout}, got shape {a.shape}"
-            + ("; add a batch axis with [None]" if a.ndim == 3 and name != "w" else "")
-        )
-
-
-def _geometry_args(stride: Any, padding: Any, dilation: Any) -> tuple[tuple[int, int], ...]:
-    checked = []
-    for name, value, least in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
-        try:
-            v = pair(value, name)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"conv2d: {error}") from None
-        if min(v) < least:
-            kind = "positive" if least else "non-negative"
-            raise ValueError(f"conv2d: {name} must be {kind} ints, got {value!r}")
-        checked.append(v)
-    return tuple(checked)
-
-
-def _size(value: Any, name: str) -> tuple[int, int]:
-    try:
-        size = pair(value, name)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"conv2d: {error}") from None
-    if min(size) < 1:
-        raise ValueError(f"conv2d: {name} must be positive, got {value!r}")
-    return size
-
-
-def _geometry(input_size, kernel_size, stride, padding, dilation) -> Geometry:
-    """The forward's geometry, after checking that the dilated kernel fits in the padded input."""
-    extent = tuple(d * (k - 1) + 1 for d, k in zip(dilation, kernel_size))
-    padded = tuple(n + 2 * p for n, p in zip(input_size, padding))
-    if extent[0] > padded[0] or extent[1] > padded[1]:
-        raise ValueError(
-            f"conv2d: the {kernel_size[0]}x{kernel_size[1]} kernel (spanning {extent[0]}x{extent[1]} at dilation "
-            f"{dilation}) is larger than the padded input {padded[0]}x{padded[1]} (input {input_size[0]}x"
-            f"{input_size[1]}, padding {padding}); use a smaller kernel or dilation, or more padding"
-        )
-    out = conv2d_output_size(input_size, kernel_size, stride, padding, dilation)
-    return Geometry(out, stride, padding, dilation)
-
-
 def _common(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The arrays in their common dtype, C-contiguous (what the numba kernels are compiled for)."""
     dtype = np.result_type(*arrays)
     return [np.ascontiguousarray(a, dtype=dtype) for a in arrays]
-
-
-def _check_cotangent(g: np.ndarray, expected: tuple[int, ...]) -> None:
-    if g.shape != expected:
-        raise ValueError(
-            f"conv2d: the cotangent g has shape {g.shape} but the convolution's output is {expected}; "
-            f"pass the g of this convolution (same stride, padding and dilation)"
-        )
 
 
 # ----------------------------------------------------------------------------- the three functions
@@ -206,16 +143,8 @@ def conv2d(
 ) -> np.ndarray:
     """y[n, o, r, q] = sum over c, i, j of w[o, c, i, j] * xpad[n, c, r*s + i*d, q*s + j*d]."""
     x, w = _float_array(x, "x"), _float_array(w, "w")
-    _four_d(x, "x", "(N, C, H, W)")
-    _four_d(w, "w", "(O, C, kh, kw)")
-    if x.shape[1] != w.shape[1]:
-        raise ValueError(
-            f"conv2d: x has {x.shape[1]} channels but w (O, C, kh, kw) = {w.shape} expects {w.shape[1]}; "
-            f"x.shape[1] must equal w.shape[1]"
-        )
-    args = _geometry_args(stride, padding, dilation)
-    geometry = _geometry(x.shape[2:], w.shape[2:], *args)
-    chosen = _resolve(algorithm, x.shape, w.shape, args, "conv2d")
+    geometry, args = plan_conv2d(x.shape, w.shape, stride, padding, dilation, algorithm)
+    chosen = _chosen(algorithm, x.shape, w.shape, args, "conv2d")
     x, w = _common([x, w])
     return _FORWARD[chosen](x, w, geometry)
 
@@ -231,14 +160,8 @@ def conv2d_input_grad(
 ) -> np.ndarray:
     """d<g, conv2d(x, w)>/dx, shape (N, C, *input_size): the transposed convolution of g with w."""
     g, w = _float_array(g, "g"), _float_array(w, "w")
-    _four_d(g, "g", "(N, O, H', W')")
-    _four_d(w, "w", "(O, C, kh, kw)")
-    size = _size(input_size, "input_size")
-    args = _geometry_args(stride, padding, dilation)
-    geometry = _geometry(size, w.shape[2:], *args)
-    _check_cotangent(g, (g.shape[0], w.shape[0], *geometry.out))
-    x_shape = (g.shape[0], w.shape[1], *size)
-    chosen = _resolve(algorithm, x_shape, w.shape, args, "input_grad")
+    size, geometry, args = plan_input_grad(g.shape, w.shape, input_size, stride, padding, dilation, algorithm)
+    chosen = _chosen(algorithm, (g.shape[0], w.shape[1], *size), w.shape, args, "input_grad")
     g, w = _common([g, w])
     if chosen in ("winograd", "fft"):  # a forward convolution of the upsampled g with the flipped kernel
         through = transposed(geometry, size, w.shape[2:])
@@ -257,14 +180,10 @@ def conv2d_weight_grad(
 ) -> np.ndarray:
     """d<g, conv2d(x, w)>/dw, shape (O, C, *kernel_size): the input's windows correlated with g."""
     x, g = _float_array(x, "x"), _float_array(g, "g")
-    _four_d(x, "x", "(N, C, H, W)")
-    _four_d(g, "g", "(N, O, H', W')")
-    kernel = _size(kernel_size, "kernel_size")
-    args = _geometry_args(stride, padding, dilation)
-    geometry = _geometry(x.shape[2:], kernel, *args)
-    _check_cotangent(g, (x.shape[0], g.shape[1], *geometry.out))
-    w_shape = (g.shape[1], x.shape[1], *kernel)
-    chosen = _resolve(algorithm, x.shape, w_shape, args, "weight_grad")
+    kernel, geometry, args = plan_weight_grad(
+        x.shape, g.shape, kernel_size, stride, padding, dilation, algorithm
+    )
+    chosen = _chosen(algorithm, x.shape, (g.shape[1], x.shape[1], *kernel), args, "weight_grad")
     x, g = _common([x, g])
     if chosen == "winograd":
         return _winograd.weight_grad(x, g, geometry)

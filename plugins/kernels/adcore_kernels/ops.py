@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from adcore import Domain, OpSpec, Sample
+from adcore.errors import InvalidInputError, InvalidValueError
 from adcore.spec import REAL
 from adcore_kernels.reference import conv2d_output_size, pair
 
@@ -47,11 +48,11 @@ def _array(op: str, name: str, value: Any, ndim: int | None = None, min_ndim: in
     """value as a float32 or float64 array of `ndim` (or at least `min_ndim`) axes."""
     a = np.asarray(value)
     if a.dtype not in (np.float32, np.float64):
-        raise TypeError(f"op {op!r}: {name} must be float32 or float64, got dtype {a.dtype}")
+        raise InvalidInputError(f"op {op!r}: {name} must be float32 or float64, got dtype {a.dtype}")
     if ndim is not None and a.ndim != ndim:
-        raise ValueError(f"op {op!r}: {name} must have {ndim} axes, got shape {a.shape}")
+        raise InvalidValueError(f"op {op!r}: {name} must have {ndim} axes, got shape {a.shape}")
     if a.ndim < min_ndim:
-        raise ValueError(
+        raise InvalidValueError(
             f"op {op!r}: {name} must have at least {min_ndim} axes (..., H, W), got shape {a.shape}"
         )
     return a
@@ -62,15 +63,15 @@ def _pair(op: str, name: str, value: Any, least: int) -> Pair:
     try:
         result = pair(value, name)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"op {op!r}: {e}") from e
+        raise InvalidValueError(f"op {op!r}: {e}") from e
     if min(result) < least:
-        raise ValueError(f"op {op!r}: {name} must be at least {least}, got {value!r}")
+        raise InvalidValueError(f"op {op!r}: {name} must be at least {least}, got {value!r}")
     return result
 
 
 def _same(op: str, what: str, got: Any, expected: Any) -> None:
     if tuple(got) != tuple(expected):
-        raise ValueError(f"op {op!r}: {what}: expected {tuple(expected)}, got {tuple(got)}")
+        raise InvalidValueError(f"op {op!r}: {what}: expected {tuple(expected)}, got {tuple(got)}")
 
 
 # --- convolution ------------------------------------------------------------------------------------
@@ -129,13 +130,15 @@ class PoolGeometry:
         self.stride = self.kernel if stride is None else _pair(op, "stride", stride, 1)
         self.padding = _pair(op, "padding", padding, 0)
         if any(2 * p > k for p, k in zip(self.padding, self.kernel)):
-            raise ValueError(
+            raise InvalidValueError(
                 f"op {op!r}: padding must be at most half the kernel size, got padding "
                 f"{self.padding} for kernel_size {self.kernel}"
             )
         padded = tuple(n + 2 * p for n, p in zip(self.size, self.padding))
         if any(k > n for k, n in zip(self.kernel, padded)):
-            raise ValueError(f"op {op!r}: kernel_size {self.kernel} is larger than the padded input {padded}")
+            raise InvalidValueError(
+                f"op {op!r}: kernel_size {self.kernel} is larger than the padded input {padded}"
+            )
         self.out = conv2d_output_size(self.size, self.kernel, self.stride, self.padding, 1)
 
     def args(self) -> tuple[Pair, Pair, Pair]:
@@ -147,7 +150,7 @@ def _leading(op: str, first: np.ndarray, x: np.ndarray) -> None:
     try:
         np.broadcast_shapes(first.shape[:-2], x.shape[:-2])
     except ValueError as e:
-        raise ValueError(
+        raise InvalidValueError(
             f"op {op!r}: the leading axes of {first.shape} and x {x.shape} do not broadcast"
         ) from e
 

@@ -31,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from adcore_kernels import reference
+from adcore.errors import InvalidValueError
+from adcore_kernels import _geometry, reference
+from adcore_kernels.ops import PoolGeometry
 from adcore_kernels.reference import conv2d_output_size, pair
 
 
@@ -84,8 +86,17 @@ def _max_weights(values: list) -> list:
     return [hit / count for hit in hits]
 
 
-def _max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> np.ndarray:
+def _pool_checked(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any) -> np.ndarray:
+    """x as objects, after the checks op's impl makes (this rule runs instead of the impl)."""
     x = _objects(x)
+    if x.ndim < 2:
+        raise InvalidValueError(f"op {op!r}: x must have at least 2 axes (..., H, W), got shape {x.shape}")
+    PoolGeometry(op, x.shape[-2:], kernel_size, stride, padding)
+    return x
+
+
+def _max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> np.ndarray:
+    x = _pool_checked("max_pool2d", x, kernel_size, stride, padding)
     out = np.empty(x.shape[:-2] + _pooled_shape(x.shape[-2:], kernel_size, stride, padding), dtype=object)
     for lead in np.ndindex(x.shape[:-2]):
         for cell, window in _windows(x.shape[-2:], kernel_size, stride, padding):
@@ -97,7 +108,8 @@ def _max_pool2d_linear(gather: bool) -> Callable[..., np.ndarray]:
     """max_pool2d_gather (t at the maxima) or max_pool2d_scatter (g onto the maxima)."""
 
     def rule(first: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> np.ndarray:
-        first, x = _objects(first), _objects(x)
+        op = "max_pool2d_gather" if gather else "max_pool2d_scatter"
+        first, x = _objects(first), _pool_checked(op, x, kernel_size, stride, padding)
         lead = np.broadcast_shapes(first.shape[:-2], x.shape[:-2])
         first = np.broadcast_to(first, lead + first.shape[-2:])
         x = np.broadcast_to(x, lead + x.shape[-2:])
@@ -134,6 +146,8 @@ def _conv(reference_fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """A convolution op's rule: its reference on object arrays; the algorithm does not matter."""
 
     def rule(a: Any, b: Any, algorithm: str = "auto", **params: Any) -> np.ndarray:
+        # the impl's checks: the reference alone takes an empty or oversized kernel
+        _geometry.check(reference_fn.__name__, np.shape(a), np.shape(b), algorithm=algorithm, **params)
         return reference_fn(_objects(a), _objects(b), **params)
 
     return rule
@@ -147,7 +161,7 @@ SYMPY_RULES: dict[str, Any] = {
     "max_pool2d":         _max_pool2d,
     "max_pool2d_gather":  _max_pool2d_linear(gather=True),
     "max_pool2d_scatter": _max_pool2d_linear(gather=False),
-    "avg_pool2d":         lambda x, kernel_size, stride=None, padding=0: reference.avg_pool2d(_objects(x), kernel_size, stride, padding),
+    "avg_pool2d":         lambda x, kernel_size, stride=None, padding=0: reference.avg_pool2d(_pool_checked("avg_pool2d", x, kernel_size, stride, padding), kernel_size, stride, padding),
     "avg_pool2d_grad":    _avg_pool2d_grad,
 }
 # fmt: on

@@ -13,6 +13,8 @@ from adcore_kernels import conv, reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adcore.errors import InvalidInputError, InvalidValueError
+
 TOLERANCE = {np.float64: 1e-10, np.float32: 1e-4}  # relative to the largest |reference value| (at least 1)
 
 # (x shape, w shape, stride, padding, dilation)
@@ -236,6 +238,15 @@ ERRORS = {
         lambda: conv.conv2d_weight_grad(X, G, (0, 3), padding=1),
         r"conv2d: kernel_size must be positive",
     ),
+    # a kernel with a zero dimension: the output-size formula alone gave a larger all-zero output
+    "w-kernel-height-zero": (
+        lambda: conv.conv2d(X, np.ones((4, 3, 0, 3))),
+        r"conv2d: the kernel is 0x3, empty; w \(O, C, kh, kw\) needs kh >= 1 and kw >= 1",
+    ),
+    "w-kernel-width-zero-input-grad": (
+        lambda: conv.conv2d_input_grad(G, np.ones((4, 3, 3, 0)), (6, 6)),
+        r"conv2d: the kernel is 3x0, empty",
+    ),
     "input-size-bad": (
         lambda: conv.conv2d_input_grad(G, W, "6x6", padding=1),
         r"conv2d: input_size must be an int or a pair of ints",
@@ -249,7 +260,8 @@ ERRORS = {
 
 @pytest.mark.parametrize("call, message", ERRORS.values(), ids=ERRORS.keys())
 def test_errors_say_what_is_wrong_and_the_next_call_works(call, message):
-    expected_type = TypeError if "dtype" in message else ValueError
+    # typed: an AdcoreError that is also the builtin a caller may already catch
+    expected_type = InvalidInputError if "dtype" in message else InvalidValueError
     with pytest.raises(expected_type, match=message):
         call()
     y = conv.conv2d(X, W, padding=1, algorithm="winograd")
