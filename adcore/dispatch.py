@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import ComplexValueError, TracerConversionError
+from adcore.errors import AdcoreError, ComplexValueError, TracerConversionError
 
 _local = threading.local()
 
@@ -153,7 +153,7 @@ class new_trace:
         # NumPy storing a traced value into a plain array (z[0] = x) calls float(x), and
         # when that raises it reports "setting an array element with a sequence" instead
         # (a ValueError): give back the typed error that says what happened.
-        if isinstance(error, (ValueError, TypeError)) and not isinstance(error, TracerConversionError):
+        if isinstance(error, (ValueError, TypeError)) and not isinstance(error, AdcoreError):
             cause = error.__cause__ or error.__context__
             if isinstance(cause, TracerConversionError):
                 raise TracerConversionError(*cause.args) from error
