@@ -186,6 +186,19 @@ def broadcast_matmul(a: Any, b: Any) -> Any:
     return anp.tanh(a @ b)
 
 
+# --- where a rule divides by the input (issue 15, class 4) ------------------------------------------
+
+
+def polynomial_at_zero(x: Any) -> Any:
+    """1 + 2x + 3x**2 + 4x**3 as a sum of x**k, summed over x: derivative 2 at x = 0."""
+    # the rules of x**0.0 and x**1.0 divide by x there (0 * inf) unless they know the limit
+    return anp.sum(1.0 * x**0.0 + 2.0 * x**1.0 + 3.0 * x**2.0 + 4.0 * x**3.0)
+
+
+def _polynomial_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    return [Sample((np.array(0.0, dtype=dtype),)), Sample((np.array([0.0, -1.2, 0.7], dtype=dtype),))]
+
+
 # --- the where trap (issue 15, class 13) ------------------------------------------------------------
 
 
@@ -218,5 +231,6 @@ BUILTIN_CASES: tuple[Case, ...] = (
     _case(broadcast_multiply, _pairs(((2, 1), (2, 2)), ((3,), (2, 3))), (0, 1)),
     _case(broadcast_sum, _pairs(((3,), (4, 3)), ((1, 3), (2, 4, 3))), (0, 1)),
     _case(broadcast_matmul, _pairs(((2, 1), (4, 1, 3)), ((2, 1, 2, 3), (3, 3, 2))), (0, 1)),
+    _case(polynomial_at_zero, _polynomial_samples),
     _case(where_untaken_nan, _where_untaken_nan_samples),
 )

@@ -50,4 +50,11 @@ KINKS: tuple[Kink, ...] = (
         {"a_min": -1.0, "a_max": 1.0},
         why="clip' = 1 on the closed interval",
     ),
+    # points where a rule divides by the input (issue 15, class 4): exact where the limit exists
+    Kink(
+        "power",
+        ([0.0, 0.0, 0.0, 0.0, 2.0], [1.0, 2.0, 3.0, 2.5, 0.0]),
+        (_diag(1, 0, 0, 0, 0), _diag(0, 0, 0, 0, np.log(2.0))),
+        why="x**y at x = 0 < y: d/dx = y x**(y-1), d/dy = 0 (0**y is 0 near y); at y = 0, d/dx = 0",
+    ),
 )
