@@ -87,8 +87,8 @@ class Extrapolation:
     be added to the error bar without changing which candidate is chosen.
     """
 
-    def __init__(self) -> None:
-        self.levels = 0
+    def __init__(self, spread: bool = False) -> None:
+        self.levels, self.track_spread = 0, spread  # spread only when a measured noise will use it
         self.value = self.truncation = self.noise = self.error = self.newest = self.spread = np.empty(0)
         self._steps: list[np.ndarray] = []
         self._diagonal: list[np.ndarray] = []  # T[j][newest - j] for j = 0..newest, and their
@@ -101,13 +101,15 @@ class Extrapolation:
             self.truncation, self.noise, self.error = (np.full(d.shape, np.inf) for _ in range(3))
             self.newest = np.zeros(d.shape, dtype=int)  # the smallest-step level the best candidate uses
             self.spread = np.zeros(d.shape)
-        diagonal, rounding, unit = [d], [noise], [np.broadcast_to(1 / h, d.shape)]
+        diagonal, rounding = [d], [noise]
+        unit = [np.broadcast_to(1 / h, d.shape)] if self.track_spread else []
         with np.errstate(all="ignore"):
             for j in range(1, self.levels + 1):
                 q = (self._steps[-j] / h) ** 2 - 1
                 diagonal.append(diagonal[-1] + (diagonal[-1] - self._diagonal[j - 1]) / q)
                 rounding.append(rounding[-1] * (1 + 1 / q) + self._rounding[j - 1] / q)
-                unit.append(unit[-1] * (1 + 1 / q) + self._unit[j - 1] / q)
+                if self.track_spread:
+                    unit.append(unit[-1] * (1 + 1 / q) + self._unit[j - 1] / q)
                 truncation = np.abs(diagonal[-1] - diagonal[-2])
                 error = _finite_or_inf(truncation + rounding[-1])
                 better = error < self.error
@@ -115,7 +117,8 @@ class Extrapolation:
                 self.truncation[better] = truncation[better]
                 self.noise[better] = rounding[-1][better]
                 self.error[better] = error[better]
-                self.spread[better] = unit[-1][better]
+                if self.track_spread:
+                    self.spread[better] = unit[-1][better]
                 self.newest[better] = self.levels
         self._steps.append(h)
         self._diagonal, self._rounding, self._unit = diagonal, rounding, unit
@@ -123,7 +126,7 @@ class Extrapolation:
 
     def with_noise(self, floor: np.ndarray | float) -> np.ndarray:
         """The error bars, with f's measured noise per value (`floor`, per output) added."""
-        return self.error + self.spread * floor
+        return self.error + self.spread * floor if self.track_spread else self.error
 
     def converged(self) -> np.ndarray:
         """Per entry: the truncation estimate is below round-off, so smaller steps, which

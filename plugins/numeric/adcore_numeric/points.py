@@ -92,6 +92,8 @@ Direction = Basis | Along
 def fresh(args: tuple) -> tuple:
     """The arguments with every array copied: an f that writes into its input (x *= 2) must
     neither see another point's writes nor change the caller's array."""
+    if not any(isinstance(a, np.ndarray) for a in args):  # the common case, at no cost
+        return args
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 

@@ -25,8 +25,8 @@ the central step (on the same functions, starting at 2⁻³ costs 7% more evalua
 with log |x| only, as 2⁻⁴·2(1 + ln(|x|/2)): a step of |x|/16 is far outside the region where
 f is its Taylor series for any f that varies on a scale of its own (sin at x = 1e5 moved by
 6250), and there every level agrees on a wrong value and the estimate looks settled. It is
-never below four central steps, so at any |x| there are levels to extrapolate and x + h
-lands; the complex step has no
+never so small that its last level moves x by fewer than 4 ulps (RICHARDSON_ULPS), so at any
+|x| x + h lands at every level; the complex step has no
 subtraction, hence no round-off to balance, and uses a step of ε·max(|x|, 1), where the
 O(h²) truncation is far below ε.
 
@@ -48,6 +48,7 @@ METHODS = ("central", "forward", "backward", "richardson", "complex")
 RICHARDSON_FIRST = 2.0**-4  # richardson's first step, times max(|x|, 1)
 RICHARDSON_RATIO = 2.0  # each level halves the step
 RICHARDSON_KNEE = 2.0  # beyond this |x|, richardson's first step grows with log |x|, not |x|
+RICHARDSON_ULPS = 4.0  # richardson's last level moves x by at least this many units in the last place
 
 
 def relative_step(method: str, eps: float) -> float:
@@ -73,12 +74,13 @@ def first_step(x: np.ndarray, method: str, step: Any = None) -> np.ndarray:
     eps = float(np.finfo(x.dtype).eps)
     size = np.abs(x.astype(np.float64))
     if step is None and method == "richardson":
-        central = 4 * relative_step("central", eps) * np.maximum(size, 1.0)
+        # the last level (halved richardson_levels - 1 times) still moves x by RICHARDSON_ULPS ulps
+        lands = RICHARDSON_ULPS * eps * size * RICHARDSON_RATIO ** (richardson_levels(eps) - 1)
         knee = RICHARDSON_KNEE
         scale = np.where(
             size <= knee, np.maximum(size, 1.0), knee * (1 + np.log(np.maximum(size, knee) / knee))
         )
-        h = np.maximum(RICHARDSON_FIRST * scale, central)
+        h = np.maximum(RICHARDSON_FIRST * scale, lands)
     elif step is None:
         h = relative_step(method, eps) * np.maximum(size, 1.0)
     else:

@@ -21,6 +21,7 @@ Both draw their direction from a fixed seed, so a call gives the same result eve
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,6 @@ import numpy as np
 
 from adcore.errors import UnreliableEstimateError
 from adcore_numeric.points import Along, evaluate
-from adcore_numeric.steps import relative_step
 
 SEED = 15  # the random directions are fixed: the same call gives the same bits
 
@@ -42,56 +42,73 @@ ORDERS = (4, 5, 6)
 # can be off by several σ, and the estimate itself varies by a factor of about two.
 NOISE_SAFETY = 4.0
 
-# f is unresolved at the step when its values there look this noisy relative to its size: a
-# rounding is ~1e-16 of it (1e-7 in float32), but an f that turns over within the step (cos(x²)
-# at x = 8000, stepped by 0.016) looks like noise of its own size, and no bar drawn from
-# differences at that step bounds the error.
-UNRESOLVED = 1e-2
+# f is unresolved at the step when its values there look this noisy relative to its size, at
+# every order: a rounding is ~1e-16 of it (1e-7 in float32), but an f that turns over within
+# the step (cos(x²) at x = 8000, stepped by 0.016) looks like noise of its own size, and no bar
+# drawn from differences at that step bounds the error. (float32 softmax at 1e3, stepped by
+# 1.6, is resolved just enough: 0.03, and its two-step bar holds.)
+UNRESOLVED = 5e-2
 
 # The complex step passes when it is within this many times the central difference's own
 # error estimate (truncation from a second step, plus round-off) of that difference.
 CHECK_SAFETY = 10.0
 
 
-def direction(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def direction(x: np.ndarray, salt: int = 0) -> np.ndarray:
     """A random direction on x's scale: each element moves by ±(1/2..1)·max(|x|, 1) per unit of
-    step, so no element is left still and each moves as its own column's step would."""
-    sign = rng.choice((-1.0, 1.0), size=x.shape)
-    return (sign * rng.uniform(0.5, 1.0, x.shape) * np.maximum(np.abs(x), 1.0)).astype(x.dtype)
+    step, so no element is left still and each moves as its own column's step would. The same
+    for the same shape and salt (one salt per argument), drawn once."""
+    return (_unit(x.shape, salt) * np.maximum(np.abs(x), 1.0)).astype(x.dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _unit(shape: tuple[int, ...], salt: int) -> np.ndarray:
+    rng = np.random.default_rng((SEED, salt))  # a generator costs more than a small derivative
+    unit = np.asarray(np.where(rng.random(shape) < 0.5, -1.0, 1.0) * rng.uniform(0.5, 1.0, shape))
+    unit.flags.writeable = False  # shared by every call
+    return unit
 
 
 def noise_level(
-    f: Callable[..., Any], args: tuple, argnum: int, eps: float, step: Any = None, **where: Any
-) -> np.ndarray | float:
+    f: Callable[..., Any], args: tuple, argnum: int, step: np.ndarray, **where: Any
+) -> np.ndarray:
     """A bound on the noise of each of f's (flattened) outputs, per value, when args[argnum]
-    moves at the scale of the central step, or of the user's `step` (per element, as
-    steps.user_step gives it): NOISE_SAFETY·σ from ECnoise's differences.
-    0 where f was not finite (the model of `quotient` is then all there is). Raises
-    UnreliableEstimateError where f is not resolved at that step (UNRESOLVED)."""
+    moves at the scale of `step` (per element: the smallest step the method takes):
+    NOISE_SAFETY·σ from ECnoise's differences, 0 where f was not finite (the model of
+    `quotient` is then all there is). Raises UnreliableEstimateError where f is not
+    resolved at that step (UNRESOLVED)."""
+    sigma, _ = _probe(f, args, argnum, step, where)
+    # one output's estimate rests on a handful of differences and can be small by chance;
+    # outputs computed together (an FFT, a matrix product) share their noise, so each output
+    # is taken to be at least as noisy as all of them together (a wider bar, never a narrower one)
+    pooled = np.sqrt(np.mean(sigma**2)) if sigma.size else 0.0
+    return NOISE_SAFETY * np.maximum(sigma, pooled)
+
+
+def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray]:
+    """f at the PROBE points along a random direction at `step`'s scale: per output, the noise σ
+    (the largest estimate over ORDERS; a smooth part left over only widens it) and the scatter
+    (the smallest: what no order cancels, large only where f is not resolved)."""
     x = np.asarray(args[argnum])
-    unit = direction(x, np.random.default_rng(SEED))
-    t = unit * relative_step("central", eps) if step is None else unit / np.maximum(np.abs(x), 1.0) * step
-    t = t.astype(x.dtype)
+    t = (direction(x) / np.maximum(np.abs(x), 1.0) * step).astype(x.dtype)
     tangents = tuple(t if i == argnum else None for i in range(len(args)))
     values = evaluate(f, args, Along(tangents), np.zeros(len(PROBE), dtype=int), PROBE, **where)
     values = values.reshape(len(PROBE), -1)
     with np.errstate(all="ignore"):
-        sigma = np.max([np.sqrt(np.mean((_DIFFERENCES[k] @ values) ** 2, axis=0)) for k in ORDERS], axis=0)
-        sigma = np.where(np.isfinite(sigma), sigma, 0.0)
-        # one output's estimate rests on a handful of differences and can be small by chance;
-        # outputs computed together (an FFT, a matrix product) share their noise, so each output
-        # is taken to be at least as noisy as all of them together (a wider bar, never a narrower one)
-        pooled = np.sqrt(np.mean(sigma**2)) if sigma.size else 0.0
+        each = [np.sqrt(np.mean((_DIFFERENCES[k] @ values) ** 2, axis=0)) for k in ORDERS]
+        sigma, scatter = (
+            np.where(np.isfinite(s), s, 0.0) for s in (np.max(each, axis=0), np.min(each, axis=0))
+        )
         size = np.max(np.abs(values), where=np.isfinite(values), initial=0.0)
-    if np.any(sigma > UNRESOLVED * size):
+    if np.any(scatter > UNRESOLVED * size):
         raise UnreliableEstimateError(
             f"backend 'numeric': f changes faster than the step can follow around argument {argnum}: "
-            f"moved along a random direction by about its central step ({np.max(np.abs(t)):.3g} per "
-            f"element), its values scatter by {np.max(sigma) / size:.2g} of their size, so a finite "
-            "difference there is no derivative and no error bar would be honest. Pass a smaller step= "
-            "(one that resolves f's oscillation), or differentiate with a rule backend (reverse, forward)."
+            f"moved along a random direction by about its step ({np.max(np.abs(t)):.3g} per element), "
+            f"its values scatter by {np.max(scatter) / size:.2g} of their size, so a finite difference "
+            "there is no derivative and no error bar would be honest. Pass a smaller step= (one that "
+            "resolves f's oscillation), or differentiate with a rule backend (reverse, forward)."
         )
-    return NOISE_SAFETY * np.maximum(sigma, pooled)
+    return sigma, scatter
 
 
 def _divided_differences(nodes: np.ndarray, order: int) -> np.ndarray:

@@ -38,14 +38,18 @@ def test_default_steps_are_relative_to_max_abs_x_and_one(method, relative):
     assert relative == relative_step(method, EPS64)
 
 
-def test_richardson_first_step_grows_with_log_x_beyond_the_knee_and_never_below_four_central_steps():
-    x = np.array([2.0, 20.0, 1e3, 1e5, 1e15])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_richardson_first_step_grows_with_log_x_beyond_the_knee_and_its_last_level_lands(dtype):
+    x = np.array([2.0, 20.0, 1e3, 1e5, 1e15], dtype=dtype)
     h = first_step(x, "richardson")
-    scale = RICHARDSON_KNEE * (1 + np.log(x / RICHARDSON_KNEE))  # 2, 6.6, 14.4, 23.6, 70.1
-    central = 4 * relative_step("central", EPS64) * x
-    np.testing.assert_allclose(h, np.maximum(RICHARDSON_FIRST * scale, central), rtol=1e-6)
+    scale = RICHARDSON_KNEE * (1 + np.log(x.astype(np.float64) / RICHARDSON_KNEE))  # 2, 6.6, 14.4, 23.6, 70
     assert h[3] < 2  # sin at 1e5 is stepped within a third of its period, not by 6250
-    assert h[4] == pytest.approx(central[4], rel=1e-6)  # there x + 2^-4 * 70 == x: four central steps
+    # made representable: within an ulp of x (float32's at 1e5 is 0.008)
+    np.testing.assert_allclose(h[:4], RICHARDSON_FIRST * scale[:4], rtol=0, atol=np.spacing(x[3]))
+    # at 1e15 the log step would not move x by the end of the halving: the last level lands 4 ulps away
+    last = h * 2.0 ** (1 - richardson_levels(float(np.finfo(dtype).eps)))
+    assert np.all(last >= 4 * np.spacing(x) * (1 - 1e-6))
+    assert h[4] > RICHARDSON_FIRST * scale[4]
 
 
 @pytest.mark.parametrize("method", ["central", "forward", "backward", "richardson"])
