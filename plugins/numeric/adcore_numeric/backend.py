@@ -129,8 +129,7 @@ def _derivatives(
         value = _value(f, args, scalar_output)
     center = None if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
     where = dict(vectorized=vectorized, executor=executor)
-    jacobians, errors, slopes, slope_errors = [], [], [], []
-    tangents = [None] * len(args)  # the complex step's check moves every argnum along a random direction
+    jacobians, errors = [], []
     for i, given in zip(argnums, steps_per_arg):
         x = np.asarray(args[i])
         if x.size == 0:
@@ -152,19 +151,27 @@ def _derivatives(
         want_error = return_error or method == "complex"
         d, err = _columns(run, steps, np.abs(flat), center, eps, want_error, floor)
         out_shape = d.shape[1:]
-        if method == "complex":
-            tangents[i] = t = direction(x, salt=i)
-            slopes.append(d.reshape(len(flat), -1).T @ t.reshape(-1).astype(np.float64))
-            slope_errors.append(err.reshape(len(flat), -1).T @ np.abs(t.reshape(-1)).astype(np.float64))
         jacobians.append(np.moveaxis(d, 0, -1).reshape(out_shape + x.shape))
-        if return_error:
+        if want_error:
             errors.append(np.moveaxis(err, 0, -1).reshape(out_shape + x.shape))
-    if slopes:
-        eps = max(float(np.finfo(np.asarray(args[i]).dtype).eps) for i in argnums)
-        # the directions are on x's scale, so |x·f'| is about the directional derivative itself
-        central = _central_along(f, args, eps, relative_step("central", eps), 1.0, vectorized, executor)
-        check_complex_step(central, tuple(tangents), tuple(slopes), tuple(slope_errors))
+    if method == "complex":
+        _check_complex(f, args, argnums, jacobians, errors, where)
     return (value, tuple(jacobians), tuple(errors)) if return_error else (value, tuple(jacobians))
+
+
+def _check_complex(f, args, argnums, jacobians, errors, where) -> None:
+    """Refuse the complex step's Jacobians if a central difference along a random direction in
+    every argnum disagrees with them (verification.check_complex_step)."""
+    tangents, slopes, slope_errors = [None] * len(args), [], []
+    for i, jac, err in zip(argnums, jacobians, errors):
+        x = np.asarray(args[i])
+        tangents[i] = t = direction(x, salt=i)
+        slopes.append(np.tensordot(jac, t, axes=x.ndim).reshape(-1))
+        slope_errors.append(np.tensordot(err, np.abs(t), axes=x.ndim).reshape(-1))
+    eps = max(float(np.finfo(np.asarray(args[i]).dtype).eps) for i in argnums)
+    # the directions are on x's scale, so |x·f'| is about the directional derivative itself
+    central = _central_along(f, args, eps, relative_step("central", eps), 1.0, **where)
+    check_complex_step(central, tuple(tangents), tuple(slopes), tuple(slope_errors))
 
 
 def _noise(f, args, i, x, method, given, eps, where) -> np.ndarray:
