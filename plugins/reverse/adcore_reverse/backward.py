@@ -31,14 +31,15 @@ def backward_pass(
     while heap:
         node = heappop(heap)[1]
         g = pending.pop(node._seq)
-        known_zero = zeros.pop(node._seq, None) if zeros else None
         if node._hooks:
             g, replaced = node._run_hooks(g)
-            if replaced:
-                known_zero = None  # the hook's gradient may be nonzero anywhere
+            if replaced and zeros:
+                zeros.pop(node._seq, None)  # the hook's gradient may be nonzero anywhere
         op = node._op
         if op is None:
             leaves.append((node, g))
+            if zeros:
+                zeros.pop(node._seq, None)  # so that the nodes after it take the plain loop again
             continue
         if node._args is None:
             raise GraphFreedError(
@@ -48,10 +49,12 @@ def backward_pass(
         args = node._args
         if create_graph:
             _check_unchanged(node)
-        inputs, ans = (args, node) if create_graph else (node._primals, node._ans)
+            inputs, ans = args, node
+        else:
+            inputs, ans = node._primals, node._ans
         params, vjps = node._params, node._vjps
-        if known_zero is not None or vjps.__class__ is MaskingRules:
-            _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap)
+        if zeros or vjps.__class__ is MaskingRules:  # only at or below a where
+            _send_with_zeros(node, g, zeros.pop(node._seq, None), inputs, ans, pending, zeros, heap)
         else:
             for i, a in enumerate(args):
                 if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
@@ -68,7 +71,7 @@ def backward_pass(
                 seq = a._seq
                 if seq in pending:
                     pending[seq] = pending[seq] + gi
-                    if seq in zeros:  # a sum is a structural zero only where every term is
+                    if zeros and seq in zeros:  # a sum is a structural zero only where every term is
                         del zeros[seq]
                 else:
                     pending[seq] = gi
