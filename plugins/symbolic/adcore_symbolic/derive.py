@@ -22,9 +22,10 @@ from adcore.backend import check_output
 from adcore.dispatch import new_trace
 from adcore.rules import unbroadcast
 from adcore.tracer import Tracer
+from adcore_symbolic.budget import WorkBudget
 from adcore_symbolic.errors import ExpressionTooLargeError
 from adcore_symbolic.printing import compile_numpy
-from adcore_symbolic.program import Program, differentiate, lines_for
+from adcore_symbolic.program import Program, chain_rule, fresh_names, lines_for
 from adcore_symbolic.trace import NotElementwise, Sym, SymbolicTrace, real_symbol
 
 # Elements per chunk in the elementwise mode: 2**14 float64 temporaries (128 KiB each)
@@ -68,6 +69,7 @@ class Derivation:
       form (every definition substituted back; a sympy Array for an array).
     - `program`: the CSE form, `program.definitions` then `program.derivatives`.
     - `source`: the generated NumPy code; `latex()`; `str()` shows everything.
+    - `work`: the sympy nodes built to derive it (what `max_nodes` bounds).
     """
 
     elementwise = False
@@ -116,7 +118,9 @@ class FullDerivation(Derivation):
             )
         self.symbols = {i: _element_symbols(names[i], np.shape(args[i])) for i in traced}
         taken = [s for array in self.symbols.values() for s in array.flat]
-        out, _ = _trace(f, args, self.symbols, False, max_nodes, taken, scalar_output)
+        budget = WorkBudget(max_nodes)
+        budget.charge(count, "the arguments", "tracing")
+        out, trace = _trace(f, args, self.symbols, False, budget, taken, scalar_output)
         exprs = out.value if isinstance(out, Sym) else np.asarray(out, dtype=object)
         self.out_shape, self.dtype = exprs.shape, _dtype(out)
         self.arg_shapes = [np.shape(args[i]) for i in self.argnums]
@@ -127,12 +131,13 @@ class FullDerivation(Derivation):
                 f"expression, over max_nodes={max_nodes}. Use another backend (reverse, forward or "
                 "numeric) for Jacobians this large, or raise the guard with max_nodes=..."
             )
-        self.program = differentiate(list(exprs.flat), inputs, taken)
+        self.program = _program(trace, list(exprs.flat), inputs, taken, budget)
         self.want_value = want_value
         outputs = (self.program.values if want_value else []) + [
             d for row in self.program.derivatives for d in row
         ]
-        self._fn, self.source = compile_numpy(taken, self.program.definitions, outputs)
+        self._fn, self.source = compile_numpy(taken, lines_for(self.program.definitions, outputs), outputs)
+        self.work = budget.spent
 
     @property
     def value(self) -> Any:
@@ -181,7 +186,8 @@ class ElementwiseDerivation(Derivation):
         self.traced = traced
         symbols = {i: np.asarray(real_symbol(names[i]), dtype=object) for i in traced}
         taken = [s.item() for s in symbols.values()]
-        out, trace = _trace(f, args, symbols, True, max_nodes, taken, scalar_output)
+        budget = WorkBudget(max_nodes)
+        out, trace = _trace(f, args, symbols, True, budget, taken, scalar_output)
         if int(np.prod(np.shape(out))) != 1:
             raise NotElementwise(f"an output of shape {np.shape(out)}")
         self.out_shape, self.dtype = np.shape(out), _dtype(out)
@@ -194,7 +200,8 @@ class ElementwiseDerivation(Derivation):
         constant_symbols = [c for c, _ in self.constants]
         taken = arg_symbols + constant_symbols + sum_symbols
         # outputs 0..m-1 are the summed g_k, output m is h; inputs are the argnums' symbols, then the S_k
-        self.program = differentiate([g for _, g, _, _ in self.sums] + [h], xs + sum_symbols, taken)
+        outputs = [g for _, g, _, _ in self.sums] + [h]
+        self.program = _program(trace, outputs, xs + sum_symbols, taken, budget)
         *g_rows, h_row = self.program.derivatives
         self.scales = h_row[len(xs) :]  # dh/dS_k as expressions (1 for a plain sum)
         # h's outputs: f's value if wanted, dh/dS_k, then dh/dx_j directly
@@ -214,6 +221,7 @@ class ElementwiseDerivation(Derivation):
             sources.append(f"# S{k}: over arrays of shape {self.sums[k][2]}\n{source}")
         self._h_fn, source = compile_numpy(sum_symbols + arg_symbols + constant_symbols, h_lines, h_outputs)
         self.source = "\n".join(sources + [f"# the output, from the sums\n{source}"])
+        self.work = budget.spent
         self.arg_shapes = [np.shape(args[i]) for i in self.argnums]
 
     @property
@@ -307,10 +315,10 @@ def argument_names(f: Callable[..., Any], n: int) -> list[str]:
     return (named + [next(fill) for _ in range(max(0, n - len(named)))])[:n]
 
 
-def _trace(f, args, symbols, elementwise, max_nodes, taken, scalar_output) -> tuple[Any, SymbolicTrace]:
+def _trace(f, args, symbols, elementwise, budget, taken, scalar_output) -> tuple[Any, SymbolicTrace]:
     """f traced on Syms standing for args[i] for each i in `symbols`: its output, checked, and the trace."""
     names = {str(s) for s in taken}
-    with new_trace(SymbolicTrace, elementwise=elementwise, max_nodes=max_nodes, taken=names) as trace:
+    with new_trace(SymbolicTrace, elementwise=elementwise, budget=budget, taken=names) as trace:
         inputs = list(args)
         for i, expr in symbols.items():
             inputs[i] = Sym(expr, np.shape(args[i]), args[i].dtype, trace)
@@ -319,6 +327,13 @@ def _trace(f, args, symbols, elementwise, max_nodes, taken, scalar_output) -> tu
     if isinstance(out, Tracer) and not (isinstance(out, Sym) and out._trace is trace):
         raise NotImplementedError("backend 'symbolic': f returned a value another transformation traces")
     return out, trace
+
+
+def _program(trace: SymbolicTrace, outputs: list, inputs: list, taken: list, budget: WorkBudget) -> Program:
+    """The derivative program of the traced outputs: the trace's definitions, then the adjoints."""
+    avoid = set(taken) | {t for t, _ in trace.definitions}
+    outputs = [sp.sympify(e) for e in outputs]
+    return chain_rule(trace.definitions, outputs, inputs, fresh_names("b", avoid), budget, trace.origin)
 
 
 def _dtype(out: Any) -> np.dtype:

@@ -171,7 +171,10 @@ class _TiedExtremum(sp.Function):
             return cls(*unique)
 
     def fdiff(self, argindex=1):
-        ties = [sp.Piecewise((1, sp.Eq(a, self)), (0, True)) for a in self.args]
+        # unevaluated: canonicalizing each Eq and Piecewise costs ms, n^2 of them for n args
+        ties = [
+            sp.Piecewise((1, sp.Eq(a, self, evaluate=False)), (0, True), evaluate=False) for a in self.args
+        ]
         return ties[argindex - 1] / sp.Add(*ties)
 
     def _numpycode(self, printer) -> str:

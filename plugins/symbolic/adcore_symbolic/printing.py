@@ -6,7 +6,7 @@ no op for (numpy.select, numpy.heaviside, numpy.amax) or would round a float lit
 
 from __future__ import annotations
 
-import inspect
+import linecache
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,6 +18,27 @@ from adcore import ops
 
 
 class AdcoreNumPyPrinter(NumPyPrinter):
+    _default_settings = {**NumPyPrinter._default_settings, "rename": {}}
+
+    def __init__(self, settings=None) -> None:
+        super().__init__(settings)
+        self._symbols: dict = {}
+        # the commonest nodes straight to their method: sympy's _print tries a print method
+        # and walks the class's MRO for every node, as long as printing the node itself
+        self._fast = {sp.Symbol: self._print_Symbol, sp.Float: self._print_Float}
+        self._fast |= {sp.Add: self._print_Add, sp.Mul: self._print_Mul}
+
+    def _print(self, expr, **kwargs) -> str:
+        fast = self._fast.get(type(expr))
+        return fast(expr) if fast is not None and not kwargs else super()._print(expr, **kwargs)
+
+    def _print_Symbol(self, expr) -> str:
+        name = self._symbols.get(expr)
+        if name is None:
+            name = self._settings["rename"].get(expr) or super()._print_Symbol(expr)
+            self._symbols[expr] = name
+        return name
+
     def _print_Float(self, expr) -> str:
         return repr(float(expr))  # every bit of the double, where sympy prints 15 digits
 
@@ -40,6 +61,28 @@ class AdcoreNumPyPrinter(NumPyPrinter):
         if at_zero == sp.S.Half:  # ties split equally: maximum/minimum (docs/conventions.md)
             return f"(0.5*numpy.sign({x}) + 0.5)"
         return f"numpy.where(numpy.greater({x}, 0), 1, numpy.where(numpy.less({x}, 0), 0, {self._print(at_zero)}))"
+
+    # Sums and products with their terms in stored order and a factor parenthesized when it is a
+    # sum, product or negative number: sympy's own _print_Add and _print_Mul sort terms and query
+    # signs and precedences, most of the time of compiling a large program
+    def _print_Add(self, expr) -> str:
+        return " + ".join(self._print(a) for a in expr.args)
+
+    def _print_Mul(self, expr) -> str:
+        above, below = [], []
+        for a in expr.args:
+            if a.is_Pow and a.exp.is_Number and a.exp.is_negative:  # x/y, as sympy prints it
+                below.append(a.base if a.exp == -1 else sp.Pow(a.base, -a.exp, evaluate=False))
+            else:
+                above.append(a)
+        code = "*".join(self._factor(a) for a in above) or "1"
+        if len(below) == 1:
+            return f"{code}/{self._factor(below[0])}"
+        return f"{code}/({'*'.join(self._factor(a) for a in below)})" if below else code
+
+    def _factor(self, expr) -> str:
+        code = self._print(expr)
+        return f"({code})" if expr.is_Add or expr.is_Mul or (expr.is_Number and expr.is_negative) else code
 
     def _print_Max(self, expr) -> str:
         return self._nested("maximum", expr.args)
@@ -68,19 +111,18 @@ def compile_numpy(
     """A function of `inputs` returning `outputs` as a list, after the `definitions`
     (name = expression lines, in order), and its source code."""
     rename = _code_names(inputs)
-    if rename:
-        inputs = [rename.get(s, s) for s in inputs]
-        definitions = [(s, e.xreplace(rename)) for s, e in definitions]
-        outputs = [sp.sympify(e).xreplace(rename) for e in outputs]
+    # renamed as they are printed: substituting into the expressions would rebuild each one
+    printer = AdcoreNumPyPrinter({"rename": {s: r.name for s, r in rename.items()}})
     fn = sp.lambdify(
-        list(inputs),
-        list(outputs),
+        [rename.get(s, s) for s in inputs],
+        [sp.sympify(e) for e in outputs],
         modules=[{"ops": ops}, "numpy"],
-        printer=AdcoreNumPyPrinter,
+        printer=printer,
         cse=lambda exprs: (definitions, exprs),
         docstring_limit=0,
     )
-    return fn, inspect.getsource(fn)
+    # the generated file holds just fn (inspect.getsource would tokenize all of it to find that)
+    return fn, "".join(linecache.getlines(fn.__code__.co_filename))
 
 
 def _code_names(inputs: Sequence[Any]) -> dict:

@@ -13,13 +13,15 @@ derivative takes 6 operations per level.
 from __future__ import annotations
 
 import graphlib
+import heapq
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sympy as sp
 
+from adcore_symbolic.budget import WorkBudget, tree_size
 from adcore_symbolic.errors import ExpressionTooLargeError
 
 # The largest closed form `Program.closed_form` builds for reading.
@@ -52,7 +54,9 @@ class Program:
         full: dict = {}
         for symbol, expr in self.definitions:
             full[symbol] = expr.xreplace(full)
-        return [e.xreplace(full) for e in exprs]
+        # evaluated (the chain rule builds its sums and products unevaluated), and each
+        # where-branch's adjoint, its own Piecewise in the program, folded into one to read
+        return [_folded(e.xreplace(full).doit()) for e in exprs]
 
     def closed_form_size(self, exprs: Sequence[Any]) -> int:
         """The number of nodes the closed form of `exprs` has (counted without building it)."""
@@ -67,6 +71,10 @@ class Program:
         return int(sum(sp.count_ops(e) for e in lines))
 
 
+def _folded(expr: Any) -> Any:
+    return sp.piecewise_fold(expr) if expr.has(sp.Piecewise) else expr
+
+
 def _tree_size(expr: Any, sizes: dict) -> int:
     """Nodes of expr's tree with each defined symbol counted as its closed form (memoized)."""
     known = sizes.get(expr)
@@ -78,40 +86,205 @@ def _tree_size(expr: Any, sizes: dict) -> int:
     return size
 
 
-def differentiate(outputs: Sequence[Any], inputs: Sequence[sp.Symbol], taken: Sequence[sp.Symbol]) -> Program:
-    """The program computing `outputs` and d output / d input for every pair.
+def differentiate(
+    outputs: Sequence[Any],
+    inputs: Sequence[sp.Symbol],
+    taken: Sequence[sp.Symbol],
+    budget: WorkBudget | None = None,
+) -> Program:
+    """The program computing `outputs`, given in closed form, and d output / d input for
+    every pair: sympy.cse names their common subexpressions, the chain rule runs through
+    them, and sympy.cse runs again over the result.
 
     `taken` are symbols the program must not reuse as names (every symbol in the trace).
     """
     avoid = set(taken) | set(inputs)
     outputs = [sp.sympify(e) for e in outputs]
-    primal, values = sp.cse(outputs, symbols=_names("t", avoid), order="none")
-    known = {t for t, _ in primal} | set(inputs)
-    adjoint_names = _names("b", avoid)
-    definitions = list(primal)
-    derivatives = []
-    for value in values:
+    primal, values = sp.cse(outputs, symbols=fresh_names("t", avoid), order="none")
+    program = chain_rule(primal, values, inputs, fresh_names("b", avoid), budget or WorkBudget(10**18))
+    return _eliminate_common(program, fresh_names("c", avoid))
+
+
+def chain_rule(
+    definitions: Sequence[tuple[sp.Symbol, Any]],
+    outputs: Sequence[Any],
+    inputs: Sequence[sp.Symbol],
+    names: Iterator[sp.Symbol],
+    budget: WorkBudget,
+    origin: dict | None = None,
+) -> Program:
+    """The program computing `outputs` and d output / d input for every pair, from
+    `definitions` (symbol = expression, in order, each using inputs and earlier symbols).
+
+    Each definition is differentiated once, by the symbols it uses, and each output's
+    backward sweep visits only the definitions it reaches, so the work is linear in the
+    definitions' size; `budget` counts it and `origin` (symbol -> op name) names the op at
+    which it ran out. Adjoints get names from `names`.
+    """
+    sweep = _Sweep(definitions, inputs, budget, origin or {}, names)
+    derivatives = [sweep.run(sp.sympify(value)) for value in outputs]
+    return Program(
+        list(definitions) + sweep.adjoint_definitions, [sp.sympify(v) for v in outputs], derivatives
+    )
+
+
+class _Sweep:
+    """The backward sweeps of one program: partial derivatives of each definition (cached
+    across outputs) and the adjoint definitions the sweeps have made."""
+
+    def __init__(self, definitions, inputs, budget, origin, names) -> None:
+        self.definitions = list(definitions)
+        self.index = {t: i for i, (t, _) in enumerate(self.definitions)}
+        self.inputs = list(inputs)
+        self.known = set(self.index) | set(self.inputs)
+        self.budget, self.origin, self.names = budget, origin, names
+        self.partials: dict = {}
+        self.adjoint_definitions: list[tuple[sp.Symbol, Any]] = []
+
+    def run(self, value: Any) -> list[Any]:
+        """d value / d input for each input: adjoints pushed back from value, latest definition first."""
         adjoints: dict = {}
-        _accumulate(adjoints, value, sp.S.One, known)
-        for t, expr in reversed(primal):
-            bar = adjoints.pop(t, None)
-            if bar is None:
+        pending: list[int] = []
+
+        def push(s: Any, term: Any) -> None:
+            if s not in adjoints:
+                adjoints[s] = []
+                if s in self.index:
+                    heapq.heappush(pending, -self.index[s])
+            adjoints[s].append(term)
+
+        if value in self.known:
+            push(value, sp.S.One)
+        else:
+            for s, d in self._partials_of(value, None, "the output").items():
+                push(s, d)
+        while pending:
+            t, _ = self.definitions[-heapq.heappop(pending)]
+            bar = self._named(_add(adjoints.pop(t)))
+            if bar == 0:
                 continue
-            if not bar.is_Atom:
-                name = next(adjoint_names)
-                definitions.append((name, bar))
-                bar = name
-            _accumulate(adjoints, expr, bar, known)
-        derivatives.append([adjoints.get(x, sp.S.Zero) for x in inputs])
-    return _eliminate_common(Program(definitions, values, derivatives), _names("c", avoid))
+            for s, (d, size) in self._cached_partials(t).items():
+                self.budget.charge(size, self.origin.get(t, str(t)), "differentiating")
+                term = _times(bar, d)
+                if term != 0:
+                    push(s, term)
+        return [_add(adjoints.get(x, ())) for x in self.inputs]
+
+    def _cached_partials(self, t: sp.Symbol) -> dict:
+        known = self.partials.get(t)
+        if known is None:
+            expr = self.definitions[self.index[t]][1]
+            partials = self._partials_of(expr, t, self.origin.get(t, str(t)))
+            known = self.partials[t] = {s: (d, tree_size(d) + 1) for s, d in partials.items()}
+        return known
+
+    def _partials_of(self, expr: Any, t: sp.Symbol | None, op: str) -> dict:
+        """{s: d expr / d s} for the known symbols s expr uses, all from one walk of expr, with
+        `expr` itself read as its symbol t in them (exp' = exp, tanh' = 1 - tanh**2)."""
+        self.budget.charge(tree_size(expr), op, "differentiating")
+        out: dict = {}
+        charge = lambda n: self.budget.charge(n, op, "differentiating")  # noqa: E731
+        _local_gradient(expr, sp.S.One, self.known, out, charge, {expr: t} if t is not None else {})
+        return {s: d for s, d in ((s, _add(ds)) for s, ds in out.items()) if d != 0}
+
+    def _named(self, bar: Any) -> Any:
+        """bar with its compound values named. A Piecewise keeps its branches, and so does
+        an Add's Piecewise terms: an untaken where-branch's partial (1/x at x = 0) then
+        multiplies a literal 0 in its own branch, never a named 0 (0 * inf = nan)."""
+        if bar.is_Atom:
+            return bar
+        if isinstance(bar, sp.Piecewise):
+            return sp.Piecewise(*((self._named(v), c) for v, c in bar.args))
+        if bar.is_Add and any(isinstance(a, sp.Piecewise) for a in bar.args):
+            plain = _add([a for a in bar.args if not isinstance(a, sp.Piecewise)])
+            guarded = [self._named(a) for a in bar.args if isinstance(a, sp.Piecewise)]
+            return _add([self._named(plain), *guarded])
+        name = next(self.names)
+        self.adjoint_definitions.append((name, bar))
+        return name
 
 
-def _accumulate(adjoints: dict, expr: Any, bar: Any, known: set) -> None:
-    """Add bar * d expr / d s to the adjoint of every input or definition s that expr uses."""
-    for s in expr.free_symbols & known:
-        term = bar * _derivative(expr, s)
-        if term != 0:
-            adjoints[s] = adjoints[s] + term if s in adjoints else term
+def _times(bar: Any, d: Any) -> Any:
+    """bar * d, with the product pushed into the branches of a Piecewise on either side."""
+    if isinstance(bar, sp.Piecewise):
+        return sp.Piecewise(*((_times(v, d), c) for v, c in bar.args))
+    if bar.is_Add and any(isinstance(a, sp.Piecewise) for a in bar.args):
+        return _add([_times(a, d) for a in bar.args])
+    if isinstance(d, sp.Piecewise):
+        return sp.Piecewise(*((_times(bar, v), c) for v, c in d.args))
+    if d.is_Add and any(isinstance(a, sp.Piecewise) for a in d.args):
+        return _add([_times(bar, a) for a in d.args])
+    return _mul([bar, d])
+
+
+# The chain rule's own arithmetic builds unevaluated sums and products: sympy's evaluation
+# (flattening, sorting, assumption queries on every new node) costs milliseconds a node and
+# finds nothing to simplify in products of symbols; zeros and ones are dropped here instead.
+
+
+# (`_from_args` with is_commutative=True: every expression here is real, and asking each new
+# node whether it commutes runs sympy's whole fact deduction)
+
+
+def _add(terms: Sequence[Any]) -> Any:
+    terms = [t for t in terms if t is not sp.S.Zero]
+    if len(terms) < 2:
+        return terms[0] if terms else sp.S.Zero
+    return sp.Add._from_args(terms, True)
+
+
+def _mul(factors: Sequence[Any]) -> Any:
+    if any(f is sp.S.Zero for f in factors):
+        return sp.S.Zero
+    factors = [f for f in factors if f is not sp.S.One]
+    if len(factors) < 2:
+        return factors[0] if factors else sp.S.One
+    return sp.Mul._from_args(factors, True)
+
+
+def _local_gradient(
+    expr: Any, bar: Any, known: set, out: dict, charge: Callable[[int], None], named: dict
+) -> None:
+    """Add bar * d expr / d s to out[s] (a list of terms) for each known symbol s in expr: one
+    walk down expr, so a sum or mean of n terms costs n, not n per symbol. Sums, products,
+    constant powers and functions by their rules (fdiff), a function's own value in
+    its derivative read as its symbol (`named`: exp' = exp, tanh' = 1 - tanh**2); anything
+    else (Piecewise, Max, ...) by sympy.diff, once per symbol it uses."""
+    if expr in known:
+        out.setdefault(expr, []).append(bar)
+        return
+    symbols = expr.free_symbols & known
+    if not symbols:
+        return
+    if expr.is_Add:
+        for a in expr.args:
+            _local_gradient(a, bar, known, out, charge, named)
+        return
+    if expr.is_Mul:
+        args = expr.args
+        charge(len(args) * len(args))
+        for i, a in enumerate(args):
+            _local_gradient(a, _mul([bar, *args[:i], *args[i + 1 :]]), known, out, charge, named)
+        return
+    if expr.is_Pow and expr.exp.is_Number:
+        base, n = expr.args
+        power = base if n - 1 == 1 else sp.Pow(base, n - 1)
+        _local_gradient(base, _mul([bar, n, power]), known, out, charge, named)
+        return
+    if isinstance(expr, sp.Function) and not expr.has(sp.Piecewise):
+        used = [i for i, a in enumerate(expr.args) if a.free_symbols & known]
+        outers = [expr.fdiff(i + 1) for i in used]
+        if not any(o.has(sp.Derivative, sp.DiracDelta, sp.Subs) for o in outers):
+            for i, outer in zip(used, outers):
+                charge(tree_size(outer))
+                outer = outer.xreplace(named) if expr in named else outer
+                _local_gradient(expr.args[i], _mul([bar, outer]), known, out, charge, named)
+            return
+    charge(tree_size(expr) * len(symbols))
+    for s in symbols:
+        d = _derivative(expr, s)
+        charge(tree_size(d))
+        out.setdefault(s, []).append(_times(bar, d))
 
 
 def _derivative(expr: Any, s: sp.Symbol) -> Any:
@@ -144,7 +317,7 @@ def _eliminate_common(program: Program, names: Iterator[sp.Symbol]) -> Program:
     return Program(definitions, values, derivatives)
 
 
-def _names(prefix: str, avoid: set) -> Iterator[sp.Symbol]:
+def fresh_names(prefix: str, avoid: set) -> Iterator[sp.Symbol]:
     """prefix0, prefix1, ... skipping the names of the symbols in `avoid` (the code knows names only)."""
     names = {str(s) for s in avoid}
     return (sp.Symbol(f"{prefix}{i}", real=True) for i in itertools.count() if f"{prefix}{i}" not in names)

@@ -1,7 +1,12 @@
 """Tracing f into sympy: Sym, a traced array whose elements are sympy expressions.
 
 In the full mode every element of every array argument is its own symbol, and each op
-builds its output from its inputs' expressions with its `sympy` rule. In the elementwise
+builds its output from its inputs' expressions with its `sympy` rule. Each element of an
+op's result that is not already a symbol or a number is then bound to a fresh symbol
+(t0, t1, ...: the trace's `definitions`, a program of assignments), so every expression
+sympy builds or differentiates has symbols for arguments: its automatic evaluation and
+assumption queries stay small however deep f is, and the derivative takes time linear in
+the number of traced ops (a WorkBudget counts it). In the elementwise
 mode (a loss over many points) one symbol stands for every element of an argument and
 each Sym carries one expression for all of its elements; ops must then be elementwise,
 except for sums and means over everything, which become symbols S0, S1, ... The trace
@@ -20,9 +25,16 @@ from adcore.dispatch import Trace
 from adcore.plugins import get_registry
 from adcore.rules import reduced_axes
 from adcore.tracer import Tracer
-from adcore_symbolic.errors import ExpressionTooLargeError, SymbolicControlFlowError
+from adcore_symbolic.budget import WorkBudget, tree_size
+from adcore_symbolic.errors import SymbolicControlFlowError
 from adcore_symbolic.functions import stop_gradient
 from adcore_symbolic.sympy_rules import each
+
+# The ops whose sympy rules are arithmetic and moving elements about (sympy_rules.py)
+UNEVALUATED = frozenset(
+    "add subtract multiply divide negative square reciprocal matmul sum mean prod transpose reshape "
+    "broadcast_to expand_dims squeeze getitem scatter_add concatenate stack".split()
+)
 
 
 class NotElementwise(Exception):
@@ -122,19 +134,25 @@ _RELATIONS = {
 
 
 class SymbolicTrace(Trace):
-    """One symbolic transformation: each op on its Syms builds sympy expressions.
+    """One symbolic transformation: each op on its Syms builds sympy expressions, each bound
+    to its own symbol in `definitions` (in order; `origin` names the op that made each).
 
     Elementwise mode: `constants` are the arrays f used that are not arguments, each
     given a symbol; `sums` are (S, the expression summed, its shape, its dtype), one per
-    reduction to a scalar. `max_nodes` bounds the size of any expression built (nodes of its tree,
-    shared subtrees counted each time), so that an expression too large to differentiate
-    stops the trace instead of hanging it.
+    reduction to a scalar. `budget` counts the nodes of every definition, so that a trace
+    too large to differentiate in reasonable time stops at the op that made it so.
     """
 
-    def __init__(self, elementwise: bool, max_nodes: int, taken: set[str]) -> None:
+    def __init__(self, elementwise: bool, budget: WorkBudget, taken: set[str]) -> None:
         self.rules = get_registry().rules["sympy"]
         self.elementwise = elementwise
-        self.max_nodes = max_nodes
+        self.budget = budget
+        self.definitions: list[tuple[sp.Symbol, Any]] = []
+        self.origin: dict[sp.Symbol, str] = {}
+        self._defined: dict[Any, sp.Symbol] = {}  # expression -> its symbol: one definition each
+        self._definition_names = sp.numbered_symbols(
+            "t", cls=sp.Symbol, real=True, exclude=[real_symbol(n) for n in taken]
+        )
         self.constants: list[tuple[sp.Symbol, np.ndarray]] = []
         self.sums: list[tuple[sp.Symbol, Any, tuple[int, ...], np.dtype]] = []
         self._constant_symbols: dict[int, tuple[Any, np.ndarray]] = {}
@@ -144,7 +162,6 @@ class SymbolicTrace(Trace):
         self._sum_names = sp.numbered_symbols(
             "S", cls=sp.Symbol, real=True, exclude=[real_symbol(n) for n in taken]
         )
-        self._seen: set = set()
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         rule = self.rules.get(op.name) or get_registry().rule("sympy", op, "symbolic")
@@ -167,7 +184,11 @@ class SymbolicTrace(Trace):
         for i in nondiff:
             if isinstance(args[i], Sym) and args[i].dtype.kind == "f":
                 inputs[i] = each(stop_gradient, inputs[i])  # the op declares no derivative here
-        out = np.asarray(rule(*inputs, **params), dtype=object)
+        # arithmetic unevaluated: its inputs are symbols, so sympy's evaluation would only sort,
+        # flatten and ask assumptions (a millisecond a node: minutes for a small MLP). Other
+        # rules evaluate, as their functions' eval may simplify (power with a number exponent)
+        with sp.evaluate(name not in UNEVALUATED):
+            out = np.asarray(rule(*inputs, **params), dtype=object)
         after_sum = any(getattr(a, "after_sum", False) for a in args)
         if self.elementwise:
             shape = np.broadcast_shapes(*(np.shape(a) for a in args))
@@ -177,8 +198,25 @@ class SymbolicTrace(Trace):
                 raise NotElementwise(f"op {name!r} combining a sum with an array")
         else:
             shape = out.shape
-        self._check_size(out, name)
+        if np.dtype(dtype) != np.bool_:  # sympy booleans stay inline, in the Piecewise they choose
+            out = self._define(out, name)
         return Sym(out, shape, dtype, self, after_sum)
+
+    def _define(self, out: np.ndarray, name: str) -> np.ndarray:
+        """out with each compound expression replaced by its symbol, defined now if it is new."""
+        defined = np.empty(out.shape, dtype=object)
+        for index, expr in np.ndenumerate(out):
+            if isinstance(expr, sp.Expr) and not expr.is_Atom:
+                symbol = self._defined.get(expr)
+                if symbol is None:
+                    self.budget.charge(tree_size(expr), name, "tracing")
+                    symbol = next(self._definition_names)
+                    self.definitions.append((symbol, expr))
+                    self.origin[symbol] = name
+                    self._defined[expr] = symbol
+                expr = symbol
+            defined[index] = expr
+        return defined
 
     def _input(self, a: Any) -> Any:
         """An op input as the rule receives it: expressions for a Sym, else the constant."""
@@ -223,23 +261,6 @@ class SymbolicTrace(Trace):
         self.sums.append((S, x.value.item(), x.shape, x.dtype))
         expr = S if op.name == "sum" else S / x.size
         return Sym(np.asarray(expr, dtype=object), shape, x.dtype, self, after_sum=True)
-
-    def _check_size(self, out: np.ndarray, name: str) -> None:
-        """Count the sympy nodes `out` adds to the trace (each one once, however often it is
-        shared) and stop the trace once they pass max_nodes."""
-        seen, stack = self._seen, list(out.flat)
-        while stack:
-            expr = stack.pop()
-            args = getattr(expr, "args", ())
-            if args and expr not in seen:
-                seen.add(expr)
-                stack.extend(args)
-        if len(seen) > self.max_nodes:
-            raise ExpressionTooLargeError(
-                f"backend 'symbolic': at op {name!r} the traced expressions grew past max_nodes="
-                f"{self.max_nodes} sympy nodes, too many to differentiate in reasonable time. Use "
-                "another backend (reverse, forward or numeric), or raise the guard with max_nodes=..."
-            )
 
 
 def _result_type(args: Any) -> np.dtype:
