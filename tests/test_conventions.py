@@ -2,8 +2,10 @@
 
 Kinks: abs'(0)=0, sign'=0, relu'(0)=0, floor'=round'=0, maximum/minimum ties split 0.5/0.5,
 max/min reductions split 1/k among ties, clip' = 1 on the closed interval, where's
-condition has no derivative. Stability: sigmoid, softplus, softmax, log_softmax and
-logsumexp are finite with finite gradients at ±1e3, without NumPy warnings. Dtypes:
+condition has no derivative, and the untaken branch gets 0 even where its own derivative is
+inf or nan (the where trap); a NaN in max/min and max_pool2d takes the gradient. Stability:
+sigmoid, softplus, softmax, log_softmax and logsumexp are finite with finite gradients at
+±1e3, without NumPy warnings. Dtypes:
 float32 in, float32 out. Integer inputs: an error.
 """
 

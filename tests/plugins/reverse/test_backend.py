@@ -82,3 +82,10 @@ def test_detach_inside_f_is_stop_gradient_and_the_gradient_is_a_plain_array():
     g = adcore.grad(lambda x: x.detach() * x)(0.7)
     assert type(g) is np.ndarray and g == 0.7
     assert adcore.hessian(lambda x: x.detach() * x * x)(0.7) == 1.4  # d²/dx² (c x²) = 2c
+
+
+def test_the_value_vjp_returned_changed_in_place_before_the_pullback():
+    # exp's rule reads its output: the caller's copy of it may change, the tape's may not
+    out, pullback = adcore.vjp(anp.exp, X.copy())
+    out *= 2
+    np.testing.assert_allclose(pullback(np.ones(3))[0], np.exp(X), rtol=1e-15)
