@@ -17,17 +17,17 @@ from adcore.errors import InvalidInputError
 from adcore.tracer import Tracer
 from adcore_symbolic.recording import Recording, Unkeyable, recorded, value_key
 
-# The size guard: the most sympy nodes one traced expression may have (its tree, shared
-# parts counted each time), and the most symbols a full trace may make. The logistic map's
-# 8th iterate has 638 nodes, the 12th 10238; its derivative then takes about 20 ms to build.
+# The work budget: the most sympy nodes one derivative may build (its traced definitions,
+# partial derivatives and adjoints: adcore_symbolic.budget), a few seconds of sympy's work,
+# and the most symbols a full trace may make. The logistic map's derivative builds 42 a level.
 DEFAULT_MAX_NODES = 100_000
 
 
 class SymbolicBackend(Backend):
     """Exact derivatives: f is traced with sympy symbols, differentiated by the chain rule
     through its common subexpressions, and compiled to NumPy once per function and argument
-    shapes and dtypes, reused while f does what it did then. Option `max_nodes`: the size
-    guard on the traced expressions."""
+    shapes and dtypes, reused while f does what it did then. Option `max_nodes`: the work
+    budget, in sympy nodes built."""
 
     name = "symbolic"
     kinds = ("sympy",)
@@ -61,8 +61,8 @@ class SymbolicBackend(Backend):
         and compiled now."""
         if type(max_nodes) is not int or max_nodes < 1:
             raise InvalidInputError(
-                f"backend 'symbolic': max_nodes must be a positive int (the size guard on traced "
-                f"expressions), got {max_nodes!r}"
+                f"backend 'symbolic': max_nodes must be a positive int (the work budget, in sympy "
+                f"nodes built), got {max_nodes!r}"
             )
         from adcore_symbolic.derive import derive  # imports sympy, on first use only
 

@@ -21,4 +21,4 @@ class SymbolicControlFlowError(AdcoreError, TypeError):
 
 
 class ExpressionTooLargeError(AdcoreError, RuntimeError):
-    """The traced expressions outgrew the size guard, `max_nodes`."""
+    """The derivative's work passed the budget, `max_nodes` (adcore_symbolic.budget)."""
