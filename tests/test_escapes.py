@@ -220,3 +220,17 @@ def test_a_complex_eager_tensor_inside_f_is_refused():
     with pytest.raises(ComplexValueError, match="op 'multiply' on backend 'reverse'"):
         adcore.grad(lambda x: anp.abs(x * Tensor(np.array(1j))))(X)
     _check_next_call_works("reverse")
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+def test_storing_through_flat_is_loud_though_untyped(backend):
+    # NumPy's flat iterator drops float(x)'s TracerConversionError and raises its own
+    # ValueError, with no context to give the typed one back (docs/conventions.md)
+    def f(x):
+        z = np.zeros(2)
+        z.flat[0] = x
+        return np.sum(z) * x
+
+    with pytest.raises(ValueError, match="setting single item"):
+        adcore.grad(f, backend=backend)(X)
+    _check_next_call_works(backend)
