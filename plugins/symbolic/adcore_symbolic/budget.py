@@ -39,5 +39,5 @@ class WorkBudget:
                 f"backend 'symbolic': at op {op!r} ({stage}) the work passed max_nodes={self.max_nodes} "
                 f"sympy nodes (built so far: {self.spent}), more than a symbolic derivative does in a few "
                 'seconds. Use another backend: backend="reverse" (or forward, numeric) has no such '
-                "limit; or raise the guard with max_nodes=... (sympy builds roughly 10^5 nodes a second)."
+                "limit; or raise the guard with max_nodes=... (sympy builds some 10^4 nodes a second)."
             )
