@@ -1,6 +1,8 @@
 """Side-by-side benchmark of adcore's symbolic backend against sympy's lambdify and a NumPy recurrence.
 
-Run by hand (not part of the tests):  python benchmarks/bench_symbolic.py [--cold-heap]   (10 s; 20 s cold)
+Run by hand (not part of the tests):  python benchmarks/bench_symbolic.py [--cold-heap]   (10 s; 20 s cold;
+then 3 to 5 min for issue 15 class 11: the chains and workloads that hung the backend, each in its own
+process against reverse, in benchmarks/symbolic_workloads.py, which also runs alone)
 
 The logistic map l_{k+1} = 4 l_k (1 - l_k), l_1 = x, at n = 8 (the step applied 7 times),
 differentiated on a 10^6-element float64 array x drawn uniform in (0, 1) with a fixed seed:
@@ -39,6 +41,7 @@ from typing import Any
 
 import adcore_symbolic.derive as derive  # derive.CHUNK is read at every evaluation (evaluate_over)
 import numpy as np
+import symbolic_workloads  # benchmarks/symbolic_workloads.py: issue 15 class 11, chains and workloads
 import sympy as sp
 from adcore_symbolic import DEFAULT_MAX_NODES
 from sympy.core.cache import clear_cache
@@ -292,6 +295,7 @@ if __name__ == "__main__":
     )
     print(f"\n{guarded('bench', bench)}")
     print(f"\n{guarded('cache cost', cache_cost)}")
+    print(f"\n{guarded('class 11', symbolic_workloads.table)}")  # issue 15: code that hung symbolic
     print(
         f"(the issue's machine: sympy plain {ISSUE_MS[PLAIN]} ms, cse=True {ISSUE_MS[CSE]} ms, "
         f"recurrence {ISSUE_MS[RECURRENCE]} ms: the target was ≤ {TARGET * ISSUE_MS[RECURRENCE]:.1f} ms there)"
