@@ -119,6 +119,21 @@ def test_np_random_inside_f_is_never_stale():
     assert not np.array_equal(gradients[1], gradients[2])
 
 
+def test_a_change_seen_through_nested_symbolic_derivatives():
+    c = [2.0]
+    f = lambda x: anp.sum(c[0] * x**3)  # noqa: E731
+    h = adcore.hessian(f, inner="symbolic", outer="symbolic")
+    np.testing.assert_allclose(h(X), np.diag(6 * 2.0 * X), rtol=1e-15)  # d^2 (c x^3) = 6 c x
+    before = derivations()
+    h(X)
+    assert derivations() == before
+    c[0] = 5.0
+    np.testing.assert_allclose(h(X), np.diag(6 * 5.0 * X), rtol=1e-15)
+    np.testing.assert_allclose(
+        adcore.hessian(f, inner="reverse", outer="forward")(X), np.diag(30 * X), rtol=1e-15
+    )
+
+
 # --- class 5: a constant array mutated in place -----------------------------------------------
 
 
