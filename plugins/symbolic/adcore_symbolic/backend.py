@@ -22,6 +22,10 @@ from adcore_symbolic.recording import Recording, Unkeyable, recorded, value_key
 # and the most symbols a full trace may make. The logistic map's derivative builds 42 a level.
 DEFAULT_MAX_NODES = 100_000
 
+# The most compiled derivatives kept per function (the oldest goes first): a static argument
+# that differs on every call (a batch's indices) would otherwise keep every one.
+ENTRIES_PER_FUNCTION = 64
+
 
 class SymbolicBackend(Backend):
     """Exact derivatives: f is traced with sympy symbols, differentiated by the chain rule
@@ -86,10 +90,11 @@ class SymbolicBackend(Backend):
         self.derivations += 1
         complete = [r for r in runs if r.complete]
         # f traced twice (elementwise, then in full) must have done the same both times
+        per_function.pop(key, None)
         if complete and all(r.verifiable and r.same_run(complete[-1]) for r in complete):
             per_function[key] = (complete[-1], derivation)
-        else:
-            per_function.pop(key, None)
+            if len(per_function) > ENTRIES_PER_FUNCTION:
+                del per_function[next(iter(per_function))]
         return derivation
 
 

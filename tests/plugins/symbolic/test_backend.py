@@ -53,6 +53,19 @@ def test_static_arguments_are_part_of_the_key():
     assert (d(3.0, 3), d(3.0, 2)) == (27.0, 6.0) and derivations() == before  # both stay cached
 
 
+def test_the_cache_keeps_a_bounded_number_of_derivatives_per_function():
+    from adcore_symbolic.backend import ENTRIES_PER_FUNCTION
+
+    f = lambda x, n: x**n  # noqa: E731
+    d = adcore.grad(f, argnums=0, backend="symbolic")
+    for n in range(ENTRIES_PER_FUNCTION + 6):
+        assert d(1.0, n) == n  # d x^n / dx at 1 = n
+    assert len(adcore.api.get_backend("symbolic")._cache[f]) == ENTRIES_PER_FUNCTION
+    before = derivations()
+    newest = ENTRIES_PER_FUNCTION + 5
+    assert d(1.0, newest) == newest and derivations() == before  # the newest are kept
+
+
 def test_an_argument_outside_argnums_is_a_symbol_so_the_cache_stays_right():
     d = adcore.grad(lambda x, y: anp.sum(x * y), argnums=0, backend="symbolic")
     np.testing.assert_array_equal(d(X, X), X)
