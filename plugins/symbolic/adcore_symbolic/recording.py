@@ -15,8 +15,12 @@ another op, and the backend derives anew.
 
 While tracing, every constant array handed down is a private, read-only copy taken when
 the op read it, so a derivative never sees the array change afterwards (class 5 of issue 15).
-NaN constants are refused: sympy's nan absorbs derivatives (d(x·nan)/dx comes out 0, not
-nan) and cannot be compared (maximum, where).
+Constants also reach it as NumPy would use them (a list of numbers as an array, booleans an
+op computes with as 0 and 1). NaN constants are refused: sympy's nan absorbs derivatives
+(d(x·nan)/dx comes out 0, not nan) and cannot be compared (maximum, where).
+
+The one way around the check is f looking at the tracer itself (type(x), x.value), which
+differs between the two traces; ordinary code does not.
 """
 
 from __future__ import annotations
