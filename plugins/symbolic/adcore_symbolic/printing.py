@@ -66,9 +66,19 @@ class AdcoreNumPyPrinter(NumPyPrinter):
     # sum, product or negative number: sympy's own _print_Add and _print_Mul sort terms and query
     # signs and precedences, most of the time of compiling a large program
     def _print_Add(self, expr) -> str:
-        return " + ".join(self._print(a) for a in expr.args)
+        code = ""
+        for a in expr.args:
+            negated = _negated(a)  # a - b, not a + (-1)*b: one NumPy operation, not two
+            if negated is None:
+                code += f" + {self._print(a)}" if code else self._print(a)
+            else:
+                code += f" - {self._factor(negated) if negated.is_Add else self._print(negated)}"
+        return code if not code.startswith(" - ") else "-" + code[3:]
 
     def _print_Mul(self, expr) -> str:
+        negated = _negated(expr)
+        if negated is not None:
+            return f"-{self._factor(negated) if negated.is_Add or negated.is_Mul else self._print(negated)}"
         above, below = [], []
         for a in expr.args:
             if a.is_Pow and a.exp.is_Number and a.exp.is_negative:  # x/y, as sympy prints it
@@ -103,6 +113,15 @@ class AdcoreNumPyPrinter(NumPyPrinter):
         for a in args[1:]:
             code = f"numpy.{func}({code}, {self._print(a)})"
         return code
+
+
+def _negated(term: Any) -> Any:
+    """-term if term is a product whose first factor is a negative number (None otherwise)."""
+    if not (term.is_Mul and term.args[0].is_Number and term.args[0].is_negative):
+        return None
+    coefficient, rest = -term.args[0], term.args[1:]
+    factors = rest if coefficient == 1 else (coefficient, *rest)
+    return factors[0] if len(factors) == 1 else sp.Mul._from_args(factors, True)
 
 
 def compile_numpy(

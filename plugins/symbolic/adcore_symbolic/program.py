@@ -12,9 +12,11 @@ derivative takes 6 operations per level.
 
 from __future__ import annotations
 
+import functools
 import graphlib
 import heapq
 import itertools
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -236,7 +238,11 @@ def _add(terms: Sequence[Any]) -> Any:
 def _mul(factors: Sequence[Any]) -> Any:
     if any(f is sp.S.Zero for f in factors):
         return sp.S.Zero
-    factors = [f for f in factors if f is not sp.S.One]
+    # numbers multiplied out and put first, as sympy would: -b prints as one negation
+    coefficient = functools.reduce(operator.mul, [f for f in factors if f.is_Number], sp.S.One)
+    factors = [f for f in factors if not f.is_Number]
+    if coefficient is not sp.S.One:
+        factors.insert(0, coefficient)
     if len(factors) < 2:
         return factors[0] if factors else sp.S.One
     return sp.Mul._from_args(factors, True)
