@@ -25,6 +25,7 @@ import sympy as sp
 
 from adcore_symbolic.budget import WorkBudget, tree_size
 from adcore_symbolic.errors import ExpressionTooLargeError
+from adcore_symbolic.functions import stop_gradient
 
 # The largest closed form `Program.closed_form` builds for reading.
 CLOSED_FORM_NODES = 100_000
@@ -138,7 +139,7 @@ class _Sweep:
         self.definitions = list(definitions)
         self.index = {t: i for i, (t, _) in enumerate(self.definitions)}
         self.inputs = list(inputs)
-        self.known = set(self.index) | set(self.inputs)
+        self.known = _active(self.definitions, self.inputs)
         self.budget, self.origin, self.names = budget, origin, names
         self.partials: dict = {}
         self.adjoint_definitions: list[tuple[sp.Symbol, Any]] = []
@@ -206,6 +207,29 @@ class _Sweep:
         return name
 
 
+def _live_symbols(expr: Any, known: set) -> set:
+    """The known symbols expr uses outside stop_gradient (inside one they have no derivative:
+    a where condition or max-pool weight of a non-differentiable input is never diffed)."""
+    found, stack = set(), [expr]
+    while stack:
+        e = stack.pop()
+        if e in known:
+            found.add(e)
+        elif not isinstance(e, stop_gradient):
+            stack.extend(e.args)
+    return found
+
+
+def _active(definitions: Sequence[tuple[sp.Symbol, Any]], inputs: Sequence[sp.Symbol]) -> set:
+    """The inputs and the definitions that depend on them, except through a stop_gradient:
+    the symbols the chain rule differentiates by (the rest are constants to it)."""
+    active = set(inputs)
+    for t, expr in definitions:
+        if not isinstance(expr, stop_gradient) and not active.isdisjoint(expr.free_symbols):
+            active.add(t)
+    return active
+
+
 def _times(bar: Any, d: Any) -> Any:
     """bar * d, with the product pushed into the branches of a Piecewise on either side."""
     if isinstance(bar, sp.Piecewise):
@@ -259,7 +283,7 @@ def _local_gradient(
     if expr in known:
         out.setdefault(expr, []).append(bar)
         return
-    symbols = expr.free_symbols & known
+    symbols = _live_symbols(expr, known)
     if not symbols:
         return
     if expr.is_Add:
