@@ -164,3 +164,12 @@ def test_an_untaken_branch_gives_zero_through_the_definitions(f):
     e = np.array([0.0, h])
     with np.errstate(divide="ignore", invalid="ignore"):
         assert g[1] == pytest.approx((f(x + e) - f(x - e)) / (2 * h), rel=1e-6)
+
+
+def test_nothing_is_differentiated_through_stop_gradient():
+    v = np.random.default_rng(2).uniform(-1, 1, 24)
+    cut = lambda x: anp.sum(x * adcore.ops.stop_gradient(anp.max(x)))  # noqa: E731
+    whole = lambda x: anp.sum(x * anp.max(x))  # noqa: E731
+    np.testing.assert_array_equal(adcore.grad(cut, backend="symbolic")(v), np.full(24, v.max()))
+    # the max's tie-splitting derivative (24 Piecewise per element) is never built
+    assert derivative_expr(cut, v).work < derivative_expr(whole, v).work / 3
