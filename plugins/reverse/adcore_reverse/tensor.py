@@ -10,7 +10,7 @@ import numpy as np
 
 from adcore import ops
 from adcore.dispatch import Trace, bind_below
-from adcore.errors import GradientError, InvalidInputError, InvalidValueError
+from adcore.errors import GradientError, InvalidInputError, InvalidValueError, TracerConversionError
 from adcore.plugins import get_registry
 from adcore.tracer import Tracer
 from adcore_reverse import grad_mode
@@ -135,7 +135,8 @@ class Tensor(Tracer):
     # --- the eager API ----------------------------------------------------------
     @property
     def data(self) -> Any:
-        return self.value
+        """The plain value of an eager Tensor (writing into it is checked: see backward.py)."""
+        return self._plain_value("x.data")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -155,7 +156,18 @@ class Tensor(Tracer):
         return None if self._op is None else self._op.name
 
     def numpy(self) -> Any:
-        """The plain value, cut from the graph."""
+        """The plain value of an eager Tensor, cut from the graph."""
+        return self._plain_value("x.numpy()")
+
+    def _plain_value(self, what: str) -> Any:
+        # Inside adcore.grad(f) the value would enter f's arithmetic as a constant: a silent cut.
+        if self._trace is not EAGER:
+            raise TracerConversionError(
+                f"{what} inside a derivative (backend 'reverse') would give a plain array and silently "
+                "cut it out of the derivative. Compute with the Tensor itself (adcore.numpy functions); "
+                "if a cut is intended, x.detach() or adcore.ops.stop_gradient(x) keeps it traced with "
+                "derivative 0, and adcore.concrete(x) is its plain value for printing or logging."
+            )
         return self.value
 
     def detach(self) -> Any:

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from adcore_reverse import Tensor, no_grad
 
+import adcore
 import adcore.numpy as anp
 from adcore import GradientError, InvalidInputError
-from adcore.errors import InvalidValueError, StateChangedError
+from adcore.errors import InvalidValueError, StateChangedError, TracerConversionError
 
 X = np.array([[1.0, 2.0], [3.0, 4.0]])
 U = np.array([[0.5, -1.0], [2.0, 0.25]])
@@ -462,3 +463,13 @@ def test_create_graph_after_an_in_place_change_is_a_typed_error_naming_the_op():
     assert w.grad is None
     y.backward()  # the next call works: without create_graph the kept copies are used
     np.testing.assert_allclose(w.grad, np.exp(W), rtol=1e-15)
+
+
+@pytest.mark.parametrize("read", [lambda x: x.numpy(), lambda x: x.data], ids=["numpy", "data"])
+def test_reading_the_plain_value_inside_grad_is_refused_not_a_silent_cut(read):
+    # x.numpy() * x would differentiate as a constant times x: 0.7 where the truth is 2 * 0.7
+    with pytest.raises(TracerConversionError, match="backend 'reverse'.*stop_gradient"):
+        adcore.grad(lambda x: read(x) * x)(0.7)
+    assert adcore.grad(lambda x: x * x)(0.7) == pytest.approx(1.4)  # the next call works
+    eager = Tensor(2.0, requires_grad=True)
+    assert read(eager) == 2.0  # an eager Tensor's value stays readable
