@@ -67,8 +67,9 @@ class AdcoreNumPyPrinter(NumPyPrinter):
     # signs and precedences, most of the time of compiling a large program
     def _print_Add(self, expr) -> str:
         code = ""
-        for a in expr.args:
-            negated = _negated(a)  # a - b, not a + (-1)*b: one NumPy operation, not two
+        # a - b, not a + (-1)*b or -b + a: one NumPy operation, not two
+        for a in sorted(expr.args, key=lambda a: _negated(a) is not None):
+            negated = _negated(a)
             if negated is None:
                 code += f" + {self._print(a)}" if code else self._print(a)
             else:
