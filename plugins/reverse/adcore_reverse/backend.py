@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from adcore import ops
 from adcore.backend import Backend, check_output
 from adcore.dispatch import new_trace
+from adcore.errors import StateChangedError
 from adcore_reverse.backward import backward_pass
 from adcore_reverse.tensor import ReverseTrace, Tensor
 
@@ -23,6 +25,10 @@ class ReverseBackend(Backend):
     def value_and_jacobian(
         self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], *, scalar_output: bool = False
     ) -> tuple[Any, tuple[Any, ...]]:
+        with _frozen([args[i] for i in argnums]):
+            return self._value_and_jacobian(f, args, argnums, scalar_output)
+
+    def _value_and_jacobian(self, f, args, argnums, scalar_output):
         out, leaves, trace = _trace(f, args, argnums)
         value = _value(out, trace)
         check_output(value, self.name, scalar_output)
@@ -45,7 +51,9 @@ class ReverseBackend(Backend):
         return value, tuple(_assemble(row, shape, args[i]) for row, i in zip(rows, argnums))
 
     def vjp(self, f: Callable[..., Any], args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
-        out, leaves, trace = _trace(f, args, range(len(args)))
+        # the pullback runs later, after the caller may have changed its arrays: keep copies
+        copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+        out, leaves, trace = _trace(f, copies, range(len(args)))
         value = _value(out, trace)
         check_output(value, self.name, scalar=False)
 
@@ -70,6 +78,35 @@ def _trace(f, args, argnums):
             leaves.append(inputs[i])
         out = f(*inputs)
     return out, leaves, trace
+
+
+@contextmanager
+def _frozen(arrays: list) -> Iterator[None]:
+    """The differentiated arrays, and the arrays they are views of, read-only while f runs and
+    the backward pass reads them. Copying them instead on every call costs more than the
+    sweep of a small MLP (fresh pages for every weight matrix), and a write from inside f
+    (through a global naming the same array) would change the values the derivative is taken
+    at: such a write is a StateChangedError. They are writable again when the call returns."""
+    thawed = []
+    try:
+        for a in arrays:
+            while isinstance(a, np.ndarray):
+                if a.flags.writeable:
+                    a.flags.writeable = False
+                    thawed.append(a)
+                a = a.base
+        yield
+    except ValueError as e:
+        if thawed and "read-only" in str(e):
+            raise StateChangedError(
+                f"backend 'reverse': f wrote into an array it is differentiated with respect to ({e}); "
+                "the derivative would be taken at values that changed under it. Compute on a copy "
+                "inside f, or change the array before or after the call."
+            ) from e
+        raise
+    finally:
+        for a in reversed(thawed):
+            a.flags.writeable = True
 
 
 def _value(out: Any, trace: ReverseTrace) -> Any:

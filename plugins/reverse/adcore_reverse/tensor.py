@@ -128,9 +128,9 @@ class Tensor(Tracer):
 
     @classmethod
     def _leaf(cls, value: Any, trace: ReverseTrace) -> Tensor:
-        """A differentiated argument of a functional call: a copy, as the caller may change
-        the array before a pullback runs."""
-        return _make(_copy(value), trace, None, None, None, None, None, True)
+        """A differentiated argument of a functional call: the caller's array itself, which the
+        backend copies first when the pullback runs later (vjp), or freezes for the call."""
+        return _make(value, trace, None, None, None, None, None, True)
 
     # --- the eager API ----------------------------------------------------------
     @property

@@ -8,9 +8,11 @@ pullback) does not change the derivative of the computation that ran.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import adcore
 import adcore.numpy as anp
+from adcore.errors import StateChangedError
 
 X = np.array([0.1, 0.2, 0.3])
 
@@ -54,7 +56,9 @@ def test_constant_and_argument_changed_between_vjp_and_its_pullback():
     np.testing.assert_allclose(out, np.sin(X) * X, rtol=1e-15)
 
 
-def test_the_argument_changed_through_a_closure_inside_f():
+def test_the_argument_changed_through_a_closure_inside_f_is_refused():
+    # the argument is the caller's array itself, frozen for the call (a copy per call costs more
+    # than a small MLP's sweep): a write to it from f would change the point of the derivative
     x0 = X.copy()
 
     def f(x):
@@ -62,7 +66,31 @@ def test_the_argument_changed_through_a_closure_inside_f():
         x0[...] = 100.0  # the caller's array, which is also the argument
         return y
 
-    np.testing.assert_allclose(adcore.grad(f)(x0), 2 * X, rtol=1e-15)
+    with pytest.raises(StateChangedError, match="backend 'reverse'.*differentiated with respect to"):
+        adcore.grad(f)(x0)
+    np.testing.assert_array_equal(x0, X)  # the write did not happen
+    x0[0] = X[0]  # and the caller's array is writable again
+    np.testing.assert_allclose(adcore.grad(lambda x: anp.sum(x * x))(x0), 2 * X, rtol=1e-15)
+
+
+def test_a_view_of_the_argument_cannot_be_written_either():
+    base = np.concatenate([X, X])
+    view = base[:3]
+
+    def f(x):
+        base[0] = 100.0  # through the array the argument is a view of
+        return anp.sum(x * x)
+
+    with pytest.raises(StateChangedError):
+        adcore.grad(f)(view)
+    assert base.flags.writeable and view.flags.writeable
+
+
+def test_vjp_keeps_a_copy_so_the_caller_may_change_its_array_before_the_pullback():
+    x0 = X.copy()
+    _, pullback = adcore.vjp(lambda x: anp.sum(x * x), x0)
+    x0[...] = 100.0
+    np.testing.assert_allclose(pullback(1.0)[0], 2 * X, rtol=1e-15)
 
 
 def test_a_mask_given_to_where_and_changed_after_use():
