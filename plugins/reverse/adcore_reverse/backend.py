@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,8 +24,16 @@ class ReverseBackend(Backend):
     def value_and_jacobian(
         self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], *, scalar_output: bool = False
     ) -> tuple[Any, tuple[Any, ...]]:
-        with _frozen([args[i] for i in argnums]):
+        thawed = _freeze([args[i] for i in argnums])
+        try:
             return self._value_and_jacobian(f, args, argnums, scalar_output)
+        except ValueError as e:
+            if thawed and "read-only" in str(e):
+                raise _written(e) from e
+            raise
+        finally:
+            for a in reversed(thawed):
+                a.flags.writeable = True
 
     def _value_and_jacobian(self, f, args, argnums, scalar_output):
         out, leaves, trace = _trace(f, args, argnums)
@@ -80,33 +87,28 @@ def _trace(f, args, argnums):
     return out, leaves, trace
 
 
-@contextmanager
-def _frozen(arrays: list) -> Iterator[None]:
-    """The differentiated arrays, and the arrays they are views of, read-only while f runs and
-    the backward pass reads them. Copying them instead on every call costs more than the
-    sweep of a small MLP (fresh pages for every weight matrix), and a write from inside f
-    (through a global naming the same array) would change the values the derivative is taken
-    at: such a write is a StateChangedError. They are writable again when the call returns."""
+def _freeze(arrays: list) -> list:
+    """Make the differentiated arrays, and the arrays they are views of, read-only while f runs
+    and the backward pass reads them; return those that were writable, to thaw afterwards.
+    Copying them instead on every call costs more than the sweep of a small MLP (fresh pages
+    for every weight matrix), and a write from inside f (through a global naming the same
+    array) would change the values the derivative is taken at."""
     thawed = []
-    try:
-        for a in arrays:
-            while isinstance(a, np.ndarray):
-                if a.flags.writeable:
-                    a.flags.writeable = False
-                    thawed.append(a)
-                a = a.base
-        yield
-    except ValueError as e:
-        if thawed and "read-only" in str(e):
-            raise StateChangedError(
-                f"backend 'reverse': f wrote into an array it is differentiated with respect to ({e}); "
-                "the derivative would be taken at values that changed under it. Compute on a copy "
-                "inside f, or change the array before or after the call."
-            ) from e
-        raise
-    finally:
-        for a in reversed(thawed):
-            a.flags.writeable = True
+    for a in arrays:
+        while isinstance(a, np.ndarray):
+            if a.flags.writeable:
+                a.flags.writeable = False
+                thawed.append(a)
+            a = a.base
+    return thawed
+
+
+def _written(e: ValueError) -> StateChangedError:
+    return StateChangedError(
+        f"backend 'reverse': f wrote into an array it is differentiated with respect to ({e}); "
+        "the derivative would be taken at values that changed under it. Compute on a copy "
+        "inside f, or change the array before or after the call."
+    )
 
 
 def _value(out: Any, trace: ReverseTrace) -> Any:
