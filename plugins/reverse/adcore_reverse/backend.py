@@ -65,11 +65,8 @@ class ReverseBackend(Backend):
         check_output(value, self.name, scalar=False)
 
         def pullback(cotangent: Any) -> tuple:
+            # adcore.vjp has checked its shape and kind (api._cotangent), with a typed error
             cotangent = np.asarray(cotangent, dtype=np.result_type(value))
-            if cotangent.shape != np.shape(value):
-                raise ValueError(
-                    f"vjp: the cotangent has shape {cotangent.shape}, the output has shape {np.shape(value)}"
-                )
             reached = _sweep(out, cotangent, retain_graph=True) if _connected(out, trace) else {}
             return tuple(_or_zeros(reached.get(leaf._seq), arg) for leaf, arg in zip(leaves, args))
 
