@@ -110,7 +110,7 @@ class Tracer:
 
     # --- conversions to plain numbers: refused, they would cut the derivative ---------
     def __float__(self) -> float:
-        raise _conversion_error(
+        raise conversion_error(
             self,
             "float(x)",
             "math.exp(x) and other math functions, np.float64(x) and storing x into a plain array "
@@ -119,31 +119,31 @@ class Tracer:
         )
 
     def __int__(self) -> int:
-        raise _conversion_error(self, "int(x)")
+        raise conversion_error(self, "int(x)")
 
     def __index__(self) -> int:
-        raise _conversion_error(self, "operator.index(x) (x as an index, range(x), a slice bound)")
+        raise conversion_error(self, "operator.index(x) (x as an index, range(x), a slice bound)")
 
     def __complex__(self) -> complex:
-        raise _conversion_error(self, "complex(x)")
+        raise conversion_error(self, "complex(x)")
 
     def __floor__(self) -> int:
-        raise _conversion_error(self, "math.floor(x)", "anp.floor(x) is the traced floor (derivative 0). ")
+        raise conversion_error(self, "math.floor(x)", "anp.floor(x) is the traced floor (derivative 0). ")
 
     def __ceil__(self) -> int:
-        raise _conversion_error(self, "math.ceil(x)", "-anp.floor(-x) is the traced ceil (derivative 0). ")
+        raise conversion_error(self, "math.ceil(x)", "-anp.floor(-x) is the traced ceil (derivative 0). ")
 
     def __trunc__(self) -> int:
-        raise _conversion_error(self, "math.trunc(x)", "anp.sign(x) * anp.floor(anp.abs(x)) is traced. ")
+        raise conversion_error(self, "math.trunc(x)", "anp.sign(x) * anp.floor(anp.abs(x)) is traced. ")
 
     def item(self, *index: Any) -> Any:
-        raise _conversion_error(self, "x.item()", "x[i] is the traced element. ")
+        raise conversion_error(self, "x.item()", "x[i] is the traced element. ")
 
     def tolist(self) -> Any:
-        raise _conversion_error(self, "x.tolist()", "list(x) and x[i] keep the elements traced. ")
+        raise conversion_error(self, "x.tolist()", "list(x) and x[i] keep the elements traced. ")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise _conversion_error(
+        raise conversion_error(
             self,
             "np.asarray(x) (or np.array(x), np.float64(x), a NumPy call that converts its input)",
             "Build arrays of traced values with anp.stack or anp.concatenate. ",
@@ -186,7 +186,7 @@ class Tracer:
                 "that casts inside f. Pass the arguments in the dtype f should compute in (the "
                 "derivative keeps each argument's dtype)."
             )
-        raise _conversion_error(self, f"x.astype({target})")
+        raise conversion_error(self, f"x.astype({target})")
 
     def flatten(self, order: str = "C"):
         return self.ravel(order)
@@ -355,7 +355,7 @@ class Tracer:
     # --- NumPy's protocols ----------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if "out" in kwargs:
-            raise _conversion_error(
+            raise conversion_error(
                 self,
                 f"numpy.{ufunc.__name__}(..., out=z) (also what z += x and z *= x on a plain array z do)",
                 "Write z = z + x: a new value, not a write into z. ",
@@ -405,7 +405,7 @@ def _refusing(name: str) -> Any:
 
     def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
         if name in _HANDS_OUT_DATA:
-            raise _conversion_error(self, f"x.{name}()")
+            raise conversion_error(self, f"x.{name}()")
         if name in _WRITES_IN_PLACE:
             raise UnsupportedFunctionError(
                 f"x.{name}() writes in place, and a traced value ({_where(self)}) cannot change in "
@@ -431,7 +431,9 @@ def _where(tracer: Tracer) -> str:
     )
 
 
-def _conversion_error(tracer: Tracer, what: str, instead: str = "") -> TracerConversionError:
+def conversion_error(tracer: Tracer, what: str, instead: str = "") -> TracerConversionError:
+    """The error for a conversion of `tracer` that would cut it from the derivative (for tracer
+    subclasses' own conversions too, such as a reverse Tensor's .numpy())."""
     return TracerConversionError(
         f"{what} on a traced value ({_where(tracer)}) would give a plain number or array and silently "
         f"cut it out of the derivative. {instead}Compute with adcore.numpy functions (anp.exp, "

@@ -10,9 +10,9 @@ import numpy as np
 
 from adcore import ops
 from adcore.dispatch import Trace, bind_below
-from adcore.errors import GradientError, InvalidInputError, InvalidValueError, TracerConversionError
+from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
-from adcore.tracer import Tracer
+from adcore.tracer import Tracer, conversion_error
 from adcore_reverse import grad_mode
 
 # Every Tensor gets the next number: a node is always numbered after its inputs, so
@@ -162,12 +162,7 @@ class Tensor(Tracer):
     def _plain_value(self, what: str) -> Any:
         # Inside adcore.grad(f) the value would enter f's arithmetic as a constant: a silent cut.
         if self._trace is not EAGER:
-            raise TracerConversionError(
-                f"{what} inside a derivative (backend 'reverse') would give a plain array and silently "
-                "cut it out of the derivative. Compute with the Tensor itself (adcore.numpy functions); "
-                "if a cut is intended, x.detach() or adcore.ops.stop_gradient(x) keeps it traced with "
-                "derivative 0, and adcore.concrete(x) is its plain value for printing or logging."
-            )
+            raise conversion_error(self, what, "x.detach() is the traced cut. ")
         return self.value
 
     def detach(self) -> Any:
