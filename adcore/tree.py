@@ -1,0 +1,103 @@
+"""Pytrees: nested containers of arrays that adcore's API differentiates over, on optree.
+
+A pytree is a nested dict, list, tuple or namedtuple (or a class registered here) whose
+leaves are arrays or Python numbers; `None` is "no value", an empty subtree with no leaf
+(as in JAX). Dict entries are taken in sorted key order, so two dicts with the same keys
+have the same structure whatever their insertion order. Registrations live in optree's
+namespace "adcore", so they do not change how other optree users see a class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import optree
+
+from adcore.core import Tracer
+from adcore.errors import InvalidInputError
+
+NAMESPACE = "adcore"
+
+TreeDef = optree.PyTreeSpec
+
+
+def register(cls: type, flatten: Callable[[Any], tuple], unflatten: Callable[[Any, Iterable], Any]) -> type:
+    """Make instances of `cls` pytree nodes (JAX's `register_pytree_node` contract):
+    `flatten(obj) -> (children, aux_data)` or `(children, aux_data, names)`, names being how
+    messages call each child (`.w`); `unflatten(aux_data, children) -> obj`. Returns cls."""
+
+    def flatten_named(obj: Any) -> tuple:
+        flat = flatten(obj)
+        return flat if len(flat) == 3 else (flat[0], flat[1], None)
+
+    return optree.register_pytree_node(
+        cls, flatten_named, unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE
+    )
+
+
+def register_dataclass(cls: type) -> type:
+    """Make a dataclass a pytree node whose children are its init fields, by name. Returns cls
+    (so it works as a decorator under `@dataclasses.dataclass`)."""
+    if not dataclasses.is_dataclass(cls):
+        raise InvalidInputError(
+            f"adcore.tree.register_dataclass: {cls!r} is not a dataclass; decorate it with "
+            "@dataclasses.dataclass first, or register it with adcore.tree.register(cls, flatten, unflatten)"
+        )
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    return register(
+        cls,
+        lambda obj: (tuple(getattr(obj, n) for n in names), None, names),
+        lambda _, children: cls(**dict(zip(names, children))),
+    )
+
+
+def flatten(tree: Any) -> tuple[list, TreeDef]:
+    """The leaves of `tree` (in a fixed order: dict keys sorted) and its structure."""
+    return optree.tree_flatten(tree, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def unflatten(treedef: TreeDef, leaves: Iterable) -> Any:
+    """The tree of structure `treedef` with these leaves."""
+    return optree.tree_unflatten(treedef, leaves)
+
+
+def structure(tree: Any) -> TreeDef:
+    return optree.tree_structure(tree, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def leaves(tree: Any) -> list:
+    return optree.tree_leaves(tree, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
+    """f applied to each leaf of `tree` (and the leaves at the same places in `rest`)."""
+    return optree.tree_map(f, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def paths(treedef: TreeDef, prefix: str = "") -> list[str]:
+    """Each leaf's path as a string for messages: paths(structure(p), "argument 0") gives
+    "argument 0['layers'][1]['w']"."""
+    return [accessor.codify(prefix) for accessor in optree.treespec_accessors(treedef)]
+
+
+def is_leaf(treedef: TreeDef) -> bool:
+    """Whether the tree is one leaf (an array or number, not a container)."""
+    return treedef.num_nodes == 1 and treedef.num_leaves == 1
+
+
+def check_leaves(leaves: list, treedef: TreeDef, where: str) -> None:
+    """Every leaf must be an array, a tracer or a number: anything else (a string, an
+    unregistered object) is an InvalidInputError naming its path."""
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, (np.ndarray, np.generic, Tracer, numbers.Number)):
+            path = paths(treedef, where)[i]
+            raise InvalidInputError(
+                f"{path} is {type(leaf).__name__} {leaf!r:.60}, not an array or a number: a pytree's "
+                "leaves are arrays or numbers (None for no value). Pass it as an argument outside "
+                "argnums, or, if it holds arrays, register its class with adcore.tree.register "
+                "(or adcore.tree.register_dataclass)"
+            )
