@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from adcore import (
-    dispatch,  # noqa: F401  (first: the op catalogue's specs call into it)
-    ops,
-)
+from adcore import ops
 from adcore.api import (
     backends,
     differentiate,
@@ -20,7 +17,7 @@ from adcore.api import (
     vjp,
 )
 from adcore.backend import Backend
-from adcore.dispatch import Trace, bind
+from adcore.core import Trace, Tracer, bind, concrete
 from adcore.errors import (
     AdcoreError,
     ComplexValueError,
@@ -43,10 +40,9 @@ from adcore.errors import (
     UnsupportedByBackendError,
     UnsupportedFunctionError,
 )
+from adcore.extend import batched_axis, lift, unbroadcast
 from adcore.hookspecs import hookimpl
-from adcore.rules import batched_axis, lift, unbroadcast
 from adcore.spec import Case, Domain, OpSpec, Sample
-from adcore.tracer import Tracer, concrete
 
 __version__ = "0.1.0"
 

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from adcore.backend import Backend
+from adcore.core import Tracer
 from adcore.errors import InvalidArgnumsError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
-from adcore.tracer import Tracer
 
 Argnums = int | Sequence[int]
 

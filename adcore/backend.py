@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
+from adcore.core import Tracer
 from adcore.errors import InvalidOutputError, NonScalarOutputError, UnsupportedByBackendError
-from adcore.tracer import Tracer
 
 
 class Backend:

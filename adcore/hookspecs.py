@@ -66,7 +66,7 @@ def adcore_register_rules(register: RegisterRule) -> None:
     kind (vjp, jvp) `rule` is a tuple with one callable, or None for "no derivative
     flows here", per input of the op; for other kinds it is one callable; for a
     variadic op it is one callable taking the input's position first. What each kind's
-    rules receive is in `adcore.rules.RULE_KINDS`. A rule whose form or signature does
+    rules receive is in `adcore.extend.RULE_KINDS`. A rule whose form or signature does
     not fit its op is rejected, and so is a rule for an input the op declares not
     differentiable.
     """

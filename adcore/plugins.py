@@ -23,7 +23,7 @@ from typing import Any
 
 import pluggy
 
-from adcore import hookspecs
+from adcore import core, hookspecs
 from adcore.errors import PluginError
 from adcore.registry import PluginRecord, Registry
 
@@ -66,6 +66,14 @@ def get_registry() -> Registry:
                 _set(load())
             registry = _registry
     return registry
+
+
+def _numpy_op(func: Any) -> Any:
+    """The op a NumPy function stands for, or None: how a tracer routes np.sin(x) to an op."""
+    return get_registry().numpy_ops.get(func)
+
+
+core.numpy_op = _numpy_op  # the tracing core sits below the registry: it is told how to read it
 
 
 def _refuse_reentry(what: str) -> None:

@@ -17,7 +17,7 @@ from adcore.errors import (
     UnknownOpError,
     UnknownOptimizerError,
 )
-from adcore.rules import RULE_KINDS
+from adcore.extend import RULE_KINDS
 from adcore.spec import Case, OpSpec
 
 

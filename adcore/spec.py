@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.dispatch import bind
+from adcore.core import bind
 
 
 @dataclass(frozen=True)

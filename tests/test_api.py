@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import adcore
-from adcore.dispatch import Trace, new_trace
+from adcore.core import Trace, new_trace
 from adcore.errors import InvalidValueError, UnsupportedByBackendError
 
 X = np.array([0.5, -1.0, 2.0])

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from adcore.dispatch import Trace, bind
-from adcore.tracer import Tracer
+from adcore.core import Trace, Tracer, bind
 
 
 class BoxTrace(Trace):

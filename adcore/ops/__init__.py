@@ -10,11 +10,15 @@ import sys
 import types
 from collections.abc import Iterator
 
+from adcore import core
 from adcore.ops import elementwise, linalg, nn, plugin, reductions, shapes  # noqa: F401
 from adcore.ops.plugin import CORE_OPS
 from adcore.spec import OpSpec
 
 globals().update({spec.name: spec for spec in CORE_OPS})
+# the tracing core's operators call these (x + y is core.OPS.add), and their results are real
+vars(core.OPS).update({spec.name: spec for spec in CORE_OPS})
+core.REAL_OPS.update(CORE_OPS)
 
 
 def _registry():

@@ -9,7 +9,7 @@ import numpy as np
 
 from adcore import ops
 from adcore.backend import Backend, check_output
-from adcore.dispatch import new_trace
+from adcore.core import new_trace
 from adcore.errors import InvalidInputError
 from adcore_forward.dual import Dual, ForwardTrace
 

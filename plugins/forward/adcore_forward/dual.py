@@ -7,9 +7,8 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.dispatch import Trace, bind_below
+from adcore.core import Trace, Tracer, bind_below
 from adcore.plugins import get_registry
-from adcore.tracer import Tracer
 
 
 class ForwardTrace(Trace):

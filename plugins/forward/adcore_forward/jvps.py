@@ -28,7 +28,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore import concrete
-from adcore.rules import (
+from adcore.extend import (
     batched_axis,
     inside_clip,
     kept_shape,

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from adcore.backend import Backend, check_output
+from adcore.core import Tracer
 from adcore.errors import InvalidInputError, InvalidOutputError
-from adcore.tracer import Tracer
 from adcore_numeric.differences import SIGNS, Extrapolation, quotient, second_step_error
 from adcore_numeric.points import Along, Basis, evaluate, first_nonfinite, fresh
 from adcore_numeric.steps import (

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from adcore.core import Tracer
 from adcore.errors import AdcoreError, InvalidInputError, InvalidOutputError
-from adcore.tracer import Tracer
 
 _PLAIN = frozenset({float, np.float64, np.float32})  # outputs that pass every check as they are
 

@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.dispatch import Trace, bind_below
+from adcore.core import Trace, Tracer, bind_below, conversion_error
 from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
-from adcore.tracer import Tracer, conversion_error
 from adcore_reverse import grad_mode
 
 # Every Tensor gets the next number: a node is always numbered after its inputs, so

@@ -23,7 +23,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore import concrete
-from adcore.rules import (
+from adcore.extend import (
     inside_clip,
     kept_shape,
     mask,

@@ -18,7 +18,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore import concrete
-from adcore.rules import unbroadcast
+from adcore.extend import unbroadcast
 
 
 class Masked(NamedTuple):

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from adcore.backend import Backend
+from adcore.core import Tracer
 from adcore.errors import InvalidInputError
-from adcore.tracer import Tracer
 from adcore_symbolic.recording import Recording, Unkeyable, recorded, value_key
 
 # The work budget: the most sympy nodes one derivative may build (its traced definitions,

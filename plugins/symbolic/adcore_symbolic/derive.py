@@ -19,9 +19,8 @@ import sympy as sp
 
 from adcore import ops
 from adcore.backend import check_output
-from adcore.dispatch import new_trace
-from adcore.rules import unbroadcast
-from adcore.tracer import Tracer
+from adcore.core import Tracer, new_trace
+from adcore.extend import unbroadcast
 from adcore_symbolic.budget import WorkBudget
 from adcore_symbolic.errors import ExpressionTooLargeError
 from adcore_symbolic.printing import compile_numpy

@@ -32,9 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.dispatch import Trace, bind_below, new_trace
+from adcore.core import Trace, Tracer, bind_below, new_trace
 from adcore.errors import InvalidValueError
-from adcore.tracer import Tracer
 from adcore_symbolic.errors import OTHER_BACKENDS, SymbolicControlFlowError
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.rules import reduced_axes
+from adcore.extend import reduced_axes
 
 
 class _Module:

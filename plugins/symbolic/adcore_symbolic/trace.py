@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from adcore.dispatch import Trace
+from adcore.core import Trace, Tracer
+from adcore.extend import reduced_axes
 from adcore.plugins import get_registry
-from adcore.rules import reduced_axes
-from adcore.tracer import Tracer
 from adcore_symbolic.budget import WorkBudget, tree_size
 from adcore_symbolic.errors import SymbolicControlFlowError
 from adcore_symbolic.functions import stop_gradient

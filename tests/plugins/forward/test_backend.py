@@ -7,7 +7,7 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore.dispatch import _stack
+from adcore.core import _stack
 
 X = np.array([0.5, -1.0, 2.0])
 

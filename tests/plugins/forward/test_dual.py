@@ -13,7 +13,7 @@ from adcore_forward import Dual, ForwardTrace
 
 import adcore
 import adcore.numpy as anp
-from adcore.dispatch import new_trace
+from adcore.core import new_trace
 
 RNG = np.random.default_rng(7)
 

@@ -19,7 +19,7 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore.dispatch import _stack
+from adcore.core import _stack
 
 BACKENDS = ["forward", "reverse"]
 PAIRS = list(itertools.product(BACKENDS, repeat=2))

@@ -12,7 +12,7 @@ from adcore_symbolic import ExpressionTooLargeError, SymbolicControlFlowError
 
 import adcore
 import adcore.numpy as anp
-from adcore.dispatch import _stack
+from adcore.core import _stack
 
 X = np.array([0.5, -1.25, 2.0])
 

@@ -11,7 +11,7 @@ from adcore_symbolic.recording import Unkeyable, value_key
 
 import adcore
 import adcore.numpy as anp
-from adcore.dispatch import _stack
+from adcore.core import _stack
 
 X = np.array([0.5, -1.25, 2.0])
 

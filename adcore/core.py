@@ -1,25 +1,194 @@
-"""Tracer: the base of every traced value; it behaves like an ndarray and routes NumPy calls to ops."""
+"""The tracing core: `Trace`, `Tracer` (a traced value that behaves like an ndarray), `bind`, levels.
+
+Every op call goes through `bind`; with a tracer among its arguments the innermost
+transformation's `Trace.process` handles it. This is the bottom layer of adcore
+(docs/architecture.md): it imports nothing of adcore but `adcore.errors`. What it needs
+from the layers above is filled in from there when they are imported: `OPS`, the ops
+the Tracer's operators stand for (by adcore.ops), `REAL_OPS` (likewise) and `numpy_op`,
+the NumPy function -> op lookup (by adcore.plugins, from the registry).
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
+import types
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-# The op catalogue imports adcore.spec, which needs adcore.dispatch, which needs this
-# module's Tracer class at call time only; importing the catalogue here is safe.
-import adcore.dispatch as _dispatch  # at call time only: dispatch imports this module
-from adcore import plugins as _plugins
-from adcore.errors import ComplexValueError, TracerConversionError, UnsupportedFunctionError
-from adcore.ops import elementwise as _ew
-from adcore.ops import linalg as _linalg
-from adcore.ops import reductions as _red
-from adcore.ops import shapes as _shp
-from adcore.ops.plugin import CORE_OPS
+from adcore.errors import (
+    AdcoreError,
+    ComplexValueError,
+    TracerConversionError,
+    UnsupportedFunctionError,
+)
 
-_dispatch.REAL_OPS.update(CORE_OPS)  # real results for real inputs: see dispatch.REAL_OPS
+_local = threading.local()
+
+# The ops the Tracer's operators and methods call (OPS.add, OPS.reshape, ...): adcore.ops puts the
+# core catalogue here when it is imported, which `import adcore` does before any tracer exists.
+OPS = types.SimpleNamespace()
+
+
+def _no_numpy_op(func: Any) -> Any:
+    return None
+
+
+# The op a NumPy function stands for, or None: adcore.plugins sets it to read the registry.
+numpy_op: Callable[[Any], Any] = _no_numpy_op
+
+
+class Trace:
+    """One active transformation. Its level orders it among the transformations nested now.
+
+    A backend subclasses this and overrides `process`: given an op, the call's
+    arguments (some of them this trace's tracers, the rest constants or tracers of
+    outer levels) and the op's static params, it returns the op's result as a value
+    of this trace.
+    """
+
+    level: int = 0
+    backend: str | None = None  # the backend's name, for error messages (else the class name)
+
+    def process(self, op: Any, args: tuple, params: dict) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not process ops")
+
+
+def bind(op: Any, *args: Any, **params: Any) -> Any:
+    """Run `op` on `args`: the impl for plain values, else the innermost trace's `process`.
+
+    Every op call comes here (`OpSpec.__call__` is this function). A NumPy-style call,
+    with params given positionally after the inputs or a variadic op's inputs as one
+    list, is first put in the canonical form: the inputs, then the params by name.
+    """
+    if len(args) != op.nin:
+        args, params = op.canonical_call(args, params)
+    top = None
+    constants = False  # whether some argument may be complex: checked once a trace is found
+    for arg in args:
+        if isinstance(arg, Tracer):
+            trace = arg._trace
+            if top is None:
+                top = trace
+            elif trace is not top:
+                constants = True  # the value of another transformation is a constant to the inner one
+                if trace.level > top.level:
+                    top = trace
+        elif arg.__class__ is not float and arg.__class__ is not int:  # the common, real constants
+            constants = True
+    if top is None:
+        return op.impl(*args, **params)
+    if constants:
+        _refuse_complex_constants(op, args, top)
+    out = top.process(op, args, params)
+    if op in REAL_OPS:
+        return out
+    # Another plugin's op may make a complex result of real inputs (an fft).
+    dtype = getattr(out, "dtype", None)
+    if dtype is not None and dtype.kind == "c":
+        raise complex_value_error(op.name, top, f"a complex result ({dtype})")
+    return out
+
+
+# Ops known to give real results for real inputs: the core catalogue (NumPy gives nan, not a
+# complex number, for sqrt(-1)), added by adcore.ops. Since the arguments of a traced op
+# are checked, their results need no check: that keeps the per-op cost to a set lookup.
+REAL_OPS: set[Any] = set()
+
+
+def _refuse_complex_constants(op: Any, args: tuple, top: Trace) -> None:
+    """A rule backend differentiates real functions: a complex constant (or a complex value
+    of an outer transformation) in a traced op is refused."""
+    for arg in args:
+        if isinstance(arg, Tracer):
+            if arg._trace is not top and arg.dtype.kind == "c":
+                raise complex_value_error(
+                    op.name, top, f"a complex value ({arg.dtype}) of {backend_of(arg._trace)}"
+                )
+        elif _is_complex(arg):
+            raise complex_value_error(op.name, top, f"a complex constant, {_describe(arg)}")
+
+
+def _is_complex(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        return dtype.kind == "c"
+    return isinstance(value, complex) or (isinstance(value, (list, tuple)) and np.iscomplexobj(value))
+
+
+def _describe(value: Any) -> str:
+    return f"a {np.asarray(value).dtype} array" if np.ndim(value) else repr(value)
+
+
+def backend_of(trace: Trace) -> str:
+    """How an error names a trace: "backend 'reverse'", else by its class."""
+    name = trace.backend
+    if name is None:
+        # a first-party plugin's package is adcore_<backend> (adcore_reverse.tensor.ReverseTrace)
+        package = type(trace).__module__.partition(".")[0]
+        name = package[len("adcore_") :] if package.startswith("adcore_") else None
+    return f"backend {name!r}" if name else f"the {type(trace).__name__} transformation"
+
+
+def complex_value_error(op_name: str, trace: Trace, what: str) -> ComplexValueError:
+    return ComplexValueError(
+        f"op {op_name!r} on {backend_of(trace)} got {what}: rule backends differentiate real "
+        "functions only, and a complex value inside f would lose its imaginary part's derivative "
+        "(ComplexWarning) and give a wrong number. Write the computation with real arrays (real and "
+        "imaginary parts apart: |a + ib| = anp.sqrt(a**2 + b**2)), or use backend='numeric', which "
+        "runs f on numbers."
+    )
+
+
+def bind_below(op: Any, primals: list, params: dict) -> Any:
+    """Run `op` on a trace's primals, values one level down: through the transformation
+    outside it if one of them is its tracer, else the impl (what a trace's `process` does
+    to compute the op's value)."""
+    for p in primals:
+        if isinstance(p, Tracer):
+            return bind(op, *primals, **params)
+    return op.impl(*primals, **params)
+
+
+def _stack() -> list[Trace]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+class new_trace:
+    """`with new_trace(TraceType) as trace`: open a transformation one level inside the
+    current ones; it is closed even if the traced function raises."""
+
+    __slots__ = ("trace", "stack")
+
+    def __init__(self, trace_type: type[Trace], **kwargs: Any) -> None:
+        self.trace = trace_type(**kwargs)
+        self.stack = _stack()
+
+    def __enter__(self) -> Trace:
+        # Level 0 belongs to eager values (such as reverse-mode Tensors made by hand),
+        # so every transformation opened here sits above them.
+        self.trace.level = len(self.stack) + 1
+        self.stack.append(self.trace)
+        return self.trace
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        self.stack.pop()
+        # NumPy storing a traced value into a plain array (z[0] = x) calls float(x), and
+        # when that raises it reports "setting an array element with a sequence" instead
+        # (a ValueError): give back the typed error that says what happened.
+        if isinstance(error, (ValueError, TypeError)) and not isinstance(error, AdcoreError):
+            cause = error.__cause__ or error.__context__
+            if isinstance(cause, TracerConversionError):
+                raise TracerConversionError(*cause.args) from error
+
+
+# --- the traced value ----------------------------------------------------------------------
 
 # NumPy functions that only read shape or dtype: they answer from the concrete value.
 _SHAPE_FUNCTIONS = {np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj}
@@ -153,10 +322,10 @@ class Tracer:
     def __round__(self, ndigits: int | None = None):
         # round's derivative is 0 (docs/conventions.md); the result stays a traced float
         # array, like round() of a 0-d ndarray, so it cannot be used as a Python int.
-        return _ew.round(self, decimals=ndigits or 0)
+        return OPS.round(self, decimals=ndigits or 0)
 
     def round(self, decimals: int = 0):
-        return _ew.round(self, decimals=decimals)
+        return OPS.round(self, decimals=decimals)
 
     def copy(self, order: str = "K"):
         # a traced value is immutable (x[i] = v is refused), so it is its own copy
@@ -198,7 +367,7 @@ class Tracer:
                 f"x.ravel(order={order!r}) on a traced value ({_where(self)}): only order 'C' is "
                 "supported; for Fortran order write x.T.reshape(-1)."
             )
-        return _shp.reshape(self, shape=(-1,))
+        return OPS.reshape(self, shape=(-1,))
 
     # --- writes in place and ndarray methods with no op: refused by name ------------------
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -221,43 +390,43 @@ class Tracer:
     # bind(op, ...) rather than op(...): the same call without building a bound method,
     # which is measurable on the per-op hot path (benchmarks/bench_reverse.py).
     def __neg__(self):
-        return _dispatch.bind(_ew.negative, self)
+        return bind(OPS.negative, self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _dispatch.bind(_ew.abs, self)
+        return bind(OPS.abs, self)
 
     def __add__(self, other):
-        return _dispatch.bind(_ew.add, self, other)
+        return bind(OPS.add, self, other)
 
     def __radd__(self, other):
-        return _dispatch.bind(_ew.add, other, self)
+        return bind(OPS.add, other, self)
 
     def __sub__(self, other):
-        return _dispatch.bind(_ew.subtract, self, other)
+        return bind(OPS.subtract, self, other)
 
     def __rsub__(self, other):
-        return _dispatch.bind(_ew.subtract, other, self)
+        return bind(OPS.subtract, other, self)
 
     def __mul__(self, other):
-        return _dispatch.bind(_ew.multiply, self, other)
+        return bind(OPS.multiply, self, other)
 
     def __rmul__(self, other):
-        return _dispatch.bind(_ew.multiply, other, self)
+        return bind(OPS.multiply, other, self)
 
     def __truediv__(self, other):
-        return _dispatch.bind(_ew.divide, self, other)
+        return bind(OPS.divide, self, other)
 
     def __rtruediv__(self, other):
-        return _dispatch.bind(_ew.divide, other, self)
+        return bind(OPS.divide, other, self)
 
     def __pow__(self, other):
-        return _dispatch.bind(_ew.power, self, other)
+        return bind(OPS.power, self, other)
 
     def __rpow__(self, other):
-        return _dispatch.bind(_ew.power, other, self)
+        return bind(OPS.power, other, self)
 
     # Floor division and remainder have no op: NumPy's differ from floor(x / y) at rounding
     # edges (1 // 0.1 is 9.0), so an emulation would give plausible wrong numbers there.
@@ -277,10 +446,10 @@ class Tracer:
     __rdivmod__ = __divmod__
 
     def __matmul__(self, other):
-        return _dispatch.bind(_linalg.matmul, self, other)
+        return bind(OPS.matmul, self, other)
 
     def __rmatmul__(self, other):
-        return _dispatch.bind(_linalg.matmul, other, self)
+        return bind(OPS.matmul, other, self)
 
     # Comparisons have no derivative: they answer with plain boolean arrays.
     def __lt__(self, other):
@@ -305,11 +474,11 @@ class Tracer:
 
     # --- indexing and methods -----------------------------------------------
     def __getitem__(self, index):
-        return _shp.getitem(self, index=index)
+        return OPS.getitem(self, index=index)
 
     @property
     def T(self):
-        return _shp.transpose(self)
+        return OPS.transpose(self)
 
     @property
     def mT(self):
@@ -318,39 +487,39 @@ class Tracer:
                 f"x.mT of a {self.ndim}-d traced value: it needs 2 dimensions or more"
             )
         axes = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
-        return _shp.transpose(self, axes=axes)
+        return OPS.transpose(self, axes=axes)
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        return _shp.transpose(self, axes=tuple(axes) if axes else None)
+        return OPS.transpose(self, axes=tuple(axes) if axes else None)
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return _shp.reshape(self, shape=tuple(shape))
+        return OPS.reshape(self, shape=tuple(shape))
 
     def squeeze(self, axis=None):
-        return _shp.squeeze(self, axis=axis)
+        return OPS.squeeze(self, axis=axis)
 
     def sum(self, axis=None, keepdims=False):
-        return _red.sum(self, axis=axis, keepdims=keepdims)
+        return OPS.sum(self, axis=axis, keepdims=keepdims)
 
     def mean(self, axis=None, keepdims=False):
-        return _red.mean(self, axis=axis, keepdims=keepdims)
+        return OPS.mean(self, axis=axis, keepdims=keepdims)
 
     def prod(self, axis=None, keepdims=False):
-        return _red.prod(self, axis=axis, keepdims=keepdims)
+        return OPS.prod(self, axis=axis, keepdims=keepdims)
 
     def max(self, axis=None, keepdims=False):
-        return _red.max(self, axis=axis, keepdims=keepdims)
+        return OPS.max(self, axis=axis, keepdims=keepdims)
 
     def min(self, axis=None, keepdims=False):
-        return _red.min(self, axis=axis, keepdims=keepdims)
+        return OPS.min(self, axis=axis, keepdims=keepdims)
 
     def clip(self, a_min=None, a_max=None):
-        return _ew.clip(self, a_min=a_min, a_max=a_max)
+        return OPS.clip(self, a_min=a_min, a_max=a_max)
 
     def dot(self, other):
-        return _dispatch.bind(_linalg.matmul, self, other)
+        return bind(OPS.matmul, self, other)
 
     # --- NumPy's protocols ----------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -361,7 +530,7 @@ class Tracer:
                 "Write z = z + x: a new value, not a write into z. ",
             )
         if method == "__call__" and not kwargs:
-            op = _plugins.get_registry().numpy_ops.get(ufunc)
+            op = numpy_op(ufunc)
             if op is not None:
                 return op(*inputs)
             if all(t.endswith("?") for t in ufunc.types if "O" not in t):
@@ -371,7 +540,7 @@ class Tracer:
         raise _unsupported(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}{details}")
 
     def __array_function__(self, func, types, args, kwargs):
-        op = _plugins.get_registry().numpy_ops.get(func)
+        op = numpy_op(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
             return op(*inputs, **params)
@@ -426,9 +595,7 @@ for _name in _NDARRAY_METHODS - set(dir(Tracer)):
 def _where(tracer: Tracer) -> str:
     """'Tensor, backend 'reverse'': which traced value, and which backend traces it."""
     trace = getattr(tracer, "_trace", None)
-    return (
-        type(tracer).__name__ if trace is None else f"{type(tracer).__name__}, {_dispatch.backend_of(trace)}"
-    )
+    return type(tracer).__name__ if trace is None else f"{type(tracer).__name__}, {backend_of(trace)}"
 
 
 def conversion_error(tracer: Tracer, what: str, instead: str = "") -> TracerConversionError:

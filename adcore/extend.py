@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-import adcore.tracer as _tracer  # for concrete(), at call time: the tracer module imports the registry, which imports this
+from adcore.core import Tracer, concrete
 from adcore.ops import elementwise, reductions, shapes
 
 
@@ -94,7 +94,7 @@ def kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
 def tie_weights(x: Any, ans: Any, axis: Any, dtype: Any) -> np.ndarray:
     """d max / d x (or min): 1/k on each of the k elements equal to the result, 0 elsewhere;
     a NaN result is "equal" to the NaNs it came from, as max_pool2d and PyTorch have it."""
-    x, ans = _tracer.concrete(x), _tracer.concrete(ans)
+    x, ans = concrete(x), concrete(ans)
     ans = np.reshape(ans, kept_shape(x, axis))
     hit = (x == ans) | (np.isnan(x) & np.isnan(ans))
     return np.asarray(hit / np.sum(hit, axis=axis, keepdims=True), dtype=dtype)
@@ -107,7 +107,7 @@ def prod_partials(x: Any, ans: Any, axis: Any) -> Any:
     with two zeros or more has every partial 0, but not every second derivative (prod(x)'s
     d2 / dx0 dx1 at x = (0, 0, 3) is 3), so those take the products of the others one by one.
     """
-    zero = _tracer.concrete(x) == 0
+    zero = concrete(x) == 0
     if np.any(np.sum(zero, axis=axis, keepdims=True) > 1):
         return _products_of_others(x, axis)
     nonzero_x = elementwise.where(zero, 1.0, x)
@@ -136,15 +136,15 @@ def mask(condition: Any, like: Any) -> np.ndarray:
 def tie_split(x: Any, y: Any, wins: Any, like: Any) -> np.ndarray:
     """d maximum(x, y) / d x (with wins=np.greater; np.less for minimum): 1 where x wins,
     0.5 on a tie, 0 where it loses, in `like`'s dtype."""
-    x, y = _tracer.concrete(x), _tracer.concrete(y)
+    x, y = concrete(x), concrete(y)
     return mask(wins(x, y) + 0.5 * (x == y), like)
 
 
 def inside_clip(x: Any, a_min: Any, a_max: Any) -> np.ndarray:
     """Where clip(x, a_min, a_max) passes x through (bounds included): its derivative is 1 there."""
-    x = _tracer.concrete(x)
-    lo = True if a_min is None else x >= _tracer.concrete(a_min)
-    hi = True if a_max is None else x <= _tracer.concrete(a_max)
+    x = concrete(x)
+    lo = True if a_min is None else x >= concrete(a_min)
+    hi = True if a_max is None else x <= concrete(a_max)
     return np.logical_and(lo, hi)
 
 
@@ -157,11 +157,11 @@ def power_by_base(x: Any, y: Any) -> Any:
     """d x**y / d x = y x**(y-1), and 0 where y = 0: x**0 is the constant 1, also at x = 0,
     where the formula is 0 * inf. There the exponent is taken as 1, so that the rule stays
     finite when it is differentiated again (x**1's second derivative is this case one order up)."""
-    y_zero = _tracer.concrete(y) == 0
+    y_zero = concrete(y) == 0
     if not _anywhere(y_zero):  # the usual case: one comparison on the hot path
         return y * x ** (y - 1)
-    if isinstance(y, _tracer.Tracer):  # d/dy of the rule at y = 0 is 1/x where x != 0: keep the formula there
-        y_zero = y_zero & (_tracer.concrete(x) == 0)
+    if isinstance(y, Tracer):  # d/dy of the rule at y = 0 is 1/x where x != 0: keep the formula there
+        y_zero = y_zero & (concrete(x) == 0)
     e = elementwise.where(y_zero, 1.0, y)
     return elementwise.where(y_zero, 0.0, e * x ** (e - 1))
 
@@ -170,9 +170,9 @@ def power_by_exponent(x: Any, y: Any, ans: Any) -> Any:
     """d x**y / d y = x**y log x, and 0 where x = 0 < y: 0**y is 0 on both sides of y, where the
     formula is 0 * -inf. Where no derivative exists it is NumPy's value of the formula: nan for
     x < 0 (no real x**y for y near an integer), -inf for x = 0 >= y (0**y jumps there)."""
-    flat = _tracer.concrete(x) == 0
+    flat = concrete(x) == 0
     if _anywhere(flat):
-        flat = flat & (_tracer.concrete(y) > 0)
+        flat = flat & (concrete(y) > 0)
     if not _anywhere(flat):
         return ans * elementwise.log(x)
     return ans * elementwise.log(elementwise.where(flat, 1.0, x))  # log 1 = 0 there, also when differentiated
