@@ -18,6 +18,7 @@ from adcore.api import (
 )
 from adcore.backend import Backend
 from adcore.core import Trace, Tracer, bind, concrete
+from adcore.derivatives import Estimate
 from adcore.errors import (
     AdcoreError,
     ComplexValueError,
@@ -51,6 +52,7 @@ __all__ = [
     "Backend",
     "Case",
     "Domain",
+    "Estimate",
     "GradientError",
     "GraphFreedError",
     "InvalidArgnumsError",

@@ -28,7 +28,7 @@ def _works_afterwards():
 @pytest.mark.parametrize("backend", ["forward", "reverse"])
 def test_a_tangent_of_the_wrong_shape_names_both_shapes(backend):
     with pytest.raises(
-        adcore.InvalidInputError, match=r"tangent 0 has shape \(2,\).*primal has shape \(3,\)"
+        adcore.InvalidInputError, match=r"tangent of argument 0 has shape \(2,\).*primal has shape \(3,\)"
     ):
         adcore.jvp(_sin_sum, (X,), (np.ones(2),), backend=backend)
     _works_afterwards()
@@ -44,7 +44,7 @@ def test_a_tangent_of_the_wrong_dtype_names_both_dtypes_and_the_fix(backend):
 
 
 def test_the_second_tangent_is_named_when_it_is_the_wrong_one():
-    with pytest.raises(adcore.InvalidInputError, match="tangent 1"):
+    with pytest.raises(adcore.InvalidInputError, match="tangent of argument 1"):
         adcore.jvp(lambda x, y: x * y, (1.0, X), (1.0, np.ones((3, 1))))
 
 

@@ -52,9 +52,12 @@ def test_tuple_argnums_give_tuples_of_derivatives_and_of_errors():
     assert np.all(np.abs(jx - rx) <= ex) and np.all(np.abs(jy - ry) <= ey)
 
 
-def test_value_and_grad_with_return_error_gives_value_gradient_and_error():
+def test_value_and_grad_with_return_error_gives_value_and_an_estimate():
     f = lambda x: anp.sum(anp.exp(x))  # noqa: E731
-    value, g, error = adcore.value_and_grad(f, backend="numeric", method="richardson", return_error=True)(X)
+    value, estimate = adcore.value_and_grad(f, backend="numeric", method="richardson", return_error=True)(X)
+    assert isinstance(estimate, adcore.Estimate)
+    g, error = estimate
+    assert estimate.derivative is g and estimate.error is error
     assert value == pytest.approx(np.sum(np.exp(X)), rel=1e-15)
     assert np.all(np.abs(g - np.exp(X)) <= error)
 
