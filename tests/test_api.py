@@ -557,9 +557,9 @@ def test_repeated_argnums_with_return_error_pair_each_derivative_with_its_error(
     np.testing.assert_allclose([g1, g2], [60.0, 60.0], rtol=1e-6)  # 3 x^2 y at (2, 5)
     assert e1 == e2
     assert not np.shares_memory(e1, e2)
-    value, (g, e) = adcore.value_and_grad(
-        _cube_times, argnums=(1, -1), backend="numeric", return_error=True
-    )(2.0, 5.0)
+    value, (g, e) = adcore.value_and_grad(_cube_times, argnums=(1, -1), backend="numeric", return_error=True)(
+        2.0, 5.0
+    )
     assert value == pytest.approx(40.0)
     np.testing.assert_allclose(g, [8.0, 8.0], rtol=1e-6)  # x^3 at x = 2
     assert len(e) == 2
