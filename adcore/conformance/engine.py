@@ -206,14 +206,7 @@ def compare(
         detail = f"shape {actual.shape}, expected {expected.shape}"
         tally.add(Worst(label, check, float("inf"), float("inf"), detail), float("inf"))
         return
-    with np.errstate(invalid="ignore"):  # inf - inf
-        diff = np.abs(actual - expected)
-    diff = np.where(np.isnan(diff), np.inf, diff)  # nan where a number was expected is wrong
-    diff = np.where(actual == expected, 0.0, diff)  # equal infinities agree
-    if scale is None:
-        limit = tolerances.allowed(expected, tolerance, np.broadcast_to(error, expected.shape))
-    else:
-        limit = np.full(expected.shape, (tolerance.rtol + tolerance.atol) * scale + tolerance.atol)
+    diff, limit = deviation(actual, expected, tolerance, error, scale)
     ratios = diff / limit
     if ratios.size == 0:
         tally.add(Worst(label, check, 0.0, 0.0, "empty"), 0.0)
@@ -227,6 +220,26 @@ def compare(
     if source:
         detail += f" (reference: {source})"
     tally.add(Worst(label, check, abs_error, rel_error, detail), float(ratios[where]))
+
+
+def deviation(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    tolerance: tolerances.Tolerance,
+    error: Any = 0.0,
+    scale: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """|actual - expected| and the largest difference allowed, entry by entry (same shapes, float64),
+    as `compare` judges them (adcore.check_grads reports from them too)."""
+    with np.errstate(invalid="ignore"):  # inf - inf
+        diff = np.abs(actual - expected)
+    diff = np.where(np.isnan(diff), np.inf, diff)  # nan where a number was expected is wrong
+    diff = np.where(actual == expected, 0.0, diff)  # equal infinities agree
+    if scale is None:
+        limit = tolerances.allowed(expected, tolerance, np.broadcast_to(error, expected.shape))
+    else:
+        limit = np.full(expected.shape, (tolerance.rtol + tolerance.atol) * scale + tolerance.atol)
+    return diff, limit
 
 
 # --- the reference ----------------------------------------------------------------------
