@@ -18,6 +18,7 @@ from adcore.api import (
 )
 from adcore.backend import Backend
 from adcore.core import Trace, Tracer, bind, concrete
+from adcore.custom import custom_jvp, custom_vjp
 from adcore.derivatives import Estimate
 from adcore.errors import (
     AdcoreError,
@@ -80,6 +81,8 @@ __all__ = [
     "batched_axis",
     "bind",
     "concrete",
+    "custom_jvp",
+    "custom_vjp",
     "differentiate",
     "get_backend",
     "grad",

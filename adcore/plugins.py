@@ -114,6 +114,35 @@ def unregister_plugin(name: str) -> None:
     reset()
 
 
+# custom_vjp / custom_jvp functions' ops, added again to every registry built (they outlive a
+# reload); `_freed` names the ops of functions since redefined or garbage-collected, appended by
+# a finalizer at any moment (no lock: it may run inside load), removed at the next add
+_user_ops: dict[str, tuple[Any, dict[str, Any]]] = {}
+_freed: list[str] = []
+
+
+def add_user_op(spec: Any, rules: dict[str, Any]) -> None:
+    """Register an op and its rules from user code, now and in every registry built later."""
+    if getattr(_loading, "active", False):  # defined by a plugin as it loads: added after the hooks
+        _user_ops[spec.name] = (spec, rules)
+        return
+    get_registry()
+    with _lock:
+        while _freed:
+            name = _freed.pop()
+            _user_ops.pop(name, None)
+            if _registry is not None:
+                _registry.remove_user_op(name)
+        if _registry is not None:
+            _registry.add_user_op(spec, rules)  # its checks refuse before anything is kept
+        _user_ops[spec.name] = (spec, rules)
+
+
+def forget_user_op(name: str) -> None:
+    """The op of add_user_op called `name` is no longer needed (safe to call from a finalizer)."""
+    _freed.append(name)
+
+
 def _names(variable: str) -> set[str]:
     return {n.strip() for n in os.environ.get(variable, "").split(",") if n.strip()}
 
@@ -155,6 +184,12 @@ def load() -> Registry:
         for hook in HOOKS:
             for name, plugin in list(pm.list_name_plugin()):
                 _call_hook(pm, registry, hook, name, plugin)
+        for name, (spec, rules) in list(_user_ops.items()):
+            if name not in _freed:
+                try:
+                    registry.add_user_op(spec, rules)
+                except PluginError as e:  # a plugin loaded since claims its name
+                    _fail(registry.plugins["user"], str(e))
     finally:
         _loading.active = False
     return registry

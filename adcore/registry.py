@@ -77,6 +77,29 @@ class Registry:
         self.rules[kind][op] = rule
         self.plugins[plugin].rules.append((kind, op))
 
+    def add_user_op(self, spec: OpSpec, rules: dict[str, Any], plugin: str = "user") -> None:
+        """An op and its rules registered at run time (adcore.custom_vjp / custom_jvp) under the
+        pseudo-plugin `plugin`, through the same checks as a plugin's; all or nothing."""
+        self.plugins.setdefault(plugin, PluginRecord(plugin))
+        for kind, rule in rules.items():
+            _check_rule_fits(kind, spec, rule, plugin)
+        self.add_op(spec, plugin)
+        for kind, rule in rules.items():
+            self.add_rule(kind, spec.name, rule, plugin)
+
+    def remove_user_op(self, name: str, plugin: str = "user") -> None:
+        """Forget an op of add_user_op and its rules (its custom function was redefined or freed)."""
+        record = self.plugins.get(plugin)
+        if record is None or name not in record.ops:
+            return
+        record.ops.remove(name)
+        del self.ops[name]
+        self._owner.pop(("op", name), None)
+        for kind, op in [r for r in record.rules if r[1] == name]:
+            record.rules.remove((kind, op))
+            del self.rules[kind][op]
+            self._owner.pop(("rule", kind, op), None)
+
     def add_backend(self, backend: Any, plugin: str) -> None:
         name = getattr(backend, "name", None)
         if not isinstance(name, str) or not name:

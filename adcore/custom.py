@@ -1,0 +1,363 @@
+"""custom_vjp and custom_jvp: a Python function with its own derivative rule, registered as an op.
+
+JAX's contracts. `@custom_vjp` with `f.defvjp(fwd, bwd)`: `fwd(*args) -> (out, residuals)`,
+`bwd(*nondiff, residuals, g) -> one cotangent per differentiated argument`. `@custom_jvp` with
+`@f.defjvp`: `rule(*nondiff, primals, tangents) -> (out, tangent_out)`.
+
+Under the hood each definition is a variadic op in the registry (docs/custom-rules.md): its
+inputs are the leaves of the differentiated arguments, its one param (`call`) the static
+arguments and the arguments' structure, its impl the body. A custom_vjp op has a "vjp" rule
+built from fwd and bwd; a custom_jvp op has a "jvp" rule (the user's rule, once per tangent
+direction) and a "vjp" rule that transposes it (reverse mode of `t -> rule(primals, t)[1]`,
+which is linear in t). A backend with no rule of its kind differentiates the body (the op is
+`traceable`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import re
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from adcore import ops, plugins, tree
+from adcore.core import Tracer
+from adcore.errors import (
+    InvalidArgnumsError,
+    InvalidInputError,
+    InvalidOutputError,
+    InvalidValueError,
+    MissingRuleError,
+)
+from adcore.spec import OpSpec
+
+_numbers = itertools.count()
+
+
+@dataclass(eq=False)
+class _Call:
+    """One call's static part: the nondiff arguments, where they go, the differentiated
+    arguments' structure; and the last cotangents computed for it (see `_cotangents`)."""
+
+    static: tuple
+    nondiff: tuple[int, ...]
+    treedefs: tuple
+    cached: tuple | None = field(default=None, repr=False)
+
+    def differentiated(self, leaves: Sequence[Any]) -> list:
+        """The differentiated arguments, rebuilt from the op's inputs."""
+        out, start = [], 0
+        for td in self.treedefs:
+            out.append(tree.unflatten(td, leaves[start : start + td.num_leaves]))
+            start += td.num_leaves
+        return out
+
+    def arguments(self, leaves: Sequence[Any]) -> list:
+        """Every positional argument of the body, the static ones back in their places."""
+        args = self.differentiated(leaves)
+        for i, value in sorted(zip(self.nondiff, self.static)):
+            args.insert(i, value)
+        return args
+
+
+class _Custom:
+    """What custom_vjp and custom_jvp share: the body, `nondiff_argnums`, and calling the op."""
+
+    kind = ""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        if not callable(fun):
+            raise InvalidInputError(f"{self.kind} decorates a function, got {type(fun).__name__} {fun!r}")
+        nondiff = (nondiff_argnums,) if type(nondiff_argnums) is int else tuple(nondiff_argnums)
+        if any(type(i) is not int or i < 0 for i in nondiff) or len(set(nondiff)) != len(nondiff):
+            raise InvalidArgnumsError(
+                f"{self.kind} {_name(fun)!r}: nondiff_argnums must be distinct non-negative ints, "
+                f"got {nondiff_argnums!r}"
+            )
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(nondiff))
+        try:
+            self._signature: inspect.Signature | None = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._signature = None
+        self.op: OpSpec | None = None  # set by defvjp / defjvp
+        self._freed: weakref.finalize | None = None
+
+    @property
+    def _label(self) -> str:
+        return f"{self.kind} function {_name(self.fun)!r}"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        op = self.op
+        if op is None:
+            # as JAX: calling it before its rule is given is an error, not a silent body derivative
+            how = "f.defvjp(fwd, bwd)" if self.kind == "custom_vjp" else "@f.defjvp on a rule"
+            raise MissingRuleError(f"{self._label} has no rule yet: give it one with {how} before calling it")
+        args = self._positional(args, kwargs)
+        nondiff = self.nondiff_argnums
+        if nondiff and nondiff[-1] >= len(args):
+            raise InvalidArgnumsError(
+                f"{self._label}: nondiff_argnums {nondiff} name an argument beyond the {len(args)} it was "
+                "called with"
+            )
+        leaves, treedefs = [], []
+        for i, arg in enumerate(args):
+            if i in nondiff:
+                continue
+            flat, td = tree.flatten(arg)
+            tree.check_leaves(flat, td, f"argument {i} of {self._label}")
+            leaves += flat
+            treedefs.append(td)
+        call = _Call(tuple(args[i] for i in nondiff), nondiff, tuple(treedefs))
+        return op(*leaves, call=call)
+
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """Keyword arguments resolved to their positions, defaults filled in (as JAX does)."""
+        if not kwargs and (self._signature is None or len(args) >= len(self._signature.parameters)):
+            return args
+        if self._signature is None:
+            raise InvalidInputError(f"{self._label} has no signature to place keyword arguments by")
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise InvalidInputError(f"{self._label}: {e}") from e
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise InvalidInputError(
+                f"{self._label}: keyword-only argument(s) {sorted(bound.kwargs)} cannot be resolved to a "
+                "position, and a custom rule receives its arguments by position; make them positional, "
+                "or bind them first with functools.partial"
+            )
+        return bound.args
+
+    def _register(self, rules: dict[str, Any]) -> None:
+        """Register a fresh op for the body with these rules (a second def* replaces the first)."""
+        stem = re.sub(r"\W", "_", getattr(self.fun, "__qualname__", "") or _name(self.fun))
+        spec = OpSpec(
+            name=f"custom_{stem}_{next(_numbers)}",
+            impl=_body(self.fun, self._label),
+            variadic=True,
+            params=("call",),
+            doc=f"{self._label} (adcore.custom)",
+        )
+        spec.traceable = True  # TODO: OpSpec(traceable=True) once the field lands
+        if self._freed is not None:
+            self._freed()  # the previous definition's op is forgotten
+        plugins.add_user_op(spec, rules)
+        self.op = spec
+        # when this function is garbage-collected (one defined inside a loop), so is its op
+        self._freed = weakref.finalize(self, plugins.forget_user_op, spec.name)
+
+    def __repr__(self) -> str:
+        return f"<{self._label}>"
+
+
+def _name(fun: Any) -> str:
+    return getattr(fun, "__name__", None) or repr(fun)
+
+
+def _body(fun: Callable[..., Any], label: str) -> Callable[..., Any]:
+    def impl(*leaves: Any, call: _Call) -> Any:
+        out = fun(*call.arguments(leaves))
+        if not isinstance(out, (np.ndarray, np.generic, Tracer, int, float)):
+            raise InvalidOutputError(
+                f"{label} returned {type(out).__name__}; a custom function returns one array "
+                "(differentiate several outputs as separate functions, or stack them)"
+            )
+        return out
+
+    return impl
+
+
+# --- custom_vjp -------------------------------------------------------------------------
+
+
+class custom_vjp(_Custom):  # noqa: N801 (JAX's name)
+    """`@adcore.custom_vjp`: f's reverse-mode derivative is given by `f.defvjp(fwd, bwd)`.
+
+    Reverse mode uses the rule; a backend without "vjp" rules (forward, symbolic, numeric)
+    differentiates f's body. bwd runs again on fwd's residuals in the backward pass: fwd is
+    recomputed there (docs/custom-rules.md).
+    """
+
+    kind = "custom_vjp"
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """fwd(*args) -> (out, residuals); bwd(*nondiff_args, residuals, g) -> a tuple with one
+        cotangent per differentiated argument, in that argument's structure (None: zero)."""
+        for what, fn in (("fwd", fwd), ("bwd", bwd)):
+            if not callable(fn):
+                raise InvalidInputError(f"{self._label}.defvjp: {what} must be callable, got {fn!r}")
+        label = self._label
+
+        def rule(i: int, g: Any, ans: Any, *leaves: Any, call: _Call) -> Any:
+            return _cotangents(call, g, leaves, lambda: _run_bwd(label, fwd, bwd, call, g, ans, leaves))[i]
+
+        self.fwd, self.bwd = fwd, bwd
+        self._register({"vjp": rule})
+
+
+def _run_bwd(label: str, fwd: Any, bwd: Any, call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
+    """Every leaf's cotangent from bwd, fwd run again for the residuals; checked."""
+    pair = fwd(*call.arguments(leaves))
+    if not isinstance(pair, tuple) or len(pair) != 2:
+        raise InvalidOutputError(
+            f"{label}: fwd returned {_describe(pair)}; it must return a pair (out, residuals)"
+        )
+    if np.shape(pair[0]) != np.shape(ans):
+        raise InvalidOutputError(
+            f"{label}: fwd's out has shape {np.shape(pair[0])}, the function's value {np.shape(ans)}; "
+            "fwd's out must be the function's value"
+        )
+    cts = bwd(*call.static, pair[1], g)
+    arguments = call.differentiated(leaves)
+    if not isinstance(cts, (tuple, list)) or len(cts) != len(arguments):
+        raise InvalidOutputError(
+            f"{label}: bwd returned {_describe(cts)}; it must return a tuple with one cotangent per "
+            f"differentiated argument ({len(arguments)}, nondiff_argnums excluded), e.g. (g_x,) for one"
+        )
+    return _leaf_cotangents(label, "bwd", "cotangent", cts, call, leaves)
+
+
+def _leaf_cotangents(label: str, who: str, what: str, values: Sequence, call: _Call, leaves: tuple) -> list:
+    """`values` (one per differentiated argument, in its structure) as one array per leaf,
+    each of its leaf's shape and dtype; None stands for zeros."""
+    out: list = []
+    positions = [i for i in range(len(values) + len(call.nondiff)) if i not in call.nondiff]
+    for k, (value, td) in enumerate(zip(values, call.treedefs)):
+        where = f"{label}: {who}'s {what} {k} (for argument {positions[k]})"
+        try:
+            parts = [None] * td.num_leaves if value is None else td.flatten_up_to(value)
+        except (ValueError, TypeError) as e:
+            raise InvalidOutputError(
+                f"{where} has structure {tree.structure(value)}, the argument has {td}: {e}"
+            ) from None
+        paths = tree.paths(td, where)
+        for part, path in zip(parts, paths):
+            out.append(_leaf_value(part, leaves[len(out)], path))
+    return out
+
+
+def _leaf_value(value: Any, leaf: Any, where: str) -> Any:
+    """One leaf's cotangent (or tangent): zeros for None, a Python number in the leaf's dtype;
+    else it must have the leaf's shape and, for a float leaf, its dtype."""
+    dtype, shape = _dtype(leaf), np.shape(leaf)
+    if value is None:
+        return np.zeros(shape, dtype)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = np.asarray(value, dtype=dtype)
+    if not isinstance(value, (np.ndarray, np.generic, Tracer)):
+        raise InvalidOutputError(f"{where} is {_describe(value)}; it must be an array like its argument")
+    if np.shape(value) != shape:
+        raise InvalidValueError(f"{where} has shape {np.shape(value)}; its argument has shape {shape}")
+    if dtype.kind == "f" and value.dtype != dtype:
+        raise InvalidValueError(
+            f"{where} has dtype {value.dtype}; its argument has dtype {dtype} (a derivative keeps its "
+            "argument's dtype)"
+        )
+    return value
+
+
+def _dtype(value: Any) -> np.dtype:
+    return value.dtype if isinstance(value, (np.ndarray, np.generic, Tracer)) else np.result_type(value)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    if isinstance(value, (np.ndarray, np.generic, Tracer)):
+        return f"an array of shape {np.shape(value)}"
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def _cotangents(call: _Call, g: Any, leaves: tuple, compute: Callable[[], list]) -> list:
+    """Every leaf's cotangent for this cotangent `g` at these inputs, computed once.
+
+    The reverse sweep asks a variadic op's rule once per input, with the same g and inputs:
+    the first answer is kept on the call (which the tape node holds), keyed by identity.
+    """
+    cached = call.cached
+    if cached is not None and cached[0] is g and len(cached[1]) == len(leaves):
+        if all(a is b for a, b in zip(cached[1], leaves)):
+            return cached[2]
+    result = compute()
+    call.cached = (g, leaves, result)
+    return result
+
+
+# --- custom_jvp -------------------------------------------------------------------------
+
+
+class custom_jvp(_Custom):  # noqa: N801 (JAX's name)
+    """`@adcore.custom_jvp`: f's forward-mode derivative is given by `@f.defjvp`.
+
+    Forward mode uses the rule; reverse mode uses its transpose (the rule is linear in the
+    tangents); a backend with neither kind (symbolic, numeric) differentiates f's body.
+    """
+
+    kind = "custom_jvp"
+
+    def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
+        """`@f.defjvp` on `rule(*nondiff_args, primals, tangents) -> (out, tangent_out)`; primals
+        and tangents are tuples of the differentiated arguments. Returns the rule."""
+        if not callable(jvp):
+            raise InvalidInputError(f"{self._label}.defjvp: the rule must be callable, got {jvp!r}")
+        label = self._label
+
+        def tangent_out(call: _Call, ans: Any, leaves: tuple, tangents: list) -> Any:
+            primals = tuple(call.differentiated(leaves))
+            pair = jvp(*call.static, primals, tuple(call.differentiated(tangents)))
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise InvalidOutputError(
+                    f"{label}: the jvp rule returned {_describe(pair)}; it must return a pair "
+                    "(out, tangent_out)"
+                )
+            return _leaf_value(pair[1], ans, f"{label}: the jvp rule's tangent_out")
+
+        def forward(i: int, t: Any, ans: Any, *leaves: Any, call: _Call) -> Any:
+            # the rule takes one tangent per argument; t holds a batch of directions for input i
+            zeros = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
+            rows = []
+            for b in range(t.shape[0]):
+                zeros[i] = t[b]
+                rows.append(tangent_out(call, ans, leaves, zeros))
+            return ops.stack(*rows)
+
+        def transposed(i: int, g: Any, ans: Any, *leaves: Any, call: _Call) -> Any:
+            return _cotangents(call, g, leaves, lambda: _transpose(tangent_out, call, g, ans, leaves))[i]
+
+        self.jvp = jvp
+        self._register({"jvp": forward, "vjp": transposed})
+        return jvp
+
+
+def _transpose(tangent_out: Callable[..., Any], call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
+    """The cotangent of each leaf: the gradient of <g, tangent_out(t)> with respect to the
+    tangents t, by reverse mode (tangent_out is linear in t, so any t will do: zeros)."""
+    from adcore.api import grad  # the API layer sits above the ops this module registers
+
+    floats = [k for k, x in enumerate(leaves) if _dtype(x).kind == "f"]
+    zeros = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
+    if not floats:
+        return zeros
+
+    def pairing(*ts: Any) -> Any:
+        tangents = list(zeros)
+        for k, t in zip(floats, ts):
+            tangents[k] = t
+        return ops.sum(g * tangent_out(call, ans, leaves, tangents))
+
+    found = grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(*(zeros[k] for k in floats))
+    for k, ct in zip(floats, found):
+        zeros[k] = ct
+    return zeros
+
+
+__all__ = ["custom_jvp", "custom_vjp"]

@@ -1,0 +1,455 @@
+"""adcore.custom_vjp and adcore.custom_jvp: user rules registered as ops (issue 16, item 5)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import adcore
+import adcore.numpy as anp
+from adcore import plugins
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+# --- custom_vjp: JAX's gradient clipping --------------------------------------------------
+# (JAX's custom_derivatives docs: the identity forward, the cotangent clipped to [lo, hi])
+
+
+@adcore.custom_vjp
+def clip_gradient(lo, hi, x):
+    return x
+
+
+def _clip_fwd(lo, hi, x):
+    return x, (lo, hi)
+
+
+def _clip_bwd(res, g):
+    lo, hi = res
+    return (None, None, anp.clip(g, lo, hi))  # None: no cotangent for the bounds
+
+
+clip_gradient.defvjp(_clip_fwd, _clip_bwd)
+
+
+def clipped_loss(x):
+    # the cotangent reaching clip_gradient is 5: the rule clips it to 1; the true derivative is 5
+    return anp.sum(5.0 * clip_gradient(-1.0, 1.0, x))
+
+
+X = np.array([0.3, -1.2, 2.0])
+
+
+def test_reverse_uses_the_vjp_rule_not_the_true_derivative():
+    np.testing.assert_array_equal(adcore.grad(clipped_loss)(X), [1.0, 1.0, 1.0])
+    # a cotangent already inside [-1, 1] passes unchanged
+    np.testing.assert_array_equal(
+        adcore.grad(lambda x: anp.sum(0.5 * clip_gradient(-1.0, 1.0, x)))(X), [0.5] * 3
+    )
+
+
+def test_forward_numeric_and_symbolic_differentiate_the_body():
+    for backend in ("forward", "numeric", "symbolic"):
+        np.testing.assert_allclose(adcore.grad(clipped_loss, backend=backend)(X), [5.0] * 3, rtol=1e-6)
+
+
+def test_the_value_is_the_body():
+    np.testing.assert_array_equal(clip_gradient(-1.0, 1.0, X), X)
+    value, g = adcore.value_and_grad(clipped_loss)(X)
+    assert value == pytest.approx(5.0 * X.sum())
+    np.testing.assert_array_equal(g, [1.0] * 3)
+
+
+def test_float32_keeps_its_dtype():
+    g = adcore.grad(clipped_loss)(X.astype(np.float32))
+    assert g.dtype == np.float32
+    np.testing.assert_array_equal(g, [1.0] * 3)
+
+
+# --- custom_jvp: a stable log1pexp ----------------------------------------------------------
+# log(1 + exp(x)) overflows for x = 1000 (exp gives inf); the rule t * (1 - 1 / (1 + exp(x)))
+# is sigmoid(x) * t, finite there: 1.0 (JAX's custom_derivatives docs).
+
+
+@adcore.custom_jvp
+def log1pexp(x):
+    return anp.log(1.0 + anp.exp(x))
+
+
+@log1pexp.defjvp
+def _log1pexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return log1pexp(x), t * (1.0 - 1.0 / (1.0 + anp.exp(x)))
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_log1pexp_gradient_at_1000_is_1_by_the_rule(backend):
+    with np.errstate(over="ignore"):  # the body's value overflows; the rule does not
+        g = adcore.grad(log1pexp, backend=backend)(1000.0)
+    assert g == 1.0
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_log1pexp_derivative_is_sigmoid(backend):
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 4.0])
+    jac = adcore.jacobian(log1pexp, backend=backend)(x)  # forward: 5 directions in one pass
+    np.testing.assert_allclose(jac, np.diag(sigmoid(x)), rtol=1e-13, atol=1e-15)
+
+
+def test_jvp_and_vjp_of_a_custom_jvp_function():
+    x, t = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    out, tangent = adcore.jvp(log1pexp, (x,), (t,))
+    np.testing.assert_allclose(out, np.log1p(np.exp(x)))
+    np.testing.assert_allclose(tangent, sigmoid(x) * t)
+    out, vjp_fn = adcore.vjp(log1pexp, x)
+    np.testing.assert_allclose(vjp_fn(t)[0], sigmoid(x) * t)
+
+
+def test_symbolic_and_numeric_differentiate_the_body():
+    x = np.array([0.5, -1.0])
+    for backend in ("symbolic", "numeric"):
+        np.testing.assert_allclose(
+            adcore.jacobian(log1pexp, backend=backend)(x), np.diag(sigmoid(x)), rtol=1e-6
+        )
+
+
+# --- higher order -----------------------------------------------------------------------------
+# d2/dx2 log(1 + exp(x)) = sigmoid(x) (1 - sigmoid(x)): the derivative of the rule, which is
+# written with adcore ops
+
+
+@pytest.mark.parametrize(
+    "inner, outer",
+    [("reverse", "forward"), ("reverse", "reverse"), ("forward", "forward"), ("forward", "reverse")],
+)
+def test_second_derivative_of_a_custom_jvp_function(inner, outer):
+    x = np.array([-2.0, 0.3, 1.5])
+    s = sigmoid(x)
+    h = adcore.hessian(lambda x: anp.sum(log1pexp(x)), inner=inner, outer=outer)(x)
+    np.testing.assert_allclose(h, np.diag(s * (1 - s)), rtol=1e-12, atol=1e-15)
+
+
+def test_grad_of_grad_at_1000_through_a_stable_rule():
+    # the rule above differentiates to -inf/inf at 1000; one written with the stable sigmoid op
+    # has the second derivative sigmoid'(1000) = 0 (exp(-1000) underflows)
+    @adcore.custom_jvp
+    def softplus(x):
+        return anp.log(1.0 + anp.exp(x))
+
+    softplus.defjvp(lambda p, t: (softplus(p[0]), adcore.ops.sigmoid(p[0]) * t[0]))
+    with np.errstate(over="ignore"):
+        for backend in ("reverse", "forward"):
+            assert adcore.grad(adcore.grad(softplus, backend=backend), backend=backend)(1000.0) == 0.0
+            assert adcore.grad(adcore.grad(softplus, backend=backend))(0.0) == 0.25
+
+
+def test_second_derivative_through_a_custom_vjp_bwd():
+    # bwd written with adcore ops: grad of grad differentiates it (reverse over reverse)
+    @adcore.custom_vjp
+    def cube(x):
+        return x**3
+
+    cube.defvjp(lambda x: (x**3, x), lambda x, g: (3.0 * x**2 * g,))
+    assert adcore.grad(adcore.grad(cube))(2.0) == 12.0  # 6 x
+
+
+# --- nesting ------------------------------------------------------------------------------
+
+
+@adcore.custom_vjp
+def softplus_twice(x):
+    return 2.0 * log1pexp(x)  # a custom_jvp function inside a custom_vjp one
+
+
+def _softplus_fwd(x):
+    return softplus_twice(x), x
+
+
+def _softplus_bwd(x, g):
+    # the pullback of the inner custom_jvp function: its transposed rule
+    _, pullback = adcore.vjp(log1pexp, x)
+    (ct,) = pullback(np.ones_like(x))
+    return (2.0 * g * ct,)
+
+
+softplus_twice.defvjp(_softplus_fwd, _softplus_bwd)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_nested_custom_rules(backend):
+    # reverse: the outer bwd, which pulls back through the inner rule; forward: the outer body,
+    # whose inner custom_jvp function forward mode differentiates by its rule (finite at 1000)
+    x = np.array([-1.0, 0.5, 1000.0])
+    with np.errstate(over="ignore"):
+        jac = adcore.jacobian(softplus_twice, backend=backend)(x)
+    np.testing.assert_allclose(jac, np.diag(2.0 * sigmoid(x)), rtol=1e-13)
+
+
+# --- nondiff_argnums ------------------------------------------------------------------------
+
+
+@functools.partial(adcore.custom_vjp, nondiff_argnums=(0,))
+def app(f, x):
+    return f(x)
+
+
+app.defvjp(lambda f, x: (app(f, x), x), lambda f, x, g: (5.0 * g,))  # JAX's docs example
+
+
+def test_nondiff_callable_goes_first_to_bwd():
+    assert adcore.grad(app, argnums=1)(lambda x: x**3, 3.0) == 5.0  # the rule, not 3 x**2 = 27
+    assert adcore.grad(app, argnums=1, backend="forward")(lambda x: x**3, 3.0) == 27.0  # the body
+
+
+@functools.partial(adcore.custom_jvp, nondiff_argnums=(1,))
+def power(x, n):
+    return x**n
+
+
+@power.defjvp
+def _power_jvp(n, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return power(x, n), n * x ** (n - 1) * t
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_nondiff_int_is_static(backend):
+    assert adcore.grad(lambda x: power(x, 3), backend=backend)(2.0) == 12.0
+    assert adcore.grad(lambda x: power(x, 4), backend=backend)(2.0) == 32.0
+
+
+def test_keyword_arguments_are_placed_by_position():
+    # as JAX: keywords are resolved to positions (defaults filled in), so the rule sees positions
+    @adcore.custom_vjp
+    def scaled(x, scale=2.0):
+        return scale * x
+
+    scaled.defvjp(lambda x, scale=2.0: (scale * x, scale), lambda s, g: (s * g, None))
+    assert adcore.grad(lambda x: scaled(x, scale=3.0))(1.0) == 3.0
+    assert adcore.grad(lambda x: scaled(x))(1.0) == 2.0
+
+
+def test_keyword_only_arguments_are_refused():
+    @adcore.custom_vjp
+    def scaled(x, *, scale):
+        return scale * x
+
+    scaled.defvjp(lambda x, scale: (scale * x, scale), lambda s, g: (s * g,))
+    with pytest.raises(adcore.InvalidInputError, match=r"custom_vjp function 'scaled'.*keyword-only.*scale"):
+        scaled(1.0, scale=3.0)
+    assert adcore.grad(clipped_loss)(X)[0] == 1.0  # the next call works
+
+
+# --- pytrees ---------------------------------------------------------------------------------
+
+
+@adcore.custom_vjp
+def affine(params, xs):
+    return params["w"] * xs[0] + params["b"] + xs[1]
+
+
+def _affine_fwd(params, xs):
+    return affine(params, xs), (params, xs)
+
+
+def _affine_bwd(res, g):
+    params, xs = res
+    # deliberately halved for "w", so the test sees the rule was used
+    return {"w": 0.5 * g * xs[0], "b": g}, [g * params["w"], None]
+
+
+affine.defvjp(_affine_fwd, _affine_bwd)
+
+
+def test_pytree_arguments():
+    w, b, x0, x1 = np.array([2.0, 3.0]), np.array([1.0, 1.0]), np.array([4.0, 5.0]), np.array([7.0, 8.0])
+
+    def loss(w, b, x0, x1):
+        return anp.sum(affine({"w": w, "b": b}, [x0, x1]))
+
+    gw, gb, g0, g1 = adcore.grad(loss, argnums=(0, 1, 2, 3))(w, b, x0, x1)
+    np.testing.assert_array_equal(gw, 0.5 * x0)
+    np.testing.assert_array_equal(gb, [1.0, 1.0])
+    np.testing.assert_array_equal(g0, w)
+    np.testing.assert_array_equal(g1, [0.0, 0.0])  # None: zero
+    np.testing.assert_array_equal(adcore.grad(loss, argnums=0, backend="forward")(w, b, x0, x1), x0)
+
+
+def test_pytree_cotangent_of_the_wrong_structure():
+    @adcore.custom_vjp
+    def f(params):
+        return params["w"] * 2.0
+
+    f.defvjp(lambda p: (f(p), None), lambda _, g: ({"v": g},))
+    with pytest.raises(adcore.InvalidOutputError, match=r"custom_vjp function 'f': bwd's cotangent 0"):
+        adcore.grad(lambda w: f({"w": w}))(1.0)
+    assert adcore.grad(clipped_loss)(X)[0] == 1.0
+
+
+# --- errors: typed, named, and the next call works -----------------------------------------
+
+
+def _defined(fwd, bwd):
+    @adcore.custom_vjp
+    def bad(x, y):
+        return x * y
+
+    bad.defvjp(fwd, bwd)
+    return bad
+
+
+def _then_it_works():
+    np.testing.assert_array_equal(adcore.grad(clipped_loss)(X), [1.0] * 3)
+    assert adcore.grad(log1pexp)(0.0) == 0.5
+
+
+ONE, TWO = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    "fwd, bwd, error, message",
+    [
+        (
+            lambda x, y: (x * y, (x, y)),
+            lambda r, g: (g * r[1],),
+            adcore.InvalidOutputError,
+            r"custom_vjp function 'bad': bwd returned a tuple of 1; it must return a tuple with one "
+            r"cotangent per differentiated argument \(2",
+        ),
+        (
+            lambda x, y: (x * y, (x, y)),
+            lambda r, g: (g * r[1], np.ones(3)),
+            adcore.InvalidValueError,
+            r"'bad': bwd's cotangent 1 \(for argument 1\) has shape \(3,\); its argument has shape \(2,\)",
+        ),
+        (
+            lambda x, y: (x * y, (x, y)),
+            lambda r, g: (g * r[1], np.ones(2, np.float32)),
+            adcore.InvalidValueError,
+            r"'bad': bwd's cotangent 1 \(for argument 1\) has dtype float32; its argument has dtype float64",
+        ),
+        (
+            lambda x, y: (x * y, (x, y)),
+            lambda r, g: (g * r[1], "zero"),
+            adcore.InvalidOutputError,
+            r"'bad': bwd's cotangent 1 \(for argument 1\) is str 'zero'",
+        ),
+        (
+            lambda x, y: x * y,
+            lambda r, g: (g, g),
+            adcore.InvalidOutputError,
+            r"'bad': fwd returned an array of shape \(2,\); it must return a pair \(out, residuals\)",
+        ),
+    ],
+)
+def test_a_wrong_vjp_rule_is_a_named_error(fwd, bwd, error, message):
+    bad = _defined(fwd, bwd)
+    with pytest.raises(error, match=message):
+        adcore.grad(lambda x, y: anp.sum(bad(x, y)), argnums=(0, 1))(ONE, TWO)
+    _then_it_works()
+
+
+def _jvp_defined(rule):
+    @adcore.custom_jvp
+    def bad(x):
+        return anp.sin(x)
+
+    bad.defjvp(rule)
+    return bad
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+@pytest.mark.parametrize(
+    "rule, error, message",
+    [
+        (
+            lambda p, t: anp.cos(p[0]) * t[0],
+            adcore.InvalidOutputError,
+            r"custom_jvp function 'bad': the jvp rule returned an array of shape \(2,\); it must return a "
+            r"pair \(out, tangent_out\)",
+        ),
+        (
+            lambda p, t: (anp.sin(p[0]), anp.sum(t[0])),
+            adcore.InvalidValueError,
+            r"custom_jvp function 'bad': the jvp rule's tangent_out has shape \(\); its argument has shape \(2,\)",
+        ),
+    ],
+)
+def test_a_wrong_jvp_rule_is_a_named_error(backend, rule, error, message):
+    bad = _jvp_defined(rule)
+    with pytest.raises(error, match=message):
+        adcore.jacobian(bad, backend=backend)(ONE)
+    _then_it_works()
+
+
+def test_calling_before_the_rule_is_given_is_an_error():
+    # as JAX: not a silent derivative of the body
+    @adcore.custom_vjp
+    def f(x):
+        return x
+
+    @adcore.custom_jvp
+    def h(x):
+        return x
+
+    with pytest.raises(adcore.MissingRuleError, match=r"custom_vjp function 'f' has no rule yet.*defvjp"):
+        adcore.grad(f)(1.0)
+    with pytest.raises(adcore.MissingRuleError, match=r"custom_jvp function 'h' has no rule yet.*defjvp"):
+        h(1.0)
+    _then_it_works()
+
+
+def test_a_body_returning_a_tuple_is_refused():
+    @adcore.custom_jvp
+    def two(x):
+        return x, x
+
+    two.defjvp(lambda p, t: (two(*p), t[0]))
+    with pytest.raises(adcore.InvalidOutputError, match=r"custom_jvp function 'two' returned tuple"):
+        adcore.grad(lambda x: two(x)[0])(1.0)
+    _then_it_works()
+
+
+def test_a_string_argument_is_refused_by_name():
+    @adcore.custom_vjp
+    def f(x, mode):
+        return x
+
+    f.defvjp(lambda x, mode: (x, None), lambda _, g: (g, None))
+    with pytest.raises(adcore.InvalidInputError, match=r"argument 1 of custom_vjp function 'f'.*str"):
+        adcore.grad(lambda x: f(x, "fast"))(1.0)
+    _then_it_works()
+
+
+# --- registration -----------------------------------------------------------------------------
+
+
+def test_a_custom_function_is_an_op_in_the_registry():
+    op = log1pexp.op
+    registry = plugins.get_registry()
+    assert registry.ops[op.name] is op and op.name.startswith("custom_log1pexp_")
+    assert {kind for kind in ("jvp", "vjp") if op.name in registry.rules[kind]} == {"jvp", "vjp"}
+    assert op.name in registry.plugins["user"].ops
+
+
+def test_a_custom_function_survives_a_reload(clean_plugins):
+    plugins.reset()  # the registry is rebuilt from the plugins, and the user's ops added again
+    assert log1pexp.op.name in plugins.get_registry().ops
+    np.testing.assert_array_equal(adcore.grad(clipped_loss)(X), [1.0] * 3)
+    assert adcore.grad(log1pexp)(0.0) == 0.5
+
+
+def test_defining_twice_replaces_the_rule():
+    @adcore.custom_vjp
+    def f(x):
+        return 2.0 * x
+
+    f.defvjp(lambda x: (f(x), None), lambda _, g: (2.0 * g,))
+    assert adcore.grad(f)(1.0) == 2.0
+    f.defvjp(lambda x: (f(x), None), lambda _, g: (7.0 * g,))
+    assert adcore.grad(f)(1.0) == 7.0
