@@ -42,13 +42,23 @@ _numbers = itertools.count()
 
 @dataclass(eq=False)
 class _Call:
-    """One call's static part: the nondiff arguments, where they go, the differentiated
-    arguments' structure; and the last cotangents computed for it (see `_cotangents`)."""
+    """One call's static part, the op's one param: the custom function (its body and rules),
+    the nondiff arguments, the differentiated arguments' structure; and the last cotangents
+    computed for it (see `_cotangents`).
 
+    The op's impl and rules are module functions that read the function from here, so the
+    registry holds no reference to it (it can be freed, and its op with it), while a tape
+    node that still needs it holds it through this object.
+    """
+
+    custom: _Custom
     static: tuple
-    nondiff: tuple[int, ...]
     treedefs: tuple
     cached: tuple | None = field(default=None, repr=False)
+
+    @property
+    def nondiff(self) -> tuple[int, ...]:
+        return self.custom.nondiff_argnums
 
     def differentiated(self, leaves: Sequence[Any]) -> list:
         """The differentiated arguments, rebuilt from the op's inputs."""
@@ -87,12 +97,13 @@ class _Custom:
             self._signature: inspect.Signature | None = inspect.signature(fun)
         except (TypeError, ValueError):
             self._signature = None
-        self.op: OpSpec | None = None  # set by defvjp / defjvp
-        self._freed: weakref.finalize | None = None
+        self.op: OpSpec | None = None  # registered by the first defvjp / defjvp
 
     @property
     def _label(self) -> str:
         return f"{self.kind} function {_name(self.fun)!r}"
+
+    rules: dict[str, Callable[..., Any]] = {}  # the op's rules, by kind
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         op = self.op
@@ -112,10 +123,13 @@ class _Custom:
             if i in nondiff:
                 continue
             flat, td = tree.flatten(arg)
-            tree.check_leaves(flat, td, f"argument {i} of {self._label}")
+            try:
+                tree.check_leaves(flat, td, f"argument {i} of {self._label}")
+            except InvalidInputError as e:
+                raise InvalidInputError(f"{e}; or name it in nondiff_argnums, as a static argument") from None
             leaves += flat
             treedefs.append(td)
-        call = _Call(tuple(args[i] for i in nondiff), nondiff, tuple(treedefs))
+        call = _Call(self, tuple(args[i] for i in nondiff), tuple(treedefs))
         return op(*leaves, call=call)
 
     def _positional(self, args: tuple, kwargs: dict) -> tuple:
@@ -129,31 +143,37 @@ class _Custom:
         except TypeError as e:
             raise InvalidInputError(f"{self._label}: {e}") from e
         bound.apply_defaults()
-        if bound.kwargs:
+        unplaced = sorted(set(bound.kwargs) & set(kwargs))  # a keyword-only default is the body's own
+        if unplaced:
             raise InvalidInputError(
-                f"{self._label}: keyword-only argument(s) {sorted(bound.kwargs)} cannot be resolved to a "
+                f"{self._label}: keyword-only argument(s) {unplaced} cannot be resolved to a "
                 "position, and a custom rule receives its arguments by position; make them positional, "
                 "or bind them first with functools.partial"
             )
         return bound.args
 
-    def _register(self, rules: dict[str, Any]) -> None:
-        """Register a fresh op for the body with these rules (a second def* replaces the first)."""
+    def _register(self) -> None:
+        """Register this function's op, once: the rules read the current definition from `_Call`,
+        so defining again replaces the rule."""
+        if self.op is not None:
+            return
         stem = re.sub(r"\W", "_", getattr(self.fun, "__qualname__", "") or _name(self.fun))
         spec = OpSpec(
             name=f"custom_{stem}_{next(_numbers)}",
-            impl=_body(self.fun, self._label),
+            impl=_body,
             variadic=True,
             params=("call",),
             doc=f"{self._label} (adcore.custom)",
         )
         spec.traceable = True  # TODO: OpSpec(traceable=True) once the field lands
-        if self._freed is not None:
-            self._freed()  # the previous definition's op is forgotten
-        plugins.add_user_op(spec, rules)
+        plugins.add_user_op(spec, self.rules)
         self.op = spec
         # when this function is garbage-collected (one defined inside a loop), so is its op
-        self._freed = weakref.finalize(self, plugins.forget_user_op, spec.name)
+        weakref.finalize(self, plugins.forget_user_op, spec.name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        # a method: the instance is the first argument (list it in nondiff_argnums unless it is a pytree)
+        return self if obj is None else functools.partial(self, obj)
 
     def __repr__(self) -> str:
         return f"<{self._label}>"
@@ -163,17 +183,15 @@ def _name(fun: Any) -> str:
     return getattr(fun, "__name__", None) or repr(fun)
 
 
-def _body(fun: Callable[..., Any], label: str) -> Callable[..., Any]:
-    def impl(*leaves: Any, call: _Call) -> Any:
-        out = fun(*call.arguments(leaves))
-        if not isinstance(out, (np.ndarray, np.generic, Tracer, int, float)):
-            raise InvalidOutputError(
-                f"{label} returned {type(out).__name__}; a custom function returns one array "
-                "(differentiate several outputs as separate functions, or stack them)"
-            )
-        return out
-
-    return impl
+def _body(*leaves: Any, call: _Call) -> Any:
+    """The impl of every custom op: the function's body."""
+    out = call.custom.fun(*call.arguments(leaves))
+    if not isinstance(out, (np.ndarray, np.generic, Tracer, int, float)):
+        raise InvalidOutputError(
+            f"{call.custom._label} returned {type(out).__name__}; a custom function returns one array "
+            "(differentiate several outputs as separate functions, or stack them)"
+        )
+    return out
 
 
 # --- custom_vjp -------------------------------------------------------------------------
@@ -195,17 +213,15 @@ class custom_vjp(_Custom):  # noqa: N801 (JAX's name)
         for what, fn in (("fwd", fwd), ("bwd", bwd)):
             if not callable(fn):
                 raise InvalidInputError(f"{self._label}.defvjp: {what} must be callable, got {fn!r}")
-        label = self._label
-
-        def rule(i: int, g: Any, ans: Any, *leaves: Any, call: _Call) -> Any:
-            return _cotangents(call, g, leaves, lambda: _run_bwd(label, fwd, bwd, call, g, ans, leaves))[i]
-
         self.fwd, self.bwd = fwd, bwd
-        self._register({"vjp": rule})
+        self._register()
+
+    rules = {"vjp": lambda i, g, ans, *leaves, call: _cotangents(call, g, ans, leaves, _run_bwd)[i]}
 
 
-def _run_bwd(label: str, fwd: Any, bwd: Any, call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
+def _run_bwd(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     """Every leaf's cotangent from bwd, fwd run again for the residuals; checked."""
+    label, fwd, bwd = call.custom._label, call.custom.fwd, call.custom.bwd
     pair = fwd(*call.arguments(leaves))
     if not isinstance(pair, tuple) or len(pair) != 2:
         raise InvalidOutputError(
@@ -277,7 +293,7 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.60}"
 
 
-def _cotangents(call: _Call, g: Any, leaves: tuple, compute: Callable[[], list]) -> list:
+def _cotangents(call: _Call, g: Any, ans: Any, leaves: tuple, compute: Callable[..., list]) -> list:
     """Every leaf's cotangent for this cotangent `g` at these inputs, computed once.
 
     The reverse sweep asks a variadic op's rule once per input, with the same g and inputs:
@@ -287,7 +303,7 @@ def _cotangents(call: _Call, g: Any, leaves: tuple, compute: Callable[[], list])
     if cached is not None and cached[0] is g and len(cached[1]) == len(leaves):
         if all(a is b for a, b in zip(cached[1], leaves)):
             return cached[2]
-    result = compute()
+    result = compute(call, g, ans, leaves)
     call.cached = (g, leaves, result)
     return result
 
@@ -309,36 +325,42 @@ class custom_jvp(_Custom):  # noqa: N801 (JAX's name)
         and tangents are tuples of the differentiated arguments. Returns the rule."""
         if not callable(jvp):
             raise InvalidInputError(f"{self._label}.defjvp: the rule must be callable, got {jvp!r}")
-        label = self._label
-
-        def tangent_out(call: _Call, ans: Any, leaves: tuple, tangents: list) -> Any:
-            primals = tuple(call.differentiated(leaves))
-            pair = jvp(*call.static, primals, tuple(call.differentiated(tangents)))
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidOutputError(
-                    f"{label}: the jvp rule returned {_describe(pair)}; it must return a pair "
-                    "(out, tangent_out)"
-                )
-            return _leaf_value(pair[1], ans, f"{label}: the jvp rule's tangent_out")
-
-        def forward(i: int, t: Any, ans: Any, *leaves: Any, call: _Call) -> Any:
-            # the rule takes one tangent per argument; t holds a batch of directions for input i
-            zeros = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
-            rows = []
-            for b in range(t.shape[0]):
-                zeros[i] = t[b]
-                rows.append(tangent_out(call, ans, leaves, zeros))
-            return ops.stack(*rows)
-
-        def transposed(i: int, g: Any, ans: Any, *leaves: Any, call: _Call) -> Any:
-            return _cotangents(call, g, leaves, lambda: _transpose(tangent_out, call, g, ans, leaves))[i]
-
         self.jvp = jvp
-        self._register({"jvp": forward, "vjp": transposed})
+        self._register()
         return jvp
 
+    rules = {
+        "jvp": lambda i, t, ans, *leaves, call: _batched_jvp(i, t, ans, leaves, call),
+        "vjp": lambda i, g, ans, *leaves, call: _cotangents(call, g, ans, leaves, _transpose)[i],
+    }
 
-def _transpose(tangent_out: Callable[..., Any], call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
+
+def _tangent_out(call: _Call, ans: Any, leaves: Sequence[Any], tangents: Sequence[Any]) -> Any:
+    """The user's jvp rule at these primals and (unbatched) tangents, one per leaf; checked."""
+    label = call.custom._label
+    primals = tuple(call.differentiated(leaves))
+    pair = call.custom.jvp(*call.static, primals, tuple(call.differentiated(tangents)))
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise InvalidOutputError(
+            f"{label}: the jvp rule returned {_describe(pair)}; it must return a pair (out, tangent_out)"
+        )
+    return _leaf_value(pair[1], ans, f"{label}: the jvp rule's tangent_out")
+
+
+def _batched_jvp(i: int, t: Any, ans: Any, leaves: tuple, call: _Call) -> Any:
+    """Input i's share of the output's batched tangent: the rule takes one tangent per
+    argument, and t holds a batch of directions, so the rule runs once per direction."""
+    if t.shape[0] == 0:
+        return np.zeros((0,) + np.shape(ans), _dtype(ans))
+    tangents = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
+    rows = []
+    for b in range(t.shape[0]):
+        tangents[i] = t[b]
+        rows.append(_tangent_out(call, ans, leaves, tangents))
+    return ops.stack(*rows)
+
+
+def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     """The cotangent of each leaf: the gradient of <g, tangent_out(t)> with respect to the
     tangents t, by reverse mode (tangent_out is linear in t, so any t will do: zeros)."""
     from adcore.api import grad  # the API layer sits above the ops this module registers
@@ -352,7 +374,7 @@ def _transpose(tangent_out: Callable[..., Any], call: _Call, g: Any, ans: Any, l
         tangents = list(zeros)
         for k, t in zip(floats, ts):
             tangents[k] = t
-        return ops.sum(g * tangent_out(call, ans, leaves, tangents))
+        return ops.sum(g * _tangent_out(call, ans, leaves, tangents))
 
     found = grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(*(zeros[k] for k in floats))
     for k, ct in zip(floats, found):

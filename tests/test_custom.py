@@ -110,6 +110,14 @@ def test_jvp_and_vjp_of_a_custom_jvp_function():
     np.testing.assert_allclose(vjp_fn(t)[0], sigmoid(x) * t)
 
 
+def test_float32_through_the_rule_and_its_transpose():
+    x = np.array([0.5, -1.0], np.float32)
+    for backend in ("forward", "reverse"):
+        g = adcore.grad(lambda x: anp.sum(log1pexp(x)), backend=backend)(x)
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, sigmoid(x.astype(float)), rtol=1e-6)
+
+
 def test_symbolic_and_numeric_differentiate_the_body():
     x = np.array([0.5, -1.0])
     for backend in ("symbolic", "numeric"):
@@ -156,6 +164,8 @@ def test_second_derivative_through_a_custom_vjp_bwd():
 
     cube.defvjp(lambda x: (x**3, x), lambda x, g: (3.0 * x**2 * g,))
     assert adcore.grad(adcore.grad(cube))(2.0) == 12.0  # 6 x
+    x = np.array([1.0, -2.0])
+    np.testing.assert_array_equal(adcore.hessian(lambda x: anp.sum(cube(x)))(x), np.diag(6.0 * x))
 
 
 # --- nesting ------------------------------------------------------------------------------
@@ -232,6 +242,32 @@ def test_keyword_arguments_are_placed_by_position():
     scaled.defvjp(lambda x, scale=2.0: (scale * x, scale), lambda s, g: (s * g, None))
     assert adcore.grad(lambda x: scaled(x, scale=3.0))(1.0) == 3.0
     assert adcore.grad(lambda x: scaled(x))(1.0) == 2.0
+
+
+def test_a_keyword_only_default_stays_the_bodys():
+    @adcore.custom_vjp
+    def scaled(x, *, scale=4.0):
+        return scale * x
+
+    scaled.defvjp(lambda x: (scaled(x), None), lambda _, g: (4.0 * g,))
+    assert adcore.grad(scaled)(1.0) == 4.0
+    assert adcore.grad(scaled, backend="forward")(1.0) == 4.0
+
+
+def test_a_method():
+    class Model:
+        def __init__(self, k):
+            self.k = k
+
+        @functools.partial(adcore.custom_vjp, nondiff_argnums=(0,))
+        def apply(self, x):
+            return self.k * x
+
+    Model.apply.defvjp(lambda self, x: (self.k * x, None), lambda self, _, g: (-self.k * g,))
+    model = Model(3.0)
+    assert model.apply(2.0) == 6.0
+    assert adcore.grad(model.apply)(2.0) == -3.0  # the rule (deliberately negated)
+    assert adcore.grad(model.apply, backend="forward")(2.0) == 3.0
 
 
 def test_keyword_only_arguments_are_refused():
@@ -442,6 +478,25 @@ def test_a_custom_function_survives_a_reload(clean_plugins):
     assert log1pexp.op.name in plugins.get_registry().ops
     np.testing.assert_array_equal(adcore.grad(clipped_loss)(X), [1.0] * 3)
     assert adcore.grad(log1pexp)(0.0) == 0.5
+
+
+def test_a_freed_function_takes_its_op_along():
+    import gc
+
+    def define(k):
+        @adcore.custom_vjp
+        def f(x):
+            return k * x
+
+        f.defvjp(lambda x: (f(x), None), lambda _, g: (k * g,))
+        return f
+
+    for k in range(5):
+        assert adcore.grad(define(float(k)))(1.0) == k
+    gc.collect()
+    define(9.0)  # a definition removes the ops of the functions freed since
+    names = [name for name in plugins.get_registry().ops if name.startswith("custom_test_a_freed")]
+    assert len(names) == 1, names
 
 
 def test_defining_twice_replaces_the_rule():
