@@ -1,14 +1,23 @@
-"""The public API: differentiate, grad, jacobian, hessian, value_and_grad, jvp, vjp, backends."""
+"""The public API: differentiate, grad, jacobian, hessian, hvp, value_and_grad, jvp, vjp, backends.
+
+Arguments, outputs, tangents and cotangents may be pytrees (adcore.tree). This module is
+the one that knows it: it flattens them into the flat arrays adcore.derivatives and the
+backends work on, and builds each result back in the structure JAX gives it.
+"""
 
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from adcore import derivatives
+import numpy as np
+
+from adcore import derivatives, ops, tree
+from adcore.core import Trace, Tracer, new_trace
 from adcore.derivatives import Derivatives, Estimate, get_backend
-from adcore.errors import InvalidInputError
+from adcore.errors import InvalidArgnumsError, InvalidInputError, InvalidOutputError, NonScalarOutputError
 from adcore.plugins import get_registry
 
 Argnums = int | Sequence[int]
@@ -30,45 +39,54 @@ def optimizers() -> list[str]:
     return sorted(get_registry().optimizers)
 
 
-def differentiate(f: Callable[..., Any], backend: str = "reverse", argnums: Argnums = 0, **options: Any):
-    """d f / d args[argnums]: a function returning an array of shape f(...).shape + arg.shape.
+# --- the derivative functions ----------------------------------------------------------------
 
-    With a tuple `argnums` it returns a tuple, one derivative per argument. Options pass
+
+def differentiate(
+    f: Callable[..., Any],
+    backend: str = "reverse",
+    argnums: Argnums = 0,
+    *,
+    has_aux: bool = False,
+    **options: Any,
+):
+    """d f / d args[argnums]: for array f and x, an array of shape f(...).shape + x.shape.
+
+    For pytrees, the output's structure of the argument's structure, each leaf of shape
+    out_leaf.shape + in_leaf.shape; a tuple `argnums` gives a tuple, one per argument. With
+    has_aux, f returns (output, aux) and the result is (derivative, aux). Options pass
     through to the backend. The derivative keeps each argument's dtype.
     """
-    be = derivatives.prepare(f, backend, "value_and_jacobian", options)
-
-    @functools.wraps(f)
-    def derivative(*args: Any, **kwargs: Any) -> Any:
-        return _one_or_all(_value_and_jacobian(f, be, args, kwargs, argnums, options, False, False), argnums)
-
-    return derivative
+    return _derivative_function(f, backend, argnums, has_aux, options, scalar=False, want_value=False)
 
 
 jacobian = differentiate
 
 
-def grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", **options: Any):
-    """The gradient of a scalar-valued f (NonScalarOutputError otherwise)."""
-    be = derivatives.prepare(f, backend, "value_and_jacobian", options)
+def grad(
+    f: Callable[..., Any],
+    argnums: Argnums = 0,
+    backend: str = "reverse",
+    *,
+    has_aux: bool = False,
+    **options: Any,
+):
+    """The gradient of a scalar-valued f (NonScalarOutputError otherwise), in the structure of
+    args[argnums]; with has_aux, f returns (loss, aux) and the result is (gradient, aux)."""
+    return _derivative_function(f, backend, argnums, has_aux, options, scalar=True, want_value=False)
 
-    @functools.wraps(f)
-    def gradient(*args: Any, **kwargs: Any) -> Any:
-        return _one_or_all(_value_and_jacobian(f, be, args, kwargs, argnums, options, True, False), argnums)
 
-    return gradient
-
-
-def value_and_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", **options: Any):
-    """Like `grad`, returning (f(...), gradient) from one evaluation of f."""
-    be = derivatives.prepare(f, backend, "value_and_jacobian", options)
-
-    @functools.wraps(f)
-    def both(*args: Any, **kwargs: Any) -> tuple:
-        result = _value_and_jacobian(f, be, args, kwargs, argnums, options, True, True)
-        return result.value, _one_or_all(result, argnums)
-
-    return both
+def value_and_grad(
+    f: Callable[..., Any],
+    argnums: Argnums = 0,
+    backend: str = "reverse",
+    *,
+    has_aux: bool = False,
+    **options: Any,
+):
+    """Like `grad`, returning (f(...), gradient) from one evaluation of f; with has_aux,
+    ((value, aux), gradient)."""
+    return _derivative_function(f, backend, argnums, has_aux, options, scalar=True, want_value=True)
 
 
 def hessian(
@@ -85,24 +103,58 @@ def hessian(
     derivative by forward mode with one tangent per input. `backend=` uses one backend
     for both, `inner=`/`outer=` pick each (they override `backend`). The result has
     shape f(...).shape + x.shape + x.shape; with a tuple `argnums`, H[i][j] is
-    d^2 f / d args[i] d args[j].
+    d^2 f / d args[i] d args[j]; for pytrees, H has x's structure of x's structure (JAX's).
     """
-    inner = inner if inner is not None else backend if backend is not None else "reverse"
-    outer = outer if outer is not None else backend if backend is not None else "forward"
-    get_backend(inner), get_backend(outer)  # an unknown name fails here, not at the first call
-    if not callable(f):
-        raise InvalidInputError(f"expected a function to differentiate, got {type(f).__name__} {f!r}")
-    if type(argnums) is int:
-        return differentiate(differentiate(f, inner, argnums), outer, argnums)
+    inner, outer = _inner_outer(f, backend, inner, outer)
+    return differentiate(differentiate(f, inner, argnums), outer, argnums)
+
+
+def hvp(
+    f: Callable[..., Any],
+    argnums: Argnums = 0,
+    *,
+    backend: str | None = None,
+    inner: str | None = None,
+    outer: str | None = None,
+):
+    """H·v without building H: `hvp(f)(x, v)` is the derivative of grad f at x along v, one
+    forward pass over one reverse sweep (`inner`/`outer`/`backend` as for `hessian`).
+
+    The function it returns takes f's arguments and then v, in the structure of
+    args[argnums] (a tuple of one per argument for a tuple argnums); the result has v's
+    structure.
+    """
+    inner, outer = _inner_outer(f, backend, inner, outer)
+    gradient = grad(f, argnums, inner)
 
     @functools.wraps(f)
-    def second_derivatives(*args: Any, **kwargs: Any) -> tuple:
-        nums = derivatives.normalize_argnums(
-            argnums, len(args)
-        )  # checked here: a bad argnums is refused, not iterated
-        return tuple(differentiate(differentiate(f, inner, i), outer, nums)(*args, **kwargs) for i in nums)
+    def product(*args_and_v: Any, **kwargs: Any) -> Any:
+        if len(args_and_v) < 2:
+            raise InvalidInputError(
+                f"hvp(f)(*args, v): give f's arguments and then v, the direction; got {len(args_and_v)} "
+                "positional argument(s)"
+            )
+        *args, v = args_and_v
+        nums = derivatives.normalize_argnums(argnums, len(args))
+        if len(set(nums)) < len(nums):
+            raise InvalidArgnumsError(f"hvp: argnums {argnums!r} names an argument twice; name each once")
+        vs = (v,) if type(argnums) is int else v
+        if not isinstance(vs, (tuple, list)) or len(vs) != len(nums):
+            raise InvalidInputError(
+                f"hvp with argnums={argnums!r}: v must be a tuple of {len(nums)} directions, one in the "
+                f"structure of each differentiated argument, got {type(v).__name__}"
+            )
 
-    return second_derivatives
+        def gradient_at(*primals: Any) -> Any:
+            full = list(args)
+            for i, p in zip(nums, primals):
+                full[i] = p
+            return gradient(*full, **kwargs)
+
+        _, product = _jvp(gradient_at, tuple(args[i] for i in nums), tuple(vs), outer, {}, "hvp", nums)
+        return product
+
+    return product
 
 
 def jvp(
@@ -114,10 +166,11 @@ def jvp(
 ):
     """(f(*primals), J·tangents): the derivative of f at `primals` along `tangents`.
 
-    `primals` and `tangents` are tuples (or lists) of the same length; each tangent has
-    its primal's shape and dtype (a Python number is taken in the primal's dtype).
+    `primals` and `tangents` are tuples (or lists) of the same length; each tangent has its
+    primal's structure, and each leaf its primal leaf's shape and dtype (a Python number is
+    taken in the primal's dtype). The tangent out has the output's structure.
     """
-    be = derivatives.prepare(f, backend, "jvp", options)
+    derivatives.prepare(f, backend, "jvp", options)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise InvalidInputError(
             "jvp(f, primals, tangents): primals and tangents must be tuples (or lists), one entry per "
@@ -128,36 +181,383 @@ def jvp(
         raise InvalidInputError(
             f"jvp: {len(primals)} primal(s) but {len(tangents)} tangent(s); give one tangent per primal"
         )
-    args = tuple(derivatives.float_input(x, f"argument {i}") for i, x in enumerate(primals))
-    ts = tuple(
-        derivatives.check_tangent(t, x, f"argument {i}") for i, (t, x) in enumerate(zip(tangents, args))
-    )
-    return derivatives.jvp(be, f, args, ts, options)
+    return _jvp(f, tuple(primals), tuple(tangents), backend, options, "jvp", range(len(primals)))
 
 
-def vjp(f: Callable[..., Any], *primals: Any, backend: str = "reverse", **options: Any):
-    """(f(*primals), vjp_fn): vjp_fn(cotangent) returns one cotangent per primal, as a tuple."""
+def vjp(
+    f: Callable[..., Any], *primals: Any, backend: str = "reverse", has_aux: bool = False, **options: Any
+):
+    """(f(*primals), vjp_fn), or (out, vjp_fn, aux) with has_aux: vjp_fn(cotangent), the
+    cotangent in the output's structure, returns a tuple of one cotangent per primal, each
+    in that primal's structure."""
     be = derivatives.prepare(f, backend, "vjp", options)
-    args = tuple(derivatives.float_input(x, f"argument {i}") for i, x in enumerate(primals))
-    out, pullback = derivatives.vjp(be, f, args, options)
+    if not primals:
+        raise InvalidInputError("vjp(f, *primals): give at least one primal")
+    flat, layout = _flatten_args(primals, range(len(primals)))
+    call = _Call({}, False, has_aux)
+    level = _next_level() if has_aux else 0
+    flat_out, pullback = derivatives.vjp(be, _Flat.of(f, layout, has_aux).bind(call), tuple(flat), options)
+    out_def = _output(call, f, primals)
+    out = out_def.value(flat_out)
 
     def vjp_fn(cotangent: Any) -> tuple:
-        return pullback(derivatives.check_cotangent(cotangent, out, "f's output"))
+        cts = pullback(out_def.cotangent(cotangent, flat_out))
+        return tuple(_rebuild(layout, cts))
 
+    if has_aux:
+        return out, vjp_fn, _aux(be, call, level, f, primals, {})
     return out, vjp_fn
 
 
-def _value_and_jacobian(f, be, args, kwargs, argnums, options, scalar, want_value) -> Derivatives:
-    nums = derivatives.normalize_argnums(argnums, len(args))
-    fn = functools.partial(f, **kwargs) if kwargs else f
-    return derivatives.value_and_jacobian(
-        be, fn, args, nums, scalar=scalar, want_value=want_value, options=options
+# --- what the derivative functions share --------------------------------------------------------
+
+
+def _inner_outer(f: Any, backend: str | None, inner: str | None, outer: str | None) -> tuple[str, str]:
+    inner = inner if inner is not None else backend if backend is not None else "reverse"
+    outer = outer if outer is not None else backend if backend is not None else "forward"
+    get_backend(inner), get_backend(outer)  # an unknown name fails here, not at the first call
+    if not callable(f):
+        raise InvalidInputError(f"expected a function to differentiate, got {type(f).__name__} {f!r}")
+    return inner, outer
+
+
+def _derivative_function(f, backend, argnums, has_aux, options, *, scalar: bool, want_value: bool):
+    """differentiate/grad/value_and_grad's function: flatten the call, run the engine, rebuild."""
+    be = derivatives.prepare(f, backend, "value_and_jacobian", options)
+
+    @functools.wraps(f)
+    def derivative(*args: Any, **kwargs: Any) -> Any:
+        nums = derivatives.normalize_argnums(argnums, len(args))
+        flat, layout = _flatten_args(args, nums)
+        call = _Call(kwargs, scalar, has_aux)
+        level = _next_level() if has_aux else 0
+        result = derivatives.value_and_jacobian(
+            be,
+            _Flat.of(f, layout, has_aux),
+            (*flat, call),
+            tuple(i for n in nums for i in layout.positions[n]),
+            scalar=scalar,
+            want_value=want_value,
+            options=options,
+        )
+        out = _output(call, f, args)
+        picked = _pick(result, nums, layout, out, argnums)
+        if want_value:
+            value = out.value(result.value)
+            picked = ((value, _aux(be, call, level, f, args, kwargs)) if has_aux else value, picked)
+        elif has_aux:
+            picked = (picked, _aux(be, call, level, f, args, kwargs))
+        return picked
+
+    return derivative
+
+
+def _pick(result: Derivatives, nums: tuple, layout: _Layout, out: _Output, argnums: Argnums) -> Any:
+    """The derivative in JAX's structure: f's output structure whose leaves are the argument's
+    structure (a tuple of one per argument for a tuple argnums); an Estimate (derivative,
+    error) when the backend was asked for its error (return_error=True)."""
+
+    def build(jacobians: tuple) -> Any:
+        per_arg, k = [], 0
+        for n in nums:  # the engine gave one Jacobian per flat leaf, in the order asked
+            leaves = layout.leaves(n)
+            rows = [out.rows(j, x) for j, x in zip(jacobians[k : k + len(leaves)], leaves)]
+            per_arg.append([_unflatten_or_leaf(layout.defs[n], [r[o] for r in rows]) for o in out.range])
+            k += len(leaves)
+        per_out = per_arg[0] if type(argnums) is int else [tuple(a[o] for a in per_arg) for o in out.range]
+        return out.build(per_out)
+
+    derivative = build(result.jacobians)
+    return derivative if result.errors is None else Estimate(derivative, build(result.errors))
+
+
+def _jvp(f, primals: tuple, tangents: tuple, backend: str, options: dict, api: str, names: Any) -> tuple:
+    """(out, tangent out) in the output's structure, for checked primals and tangents in theirs."""
+    be = derivatives.prepare(f, backend, "jvp", options)
+    flat, layout = _flatten_args(primals, range(len(primals)), where=[f"argument {n}" for n in names])
+    flat_t = []
+    for p, (t, n) in enumerate(zip(tangents, names)):
+        where = f"argument {n}"
+        leaves, treedef = tree.flatten(t)
+        expected = layout.defs[p] if layout.defs[p] is not None else tree.structure(primals[p])
+        if treedef != expected:
+            raise InvalidInputError(
+                f"{api}: the tangent of {where} has structure {treedef} but its primal has structure "
+                f"{expected}; a tangent has its primal's structure, leaf for leaf"
+            )
+        names_ = tree.paths(treedef, where)
+        flat_t += [
+            derivatives.check_tangent(t_, x, names_[k] if api == "jvp" else f"{names_[k]} (hvp's v)")
+            for k, (t_, x) in enumerate(zip(leaves, (flat[i] for i in layout.positions[p])))
+        ]
+    call = _Call({}, scalar=False)
+    out, tangent_out = derivatives.jvp(
+        be, _Flat.of(f, layout, False).bind(call), tuple(flat), tuple(flat_t), options
     )
+    out_def = _output(call, f, primals)
+    return out_def.value(out), out_def.value(tangent_out)
 
 
-def _one_or_all(result: Derivatives, argnums: Argnums) -> Any:
-    """The derivative for an int argnums, the tuple for a tuple; an Estimate (derivative, error)
-    when the backend was asked for its error (return_error=True)."""
-    pick = (lambda each: each[0]) if isinstance(argnums, int) else tuple
-    derivative = pick(result.jacobians)
-    return derivative if result.errors is None else Estimate(derivative, pick(result.errors))
+def _flatten_args(args: Sequence[Any], nums: Sequence[int], where: Sequence[str] | None = None) -> tuple:
+    """The flat arguments (each differentiated argument's leaves in its place, checked float
+    arrays; the others as given) and the _Layout that puts them back together."""
+    flat: list = []
+    defs: list = []
+    positions: dict[int, tuple[int, ...]] = {}
+    wanted = set(nums)
+    for n, arg in enumerate(args):
+        label = where[n] if where is not None else f"argument {n}"
+        if n not in wanted:
+            defs.append(None)
+            flat.append(arg)
+            continue
+        if arg.__class__ is np.ndarray or isinstance(arg, Tracer):  # the common case: one array
+            leaves, treedef = [arg], None
+        else:
+            leaves, treedef = tree.flatten(arg)
+            if tree.is_leaf(treedef):
+                treedef = None
+            elif not leaves:
+                raise InvalidInputError(
+                    f"{label} is {arg!r:.60}, which holds no array (None or empty containers): there is "
+                    "nothing to differentiate; leave it out of argnums"
+                )
+            else:
+                tree.check_leaves(leaves, treedef, label)
+        labels = [label] if treedef is None else tree.paths(treedef, label)
+        positions[n] = tuple(range(len(flat), len(flat) + len(leaves)))
+        flat += [derivatives.float_input(x, labels[k]) for k, x in enumerate(leaves)]
+        defs.append(treedef)
+    return flat, _Layout(tuple(defs), positions, flat)
+
+
+class _Layout:
+    """Where the call's arguments sit among the flat ones: per argument its structure (None
+    for one array or an argument passed as it is) and, if differentiated, its flat positions."""
+
+    __slots__ = ("defs", "positions", "flat", "key")
+
+    def __init__(self, defs: tuple, positions: dict, flat: list) -> None:
+        self.defs, self.positions, self.flat = defs, positions, flat
+        self.key = defs if any(d is not None for d in defs) else len(defs)
+
+    def leaves(self, n: int) -> list:
+        return [self.flat[i] for i in self.positions[n]]
+
+
+def _rebuild(layout: _Layout, flat: Sequence[Any]) -> list:
+    """The call's arguments from flat values laid out as _flatten_args laid them."""
+    args, k = [], 0
+    for treedef in layout.defs:
+        if treedef is None:
+            args.append(flat[k])
+            k += 1
+        else:
+            args.append(tree.unflatten(treedef, flat[k : k + treedef.num_leaves]))
+            k += treedef.num_leaves
+    return args
+
+
+class _Call:
+    """One call of a derivative function: f's keyword arguments, whether its output must be a
+    scalar, and what the flat function saw when it ran f (its output's structure, its aux).
+
+    It travels to the flat function as its last argument, not on the function itself, so the
+    flat function keeps no state: a backend may call it from several threads or processes,
+    and the symbolic backend's cache, keyed by function, holds across calls."""
+
+    __slots__ = ("kwargs", "scalar", "has_aux", "out", "aux")
+
+    def __init__(self, kwargs: dict, scalar: bool, has_aux: bool = False) -> None:
+        self.kwargs, self.scalar, self.has_aux = kwargs, scalar, has_aux
+        self.out: _Output | None = None
+        self.aux: Any = None
+
+
+class _Flat:
+    """f as the engine sees it: the flat arguments then the _Call in, one array out (several
+    output leaves ravelled and concatenated). One per (f, argument structures, has_aux),
+    kept while f lives, so a backend that caches by function (symbolic) finds it again."""
+
+    __slots__ = ("ref", "layout_key", "defs", "has_aux", "__weakref__")
+    _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, f: Callable[..., Any], layout: _Layout, has_aux: bool) -> _Flat:
+        key = (layout.key, has_aux)
+        try:
+            per_f = cls._cache.setdefault(f, {})
+        except TypeError:  # f cannot be weakly referenced: a new one each call
+            return cls(f, layout, has_aux, strong=True)
+        flat = per_f.get(key)
+        if flat is None:
+            flat = per_f[key] = cls(f, layout, has_aux, strong=False)
+        return flat
+
+    def __init__(self, f: Callable[..., Any], layout: _Layout, has_aux: bool, strong: bool) -> None:
+        # a weak reference: the cache's value must not keep its key, f, alive
+        self.ref = (lambda: f) if strong else weakref.ref(f)
+        self.layout_key, self.defs, self.has_aux = layout.key, layout.defs, has_aux
+
+    def __reduce__(self) -> tuple:  # a process pool sends f itself to its workers
+        return _Flat._unpickle, (self.ref(), self.defs, self.has_aux)
+
+    @staticmethod
+    def _unpickle(f: Callable[..., Any], defs: tuple, has_aux: bool) -> _Flat:
+        return _Flat(f, _Layout(defs, {}, []), has_aux, strong=True)
+
+    def __call__(self, *flat: Any, call: _Call | None = None) -> Any:
+        if call is None:
+            *flat, call = flat
+        args = flat if isinstance(self.layout_key, int) else _rebuild(self, flat)
+        result = self.ref()(*args, **call.kwargs)
+        if self.has_aux:
+            result, call.aux = _split_aux(result)
+        return _flat_output(result, call)
+
+    def bind(self, call: _Call) -> Callable[..., Any]:
+        """The flat function with `call` in place, for jvp and vjp (whose engine calls differentiate
+        every argument they pass)."""
+        return functools.partial(self, call=call)
+
+
+def _split_aux(result: Any) -> tuple[Any, Any]:
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise InvalidOutputError(
+            f"has_aux=True: f must return a pair (output, aux), got {type(result).__name__}"
+            + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
+        )
+    return result[0], result[1]
+
+
+def _flat_output(result: Any, call: _Call) -> Any:
+    """f's output as one array for the engine; call.out records its structure."""
+    if result.__class__ is np.ndarray or isinstance(result, (Tracer, np.generic, float, int)):
+        call.out = _LEAF
+        return result
+    leaves, treedef = tree.flatten(result)
+    if tree.is_leaf(treedef):  # not a container: the engine's output check says what is wrong
+        call.out = _LEAF
+        return leaves[0]
+    if call.scalar:
+        raise NonScalarOutputError(
+            f"grad needs a function with one scalar output, this one returned {type(result).__name__} "
+            f"{treedef}; use adcore.jacobian for structured outputs, or return the loss alone "
+            "(has_aux=True returns (loss, aux))"
+        )
+    if not leaves:  # a forgotten `return` most often
+        raise InvalidOutputError(
+            f"the function returned {result!r:.60}, which holds no array; it must return an array or a "
+            "pytree of arrays (one array for grad)"
+        )
+    tree.check_leaves(leaves, treedef, "f's output")
+    call.out = _Output(treedef, leaves)
+    return ops.concatenate([ops.reshape(x, shape=(-1,)) for x in leaves], axis=0)
+
+
+class _Output:
+    """The structure of f's output when it is not one array: the engine saw its leaves ravelled
+    and concatenated; this splits values and Jacobian rows back."""
+
+    __slots__ = ("treedef", "shapes", "dtypes", "bounds", "range")
+
+    def __init__(self, treedef: tree.TreeDef, leaves: list) -> None:
+        self.treedef = treedef
+        self.shapes = [np.shape(x) for x in leaves]
+        self.dtypes = [x.dtype if hasattr(x, "dtype") else np.result_type(x) for x in leaves]
+        sizes = np.cumsum([0] + [int(np.prod(s)) for s in self.shapes]).tolist()
+        self.bounds = list(zip(sizes[:-1], sizes[1:]))
+        self.range = range(len(leaves))
+
+    def value(self, flat: Any) -> Any:
+        """f's value (or a tangent of it) in f's structure, each leaf in its dtype."""
+        pieces = [flat[a:b].reshape(shape) for (a, b), shape in zip(self.bounds, self.shapes)]
+        pieces = [p.astype(d) if isinstance(p, np.ndarray) else p for p, d in zip(pieces, self.dtypes)]
+        return tree.unflatten(self.treedef, pieces)
+
+    def rows(self, jacobian: Any, x: Any) -> list:
+        """A Jacobian w.r.t. one input leaf x, split into one per output leaf."""
+        return [jacobian[a:b].reshape(shape + np.shape(x)) for (a, b), shape in zip(self.bounds, self.shapes)]
+
+    def build(self, per_out: list) -> Any:
+        return tree.unflatten(self.treedef, per_out)
+
+    def cotangent(self, cotangent: Any, flat_out: Any) -> Any:
+        """vjp_fn's cotangent, in f's structure, as the engine's one flat cotangent."""
+        leaves, treedef = tree.flatten(cotangent)
+        if treedef != self.treedef:
+            raise InvalidInputError(
+                f"vjp_fn: the cotangent has structure {treedef} but f's output has structure "
+                f"{self.treedef}; pass one with the output's structure, leaf for leaf"
+            )
+        where = tree.paths(treedef, "f's output")
+        parts = [
+            ops.reshape(derivatives.check_cotangent(c, flat_out[a:b].reshape(shape), w), shape=(-1,))
+            for c, (a, b), shape, w in zip(leaves, self.bounds, self.shapes, where)
+        ]
+        return ops.concatenate(parts, axis=0) if parts else np.zeros(0)
+
+
+class _Leaf(_Output):
+    """f returned one array: values and Jacobians pass through as the engine gave them."""
+
+    range = range(1)
+
+    def __init__(self) -> None:
+        pass
+
+    def value(self, flat: Any) -> Any:
+        return flat
+
+    def rows(self, jacobian: Any, x: Any) -> list:
+        return [jacobian]
+
+    def build(self, per_out: list) -> Any:
+        return per_out[0]
+
+    def cotangent(self, cotangent: Any, flat_out: Any) -> Any:
+        return derivatives.check_cotangent(cotangent, flat_out, "f's output")
+
+
+_LEAF = _Leaf()
+
+
+def _output(call: _Call, f: Callable[..., Any], args: Sequence[Any]) -> _Output:
+    """The structure of f's output, as the flat function saw it; if no call of f came back
+    to this process (a numeric backend's process pool), from one plain call of f."""
+    if call.out is None:
+        result = f(*args, **call.kwargs)
+        _flat_output(_split_aux(result)[0] if call.has_aux else result, call)
+    return call.out
+
+
+def _unflatten_or_leaf(treedef: tree.TreeDef | None, leaves: Sequence[Any]) -> Any:
+    return leaves[0] if treedef is None else tree.unflatten(treedef, leaves)
+
+
+# --- has_aux ---------------------------------------------------------------------------------
+
+
+def _next_level() -> int:
+    """The level the next transformation opens at: every tracer at it or above, once the
+    derivative returns, belongs to a transformation that has closed."""
+    with new_trace(Trace) as probe:
+        return probe.level
+
+
+def _aux(be: Any, call: _Call, level: int, f: Callable[..., Any], args: Sequence[Any], kwargs: dict) -> Any:
+    """f's aux at the primal, as concrete values: from the backend's own call of f when it
+    calls f at the primal (a tracing backend: its tracers carry the primal values), else
+    from one plain call of f (numeric evaluates f at other points, symbolic on symbols).
+    Tracers of transformations still open outside (a nested derivative) stay."""
+    if getattr(be, "calls_f_at_primal", False):
+        aux = call.aux
+    else:
+        aux = _split_aux(f(*args, **kwargs))[1]
+
+    def lower(x: Any) -> Any:
+        while isinstance(x, Tracer) and x._trace.level >= level:
+            x = x.value
+        return x
+
+    return tree.map(lower, aux)

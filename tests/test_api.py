@@ -358,16 +358,16 @@ ERROR_CASES = [
     ),
     pytest.param(
         lambda: adcore.grad(lambda x: (np.sum(x), np.sum(x)))(X),
-        adcore.InvalidOutputError,
+        adcore.NonScalarOutputError,
         TypeError,
-        ["tuple", "one array"],
+        ["tuple", "one scalar output", "has_aux=True"],
         id="tuple-output",
     ),
     pytest.param(
         lambda: adcore.jacobian(lambda x: None)(X),
         adcore.InvalidOutputError,
         TypeError,
-        ["NoneType", "one array"],
+        ["None", "holds no array"],
         id="none-output",
     ),
     pytest.param(
@@ -765,15 +765,14 @@ def test_a_string_or_bool_output_is_refused_on_every_backend(backend, f, words):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_list_argument_is_an_array_on_every_backend(backend):
-    # d/dx x0 * x1 = (x1, x0); lists are taken as np.asarray(list, float) would be
+def test_a_list_argument_is_a_pytree_on_every_backend(backend):
+    # d/dx x0 * x1 = (x1, x0); a list is a pytree of two leaves, as in JAX, and so is its gradient
     g = adcore.grad(lambda x: x[0] * x[1], backend=backend)([2.0, 3.0])
+    assert isinstance(g, list) and len(g) == 2
     np.testing.assert_allclose(g, [3.0, 2.0], rtol=1e-6)
-    assert g.dtype == np.float64
+    assert all(leaf.dtype == np.float64 and leaf.shape == () for leaf in g)  # Python floats: float64
     g = adcore.grad(lambda x, c: np.sum(x * np.asarray(c)), backend=backend)(X, [1.0, 2.0, 3.0])
-    np.testing.assert_allclose(g, [1.0, 2.0, 3.0], rtol=1e-6)  # d/dx sum(x c) = c
-    with pytest.raises(adcore.InvalidInputError, match="argument 0"):
-        adcore.grad(np.sum, backend=backend)([1, 2])  # ints have no derivative
-    with pytest.raises(adcore.InvalidInputError, match="argument 0"):
-        adcore.grad(np.sum, backend=backend)([1.0, [2.0, 3.0]])  # ragged: not an array
-    np.testing.assert_allclose(adcore.grad(np.sum, backend=backend)([1.0, 2.0]), [1.0, 1.0])
+    np.testing.assert_allclose(g, [1.0, 2.0, 3.0], rtol=1e-6)  # d/dx sum(x c) = c; c is not differentiated
+    with pytest.raises(adcore.InvalidInputError, match=r"argument 0\[1\] has dtype int"):
+        adcore.grad(lambda x: x[0] * x[1], backend=backend)([1.0, 2])  # ints have no derivative
+    np.testing.assert_allclose(adcore.grad(_square_sum, backend=backend)(X), 2 * X, rtol=1e-6)

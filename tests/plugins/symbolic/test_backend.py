@@ -60,10 +60,10 @@ def test_the_cache_keeps_a_bounded_number_of_derivatives_per_function():
     d = adcore.grad(f, argnums=0, backend="symbolic")
     for n in range(ENTRIES_PER_FUNCTION + 6):
         assert d(1.0, n) == n  # d x^n / dx at 1 = n
-    assert len(adcore.api.get_backend("symbolic")._cache[f]) == ENTRIES_PER_FUNCTION
     before = derivations()
     newest = ENTRIES_PER_FUNCTION + 5
     assert d(1.0, newest) == newest and derivations() == before  # the newest are kept
+    assert d(1.0, 0) == 0 and derivations() == before + 1  # the oldest was dropped
 
 
 def test_an_argument_outside_argnums_is_a_symbol_so_the_cache_stays_right():
@@ -129,7 +129,7 @@ def test_the_size_guard_on_the_jacobian_stops_before_differentiating():
 
 def test_a_function_returning_a_non_array_is_refused():
     with pytest.raises(adcore.InvalidOutputError, match="symbolic"):
-        adcore.grad(lambda x: [x, x], backend="symbolic")(1.0)
+        adcore.grad(lambda x: "x", backend="symbolic")(1.0)  # a list of arrays is a pytree output
 
 
 def test_a_bool_output_is_refused_and_the_next_call_works():
