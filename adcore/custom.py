@@ -5,8 +5,8 @@ JAX's contracts. `@custom_vjp` with `f.defvjp(fwd, bwd)`: `fwd(*args) -> (out, r
 `@f.defjvp`: `rule(*nondiff, primals, tangents) -> (out, tangent_out)`.
 
 Under the hood each definition is a variadic op in the registry (docs/custom-rules.md): its
-inputs are the leaves of the differentiated arguments, its one param (`call`) the static
-arguments and the arguments' structure, its impl the body. A custom_vjp op has a "vjp" rule
+inputs are the leaves of the differentiated arguments, its one param (`call`) the function
+itself, the static arguments and the arguments' structure, its impl the body. A custom_vjp op has a "vjp" rule
 built from fwd and bwd; a custom_jvp op has a "jvp" rule (the user's rule, once per tangent
 direction) and a "vjp" rule that transposes it (reverse mode of `t -> rule(primals, t)[1]`,
 which is linear in t). A backend with no rule of its kind differentiates the body (the op is
@@ -79,7 +79,8 @@ class _Call:
 class _Custom:
     """What custom_vjp and custom_jvp share: the body, `nondiff_argnums`, and calling the op."""
 
-    kind = ""
+    kind = ""  # "custom_vjp" or "custom_jvp", for messages
+    rules: dict[str, Callable[..., Any]] = {}  # the op's rules by kind: the same for every function
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
         if not callable(fun):
@@ -102,8 +103,6 @@ class _Custom:
     @property
     def _label(self) -> str:
         return f"{self.kind} function {_name(self.fun)!r}"
-
-    rules: dict[str, Callable[..., Any]] = {}  # the op's rules, by kind
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         op = self.op

@@ -316,6 +316,18 @@ def test_pytree_arguments():
     np.testing.assert_array_equal(adcore.grad(loss, argnums=0, backend="forward")(w, b, x0, x1), x0)
 
 
+def test_pytree_arguments_through_the_pytree_api():
+    params = {"w": np.array([2.0, 3.0]), "b": np.array([1.0, 1.0])}
+    xs = [np.array([4.0, 5.0]), np.array([7.0, 8.0])]
+    g = adcore.grad(lambda p, xs: anp.sum(affine(p, xs)), argnums=(0, 1))(params, xs)
+    np.testing.assert_array_equal(g[0]["w"], 0.5 * xs[0])  # the rule's halved w
+    np.testing.assert_array_equal(g[0]["b"], [1.0, 1.0])
+    np.testing.assert_array_equal(g[1][0], params["w"])
+    np.testing.assert_array_equal(g[1][1], [0.0, 0.0])
+    g = adcore.grad(lambda p: anp.sum(affine(p, xs)), backend="forward")(params)
+    np.testing.assert_array_equal(g["w"], xs[0])  # the body
+
+
 def test_pytree_cotangent_of_the_wrong_structure():
     @adcore.custom_vjp
     def f(params):
