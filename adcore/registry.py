@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,9 +74,10 @@ class Registry:
     def add_rule(self, kind: str, op: str, rule: Any, plugin: str) -> None:
         if op not in self.ops:
             raise PluginError(f"plugin {plugin!r} registered a {kind!r} rule for unknown op {op!r}")
-        _check_rule_fits(kind, self.ops[op], rule, plugin)
+        spec = self.ops[op]
+        _check_rule_fits(kind, spec, rule, plugin)
         self._claim(("rule", kind, op), plugin, f"the {kind!r} rule for op {op!r}")
-        self.rules[kind][op] = rule
+        self.rules[kind][op] = normalized(kind, spec, rule)
         self.plugins[plugin].rules.append((kind, op))
 
     def add_user_op(self, spec: OpSpec, rules: dict[str, Any], plugin: str = "user") -> None:
@@ -192,19 +195,78 @@ class Registry:
             ) from None
 
     def rule(self, kind: str, op: OpSpec, backend: str) -> Any:
-        """The `kind` rule of `op`, or a MissingRuleError naming the backends that can do it."""
+        """The `kind` rule of `op` as a trace reads it (see `normalized`), for every trace's lookup.
+
+        An op without one: None if the op is `traceable` (the trace then runs `op.impl` on its own
+        tracers, differentiating the body); for a per-input kind, rules that raise MissingRuleError
+        only at an input a derivative flows through; else the MissingRuleError, naming the
+        backends that can.
+        """
         rule = self.rules[kind].get(op.name)
-        if rule is None:
-            able = sorted(n for n, b in self.backends.items() if self.supports(b, op))
-            raise MissingRuleError(
-                f"op {op.name!r} has no {kind!r} rule, so backend {backend!r} cannot differentiate it; "
-                f"backends that can: {', '.join(able) or 'none'}. A plugin adds one with "
-                f"register({kind!r}, {op.name!r}, rule) in its adcore_register_rules hook."
-            )
-        return rule
+        if rule is not None:
+            return rule
+        if op.traceable:
+            return None
+        known = RULE_KINDS.get(kind)
+        if known is not None and known.per_input:
+            return MissingRules(functools.partial(self.missing_rule, kind, op, backend), op)
+        raise self.missing_rule(kind, op, backend)
+
+    def missing_rule(self, kind: str, op: OpSpec, backend: str) -> MissingRuleError:
+        able = sorted(n for n, b in self.backends.items() if self.supports(b, op))
+        return MissingRuleError(
+            f"op {op.name!r} has no {kind!r} rule, so backend {backend!r} cannot differentiate it; "
+            f"backends that can: {', '.join(able) or 'none'}. A plugin adds one with "
+            f"register({kind!r}, {op.name!r}, rule) in its adcore_register_rules hook."
+        )
 
     def supports(self, backend: Any, op: OpSpec) -> bool:
-        return all(op.name in self.rules[kind] for kind in getattr(backend, "kinds", ()))
+        """Whether `backend` can differentiate `op`: it has a rule of each kind, or the op's body."""
+        return op.traceable or all(op.name in self.rules[kind] for kind in getattr(backend, "kinds", ()))
+
+
+# --- the one form a trace reads ----------------------------------------------------
+
+
+def normalized(kind: str, op: OpSpec, rule: Any) -> Any:
+    """A checked rule in the form every trace reads. For a per-input kind (vjp, jvp) that is
+    `rules[i]`: the rule of input i, called (leading..., *inputs, **params), or None where no
+    derivative flows (the inputs the op declares not differentiable included). A tuple is that
+    form already (and stays a tuple, so the hot path indexes a tuple); a variadic op's one
+    callable (argnum, leading..., *inputs) becomes VariadicRules. Other kinds stay one callable."""
+    if op.variadic and callable(rule) and (kind not in RULE_KINDS or RULE_KINDS[kind].per_input):
+        return VariadicRules(rule, op)
+    return rule
+
+
+class VariadicRules:
+    """A variadic op's rule as per-input rules: `rules[i]` is the rule with the position i bound."""
+
+    __slots__ = ("fn", "op")
+
+    def __init__(self, fn: Callable[..., Any], op: OpSpec) -> None:
+        self.fn, self.op = fn, op
+
+    def __getitem__(self, i: int) -> Callable[..., Any] | None:
+        return functools.partial(self.fn, i) if self.op.is_differentiable(i) else None
+
+    def __repr__(self) -> str:
+        return f"VariadicRules({self.fn!r})"
+
+
+class MissingRules:
+    """The per-input rules of an op that has none of a kind: None where the op declares no
+    derivative, the MissingRuleError at an input one would flow through."""
+
+    __slots__ = ("error", "op")
+
+    def __init__(self, error: Callable[[], MissingRuleError], op: OpSpec) -> None:
+        self.error, self.op = error, op
+
+    def __getitem__(self, i: int) -> None:
+        if self.op.is_differentiable(i):
+            raise self.error()
+        return None
 
 
 def _numpy_name(func: Any) -> str:

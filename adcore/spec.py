@@ -36,6 +36,8 @@ class OpSpec:
     - `elementwise`: each output element depends only on the inputs' elements at the same
       (broadcast) position, as for sin or add; the symbolic backend then traces one scalar
       for a whole array.
+    - `traceable`: impl is Python over adcore ops, so it runs on tracers too; a backend with no
+      rule of its kind for the op then differentiates impl's body instead of refusing.
     - `samples(rng, dtype)` draws the inputs the conformance checks use.
     """
 
@@ -49,6 +51,7 @@ class OpSpec:
     variadic: bool = False
     elementwise: bool = False
     doc: str = ""
+    traceable: bool = False
 
     def __post_init__(self) -> None:
         if self.variadic:

@@ -213,12 +213,66 @@ def test_rule_lookup_miss_names_the_op_the_backend_and_the_backends_that_can():
     registry.add_rule("jvp", "twice", (lambda t, ans, x: 2 * t,), plugin="p")
     registry.add_backend(_Backend("rev", ("vjp",)), plugin="p")
     registry.add_backend(_Backend("fwd", ("jvp",)), plugin="p")
+    rules = registry.rule("vjp", registry.op("twice"), "rev")  # raises where a derivative would flow
     with pytest.raises(adcore.MissingRuleError) as info:
-        registry.rule("vjp", registry.op("twice"), "rev")
+        rules[0]
     assert isinstance(info.value, NotImplementedError)
     message = str(info.value)
     for word in ["'twice'", "'vjp'", "'rev'", "backends that can: fwd", "register('vjp', 'twice', rule)"]:
         assert word in message, f"{word!r} not in {message!r}"
+
+
+def test_a_missing_rule_of_one_kind_is_raised_at_once():
+    registry = _registry("p")
+    registry.add_op(_unary(), plugin="p")
+    with pytest.raises(adcore.MissingRuleError, match="'twice' has no 'sympy' rule"):
+        registry.rule("sympy", registry.op("twice"), "symbolic")
+    registry.rule("vjp", registry.op("twice"), "rev")  # the registry still answers after the error
+
+
+def test_a_missing_rule_at_an_input_that_is_not_differentiable_is_none():
+    registry = _registry("p")
+    registry.add_op(adcore.OpSpec("pick", np.where, nin=3, differentiable=(1, 2)), plugin="p")
+    rules = registry.rule("vjp", registry.op("pick"), "rev")
+    assert rules[0] is None
+    with pytest.raises(adcore.MissingRuleError, match="'pick'"):
+        rules[2]
+
+
+def test_a_traceable_op_without_a_rule_has_none_and_every_backend_supports_it():
+    # spec.OpSpec.traceable: the trace differentiates the body instead of refusing
+    registry = _registry("p")
+    registry.add_op(_unary(traceable=True), plugin="p")
+    assert registry.rule("vjp", registry.op("twice"), "rev") is None
+    assert registry.rule("sympy", registry.op("twice"), "symbolic") is None
+    assert registry.supports(_Backend("both", ("jvp", "vjp")), registry.op("twice"))
+
+
+def test_a_rule_of_a_traceable_op_is_used_when_there_is_one():
+    registry = _registry("p")
+    registry.add_op(_unary(traceable=True), plugin="p")
+    rule = (lambda g, ans, x: 2 * g,)
+    registry.add_rule("vjp", "twice", rule, plugin="p")
+    assert registry.rule("vjp", registry.op("twice"), "rev") is rule
+
+
+def test_a_variadic_rule_is_stored_per_input_with_the_position_bound():
+    # registry.normalized: every trace reads rules[i](leading..., *inputs) for every op
+    registry = _registry("p")
+    spec = adcore.OpSpec("cat2", np.concatenate, variadic=True, params=("axis",), differentiable=(0, 2))
+    registry.add_op(spec, plugin="p")
+    registry.add_rule("vjp", "cat2", lambda i, g, ans, *xs, axis=0: (i, g, len(xs), axis), plugin="p")
+    rules = registry.rule("vjp", spec, "rev")
+    assert rules[2]("g", "ans", "x0", "x1", "x2", axis=1) == (2, "g", 3, 1)
+    assert rules[1] is None  # not differentiable: the trace needs no check of its own
+
+
+def test_a_rule_of_a_kind_that_is_not_per_input_is_stored_as_given():
+    registry = _registry("p")
+    registry.add_op(adcore.OpSpec("cat2", np.concatenate, variadic=True, params=("axis",)), plugin="p")
+    rule = lambda *xs, axis=0: xs[0]  # noqa: E731
+    registry.add_rule("sympy", "cat2", rule, plugin="p")
+    assert registry.rules["sympy"]["cat2"] is rule
 
 
 def test_supports_checks_every_kind_a_backend_needs():

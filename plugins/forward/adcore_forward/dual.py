@@ -25,25 +25,21 @@ class ForwardTrace(Trace):
         self.jvp_rules = get_registry().rules["jvp"]  # read once: a trace is short-lived
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
+        rules = self.jvp_rules.get(op.name)
+        if rules is None:
+            rules = get_registry().rule("jvp", op, "forward")
+            if rules is None:  # a traceable op with no jvp rule: push the tangents through its body
+                return op.impl(*args, **params)
         primals = [a.value if isinstance(a, Dual) and a._trace is self else a for a in args]
         ans = bind_below(op, primals, params)
         tangent = None
-        rules = None
-        differentiable = op.differentiable
         for i, a in enumerate(args):
             if not (isinstance(a, Dual) and a._trace is self):
                 continue
-            if differentiable is not None and i not in differentiable:
+            rule = rules[i]
+            if rule is None:
                 continue
-            if rules is None:
-                rules = self.jvp_rules.get(op.name) or _missing_rule(op)
-            if op.variadic:
-                share = rules(i, a.tangent, ans, *primals, **params)
-            else:
-                rule = rules[i]
-                if rule is None:
-                    continue
-                share = rule(a.tangent, ans, *primals, **params)
+            share = rule(a.tangent, ans, *primals, **params)
             tangent = share if tangent is None else tangent + share
         if tangent is None:  # no derivative flows: a constant to this trace
             return ans
@@ -60,10 +56,6 @@ def _fit(tangent: Any, batch: int, ans: Any) -> Any:
         if tangent.dtype is not dtype and tangent.dtype != dtype:
             tangent = tangent.astype(dtype)  # a rule promoted (a float64 mask times float32 t)
     return tangent
-
-
-def _missing_rule(op: Any) -> Any:
-    return get_registry().rule("jvp", op, "forward")  # raises MissingRuleError, naming who can
 
 
 class Dual(Tracer):

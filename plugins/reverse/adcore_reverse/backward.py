@@ -59,13 +59,10 @@ def backward_pass(
             for i, a in enumerate(args):
                 if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
                     continue
-                if op.variadic:
-                    gi = vjps(i, g, ans, *inputs, **params)
-                else:
-                    rule = vjps[i]
-                    if rule is None:
-                        continue
-                    gi = rule(g, ans, *inputs, **params)
+                rule = vjps[i]
+                if rule is None:
+                    continue
+                gi = rule(g, ans, *inputs, **params)
                 if gi.__class__ is np.ndarray and gi.dtype is not a.value.dtype and gi.dtype != a.value.dtype:
                     gi = gi.astype(a.value.dtype)  # a rule promoted (float64 mask * float32 g)
                 seq = a._seq
@@ -111,13 +108,10 @@ def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> 
     for i, a in enumerate(node._args):
         if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
             continue
-        if op.variadic:
-            gi = vjps(i, g, ans, *inputs, **params)
-        else:
-            rule = vjps[i]
-            if rule is None:
-                continue
-            gi = rule(g, ans, *inputs, **params)
+        rule = vjps[i]
+        if rule is None:
+            continue
+        gi = rule(g, ans, *inputs, **params)
         zi = None
         if gi.__class__ is Masked:
             gi, zi = gi

@@ -36,6 +36,11 @@ class ReverseTrace(Trace):
         self.vjp_rules = get_registry().rules["vjp"]  # read once: a functional trace is short-lived
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
+        vjps = self.vjp_rules.get(op.name)
+        if vjps is None:
+            vjps = get_registry().rule("vjp", op, "reverse")
+            if vjps is None:  # a traceable op with no vjp rule: record its body, op by op
+                return op.impl(*args, **params)
         # copied up front, so the impl reads the same copy the node keeps
         if self.owns_values:
             primals = [
@@ -53,15 +58,8 @@ class ReverseTrace(Trace):
             ]
         ans = bind_below(op, primals, params)
         if grad_mode.is_recording(self.since):
-            differentiable = op.differentiable
             for i, a in enumerate(args):
-                if (
-                    isinstance(a, Tensor)
-                    and a.requires_grad
-                    and a._trace is self
-                    and (differentiable is None or i in differentiable)
-                ):
-                    vjps = self.vjp_rules.get(op.name) or _missing_rule(op)
+                if isinstance(a, Tensor) and a.requires_grad and a._trace is self and vjps[i] is not None:
                     kept_ans = ans if self.owns_values else _copy(ans)
                     return _make(ans, self, op, params, args, primals, vjps, True, kept_ans)
         return _make(ans, self, None, None, None, None, None, False)
@@ -83,10 +81,6 @@ class EagerTrace(ReverseTrace):
 
 def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
-
-
-def _missing_rule(op: Any) -> Any:
-    return get_registry().rule("vjp", op, "reverse")  # raises MissingRuleError, naming who can
 
 
 EAGER = EagerTrace()

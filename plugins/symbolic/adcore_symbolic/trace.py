@@ -164,6 +164,8 @@ class SymbolicTrace(Trace):
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         rule = self.rules.get(op.name) or get_registry().rule("sympy", op, "symbolic")
+        if rule is None:  # a traceable op with no sympy rule: trace its body, op by op
+            return op.impl(*args, **params)
         if self.elementwise and not op.elementwise:
             return self._reduce_everything(op, args, params)
         nondiff = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from adcore_forward import Dual, ForwardTrace
+from traceable_ops import OPAQUE_SIN, SCALED_SIN, SOFTPLUS, TraceableOps, sigmoid
 
 import adcore
 import adcore.numpy as anp
@@ -120,3 +121,27 @@ def test_a_dual_of_a_finished_trace_is_a_constant_to_a_new_one():
     # a leaked Dual is not differentiated by a later, unrelated transformation
     f = lambda x: x * stale  # noqa: E731
     assert adcore.grad(f, backend="forward")(3.0) == 2.0
+
+
+# --- traceable ops (OpSpec.traceable): with no jvp rule, the tangents go through the body ----
+
+
+def test_a_traceable_op_without_a_jvp_rule_is_differentiated_through_its_body(register_plugin):
+    register_plugin(TraceableOps(), "traceable_ops")
+    x = np.array([-30.0, -1.0, 0.0, 2.5])
+    jac = adcore.jacobian(SOFTPLUS, backend="forward")(x)
+    np.testing.assert_allclose(jac, np.diag(sigmoid(x)), rtol=1e-14)  # d softplus / dx is the sigmoid
+    # a vjp rule is no jvp rule: forward differentiates scaled_sin's body, d/dx x sin(y) = sin(y)
+    gx, gy = adcore.grad(SCALED_SIN, argnums=(0, 1), backend="forward")(1.5, 0.4)
+    assert (gx, gy) == (pytest.approx(np.sin(0.4)), pytest.approx(1.5 * np.cos(0.4)))
+    h = adcore.hessian(lambda x: SOFTPLUS(x))(0.7)  # forward over reverse, both through the body
+    assert h == pytest.approx(sigmoid(0.7) * (1 - sigmoid(0.7)), rel=1e-14)
+
+
+def test_an_op_neither_traceable_nor_with_a_jvp_rule_is_refused_and_the_next_call_works(register_plugin):
+    register_plugin(TraceableOps(), "traceable_ops")
+    with pytest.raises(
+        adcore.MissingRuleError, match=r"'opaque_sin' has no 'jvp' rule.*backends that can: numeric"
+    ):
+        adcore.grad(OPAQUE_SIN, backend="forward")(0.3)
+    assert adcore.grad(SOFTPLUS, backend="forward")(0.3) == pytest.approx(sigmoid(0.3), rel=1e-14)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from adcore_reverse import Tensor, no_grad
+from traceable_ops import OPAQUE_SIN, SCALED_SIN, SOFTPLUS, TraceableOps, sigmoid
 
 import adcore
 import adcore.numpy as anp
@@ -473,3 +474,34 @@ def test_reading_the_plain_value_inside_grad_is_refused_not_a_silent_cut(read):
     assert adcore.grad(lambda x: x * x)(0.7) == pytest.approx(1.4)  # the next call works
     eager = Tensor(2.0, requires_grad=True)
     assert read(eager) == 2.0  # an eager Tensor's value stays readable
+
+
+# --- traceable ops (OpSpec.traceable): with no vjp rule, the body is recorded op by op ------
+
+
+def test_a_traceable_op_without_a_vjp_rule_is_differentiated_through_its_body(register_plugin):
+    register_plugin(TraceableOps(), "traceable_ops")
+    x = np.array([-30.0, -1.0, 0.0, 2.5])
+    g = adcore.grad(lambda x: SOFTPLUS(x).sum())(x)
+    np.testing.assert_allclose(g, sigmoid(x), rtol=1e-14)  # d softplus / dx is the sigmoid
+    t = Tensor(x, requires_grad=True)  # the eager trace too
+    SOFTPLUS(t).sum().backward()
+    np.testing.assert_allclose(t.grad, sigmoid(x), rtol=1e-14)
+    h = adcore.hessian(lambda x: SOFTPLUS(x), backend="reverse")(0.7)  # reverse over reverse
+    assert h == pytest.approx(sigmoid(0.7) * (1 - sigmoid(0.7)), rel=1e-14)
+
+
+def test_a_traceable_op_with_a_vjp_rule_uses_the_rule(register_plugin):
+    register_plugin(TraceableOps(), "traceable_ops")
+    gx, gy = adcore.grad(SCALED_SIN, argnums=(0, 1))(1.5, 0.4)
+    assert gx == pytest.approx(2 * np.sin(0.4))  # the test rule's (twice the truth), not the body's
+    assert gy == pytest.approx(1.5 * np.cos(0.4))
+
+
+def test_an_op_neither_traceable_nor_with_a_vjp_rule_is_refused_and_the_next_call_works(register_plugin):
+    register_plugin(TraceableOps(), "traceable_ops")
+    with pytest.raises(
+        adcore.MissingRuleError, match=r"'opaque_sin' has no 'vjp' rule.*backends that can: numeric"
+    ):
+        adcore.grad(OPAQUE_SIN)(0.3)
+    assert adcore.grad(SOFTPLUS)(0.3) == pytest.approx(sigmoid(0.3), rel=1e-14)

@@ -10,6 +10,7 @@ import pytest
 import sympy as sp
 from adcore_symbolic import ExpressionTooLargeError, SymbolicControlFlowError, derivative_expr
 from adcore_symbolic.functions import stop_gradient
+from traceable_ops import OPAQUE_SIN, SCALED_SIN, SOFTPLUS, TraceableOps, sigmoid
 
 import adcore
 import adcore.numpy as anp
@@ -357,3 +358,24 @@ def test_a_value_traced_by_an_outer_transformation_must_be_an_argument():
         adcore.grad(outer, backend="reverse")(2.0)
     # passed as an argument, it works
     assert adcore.grad(lambda y: adcore.grad(lambda x, y: x * x * y, backend="symbolic")(1.5, y))(2.0) == 3.0
+
+
+# --- traceable ops (OpSpec.traceable): with no sympy rule, the body is traced op by op -------
+
+
+def test_a_traceable_op_without_a_sympy_rule_is_differentiated_through_its_body(register_plugin):
+    register_plugin(TraceableOps(), "traceable_ops")
+    x = np.array([-30.0, -1.0, 0.0, 2.5])
+    g = adcore.grad(lambda x: SOFTPLUS(x).sum(), backend="symbolic")(x)
+    np.testing.assert_allclose(g, sigmoid(x), rtol=1e-14)  # d softplus / dx is the sigmoid
+    gx, gy = adcore.grad(SCALED_SIN, argnums=(0, 1), backend="symbolic")(1.5, 0.4)
+    assert (gx, gy) == (pytest.approx(np.sin(0.4)), pytest.approx(1.5 * np.cos(0.4)))  # the body's
+
+
+def test_an_op_neither_traceable_nor_with_a_sympy_rule_is_refused_and_the_next_call_works(register_plugin):
+    register_plugin(TraceableOps(), "traceable_ops")
+    with pytest.raises(
+        adcore.MissingRuleError, match=r"'opaque_sin' has no 'sympy' rule.*backends that can: numeric"
+    ):
+        adcore.grad(OPAQUE_SIN, backend="symbolic")(0.3)
+    assert adcore.grad(SOFTPLUS, backend="symbolic")(0.3) == pytest.approx(sigmoid(0.3), rel=1e-14)
