@@ -1,0 +1,117 @@
+"""checkpoint: reverse mode keeps a function's inputs and output, and recomputes its inside when sweeping back.
+
+`adcore.checkpoint(f)` is an op (adcore.custom's machinery: a variadic op over the leaves of
+f's arguments, impl = f's body). Reverse mode runs the body one level down, on values, so
+the tape gets one node that keeps f's inputs and output and none of f's intermediates; its
+VJP rule runs f again under reverse mode on the kept inputs and pulls the cotangent back
+through that fresh tape (docs/checkpoint.md). The recomputed output must equal the kept one,
+bit for bit: otherwise f read state that changed in between (a global array written in
+place, np.random) and the rule would differentiate another function, so it refuses. Every
+other backend differentiates the body (the op is traceable).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adcore import ops, tree
+from adcore.core import Tracer, concrete
+from adcore.custom import _Call, _cotangents, _Custom, _dtype
+from adcore.errors import StateChangedError, UnsupportedFunctionError
+
+
+class Checkpointed(_Custom):
+    """A function whose reverse-mode derivative recomputes its inside (see `checkpoint`)."""
+
+    kind = "checkpoint"
+    rules = {"vjp": lambda i, g, ans, *leaves, call: _cotangents(call, g, ans, leaves, _recompute)[i]}
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()) -> None:
+        super().__init__(fun, nondiff_argnums=static_argnums)
+        self.fun = _refusing_outer_tracers(fun, self._label)
+        self._register()
+
+
+def checkpoint(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = ()) -> Any:
+    """f, whose reverse-mode derivative keeps only f's inputs and output and runs f once more
+    in the backward sweep to recompute the rest (torch.utils.checkpoint, jax.checkpoint).
+
+    Use it as `checkpoint(f)`, `@checkpoint` or `@checkpoint(static_argnums=(1,))`; the
+    arguments at `static_argnums` are passed through as they are (ints, flags, callables),
+    the others may be arrays, numbers or pytrees of them. f returns one array.
+    """
+    if fun is None:
+        return lambda f: Checkpointed(f, static_argnums)
+    return Checkpointed(fun, static_argnums)
+
+
+def _refusing_outer_tracers(fun: Callable[..., Any], label: str) -> Callable[..., Any]:
+    """fun, refusing a result traced by a transformation none of its arguments belongs to:
+    fun then closes over a value being differentiated (a weight read from a global), which
+    reverse mode would record inside the body, where nothing is recorded."""
+
+    @functools.wraps(fun)
+    def body(*args: Any) -> Any:
+        out = fun(*args)
+        if isinstance(out, Tracer):
+            inputs = [leaf._trace.level for leaf in tree.leaves(args) if isinstance(leaf, Tracer)]
+            if out._trace.level > max(inputs, default=-1):
+                raise UnsupportedFunctionError(
+                    f"{label} uses a value being differentiated that is not one of its arguments "
+                    "(a closure or a global read inside it): its derivative would be lost, since a "
+                    "checkpointed function keeps only its arguments. Pass that value as an argument."
+                )
+        return out
+
+    return body
+
+
+def _recompute(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
+    """Every leaf's cotangent: the gradient of <g, fun(leaves)> by reverse mode, fun run again
+    on the kept leaves; its output checked against the kept one."""
+    from adcore.api import grad  # the API layer sits above the ops this module registers
+
+    fun, label = call.custom.fun, call.custom._label
+    floats = [k for k, x in enumerate(leaves) if _dtype(x).kind == "f"]
+    outs: list = []
+
+    def pairing(*xs: Any) -> Any:
+        args = list(leaves)
+        for k, x in zip(floats, xs):
+            args[k] = x
+        out = fun(*call.arguments(args))
+        outs.append(out)
+        # g * out pulls back to exactly g (times 1.0), so the cotangents are those of a vjp
+        return ops.sum(g * out)
+
+    zeros = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
+    if not floats:
+        return zeros
+    found = grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(*(leaves[k] for k in floats))
+    _check_same(label, concrete(outs[0]), concrete(ans))
+    for k, ct in zip(floats, found):
+        zeros[k] = ct
+    return zeros
+
+
+def _check_same(label: str, again: Any, kept: Any) -> None:
+    if np.shape(again) == np.shape(kept) and np.array_equal(again, kept, equal_nan=True):
+        return
+    if np.shape(again) != np.shape(kept):
+        how = f"shape {np.shape(again)} instead of {np.shape(kept)}"
+    else:
+        how = f"values up to {float(np.max(np.abs(np.subtract(again, kept, dtype=float)))):.3g} apart"
+    raise StateChangedError(
+        f"{label}: run again in the backward pass it gave another output than in the forward pass "
+        f"({how}), so its derivative would be that of another function. It reads something that "
+        "changed in between: an array written in place after the forward pass (a global or a "
+        "closure), random numbers (np.random), a counter. Pass such values as arguments (draw "
+        "random numbers outside and pass them in), or do not checkpoint it."
+    )
+
+
+__all__ = ["Checkpointed", "checkpoint"]
