@@ -17,6 +17,7 @@ from adcore.api import (
     vjp,
 )
 from adcore.backend import Backend
+from adcore.checkpoint import checkpoint
 from adcore.core import Trace, Tracer, bind, concrete
 from adcore.custom import custom_jvp, custom_vjp
 from adcore.derivatives import Estimate
@@ -80,6 +81,7 @@ __all__ = [
     "backends",
     "batched_axis",
     "bind",
+    "checkpoint",
     "concrete",
     "custom_jvp",
     "custom_vjp",
