@@ -162,9 +162,9 @@ class _Custom:
             impl=_body,
             variadic=True,
             params=("call",),
+            traceable=True,  # a backend with no rule of its kind differentiates the body
             doc=f"{self._label} (adcore.custom)",
         )
-        spec.traceable = True  # TODO: OpSpec(traceable=True) once the field lands
         plugins.add_user_op(spec, self.rules)
         self.op = spec
         # when this function is garbage-collected (one defined inside a loop), so is its op

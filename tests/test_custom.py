@@ -142,6 +142,19 @@ def test_second_derivative_of_a_custom_jvp_function(inner, outer):
     np.testing.assert_allclose(h, np.diag(s * (1 - s)), rtol=1e-12, atol=1e-15)
 
 
+def test_hvp_and_a_differentiable_pullback_of_a_custom_jvp_function():
+    x, v = np.array([0.3, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
+    s = sigmoid(x)
+    np.testing.assert_allclose(adcore.hvp(lambda x: anp.sum(log1pexp(x)))(x, v), s * (1 - s) * v, rtol=1e-13)
+    _, vjp_fn = adcore.vjp(log1pexp, x)
+    # d/dc <vjp_fn(c), v> = J v = s v; d/dx of vjp_fn(1) = sum(s(x)) is s (1 - s)
+    np.testing.assert_allclose(
+        adcore.grad(lambda c: anp.sum(vjp_fn(c)[0] * v))(np.ones(3)), s * v, rtol=1e-13
+    )
+    pulled = adcore.grad(lambda x: anp.sum(adcore.vjp(log1pexp, x)[1](np.ones(3))[0]))(x)
+    np.testing.assert_allclose(pulled, s * (1 - s), rtol=1e-13)
+
+
 def test_grad_of_grad_at_1000_through_a_stable_rule():
     # the rule above differentiates to -inf/inf at 1000; one written with the stable sigmoid op
     # has the second derivative sigmoid'(1000) = 0 (exp(-1000) underflows)
