@@ -255,6 +255,9 @@ def test_keyword_arguments_are_placed_by_position():
     scaled.defvjp(lambda x, scale=2.0: (scale * x, scale), lambda s, g: (s * g, None))
     assert adcore.grad(lambda x: scaled(x, scale=3.0))(1.0) == 3.0
     assert adcore.grad(lambda x: scaled(x))(1.0) == 2.0
+    # a nondiff argument by keyword too: placed first, then static
+    assert adcore.grad(lambda x: power(x, n=3))(2.0) == 12.0
+    assert adcore.grad(lambda x: power(n=3, x=x), backend="forward")(2.0) == 12.0
 
 
 def test_a_keyword_only_default_stays_the_bodys():
