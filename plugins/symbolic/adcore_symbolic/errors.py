@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from adcore.errors import AdcoreError
+from adcore.errors import UnsupportedByBackendError
 
 OTHER_BACKENDS = "reverse, forward or numeric"
 
 
-class SymbolicControlFlowError(AdcoreError, TypeError):
-    """f needed the number behind a traced value (if, while, float(), a NumPy predicate)."""
+class SymbolicControlFlowError(UnsupportedByBackendError, TypeError):
+    """f needed the number behind a traced value (if, while, float(), a NumPy predicate): what
+    symbolic does not do, so adcore.check_grads skips it as it does a missing rule."""
 
     def __init__(self, what: str = "its number") -> None:
         super().__init__(
@@ -20,5 +21,6 @@ class SymbolicControlFlowError(AdcoreError, TypeError):
         )
 
 
-class ExpressionTooLargeError(AdcoreError, RuntimeError):
-    """The derivative's work passed the budget, `max_nodes` (adcore_symbolic.budget)."""
+class ExpressionTooLargeError(UnsupportedByBackendError):
+    """The derivative's work passed the budget, `max_nodes` (adcore_symbolic.budget); a
+    NotImplementedError, so a RuntimeError too."""
