@@ -202,7 +202,7 @@ def vjp(
 
     def vjp_fn(cotangent: Any) -> tuple:
         cts = pullback(out_def.cotangent(cotangent, flat_out))
-        return tuple(_rebuild(layout, cts))
+        return tuple(cts) if layout.defs is None else tuple(_rebuild(layout.defs, cts))
 
     if has_aux:
         return out, vjp_fn, _aux(be, call, level, f, primals, {})
@@ -224,24 +224,31 @@ def _inner_outer(f: Any, backend: str | None, inner: str | None, outer: str | No
 def _derivative_function(f, backend, argnums, has_aux, options, *, scalar: bool, want_value: bool):
     """differentiate/grad/value_and_grad's function: flatten the call, run the engine, rebuild."""
     be = derivatives.prepare(f, backend, "value_and_jacobian", options)
+    flats: dict = {}  # the flat functions of f (_Flat.of), by argument structure, at hand
 
     @functools.wraps(f)
     def derivative(*args: Any, **kwargs: Any) -> Any:
         nums = derivatives.normalize_argnums(argnums, len(args))
-        flat, layout = _flatten_args(args, nums)
+        flat, layout = _flatten_args(args, nums, check=False)  # the engine checks the flat args
+        flat_f = flats.get(layout.key)
+        if flat_f is None:
+            flat_f = flats[layout.key] = _Flat.of(f, layout, has_aux)
         call = _Call(kwargs, scalar, has_aux)
         level = _next_level() if has_aux else 0
         result = derivatives.value_and_jacobian(
             be,
-            _Flat.of(f, layout, has_aux),
+            flat_f,
             (*flat, call),
-            tuple(i for n in nums for i in layout.positions[n]),
+            layout.flat_argnums(nums),
             scalar=scalar,
             want_value=want_value,
             options=options,
         )
-        out = _output(call, f, args)
-        picked = _pick(result, nums, layout, out, argnums)
+        out = call.out if call.out is not None else _output(call, f, args)
+        if out is _LEAF and layout.defs is None and result.errors is None:  # arrays in, one array out
+            picked = result.jacobians[0] if type(argnums) is int else result.jacobians
+        else:
+            picked = _pick(result, nums, layout, out, argnums)
         if want_value:
             value = out.value(result.value)
             picked = ((value, _aux(be, call, level, f, args, kwargs)) if has_aux else value, picked)
@@ -262,7 +269,7 @@ def _pick(result: Derivatives, nums: tuple, layout: _Layout, out: _Output, argnu
         for n in nums:  # the engine gave one Jacobian per flat leaf, in the order asked
             leaves = layout.leaves(n)
             rows = [out.rows(j, x) for j, x in zip(jacobians[k : k + len(leaves)], leaves)]
-            per_arg.append([_unflatten_or_leaf(layout.defs[n], [r[o] for r in rows]) for o in out.range])
+            per_arg.append([_unflatten_or_leaf(layout.structure(n), [r[o] for r in rows]) for o in out.range])
             k += len(leaves)
         per_out = per_arg[0] if type(argnums) is int else [tuple(a[o] for a in per_arg) for o in out.range]
         return out.build(per_out)
@@ -279,7 +286,7 @@ def _jvp(f, primals: tuple, tangents: tuple, backend: str, options: dict, api: s
     for p, (t, n) in enumerate(zip(tangents, names)):
         where = f"argument {n}"
         leaves, treedef = tree.flatten(t)
-        expected = layout.defs[p] if layout.defs[p] is not None else tree.structure(primals[p])
+        expected = layout.structure(p) if layout.structure(p) is not None else tree.structure(primals[p])
         if treedef != expected:
             raise InvalidInputError(
                 f"{api}: the tangent of {where} has structure {treedef} but its primal has structure "
@@ -288,7 +295,7 @@ def _jvp(f, primals: tuple, tangents: tuple, backend: str, options: dict, api: s
         names_ = tree.paths(treedef, where)
         flat_t += [
             derivatives.check_tangent(t_, x, names_[k] if api == "jvp" else f"{names_[k]} (hvp's v)")
-            for k, (t_, x) in enumerate(zip(leaves, (flat[i] for i in layout.positions[p])))
+            for k, (t_, x) in enumerate(zip(leaves, layout.leaves(p)))
         ]
     call = _Call({}, scalar=False)
     out, tangent_out = derivatives.jvp(
@@ -298,57 +305,81 @@ def _jvp(f, primals: tuple, tangents: tuple, backend: str, options: dict, api: s
     return out_def.value(out), out_def.value(tangent_out)
 
 
-def _flatten_args(args: Sequence[Any], nums: Sequence[int], where: Sequence[str] | None = None) -> tuple:
-    """The flat arguments (each differentiated argument's leaves in its place, checked float
-    arrays; the others as given) and the _Layout that puts them back together."""
-    flat: list = []
-    defs: list = []
-    positions: dict[int, tuple[int, ...]] = {}
-    wanted = set(nums)
+# what a differentiated argument may be when it is one array, not a container (the common case)
+_ARRAYS = (np.ndarray, np.generic, Tracer, float)
+# what f may return as one output array (the engine's output check refuses what it must)
+_OUTPUT_ARRAYS = (Tracer, np.generic, float, int)
+
+
+def _flatten_args(args: Sequence[Any], nums: Sequence[int], where: Sequence[str] | None = None, check=True):
+    """The flat arguments (each differentiated argument's leaves in its place, as float arrays
+    if `check`; the others as given) and the _Layout that puts them back together."""
+    for n in nums:
+        if not isinstance(args[n], _ARRAYS):
+            break
+    else:  # nothing to flatten (the common case): flat is args
+        flat = list(args)
+        if check:
+            for n in nums:
+                flat[n] = derivatives.float_input(args[n], f"argument {n}" if where is None else where[n])
+        return flat, _Layout(None, None, flat)
+    label = (lambda n: where[n]) if where is not None else (lambda n: f"argument {n}")
+    flat, defs, positions = [], [], {}
     for n, arg in enumerate(args):
-        label = where[n] if where is not None else f"argument {n}"
-        if n not in wanted:
-            defs.append(None)
-            flat.append(arg)
-            continue
-        if arg.__class__ is np.ndarray or isinstance(arg, Tracer):  # the common case: one array
-            leaves, treedef = [arg], None
-        else:
+        treedef = None
+        if n not in positions and n in nums:
             leaves, treedef = tree.flatten(arg)
             if tree.is_leaf(treedef):
                 treedef = None
             elif not leaves:
                 raise InvalidInputError(
-                    f"{label} is {arg!r:.60}, which holds no array (None or empty containers): there is "
-                    "nothing to differentiate; leave it out of argnums"
+                    f"{label(n)} is {arg!r:.60}, which holds no array (None or empty containers): "
+                    "there is nothing to differentiate; leave it out of argnums"
                 )
-            else:
-                tree.check_leaves(leaves, treedef, label)
-        labels = [label] if treedef is None else tree.paths(treedef, label)
-        positions[n] = tuple(range(len(flat), len(flat) + len(leaves)))
-        flat += [derivatives.float_input(x, labels[k]) for k, x in enumerate(leaves)]
+            positions[n] = tuple(range(len(flat), len(flat) + len(leaves)))
+            flat += _float_leaves(leaves, treedef, label(n))
+        else:
+            flat.append(arg)
         defs.append(treedef)
     return flat, _Layout(tuple(defs), positions, flat)
 
 
+def _float_leaves(leaves: list, treedef: tree.TreeDef | None, where: str) -> list:
+    """The leaves as float arrays; an error names the leaf's path (computed only then)."""
+    if treedef is None:
+        return [derivatives.float_input(leaves[0], where)]
+    if not all(isinstance(x, (np.ndarray, Tracer)) and x.dtype.kind == "f" for x in leaves):
+        tree.check_leaves(leaves, treedef, where)
+        paths = tree.paths(treedef, where)
+        leaves = [derivatives.float_input(x, path) for x, path in zip(leaves, paths)]
+    return leaves
+
+
 class _Layout:
     """Where the call's arguments sit among the flat ones: per argument its structure (None
-    for one array or an argument passed as it is) and, if differentiated, its flat positions."""
+    for one array or an argument passed as it is) and, if differentiated, its flat positions.
+    `defs` is None when no argument was flattened: the flat arguments are the arguments."""
 
     __slots__ = ("defs", "positions", "flat", "key")
 
-    def __init__(self, defs: tuple, positions: dict, flat: list) -> None:
+    def __init__(self, defs: tuple | None, positions: dict | None, flat: list) -> None:
         self.defs, self.positions, self.flat = defs, positions, flat
-        self.key = defs if any(d is not None for d in defs) else len(defs)
+        self.key = len(flat) if defs is None else defs
+
+    def structure(self, n: int) -> tree.TreeDef | None:
+        return None if self.defs is None else self.defs[n]
+
+    def flat_argnums(self, nums: tuple) -> tuple:
+        return nums if self.defs is None else tuple(i for n in nums for i in self.positions[n])
 
     def leaves(self, n: int) -> list:
-        return [self.flat[i] for i in self.positions[n]]
+        return [self.flat[n]] if self.defs is None else [self.flat[i] for i in self.positions[n]]
 
 
-def _rebuild(layout: _Layout, flat: Sequence[Any]) -> list:
+def _rebuild(defs: tuple, flat: Sequence[Any]) -> list:
     """The call's arguments from flat values laid out as _flatten_args laid them."""
     args, k = [], 0
-    for treedef in layout.defs:
+    for treedef in defs:
         if treedef is None:
             args.append(flat[k])
             k += 1
@@ -379,7 +410,7 @@ class _Flat:
     output leaves ravelled and concatenated). One per (f, argument structures, has_aux),
     kept while f lives, so a backend that caches by function (symbolic) finds it again."""
 
-    __slots__ = ("ref", "layout_key", "defs", "has_aux", "__weakref__")
+    __slots__ = ("ref", "defs", "has_aux", "__weakref__")
     _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     @classmethod
@@ -397,22 +428,26 @@ class _Flat:
     def __init__(self, f: Callable[..., Any], layout: _Layout, has_aux: bool, strong: bool) -> None:
         # a weak reference: the cache's value must not keep its key, f, alive
         self.ref = (lambda: f) if strong else weakref.ref(f)
-        self.layout_key, self.defs, self.has_aux = layout.key, layout.defs, has_aux
+        self.defs, self.has_aux = layout.defs, has_aux
 
     def __reduce__(self) -> tuple:  # a process pool sends f itself to its workers
         return _Flat._unpickle, (self.ref(), self.defs, self.has_aux)
 
     @staticmethod
     def _unpickle(f: Callable[..., Any], defs: tuple, has_aux: bool) -> _Flat:
-        return _Flat(f, _Layout(defs, {}, []), has_aux, strong=True)
+        return _Flat(f, _Layout(defs, {}, [None] * len(defs or ())), has_aux, strong=True)
 
     def __call__(self, *flat: Any, call: _Call | None = None) -> Any:
         if call is None:
-            *flat, call = flat
-        args = flat if isinstance(self.layout_key, int) else _rebuild(self, flat)
-        result = self.ref()(*args, **call.kwargs)
+            call = flat[-1]
+            flat = flat[:-1]
+        args = flat if self.defs is None else _rebuild(self.defs, flat)
+        result = self.ref()(*args, **call.kwargs) if call.kwargs else self.ref()(*args)
         if self.has_aux:
             result, call.aux = _split_aux(result)
+        if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
+            call.out = _LEAF
+            return result
         return _flat_output(result, call)
 
     def bind(self, call: _Call) -> Callable[..., Any]:
@@ -432,7 +467,7 @@ def _split_aux(result: Any) -> tuple[Any, Any]:
 
 def _flat_output(result: Any, call: _Call) -> Any:
     """f's output as one array for the engine; call.out records its structure."""
-    if result.__class__ is np.ndarray or isinstance(result, (Tracer, np.generic, float, int)):
+    if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
         call.out = _LEAF
         return result
     leaves, treedef = tree.flatten(result)
@@ -546,11 +581,12 @@ def _next_level() -> int:
 
 
 def _aux(be: Any, call: _Call, level: int, f: Callable[..., Any], args: Sequence[Any], kwargs: dict) -> Any:
-    """f's aux at the primal, as concrete values: from the backend's own call of f when it
-    calls f at the primal (a tracing backend: its tracers carry the primal values), else
-    from one plain call of f (numeric evaluates f at other points, symbolic on symbols).
-    Tracers of transformations still open outside (a nested derivative) stay."""
-    if getattr(be, "calls_f_at_primal", False):
+    """f's aux at the primal, as concrete values: from the backend's own call of f when the
+    backend builds on jvp or vjp (a tracing backend: its contract evaluates f at the args it is
+    handed, with tracers carrying the primal values), else from one plain call of f (a backend
+    answering value_and_jacobian may evaluate f elsewhere: numeric at probe points, symbolic
+    on symbols). Tracers of transformations still open outside (a nested derivative) stay."""
+    if be.builds != "jacobian":
         aux = call.aux
     else:
         aux = _split_aux(f(*args, **kwargs))[1]
