@@ -10,17 +10,22 @@ intermediates, and the backward sweep runs each block's forward once more.
 
 Figures, all from one run of this script:
 - time: the median of several runs of one gradient (timing.race), in ms;
-- tracemalloc peak: what NumPy allocated at most during one gradient (adcore only: torch's
-  allocator is not traced by tracemalloc), in MB;
+- tape: what the forward pass leaves for the backward one, in MB: for adcore what NumPy holds
+  after adcore.vjp's forward pass (tracemalloc; it includes vjp's copies of W and h, 0.4 MB),
+  for torch the bytes of the tensors autograd saved (torch.autograd.graph.saved_tensors_hooks);
+- peak: what NumPy allocated at most during one gradient (tracemalloc), in MB; adcore only,
+  since torch's allocator is not traced by tracemalloc;
 - RSS peak: the growth of the process's resident high-water mark (VmHWM, reset through
   /proc/self/clear_refs) during one gradient, each contender in a fresh interpreter after a
-  small warm-up, in MB: the one figure measured the same way for adcore and torch.
+  small warm-up, in MB: measured the same way for adcore and torch, but coarse (the C
+  allocator's reuse of freed blocks decides part of it).
 Every contender's gradient is first checked against the plain adcore one.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import subprocess
 import sys
@@ -64,16 +69,44 @@ def torch_block(W, h):
     return torch.tanh(W @ torch.tanh(W @ h))
 
 
-def torch_grad(W, h, checkpointed, blocks=BLOCKS):
-    W, h0 = (torch.from_numpy(a).requires_grad_() for a in (W, h))
-    h = h0
+def torch_loss(W, h, checkpointed, blocks=BLOCKS):
     for _ in range(blocks):
-        h = (
-            torch_checkpoint.checkpoint(torch_block, W, h, use_reentrant=False)
-            if checkpointed
-            else torch_block(W, h)
-        )
-    return [g.numpy() for g in torch.autograd.grad((h**2).sum(), (W, h0))]
+        if checkpointed:
+            h = torch_checkpoint.checkpoint(torch_block, W, h, use_reentrant=False)
+        else:
+            h = torch_block(W, h)
+    return (h**2).sum()
+
+
+def torch_grad(W, h, checkpointed, blocks=BLOCKS):
+    W, h = (torch.from_numpy(a).requires_grad_() for a in (W, h))
+    return [g.numpy() for g in torch.autograd.grad(torch_loss(W, h, checkpointed, blocks), (W, h))]
+
+
+def torch_tape(W, h, checkpointed) -> float:
+    """MB of the tensors torch's autograd saves for the backward pass (each storage once)."""
+    saved = {}
+
+    def pack(t):
+        saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    W, h = (torch.from_numpy(a).requires_grad_() for a in (W, h))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        torch_loss(W, h, checkpointed)
+    return sum(saved.values()) / 1e6
+
+
+def adcore_tape(W, h, step) -> float:
+    """MB NumPy holds after reverse mode's forward pass (adcore.vjp), before the sweep."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        kept = adcore.vjp(lambda W, h: loss(W, h, step), W, h)  # the value and its pullback, alive here
+        return (tracemalloc.get_traced_memory()[0] - base) / 1e6 + 0 * len(kept)
+    finally:
+        tracemalloc.stop()
 
 
 def contenders(blocks=BLOCKS):
@@ -120,9 +153,8 @@ def rss_peak_here(name: str) -> float:
 
 def rss_peak(name: str) -> float | str:
     """rss_peak_here(name) in a fresh interpreter, so no contender inherits another's heap."""
-    done = subprocess.run(
-        [sys.executable, __file__, "--rss", name], capture_output=True, text=True, cwd=sys.path[0]
-    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, __file__, "--rss", name], capture_output=True, text=True, cwd=here)
     if done.returncode != 0:
         print(f"  !! RSS of {name} failed:\n    " + done.stderr.strip().replace("\n", "\n    "))
         return ERROR
@@ -151,28 +183,30 @@ def main() -> None:
     timed = {n: (lambda f=f: f(W, h)) if callable(f) else f for n, f in fns.items()}
     ms = race(timed, number=1, repeat=3, passes=3, summary=statistics.median)
     ms = {n: t * 1e3 if isinstance(t, float) else t for n, t in ms.items()}
-    traced = {n: "-" for n in fns}  # torch allocates outside tracemalloc's view
-    traced.update(
-        {
-            n: guarded(n, lambda f=f: tracemalloc_peak(f, W, h))
-            for n, f in fns.items()
-            if n.startswith("adcore")
-        }
-    )
+    tape = {
+        "adcore": guarded("adcore", lambda: adcore_tape(W, h, block)),
+        "adcore checkpoint": guarded("adcore checkpoint", lambda: adcore_tape(W, h, checkpointed_block)),
+        "torch": guarded("torch", lambda: torch_tape(W, h, False), torch is not None),
+        "torch checkpoint": guarded("torch checkpoint", lambda: torch_tape(W, h, True), torch is not None),
+    }
+    peak = {n: "-" for n in fns}  # torch allocates outside tracemalloc's view
+    peak.update({n: guarded(n, lambda f=f: tracemalloc_peak(f, W, h)) for n, f in fns.items() if n[0] == "a"})
     rss = {n: rss_peak(n) if callable(f) else f if f is not None else MISSING for n, f in fns.items()}
     print()
-    heads = ("time ms", "/plain", "tracemalloc MB", "/plain", "RSS peak MB", "/plain")
-    row("contender", *(cell(h) for h in heads))
+    heads = ("time ms", "/plain", "tape MB", "/plain", "peak MB", "/plain", "RSS peak MB", "/plain")
+    row("contender", *(cell(h, 12) for h in heads))
     for name in fns:
         plain = "torch" if name.startswith("torch") else "adcore"
         row(
             name,
-            cell(ms[name], fmt="{:.1f}"),
-            cell(ratio(ms[name], ms[plain])),
-            cell(traced[name], fmt="{:.1f}"),
-            cell(ratio(traced[name], traced[plain])),
-            cell(rss[name], fmt="{:.1f}"),
-            cell(ratio(rss[name], rss[plain])),
+            *(
+                each
+                for figures in (ms, tape, peak, rss)
+                for each in (
+                    cell(figures[name], 12, "{:.1f}"),
+                    cell(ratio(figures[name], figures[plain]), 12),
+                )
+            ),
         )
     print("\n  expected: checkpoint costs about one more forward pass of each block (time ~1.3-1.5x)")
     print(f"  and keeps 1 instead of 4 intermediates of {N * BATCH * 8 / 1e6:.2f} MB per block on the tape.")

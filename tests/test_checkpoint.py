@@ -134,6 +134,30 @@ def test_hessian_through_a_checkpointed_function_equals_the_plain_one():
         assert np.array_equal(adcore.hessian(checkpoint(f), **options)(x), adcore.hessian(f, **options)(x))
 
 
+def test_jacobian_vjp_hvp_and_eager_second_order_equal_the_plain_ones():
+    def f(x):
+        return anp.sin(x) * anp.tanh(x)
+
+    ckpt, x = checkpoint(f), np.array([0.3, -1.2, 0.8])
+    # a non-scalar output: one sweep per output element, each recomputing f
+    assert np.array_equal(adcore.jacobian(ckpt)(x), adcore.jacobian(f)(x))
+    _, vjp_fn = adcore.vjp(ckpt, x)
+    assert np.array_equal(vjp_fn(np.ones(3))[0], vjp_fn(np.ones(3))[0])  # the pullback runs twice
+    assert np.array_equal(vjp_fn(np.ones(3))[0], adcore.vjp(f, x)[1](np.ones(3))[0])
+    v = np.array([1.0, -2.0, 0.5])
+    assert np.array_equal(
+        adcore.hvp(lambda x: anp.sum(ckpt(x)))(x, v), adcore.hvp(lambda x: anp.sum(f(x)))(x, v)
+    )
+    second = []
+    for g in (f, ckpt):  # backward(create_graph=True): the rule runs on Tensors and is recorded
+        xt = Tensor(x, requires_grad=True)
+        anp.sum(g(xt)).backward(create_graph=True)
+        first, xt.grad = xt.grad, None
+        anp.sum(first).backward()
+        second.append(xt.grad)
+    assert np.array_equal(second[1], second[0])
+
+
 def test_argnums_pick_the_arguments():
     W, h = data()
     loss = adcore.grad(lambda W, h: chain(W, h, checkpointed_block), argnums=1)
