@@ -1,0 +1,557 @@
+"""adcore.check_grads: f's derivatives on every installed backend, against the engine's reference.
+
+The user-facing counterpart of a conformance run (JAX's `check_grads`, torch's `gradcheck`):
+the reference is the engine's, chosen the same way (`engine.reference_for`: symbolic, reverse
+or forward corroborated by another backend or by numeric's Richardson estimate, else that
+estimate with its error), and so are the tolerances (`tolerances.py`) and the comparison
+(`engine.deviation`).
+
+First order, in the arguments' own dtypes: each backend's Jacobian of f with respect to every
+float leaf of every argument; for a backend with a pullback or a JVP of its own, also the
+dot-product test <vjp(u), v> = <u, J v> = <u, jvp(v)> with dense random u and v (a rule right
+only for one-hot cotangents fails it). A leaf larger than FULL_SIZE is checked along DIRECTIONS
+random orthonormal directions V, as the Jacobian of t -> f(x + V t) at t = 0 (J V): numeric's
+estimate then costs DIRECTIONS columns, not one per element.
+
+Second order: the Hessian of <w, f> (w random) as each backend's first derivative differentiated
+again by forward and/or reverse (the outer backends `modes` names), against a reference chosen
+among those Hessians and numeric over numeric. At most SECOND_DIMENSIONS dimensions in all
+(numeric over numeric costs their square), so larger leaves are seen along random directions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import adcore
+from adcore import ops, tree
+from adcore.conformance import engine, tolerances
+from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError, UnsupportedByBackendError
+
+MODES: tuple[str, ...] = ("fwd", "rev")
+FULL_SIZE = 64  # a leaf this small is checked entry by entry
+DIRECTIONS = 8  # a larger one along this many random orthonormal directions
+SECOND_DIMENSIONS = 6  # second order: dimensions in all (the engine's SECOND_MAX_SIZE)
+MAX_LINES = 10  # failures listed in the AssertionError, worst first
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One comparison out of tolerance, at its worst entry (allowed is nan for a shape or dtype)."""
+
+    backend: str
+    order: int
+    check: str  # jacobian, vjp, jvp, dtype, second (by <outer>)
+    argument: str  # "argument 0['w']"; at order 2 "argument 0 and argument 1"
+    entry: str  # "d out[1] / d argument 0[2, 0]"
+    got: float
+    expected: float
+    allowed: float
+    outside: int  # entries out of tolerance
+    entries: int
+    reference: str
+    ratio: float  # |got - expected| / allowed
+
+    def __str__(self) -> str:
+        head = f"backend {self.backend!r}, {self.argument}, order {self.order} ({self.check})"
+        if math.isnan(self.allowed):
+            return f"{head}: {self.entry}, expected {self.reference}"
+        return (
+            f"{head}: worst entry {self.entry}: got {self.got:.10g}, expected {self.expected:.10g}, "
+            f"|difference| {abs(self.got - self.expected):.3g} > tolerance {self.allowed:.3g} "
+            f"({self.outside} of {self.entries} entries outside; reference: {self.reference})"
+        )
+
+
+@dataclass
+class GradCheckReport:
+    """What check_grads compared (it raised AssertionError if anything disagreed)."""
+
+    checked: dict[str, list[str]] = field(default_factory=dict)  # backend -> the checks made
+    skipped: dict[str, str] = field(default_factory=dict)  # backend -> why it could not take f
+    references: dict[int, str] = field(default_factory=dict)  # order -> where its reference came from
+
+    def __str__(self) -> str:
+        lines = [f"{b}: {', '.join(checks)}" for b, checks in self.checked.items()]
+        lines += [f"{b}: skipped, {why}" for b, why in self.skipped.items()]
+        return "\n".join(lines + [f"order {k} reference: {s}" for k, s in self.references.items()])
+
+
+def check_grads(
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    order: int = 2,
+    modes: Sequence[str] = MODES,
+    backends: Sequence[str] | None = None,
+    *,
+    seed: int = 0,
+) -> GradCheckReport:
+    """Check f's derivatives at `args`, up to `order` (1 or 2), on every installed backend that
+    can differentiate f (or on those named in `backends`), against the conformance engine's
+    corroborated reference with its tolerances.
+
+    `args` is the tuple of f's arguments (pytrees of float arrays allowed; every leaf is
+    differentiated); f returns one float array. `modes`: "fwd" checks the backends that build
+    derivatives from JVPs (forward) and takes second derivatives by forward, "rev" those that build
+    them from a pullback (reverse) and by reverse; the others (symbolic, numeric) are checked in
+    either. Raises AssertionError naming the backend, the argument, the order and the worst entry;
+    returns what was compared (a GradCheckReport).
+    """
+    modes = _checked_options(f, args, order, modes)
+    flat, leaves, names, outputs = _flatten(f, args)
+    installed, chosen = adcore.backends(), _chosen(backends, modes)
+    run = _Runner(GradCheckReport(), named=backends is not None)
+    rng = np.random.default_rng(seed)
+    probe = _Probe.build(flat, leaves, names, FULL_SIZE, DIRECTIONS, rng)
+    failures = _first_order(probe, outputs, chosen, installed, run, rng)
+    if order == 2:
+        share = max(1, SECOND_DIMENSIONS // max(1, len(probe.active)))
+        outers = [o for o in engine.SECOND_OUTER if o in installed and _mode(o) in modes]
+        second = _Probe.build(flat, leaves, names, share, share, rng)
+        failures += _second_order(second, chosen, outers, installed, run, rng)
+    if not run.report.checked:
+        why = "; ".join(f"{b}: {reason}" for b, reason in run.report.skipped.items())
+        raise UnsupportedByBackendError(f"check_grads: no backend could differentiate f ({why})")
+    if failures:
+        raise AssertionError(_message(failures))
+    return run.report
+
+
+# --- what is checked --------------------------------------------------------------------
+
+
+def _checked_options(f: Any, args: Any, order: Any, modes: Any) -> tuple[str, ...]:
+    if not callable(f):
+        raise InvalidInputError(
+            f"check_grads: expected a function to check, got {type(f).__name__} {f!r:.60}"
+        )
+    if not isinstance(args, (tuple, list)):
+        raise InvalidInputError(
+            f"check_grads(f, args): args must be the tuple of f's arguments, got {type(args).__name__}; "
+            "write check_grads(f, (x,)) for one argument"
+        )
+    if type(order) is not int or order not in (1, 2):
+        raise InvalidValueError(f"check_grads: order must be 1 or 2, got {order!r}")
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    if not modes or any(m not in MODES for m in modes):
+        raise InvalidValueError(f"check_grads: modes must be a non-empty subset of {MODES}, got {modes!r}")
+    return modes
+
+
+def _flatten(
+    f: Callable[..., Any], args: Sequence[Any]
+) -> tuple[Callable[..., Any], list, list[str], _Outputs]:
+    """f as a function of the leaves of its arguments to one array, the leaves (float arrays),
+    their names, and how to name an entry of that output."""
+    leaves, names, treedefs = [], [], []
+    for i, arg in enumerate(args):
+        these, treedef = tree.flatten(arg)
+        tree.check_leaves(these, treedef, f"argument {i}")
+        for leaf, name in zip(these, tree.paths(treedef, f"argument {i}")):
+            leaves.append(_float_leaf(leaf, name))
+            names.append(name)
+        treedefs.append(treedef)
+    if not leaves:
+        raise InvalidInputError(
+            "check_grads: f's arguments hold no arrays, so there is nothing to differentiate"
+        )
+    outputs = _Outputs()
+
+    def flat(*xs: Any) -> Any:
+        rebuilt, start = [], 0
+        for treedef in treedefs:
+            rebuilt.append(tree.unflatten(treedef, xs[start : start + treedef.num_leaves]))
+            start += treedef.num_leaves
+        return outputs.join(f(*rebuilt))
+
+    return flat, leaves, names, outputs
+
+
+@dataclass
+class _Outputs:
+    """f's output: one array, or a pytree whose leaves are joined into one vector, each entry
+    named by its leaf's path (learnt from the first call)."""
+
+    paths: list[str] = field(default_factory=list)
+    shapes: list[tuple] = field(default_factory=list)
+
+    def join(self, out: Any) -> Any:
+        leaves, treedef = tree.flatten(out)
+        if tree.is_leaf(treedef):
+            return out
+        self.paths, self.shapes = tree.paths(treedef, "out"), [np.shape(o) for o in leaves]
+        return ops.concatenate(*(ops.reshape(o, shape=(-1,)) for o in leaves), axis=0)
+
+    def name(self, index: tuple) -> str:
+        """Where an entry of the output (or of the joined vector) came from: out['loss'][1]."""
+        if not self.paths:
+            return "out" + _at(index)
+        ends = np.cumsum([int(np.prod(shape)) for shape in self.shapes])
+        leaf = int(np.searchsorted(ends, index[0], side="right"))
+        k = index[0] - (ends[leaf] - int(np.prod(self.shapes[leaf])))
+        return self.paths[leaf] + _at(np.unravel_index(k, self.shapes[leaf]))
+
+
+def _at(index: tuple) -> str:
+    return f"[{', '.join(str(int(k)) for k in index)}]" if len(index) else ""
+
+
+def _float_leaf(leaf: Any, name: str) -> np.ndarray:
+    x = np.asarray(leaf)
+    if x.dtype.kind != "f":
+        raise InvalidInputError(
+            f"check_grads: {name} has dtype {x.dtype}, but check_grads differentiates with respect to "
+            "every argument, and only float32 and float64 ones have derivatives; close over the "
+            "others: check_grads(lambda x: f(x, n), (x,))"
+        )
+    return x
+
+
+def _chosen(backends: Sequence[str] | None, modes: tuple[str, ...]) -> list[str]:
+    """The backends to check: those named (each must exist), else all installed, of `modes`."""
+    if isinstance(backends, str):
+        backends = (backends,)
+    names = adcore.backends() if backends is None else [adcore.get_backend(b).name for b in backends]
+    chosen = [b for b in names if _mode(b) in (*modes, "")]
+    if not chosen:
+        kinds = ", ".join(f"{b} is {_mode(b)!r}" for b in names)
+        raise InvalidValueError(
+            f"check_grads: modes={modes!r} leaves none of the backends to check ({kinds})"
+        )
+    return chosen
+
+
+def _mode(backend: str) -> str:
+    """'rev' for a backend that builds its derivatives from a pullback, 'fwd' from JVPs, else ''."""
+    return {"vjp": "rev", "jvp": "fwd"}.get(adcore.get_backend(backend).builds, "")
+
+
+class _Runner:
+    """Runs one check of one backend. A backend that says it cannot (an AdcoreError that is a
+    NotImplementedError: a missing rule, something it does not do) is skipped, for that check or,
+    when it cannot take f at all (its Jacobian), for every check, unless it was named; any other
+    error is f's or the backend's, and propagates with a note saying where."""
+
+    def __init__(self, report: GradCheckReport, named: bool) -> None:
+        self.report, self.named = report, named
+
+    def __call__(self, backend: str, what: str, compute: Callable[[], Any]) -> Any:
+        if backend in self.report.skipped:
+            return None
+        try:
+            result = compute()
+        except Exception as e:
+            whole = what == "jacobian"
+            if (
+                isinstance(e, AdcoreError)
+                and isinstance(e, NotImplementedError)
+                and not (whole and self.named)
+            ):
+                self.report.skipped[backend if whole else f"{backend}, {what}"] = f"{type(e).__name__}: {e}"
+                return None
+            e.add_note(
+                f"check_grads: raised by backend {backend!r} ({what}); leave it out with backends=[...]"
+            )
+            raise
+        checks = self.report.checked.setdefault(backend, [])
+        if what not in checks:
+            checks.append(what)
+        return result
+
+
+def _reference(reference: engine.Reference | None, order: int, report: GradCheckReport) -> engine.Reference:
+    """The engine's reference, provided something independent corroborates it."""
+    if reference is None or "uncorroborated" in reference.source:
+        found = f"only {reference.source}" if reference else "no backend could differentiate f"
+        raise UnsupportedByBackendError(
+            f"check_grads: no corroborated reference for f's order-{order} derivatives ({found}); it "
+            "takes two installed backends that can differentiate f, or one and numeric's estimate: "
+            "install or enable another (`adcore plugins` lists them)"
+        )
+    report.references[order] = reference.source
+    return reference
+
+
+# --- probes: each leaf entry by entry, or along random directions -----------------------
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """f of its non-empty leaves, each the leaf itself or x + V t along the orthonormal columns
+    of V (the Jacobian in t is then J V), as an engine Call in the leaves' dtypes or another."""
+
+    fn: Callable[..., Any]
+    leaves: tuple[np.ndarray, ...]
+    names: tuple[str, ...]
+    bases: tuple[np.ndarray | None, ...]
+    active: tuple[int, ...]  # the leaves differentiated (empty ones are held fixed)
+
+    @staticmethod
+    def build(fn: Callable[..., Any], leaves: list, names: list, full: int, directions: int, rng) -> _Probe:
+        bases = [
+            None if x.size <= full else np.linalg.qr(rng.standard_normal((x.size, directions)))[0]
+            for x in leaves
+        ]
+        active = tuple(i for i, x in enumerate(leaves) if x.size)
+        return _Probe(fn, tuple(leaves), tuple(names), tuple(bases), active)
+
+    def call(self, dtype: Any = None) -> engine.Call:
+        leaves = [x if dtype is None else x.astype(dtype) for x in self.leaves]
+        bases = [None if v is None else v.astype(x.dtype) for v, x in zip(self.bases, leaves)]
+        active = self.active
+
+        def probed(*ps: Any) -> Any:
+            xs = list(leaves)
+            for i, p in zip(active, ps):
+                if bases[i] is None:
+                    xs[i] = p
+                else:
+                    xs[i] = xs[i] + ops.reshape(ops.matmul(bases[i], p), shape=xs[i].shape)
+            return self.fn(*xs)
+
+        ps = [leaves[i] if bases[i] is None else np.zeros(bases[i].shape[1], leaves[i].dtype) for i in active]
+        return engine.Call(probed, tuple(ps), tuple(range(len(ps))))
+
+    def dtype(self, n: int) -> np.dtype:
+        return self.leaves[self.active[n]].dtype
+
+    def name(self, n: int) -> str:
+        return self.names[self.active[n]]
+
+    def ndim(self, n: int) -> int:
+        return 1 if self.bases[self.active[n]] is not None else self.leaves[self.active[n]].ndim
+
+    def at(self, n: int, index: tuple) -> str:
+        """Where `index` (the trailing axes of a derivative by active leaf n) is."""
+        if self.bases[self.active[n]] is not None:
+            return f"{self.name(n)} along random direction {index[0]}"
+        return self.name(n) + _at(index)
+
+
+# --- first order ------------------------------------------------------------------------
+
+
+def _first_order(
+    probe: _Probe, outputs: _Outputs, chosen: list, installed: list, run: _Runner, rng
+) -> list[Failure]:
+    at64 = engine._Results(probe.call(np.float64))
+    reference = _reference(engine.reference_for(at64, installed, lambda b: True), 1, run.report)
+    same = all(probe.dtype(n) == np.float64 for n in range(len(probe.active)))
+    here = at64 if same else engine._Results(probe.call())
+    failures = []
+    for backend in chosen:
+        result = run(backend, "jacobian", lambda b=backend: here.jacobians(b))
+        if result is None:
+            continue
+        estimator = engine.estimates(backend)
+        jacobians, errors = result if estimator else (result[0], (0.0,) * len(result[0]))
+        for n, jac in enumerate(jacobians):
+            table = tolerances.ESTIMATE if estimator else tolerances.EXACT
+            error = np.asarray(errors[n]) + reference.error(n)
+            expected = reference.jacobians[n]
+            out = np.ndim(expected) - probe.ndim(n)
+
+            def entry(index: tuple, n: int = n, out: int = out) -> str:
+                return f"d {outputs.name(index[:out])} / d {probe.at(n, index[out:])}"
+
+            comparison = _Comparison(backend, 1, "jacobian", probe.name(n), reference.source)
+            failures += comparison.judge(entry, jac, expected, table[probe.dtype(n).name], error)
+            if np.result_type(jac) != probe.dtype(n):
+                got, want = (
+                    f"the derivative has dtype {np.result_type(jac)}",
+                    f"{probe.dtype(n)}, the input's",
+                )
+                failures.append(_Comparison(backend, 1, "dtype", probe.name(n), "").mismatch(got, want))
+        if not estimator:
+            failures += _dot_products(backend, probe, here.call, reference, run, rng)
+    return failures
+
+
+def _dot_products(
+    backend: str, probe: _Probe, call: engine.Call, reference, run: _Runner, rng
+) -> list[Failure]:
+    """<vjp(u), v_n> or <u, jvp(v_n)> against <u, J_n v_n> of the reference, for each leaf n."""
+    mode = _mode(backend)
+    if not mode or not call.args:
+        return []
+    out = np.shape(reference.jacobians[0])[: np.ndim(reference.jacobians[0]) - probe.ndim(0)]
+    u = rng.uniform(-1, 1, out).astype(np.result_type(*call.args))
+    vs = [rng.uniform(-1, 1, np.shape(p)).astype(p.dtype) for p in call.args]
+    if mode == "rev":
+        pulled = run(backend, "vjp", lambda: adcore.vjp(call.fn, *call.args, backend=backend)[1](u))
+        if pulled is None:
+            return []
+    failures = []
+    for n, (jac, v) in enumerate(zip(reference.jacobians, vs)):
+        flat = np.reshape(jac, (u.size, v.size))
+        expected = float(u.reshape(-1).astype(np.float64) @ flat @ v.reshape(-1))
+        scale = float(np.abs(u.reshape(-1)) @ np.abs(flat) @ np.abs(v.reshape(-1)))
+        if mode == "rev":
+            check, got = "vjp", float(np.sum(np.asarray(pulled[n], dtype=np.float64) * v))
+        else:
+            pushed = run(
+                backend,
+                "jvp",
+                lambda n=n, v=v: adcore.jvp(call.of((n,)), (call.args[n],), (v,), backend=backend),
+            )
+            if pushed is None:
+                return []
+            check, got = "jvp", float(np.sum(u.astype(np.float64) * np.asarray(pushed[1], dtype=np.float64)))
+        comparison = _Comparison(backend, 1, check, probe.name(n), f"<u, J v> of {reference.source}")
+        what = "<vjp(u), v>" if check == "vjp" else "<u, jvp(v)>"
+        tolerance = tolerances.EXACT[probe.dtype(n).name]
+        failures += comparison.judge(
+            lambda _, w=what: f"{w} for random u, v", got, expected, tolerance, 0.0, scale
+        )
+    return failures
+
+
+# --- second order -----------------------------------------------------------------------
+
+
+def _second_order(
+    probe: _Probe, chosen: list, outers: list, installed: list, run: _Runner, rng
+) -> list[Failure]:
+    """Hessians of <w, f> by (inner, outer) pairs, the inner backend's derivative differentiated by
+    the outer one, against the engine's choice among one Hessian per inner backend and numeric
+    over numeric."""
+    weights = rng.uniform(0.5, 1.5, np.shape(probe.fn(*probe.leaves)))
+    call64 = probe.call(np.float64)
+    at64 = _Hessians(call64, weights)
+    candidates = {}
+    for inner in (b for b in installed if not engine.estimates(b)):
+        # by the first outer backend that takes it, as the engine does
+        found = (at64(inner, o) for o in engine.SECOND_OUTER if o in installed)
+        hessians = next((h for h in found if not isinstance(h, Exception)), None)
+        if hessians is not None:
+            candidates[inner] = hessians
+    estimator = next((b for b in installed if engine.estimates(b)), None)
+    estimate = engine._second_estimate(at64.phi, call64.args, estimator) if estimator else None
+    reference = _reference(engine.choose_reference(candidates, estimate), 2, run.report)
+    same = all(probe.dtype(n) == np.float64 for n in range(len(probe.active)))
+    here = at64 if same else _Hessians(probe.call(), weights)
+    m = len(probe.active)
+    failures = []
+    for inner in (b for b in chosen if not engine.estimates(b)):  # an estimator over itself is the estimate
+        for outer in outers:
+            check = f"second by {outer}"
+            for k, h in enumerate(run(inner, check, lambda i=inner, o=outer: here.result(i, o)) or ()):
+                i, j = divmod(k, m)
+                both64 = probe.dtype(i) == probe.dtype(j) == np.float64
+                tolerance = tolerances.SECOND if both64 else tolerances.EXACT["float32"]
+                argument = probe.name(i) if i == j else f"{probe.name(i)} and {probe.name(j)}"
+
+                def entry(index: tuple, i: int = i, j: int = j) -> str:
+                    a = probe.ndim(i)
+                    return f"d2 <w, out> / d {probe.at(i, index[:a])} d {probe.at(j, index[a:])}"
+
+                comparison = _Comparison(inner, 2, check, argument, reference.source)
+                failures += comparison.judge(entry, h, reference.jacobians[k], tolerance, reference.error(k))
+    return failures
+
+
+class _Hessians:
+    """The Hessians of phi = <w, f> of one call, by (inner, outer) backend pair, each computed once:
+    the flat tuple H[0][0], H[0][1], ..., or the exception it raised."""
+
+    def __init__(self, call: engine.Call, weights: np.ndarray) -> None:
+        w = weights.astype(np.result_type(*call.args))
+        self.call, self.memo = call, {}
+        self.phi = lambda *ps: ops.sum(call.fn(*ps) * w)
+
+    def __call__(self, inner: str, outer: str) -> Any:
+        if (inner, outer) not in self.memo:
+            try:
+                rows = adcore.hessian(self.phi, argnums=self.call.argnums, inner=inner, outer=outer)(
+                    *self.call.args
+                )
+                self.memo[inner, outer] = tuple(h for row in rows for h in row)
+            except Exception as e:
+                self.memo[inner, outer] = e
+        return self.memo[inner, outer]
+
+    def result(self, inner: str, outer: str) -> tuple:
+        hessians = self(inner, outer)
+        if isinstance(hessians, Exception):
+            raise hessians
+        return hessians
+
+
+# --- comparing and reporting ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    """What is compared, for the Failure it may become."""
+
+    backend: str
+    order: int
+    check: str
+    argument: str
+    reference: str
+
+    def judge(
+        self,
+        entry: Callable[[tuple], str],
+        actual: Any,
+        expected: Any,
+        tolerance: tolerances.Tolerance,
+        error: Any = 0.0,
+        scale: float | None = None,
+    ) -> list[Failure]:
+        """[] if `actual` agrees with `expected` entry by entry (engine.deviation), else its worst entry."""
+        actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+        if actual.shape != expected.shape:
+            return [self.mismatch(f"the derivative has shape {actual.shape}", f"shape {expected.shape}")]
+        if expected.size == 0:
+            return []
+        diff, limit = engine.deviation(actual, expected, tolerance, error, scale)
+        ratios = np.where(np.isnan(diff / limit), np.inf, diff / limit)
+        outside = int(np.sum(ratios > 1))
+        if not outside:
+            return []
+        where = np.unravel_index(np.argmax(ratios), ratios.shape)
+        got, want, allowed = float(actual[where]), float(expected[where]), float(limit[where])
+        return [
+            Failure(
+                *self._head(),
+                entry(where),
+                got,
+                want,
+                allowed,
+                outside,
+                ratios.size,
+                self.reference,
+                float(ratios[where]),
+            )
+        ]
+
+    def mismatch(self, got: str, expected: str) -> Failure:
+        """A derivative of the wrong shape or dtype: no entry to compare."""
+        nan = float("nan")
+        return Failure(*self._head(), got, nan, nan, nan, 1, 1, expected, float("inf"))
+
+    def _head(self) -> tuple:
+        return self.backend, self.order, self.check, self.argument
+
+
+def _message(failures: list[Failure]) -> str:
+    """The worst failure per (backend, order, argument), worst first."""
+    worst: dict[tuple, Failure] = {}
+    for failure in failures:
+        key = (failure.backend, failure.order, failure.argument)
+        if key not in worst or failure.ratio > worst[key].ratio:
+            worst[key] = failure
+    ranked = sorted(worst.values(), key=lambda f: -f.ratio)
+    lines = [f"  {f}" for f in ranked[:MAX_LINES]]
+    if len(ranked) > MAX_LINES:
+        lines.append(f"  ... and {len(ranked) - MAX_LINES} more")
+    backends = ", ".join(dict.fromkeys(repr(f.backend) for f in ranked))
+    return f"check_grads: f's derivatives disagree with the reference on backend {backends}:\n" + "\n".join(
+        lines
+    )
