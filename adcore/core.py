@@ -4,8 +4,8 @@ Every op call goes through `bind`; with a tracer among its arguments the innermo
 transformation's `Trace.process` handles it. This is the bottom layer of adcore
 (docs/architecture.md): it imports nothing of adcore but `adcore.errors`. What it needs
 from the layers above is filled in from there when they are imported: `OPS`, the ops
-the Tracer's operators stand for (by adcore.ops), `REAL_OPS` (likewise) and `numpy_op`,
-the NumPy function -> op lookup (by adcore.plugins, from the registry).
+the Tracer's operators stand for (by adcore.ops), `REAL_OPS` (likewise) and `get_registry`
+(by adcore.plugins), through which a tracer finds the op a NumPy function stands for.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 from adcore.errors import (
     AdcoreError,
     ComplexValueError,
+    PluginError,
     TracerConversionError,
     UnsupportedFunctionError,
 )
@@ -33,12 +34,13 @@ _local = threading.local()
 OPS = types.SimpleNamespace()
 
 
-def _no_numpy_op(func: Any) -> Any:
-    return None
+def _no_registry() -> Any:
+    raise PluginError("adcore's registry is not loaded: `import adcore` loads it, then use adcore")
 
 
-# The op a NumPy function stands for, or None: adcore.plugins sets it to read the registry.
-numpy_op: Callable[[Any], Any] = _no_numpy_op
+# The registry of ops and rules (adcore.registry.Registry) sits above this layer: adcore.plugins,
+# imported by `import adcore`, sets this to its get_registry. The ops layer reads it too.
+get_registry: Callable[[], Any] = _no_registry
 
 
 class Trace:
@@ -530,7 +532,7 @@ class Tracer:
                 "Write z = z + x: a new value, not a write into z. ",
             )
         if method == "__call__" and not kwargs:
-            op = numpy_op(ufunc)
+            op = get_registry().numpy_ops.get(ufunc)
             if op is not None:
                 return op(*inputs)
             if all(t.endswith("?") for t in ufunc.types if "O" not in t):
@@ -540,7 +542,7 @@ class Tracer:
         raise _unsupported(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}{details}")
 
     def __array_function__(self, func, types, args, kwargs):
-        op = numpy_op(func)
+        op = get_registry().numpy_ops.get(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
             return op(*inputs, **params)

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as _np
 
-from adcore.ops.plugin import CORE_OPS
+from adcore import core as _core
+from adcore.ops import CORE_OPS
 
 globals().update({_spec.name: _spec for _spec in CORE_OPS})
 absolute = globals()["abs"]
@@ -21,9 +22,7 @@ amin = globals()["min"]
 
 
 def __getattr__(name: str) -> Any:
-    from adcore.plugins import get_registry
-
-    op = get_registry().ops.get(name)
+    op = _core.get_registry().ops.get(name)  # set by adcore.plugins, a layer above this one
     if op is not None:
         return op
     return getattr(_np, name)

@@ -11,6 +11,7 @@ The core op catalogue is essential: it is always loaded and cannot be blocked.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import re
 import sys
@@ -23,7 +24,7 @@ from typing import Any
 
 import pluggy
 
-from adcore import core, hookspecs
+from adcore import core, hookspecs, ops
 from adcore.errors import PluginError
 from adcore.registry import PluginRecord, Registry
 
@@ -50,6 +51,26 @@ FIRST_PARTY = {
 # backend="reverse" must mean the real one, also when adcore-reverse is blocked or not installed
 RESERVED = {("backend", name): name for name in ("reverse", "forward", "numeric", "symbolic")}
 
+
+class _Essential:
+    """The essential plugin "core": the core op catalogue, then the built-in conformance cases."""
+
+    @hookspecs.hookimpl
+    def adcore_register_ops(self, register: hookspecs.RegisterOp) -> None:
+        for spec in ops.CORE_OPS:
+            register(spec)
+
+    @hookspecs.hookimpl
+    def adcore_register_cases(self, register: hookspecs.RegisterCase) -> None:
+        # by module name, as an entry point is loaded: the cases live in the conformance layer,
+        # above this one (docs/architecture.md), and only the registry needs them
+        for case in importlib.import_module(BUILTIN_CASES).BUILTIN_CASES:
+            register(case)
+
+
+ESSENTIAL_PLUGIN = _Essential()
+BUILTIN_CASES = "adcore.conformance.cases"
+
 _lock = threading.Lock()
 _loading = threading.local()  # set on the thread building the registry
 _registry: Registry | None = None
@@ -68,12 +89,7 @@ def get_registry() -> Registry:
     return registry
 
 
-def _numpy_op(func: Any) -> Any:
-    """The op a NumPy function stands for, or None: how a tracer routes np.sin(x) to an op."""
-    return get_registry().numpy_ops.get(func)
-
-
-core.numpy_op = _numpy_op  # the tracing core sits below the registry: it is told how to read it
+core.get_registry = get_registry  # the layers below read the registry (np.sin(x) -> op, adcore.ops.name)
 
 
 def _refuse_reentry(what: str) -> None:
@@ -202,8 +218,6 @@ def _candidates(refused: list[tuple[_Candidate, str]]) -> list[_Candidate]:
     the first-party plugins in FIRST_PARTY's order, the other entry points by name, then the
     plugins registered by hand in the order they were.
     """
-    from adcore.ops import plugin as core_catalogue
-
     found = []
     # (Entry points are not told apart by isinstance: with the importlib_metadata backport
     # imported, as Dask does, entry_points() may hand out the backport's EntryPoint class.)
@@ -223,7 +237,9 @@ def _candidates(refused: list[tuple[_Candidate, str]]) -> list[_Candidate]:
         found.append(candidate)
     rank = {name: i for i, name in enumerate(FIRST_PARTY)}
     found.sort(key=lambda c: (rank.get(c.name, len(rank)), c.name, c.dist))
-    found.insert(0, _Candidate(ESSENTIAL, _version("adcore"), FIRST_PARTY[ESSENTIAL], lambda: core_catalogue))
+    found.insert(
+        0, _Candidate(ESSENTIAL, _version("adcore"), FIRST_PARTY[ESSENTIAL], lambda: ESSENTIAL_PLUGIN)
+    )
     found += [
         _Candidate(name, "", "", functools.partial(lambda obj: obj, obj))
         for name, obj in _by_hand.items()

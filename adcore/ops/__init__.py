@@ -11,10 +11,18 @@ import types
 from collections.abc import Iterator
 
 from adcore import core
-from adcore.ops import elementwise, linalg, nn, plugin, reductions, shapes  # noqa: F401
-from adcore.ops.plugin import CORE_OPS
+from adcore.ops import elementwise, linalg, nn, reductions, shapes
 from adcore.spec import OpSpec
 
+# The core catalogue: registered first of all by the essential plugin "core" (adcore.plugins).
+CORE_OPS: tuple[OpSpec, ...] = tuple(
+    {
+        spec.name: spec
+        for module in (elementwise, reductions, linalg, shapes, nn)
+        for spec in vars(module).values()
+        if isinstance(spec, OpSpec)
+    }.values()
+)
 globals().update({spec.name: spec for spec in CORE_OPS})
 # the tracing core's operators call these (x + y is core.OPS.add), and their results are real
 vars(core.OPS).update({spec.name: spec for spec in CORE_OPS})
@@ -22,9 +30,7 @@ core.REAL_OPS.update(CORE_OPS)
 
 
 def _registry():
-    from adcore.plugins import get_registry
-
-    return get_registry()
+    return core.get_registry()  # set by adcore.plugins, a layer above this one
 
 
 def __getattr__(name: str) -> OpSpec:

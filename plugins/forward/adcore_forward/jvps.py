@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore import concrete
+from adcore.core import concrete
 from adcore.extend import (
     batched_axis,
     inside_clip,

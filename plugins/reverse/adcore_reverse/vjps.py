@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore import concrete
+from adcore.core import concrete
 from adcore.extend import (
     inside_clip,
     kept_shape,

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import adcore.numpy as anp
-from adcore import concrete
+from adcore.core import concrete
 from adcore.extend import unbroadcast
 
 

@@ -1,0 +1,102 @@
+"""The import order (docs/architecture.md): pyproject.toml's import-linter contracts hold, and can fail."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+from importlinter import configuration
+from importlinter.application.use_cases import lint_imports
+
+ROOT = Path(__file__).resolve().parents[1]
+configuration.configure()  # import-linter's adapters (file system, grimp), as `lint-imports` sets them
+
+
+def _lint(config: Path, capsys: pytest.CaptureFixture) -> tuple[bool, str]:
+    """Whether every contract of `config` holds, and import-linter's report (`lint-imports`, in-process)."""
+    capsys.readouterr()
+    kept = lint_imports(config_filename=str(config), cache_dir=None, no_logo=True)
+    return kept, capsys.readouterr().out
+
+
+def _contract(contract_id: str) -> dict:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    return next(c for c in contracts if c["id"] == contract_id)
+
+
+def test_adcore_imports_run_one_way_and_plugins_stay_below_the_api(capsys):
+    kept, report = _lint(ROOT / "pyproject.toml", capsys)
+    assert kept, report
+
+
+def _package(root: Path, name: str, modules: dict[str, str]) -> None:
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module, source in modules.items():
+        (package / f"{module}.py").write_text(textwrap.dedent(source))
+
+
+def _config(root: Path, packages: list[str], contract: dict) -> Path:
+    """A pyproject.toml in `root` with one contract (its values, strings, lists and booleans, as JSON is TOML)."""
+    lines = [
+        "[tool.importlinter]",
+        f"root_packages = {json.dumps(packages)}",
+        "",
+        "[[tool.importlinter.contracts]]",
+    ]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in contract.items()]
+    config = root / "pyproject.toml"
+    config.write_text("\n".join(lines) + "\n")
+    return config
+
+
+@pytest.mark.parametrize(
+    ("module", "upward"),
+    [
+        ("core", "import toycore.spec\n"),  # the tracing core imports nothing of adcore but errors
+        ("ops", "def lookup():\n    from toycore.registry import Registry\n"),  # lazy imports count
+        ("registry", "from toycore.api import grad\n"),
+    ],
+    ids=["core-spec", "ops-registry-in-a-function", "registry-api"],
+)
+def test_the_layers_contract_fails_on_an_upward_import(tmp_path, monkeypatch, capsys, module, upward):
+    # adcore's own layer list, over a toy package with one module per layer and one import upward
+    contract = {**_contract("layers"), "containers": ["toycore"], "exhaustive": False}
+    names = {n.strip() for layer in contract["layers"] for n in layer.replace("|", ":").split(":")}
+    _package(tmp_path, "toycore", {name: "" for name in names} | {"errors": "", module: upward})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kept, report = _lint(_config(tmp_path, ["toycore"], contract), capsys)
+    assert not kept
+    assert "BROKEN" in report and f"toycore.{module} -> " in report, report
+
+
+def test_the_layers_contract_keeps_downward_imports(tmp_path, monkeypatch, capsys):
+    contract = {**_contract("layers"), "containers": ["toycore"], "exhaustive": False}
+    names = {n.strip() for layer in contract["layers"] for n in layer.replace("|", ":").split(":")}
+    downward = {
+        "api": "import toycore.registry\n",
+        "spec": "from toycore import core\n",
+        "core": "import toycore.errors\n",
+    }
+    _package(tmp_path, "toycore", {name: "" for name in names} | downward)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kept, report = _lint(_config(tmp_path, ["toycore"], contract), capsys)
+    assert kept, report
+
+
+def test_the_plugins_contract_fails_on_a_plugin_importing_the_api(tmp_path, monkeypatch, capsys):
+    contract = {**_contract("plugins"), "source_modules": ["toyplugin"]}
+    _package(
+        tmp_path,
+        "toyplugin",
+        {"backend": "from adcore.tree import flatten\n", "trace": "import adcore.core\n"},
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kept, report = _lint(_config(tmp_path, ["toyplugin", "adcore"], contract), capsys)
+    assert not kept
+    assert "toyplugin.backend -> adcore.tree" in report, report
+    assert "toyplugin.trace" not in report  # adcore.core is a layer a plugin may use
