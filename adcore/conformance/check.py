@@ -203,7 +203,7 @@ def _at(index: tuple) -> str:
 
 def _float_leaf(leaf: Any, name: str) -> np.ndarray:
     x = np.asarray(leaf)
-    if x.dtype.kind != "f":
+    if x.dtype not in (np.float32, np.float64):
         raise InvalidInputError(
             f"check_grads: {name} has dtype {x.dtype}, but check_grads differentiates with respect to "
             "every argument, and only float32 and float64 ones have derivatives; close over the "

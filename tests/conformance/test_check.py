@@ -17,6 +17,7 @@ import adcore.numpy as anp
 from adcore.conformance import cases
 from adcore.errors import (
     InvalidInputError,
+    InvalidOutputError,
     InvalidValueError,
     MissingRuleError,
     TracerConversionError,
@@ -268,6 +269,7 @@ def test_a_custom_vjp_whose_bwd_is_not_differentiable_fails_order_2_only():
             UnknownBackendError,
             "nope",
         ),
+        (lambda: adcore.check_grads(anp.sin, (X.astype(np.float16),)), InvalidInputError, "dtype float16"),
         (
             lambda: adcore.check_grads(lambda x, n: x * n, (X, np.arange(3))),
             InvalidInputError,
@@ -295,6 +297,17 @@ def test_an_error_a_backend_raises_propagates_naming_the_backend():
     with pytest.raises(TracerConversionError) as info:
         adcore.check_grads(f, (X,), order=1)
     assert "check_grads: raised by backend 'forward' (jacobian)" in info.value.__notes__[-1]
+
+
+def test_a_bwd_returning_the_wrong_number_of_cotangents_is_its_typed_error_not_a_skip():
+    @adcore.custom_vjp
+    def cube(x):
+        return x**3
+
+    cube.defvjp(lambda x: (x**3, x), lambda x, g: (g * 3 * x * x, g))
+    with pytest.raises(InvalidOutputError) as info:
+        adcore.check_grads(lambda x: anp.sum(cube(x)), (X,), order=1)
+    assert "check_grads: raised by backend 'reverse' (jacobian)" in info.value.__notes__[-1]
 
 
 def test_nothing_to_corroborate_the_reference_is_an_error(clean_plugins, monkeypatch):
