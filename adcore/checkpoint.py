@@ -13,6 +13,7 @@ other backend differentiates the body (the op is traceable).
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,15 +21,36 @@ import numpy as np
 
 from adcore import ops, tree
 from adcore.core import Tracer, concrete
-from adcore.custom import _Call, _cotangents, _Custom, _dtype
+from adcore.custom import _Call, _Custom, _dtype
 from adcore.errors import StateChangedError, UnsupportedFunctionError
+
+_last = threading.local()  # .entry: (call, g, leaves, cotangents) of the rule's last question, or None
+
+
+def _vjp(i: int, g: Any, ans: Any, *leaves: Any, call: _Call) -> Any:
+    """The checkpointed op's VJP rule: leaf i's cotangent. The sweep asks for one node's leaves
+    one after the other with the same g: the first question recomputes them all, kept until
+    the next question (not on the node: a retained tape, vjp's or jacobian's, would keep
+    every call's cotangents)."""
+    last = getattr(_last, "entry", None)
+    if (
+        last is None
+        or last[0] is not call
+        or last[1] is not g
+        or any(a is not b for a, b in zip(last[2], leaves))
+    ):
+        last = (call, g, leaves, _recompute(call, g, ans, leaves))  # (nested calls use the slot meanwhile)
+        _last.entry = last
+    if i == len(leaves) - 1:
+        _last.entry = None
+    return last[3][i]
 
 
 class Checkpointed(_Custom):
     """A function whose reverse-mode derivative recomputes its inside (see `checkpoint`)."""
 
     kind = "checkpoint"
-    rules = {"vjp": lambda i, g, ans, *leaves, call: _cotangents(call, g, ans, leaves, _recompute)[i]}
+    rules = {"vjp": _vjp}
 
     def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()) -> None:
         super().__init__(fun, nondiff_argnums=static_argnums)

@@ -238,27 +238,35 @@ def test_eager_backward_through_checkpoints_equals_the_plain_one():
     np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-13, atol=1e-15)
 
 
-def _kept_by_the_tape(step, W, h) -> int:
-    """Bytes NumPy holds after reverse mode's forward pass (adcore.vjp), before the sweep."""
+def _kept_by_the_tape(step, W, h) -> tuple[int, int]:
+    """Bytes NumPy holds after reverse mode's forward pass (adcore.vjp), and after its pullback ran."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         out, vjp_fn = adcore.vjp(lambda W, h: chain(W, h, step), W, h)
-        kept = tracemalloc.get_traced_memory()[0] - before
+        after_forward = tracemalloc.get_traced_memory()[0] - before
+        vjp_fn(1.0)
+        gc.collect()
+        after_pullback = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
     del out, vjp_fn
-    return kept
+    return after_forward, after_pullback
 
 
 def test_the_tape_keeps_the_blocks_outputs_not_their_intermediates():
     W, h = data(64, 32)  # h is 16 kB: the tape's arrays dwarf Python's own small objects
-    plain, ckpt = _kept_by_the_tape(block, W, h), _kept_by_the_tape(checkpointed_block, W, h)
+    (plain, _), (ckpt, ckpt_after) = (
+        _kept_by_the_tape(block, W, h),
+        _kept_by_the_tape(checkpointed_block, W, h),
+    )
     # plain: four intermediates of h's size per block; checkpointed: each block's output
     assert plain >= 4 * BLOCKS * h.nbytes
     assert ckpt <= (BLOCKS + 4) * h.nbytes + W.nbytes + 64_000  # + the copies vjp keeps, Python objects
     assert ckpt < plain / 2
+    # the pullback's recomputes and cotangents are let go (vjp's tape is retained for the next call)
+    assert ckpt_after <= ckpt + 8_000
 
 
 # --- what could give a wrong number: refused ---------------------------------------------
