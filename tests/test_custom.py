@@ -181,6 +181,23 @@ def test_second_derivative_through_a_custom_vjp_bwd():
     np.testing.assert_array_equal(adcore.hessian(lambda x: anp.sum(cube(x)))(x), np.diag(6.0 * x))
 
 
+def test_fwd_runs_once_per_use_in_the_backward_sweep():
+    # the body gives the value; the sweep asks the rule once per input, and fwd + bwd run once
+    calls = []
+
+    @adcore.custom_vjp
+    def product(x, y, z):
+        return x * y * z
+
+    def fwd(x, y, z):
+        calls.append("fwd")
+        return x * y * z, (x, y, z)
+
+    product.defvjp(fwd, lambda r, g: (g * r[1] * r[2], g * r[0] * r[2], g * r[0] * r[1]))
+    grads = adcore.grad(product, argnums=(0, 1, 2))(2.0, 3.0, 5.0)
+    assert [float(g) for g in grads] == [15.0, 10.0, 6.0] and calls == ["fwd"]
+
+
 # --- nesting ------------------------------------------------------------------------------
 
 
