@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adcore import ops
+from adcore import extend, ops  # noqa: F401  (extend: the module for rule and backend authors)
 from adcore.api import (
     backends,
     differentiate,

@@ -1,40 +1,22 @@
-"""What rules of each kind receive, and the building blocks rule authors share.
+"""`adcore.extend`: the building blocks for people who write rules and backends (not for users of grad).
 
-`unbroadcast` for VJP rules; `lift` and `batched_axis` for JVP rules, whose tangents
-carry a leading batch axis (one slice per tangent direction).
+`unbroadcast` for VJP rules; `lift` and `batched_axis` for JVP rules, whose tangents carry a
+leading batch axis (one slice per tangent direction); `reduced_axes` and `kept_shape` for
+reductions; `tie_weights`, `tie_split`, `mask`, `inside_clip` for derivatives that are steps;
+`prod_partials` and `power_by_base` / `power_by_exponent` for the products and powers whose
+formulas break at zero. They are written with adcore ops, so a rule built from them can be
+differentiated again. What each kind of rule receives is the plugin contract's:
+`adcore.hookspecs.RULE_KINDS`. Layer 3 (docs/architecture.md): it imports core and ops only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from adcore.core import Tracer, concrete
 from adcore.ops import elementwise, reductions, shapes
-
-
-@dataclass(frozen=True)
-class RuleKind:
-    """What a rule of one kind receives: `leading` arguments, then the op's inputs, then its
-    params as keywords. A `per_input` kind has one rule per input (a tuple, None where no
-    derivative flows); otherwise one callable computes the whole result."""
-
-    leading: tuple[str, ...]
-    per_input: bool
-
-
-RULE_KINDS: dict[str, RuleKind] = {
-    # cotangent of the output, the output -> the cotangent of this input
-    "vjp": RuleKind(("g", "ans"), per_input=True),
-    # batched tangent of this input, the output -> this input's share of the output's
-    # batched tangent. `t` has shape (B,) + input.shape: B tangent directions at once.
-    # The share must broadcast to (B,) + ans.shape (the backend broadcasts it there).
-    "jvp": RuleKind(("t", "ans"), per_input=True),
-    # sympy expressions for the inputs -> the output's expression
-    "sympy": RuleKind((), per_input=False),
-}
 
 
 def unbroadcast(g: Any, target: Any) -> Any:

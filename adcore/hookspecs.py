@@ -18,6 +18,7 @@ inside a hook: the registry it would read is the one being built.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pluggy
@@ -46,6 +47,31 @@ class RegisterOptimizer(Protocol):
     def __call__(self, name: str, factory: Any) -> None: ...
 
 
+@dataclass(frozen=True)
+class RuleKind:
+    """What a rule of one kind receives: `leading` arguments, then the op's inputs, then its
+    params as keywords. A `per_input` kind has one rule per input (a tuple, None where no
+    derivative flows); otherwise one callable computes the whole result."""
+
+    leading: tuple[str, ...]
+    per_input: bool
+
+
+# What the rules of each kind receive. The registry stores a per-input kind's rules in one form,
+# whatever form they were registered in: `rules[i]`, the rule of input i or None (see
+# adcore.registry.normalized), which is what every backend reads.
+RULE_KINDS: dict[str, RuleKind] = {
+    # cotangent of the output, the output -> the cotangent of this input
+    "vjp": RuleKind(("g", "ans"), per_input=True),
+    # batched tangent of this input, the output -> this input's share of the output's
+    # batched tangent. `t` has shape (B,) + input.shape: B tangent directions at once.
+    # The share must broadcast to (B,) + ans.shape (the backend broadcasts it there).
+    "jvp": RuleKind(("t", "ans"), per_input=True),
+    # sympy expressions for the inputs -> the output's expression
+    "sympy": RuleKind((), per_input=False),
+}
+
+
 @hookspec
 def adcore_register_ops(register: RegisterOp) -> None:
     """Register ops: call `register(spec)` with an `adcore.OpSpec` for each.
@@ -66,7 +92,7 @@ def adcore_register_rules(register: RegisterRule) -> None:
     kind (vjp, jvp) `rule` is a tuple with one callable, or None for "no derivative
     flows here", per input of the op; for other kinds it is one callable; for a
     variadic op it is one callable taking the input's position first. What each kind's
-    rules receive is in `adcore.extend.RULE_KINDS`. A rule whose form or signature does
+    rules receive is in `RULE_KINDS` above. A rule whose form or signature does
     not fit its op is rejected, and so is a rule for an input the op declares not
     differentiable.
     """

@@ -19,7 +19,7 @@ from adcore.errors import (
     UnknownOpError,
     UnknownOptimizerError,
 )
-from adcore.extend import RULE_KINDS
+from adcore.hookspecs import RULE_KINDS
 from adcore.spec import Case, OpSpec
 
 
