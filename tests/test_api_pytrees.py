@@ -398,3 +398,23 @@ def test_newton_cg_on_rosenbrock_converges_to_the_minimum():
     )
     assert result.success
     np.testing.assert_allclose(result.x, np.ones(100), atol=1e-6)  # the minimum is at ones, f = 0
+
+
+# --- a process pool (numeric's executor) gets the flat function whole -------------------------------
+
+
+def _dict_loss(p):  # module level: a process pool sends it by reference
+    return {"u": p["a"] * p["b"], "v": anp.sum(p["a"] ** 2)}
+
+
+def test_pytrees_through_a_process_pool_match_the_serial_numeric_jacobian():
+    from concurrent.futures import ProcessPoolExecutor
+
+    p = {"a": np.array([1.0, 2.0]), "b": np.array(3.0)}
+    serial = adcore.jacobian(_dict_loss, backend="numeric")(p)
+    with ProcessPoolExecutor(2) as pool:
+        # every evaluation runs in a worker, so the output's structure is learnt by one plain call here
+        pooled = adcore.jacobian(_dict_loss, backend="numeric", executor=pool)(p)
+    assert_trees_close(pooled, serial, rtol=0.0)
+    np.testing.assert_allclose(pooled["u"]["a"], 3.0 * np.eye(2), rtol=1e-6)  # d(a b)/da = b I
+    np.testing.assert_allclose(pooled["v"]["a"], [2.0, 4.0], rtol=1e-6)  # d sum(a^2)/da = 2a
