@@ -158,6 +158,16 @@ def test_jacobian_vjp_hvp_and_eager_second_order_equal_the_plain_ones():
     assert np.array_equal(second[1], second[0])
 
 
+def test_two_checkpointed_functions_of_the_same_inputs_get_their_own_cotangents():
+    # add's VJP hands the same g object to both terms, whose nodes keep the same inputs (x's
+    # value, the float a); a is not differentiated, so neither question is a node's last:
+    # only the function tells the two apart
+    sin, tanh = checkpoint(lambda x, a: anp.sin(x) * a), checkpoint(lambda x, a: anp.tanh(x) * a)
+    x, a = np.array([0.3, -1.2, 0.8]), 2.0
+    got = adcore.grad(lambda x: anp.sum(sin(x, a) + tanh(x, a)))(x)
+    assert np.array_equal(got, adcore.grad(lambda x: anp.sum(anp.sin(x) * a + anp.tanh(x) * a))(x))
+
+
 def test_argnums_pick_the_arguments():
     W, h = data()
     loss = adcore.grad(lambda W, h: chain(W, h, checkpointed_block), argnums=1)
