@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import tomllib
 from pathlib import Path
@@ -100,3 +101,14 @@ def test_the_plugins_contract_fails_on_a_plugin_importing_the_api(tmp_path, monk
     assert not kept
     assert "toyplugin.backend -> adcore.tree" in report, report
     assert "toyplugin.trace" not in report  # adcore.core is a layer a plugin may use
+
+
+def test_the_architecture_page_lists_the_contracts_layers():
+    # docs/architecture.md's table, bottom up, is the contract's list, top down
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = re.findall(r"^\| \d \| (.+?) \|", page, re.M)
+    documented = [{name.rstrip("/") for name in re.findall(r"`([\w/]+)`", row)} for row in rows]
+    layers = [
+        {n.strip() for n in layer.replace("|", ":").split(":")} for layer in _contract("layers")["layers"]
+    ]
+    assert documented == layers[::-1]
