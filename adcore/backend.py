@@ -1,79 +1,80 @@
-"""Backend: the base class of every differentiator a plugin registers."""
+"""Backend: the base class of every differentiator a plugin registers, and the contract it keeps."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from adcore import ops
 from adcore.core import Tracer
 from adcore.errors import InvalidOutputError, NonScalarOutputError, UnsupportedByBackendError
 
 
+class Derivatives(NamedTuple):
+    """f's value (None when not asked for), one Jacobian per argnum and, from a backend asked
+    to estimate its error (return_error=True), one error array per Jacobian, else None."""
+
+    value: Any
+    jacobians: tuple
+    errors: tuple | None = None
+
+
 class Backend:
-    """A differentiator. Subclasses set `name`, list the rule `kinds` they need, and
-    implement `value_and_jacobian`; `vjp` and `jvp` where they can do them directly
-    (the base `jvp` multiplies the Jacobian by the tangents).
+    """A differentiator. Subclasses set `name`, the rule `kinds` they need, and what they can
+    do, as data; then implement the methods `builds` names.
 
-    A backend that estimates its own error takes the option `return_error=True` and then
-    returns (value, jacobians, errors), one error array per Jacobian.
+    A tracing backend implements a small contract, and adcore.derivatives builds Jacobians,
+    gradients, argnums, zeros, dtype casts and copies from it, once for every backend:
 
-    `adcore.api` checks the call (f callable, argnums in range and each named once, float
-    inputs) before a backend sees it, and afterwards copies the results into fresh arrays of
-    each argument's dtype, so a backend may return views, read-only or cached arrays.
+    - `builds = "jvp"`: `jvp(f, args, tangents)`, a batch of tangents per call; a Jacobian
+      is built from chunks of the identity (best when inputs are few);
+    - `builds = "vjp"`: `vjp(f, args, argnums)`, a pullback; a Jacobian is one pullback per
+      output element, a gradient one pullback (best for scalar losses);
+    - `builds = "jacobian"` (the default): `value_and_jacobian(f, args, argnums, **options)`
+      answers directly (numeric, symbolic); `jvp`/`vjp`, when not implemented too, are then
+      J·t and ctᵀJ.
+
+    A backend is handed checked float inputs (the argnums distinct, non-negative) and its
+    results are checked and copied afterwards, so it may return views, read-only or cached
+    arrays, and None for "no derivative flows here".
     """
 
     name: str = ""
     kinds: tuple[str, ...] = ()
+    builds: str = "jacobian"
+    # a backend whose derivatives are estimates with an error bound (finite differences):
+    # conformance compares it within that bound, and asks for it with `estimate_options`
+    estimates: bool = False
+    estimate_options: ClassVar[dict[str, Any]] = {}
 
-    def value_and_jacobian(
-        self,
-        f: Callable[..., Any],
-        args: tuple,
-        argnums: Sequence[int],
-        *,
-        scalar_output: bool = False,
-        **options: Any,
-    ) -> tuple[Any, tuple[Any, ...]]:
-        """f(*args) and, per argnum, d f / d args[i] with shape out.shape + args[i].shape."""
+    def value_and_jacobian(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], **options: Any):
+        """f(*args) and, per argnum, d f / d args[i] with shape out.shape + args[i].shape: a
+        Derivatives, or a (value, jacobians) pair. A keyword-only `want_value`, if it takes one,
+        is False when the caller does not need f(*args) (value None then)."""
         raise UnsupportedByBackendError(f"backend {self.name!r} does not implement value_and_jacobian")
 
-    def jacobian(
-        self,
-        f: Callable[..., Any],
-        args: tuple,
-        argnums: Sequence[int],
-        *,
-        scalar_output: bool = False,
-        **options: Any,
-    ) -> tuple:
-        """Like value_and_jacobian, for callers that do not need f(*args): a backend that can
-        skip computing it (numeric) returns None in its place."""
-        return self.value_and_jacobian(f, args, argnums, scalar_output=scalar_output, **options)
+    def jvp(self, f: Callable[..., Any], args: tuple, tangents: tuple) -> tuple[Any, Any]:
+        """(f(*args), out_tangents): each tangent has a leading batch axis, shape (B,) + arg.shape,
+        or is None for an argument that is not perturbed; out_tangents has shape (B,) + out.shape,
+        or is None where the output does not depend on the inputs."""
+        raise UnsupportedByBackendError(f"backend {self.name!r} does not implement jvp")
 
-    def jvp(self, f: Callable[..., Any], args: tuple, tangents: tuple, **options: Any) -> tuple[Any, Any]:
-        """f(*args) and the directional derivative J·tangents, summed over every argument."""
-        value, jacobians = self.value_and_jacobian(f, args, tuple(range(len(args))), **options)
-        out_shape = np.shape(value)
-        total = None
-        for jac, t in zip(jacobians, tangents):
-            flat = ops.reshape(jac, shape=(int(np.prod(out_shape)), int(np.size(t))))
-            term = ops.reshape(ops.matmul(flat, ops.reshape(t, shape=(-1,))), shape=out_shape)
-            total = term if total is None else total + term
-        return value, total
-
-    def vjp(self, f: Callable[..., Any], args: tuple, **options: Any) -> tuple[Any, Callable[[Any], tuple]]:
-        """f(*args) and a function from an output cotangent to the cotangent of every argument."""
-        raise UnsupportedByBackendError(f"backend {self.name!r} has no vjp; use backend='reverse'")
+    def vjp(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int]) -> tuple[Any, Callable]:
+        """(f(*args), pullback): pullback(ct, final=False) gives one cotangent per argnum, or None
+        where none flows; `final=True` says it will not be called again (free what it keeps).
+        It must not convert ct (a tracer when the pullback is itself differentiated)."""
+        raise UnsupportedByBackendError(f"backend {self.name!r} does not implement vjp")
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
 
 
 def check_output(value: Any, backend: str, scalar: bool) -> None:
-    """The output must be one array of numbers (not bools, strings or objects); for `grad`, a scalar one."""
+    """The output must be one array of numbers (not bools, strings or objects); for `grad`, a scalar one.
+
+    adcore.derivatives checks every backend's output with it once; a backend that must refuse
+    an output before working on it (symbolic, before sympy) may call it too."""
     if not isinstance(value, (Tracer, np.ndarray, np.generic, float, int)):
         raise InvalidOutputError(
             f"backend {backend!r}: the function returned {type(value).__name__}; it must return one "
@@ -90,8 +91,14 @@ def check_output(value: Any, backend: str, scalar: bool) -> None:
             f"backend {backend!r}: the function returned an array of dtype {value.dtype}; it must return "
             "numbers (a float array)"
         )
-    if scalar and getattr(value, "shape", ()) != ():
+    if scalar:
+        check_scalar(np.shape(value))
+
+
+def check_scalar(shape: tuple[int, ...]) -> None:
+    """grad's output must be a scalar."""
+    if shape != ():
         raise NonScalarOutputError(
-            f"grad needs a function with a scalar output, this one returned shape {value.shape}; "
+            f"grad needs a function with a scalar output, this one returned shape {shape}; "
             "use adcore.jacobian (or differentiate) for array outputs, or reduce the output (sum, mean)"
         )

@@ -1,29 +1,52 @@
-"""The flat derivative engine the API calls: options, argnums, input and output checks, and the
-backend calls, on flat tuples of arrays (pytrees are adcore.api's business, above this)."""
+"""The flat derivative engine the API calls: Jacobians, gradients, jvp and vjp built once, for
+every backend, from its small contract (adcore.backend), on flat tuples of arrays (pytrees are
+adcore.api's business, above this); with the option, input and output checks."""
 
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore.backend import Backend
-from adcore.backend import check_output as check_output
+from adcore import ops
+from adcore.backend import Backend, Derivatives, check_output, check_scalar
 from adcore.core import Tracer
-from adcore.errors import InvalidArgnumsError, InvalidInputError, InvalidValueError
+from adcore.errors import (
+    InvalidArgnumsError,
+    InvalidInputError,
+    InvalidOutputError,
+    InvalidValueError,
+    StateChangedError,
+    UnsupportedByBackendError,
+)
 from adcore.plugins import get_registry
 
+__all__ = [
+    "Derivatives",
+    "Estimate",
+    "check_cotangent",
+    "check_output",
+    "check_tangent",
+    "float_input",
+    "get_backend",
+    "jvp",
+    "normalize_argnums",
+    "prepare",
+    "value_and_jacobian",
+    "vjp",
+]
 
-class Derivatives(NamedTuple):
-    """f's value (None when not asked for), one Jacobian per argnum and, from a backend asked
-    to estimate its error (return_error=True), one error array per Jacobian, else None."""
+# Tangent directions per pass when a Jacobian is built from a jvp: a chunk of the identity as
+# seed costs chunk * n numbers per input element, so chunks of at most 2**22 seed entries
+# (32 MiB in float64) keep memory bounded while n up to 2048 still takes one pass.
+SEED_ENTRIES = 2**22
 
-    value: Any
-    jacobians: tuple
-    errors: tuple | None
+# options the engine itself takes, per way of building a Jacobian
+ENGINE_OPTIONS = {"jvp": ("chunk_size",), "vjp": (), "jacobian": ()}
 
 
 class Estimate(NamedTuple):
@@ -46,16 +69,18 @@ def get_backend(name: str) -> Backend:
 
 
 def prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> Backend:
-    """The backend, once f is known to be callable and the options to be the backend's own."""
+    """The backend, once f is known to be callable and the options to be those `method`
+    ("value_and_jacobian", "jvp" or "vjp") takes on it."""
     if not callable(f):
         raise InvalidInputError(f"expected a function to differentiate, got {type(f).__name__} {f!r}")
     be = get_backend(backend)
+    if be.builds not in ENGINE_OPTIONS:
+        raise UnsupportedByBackendError(
+            f"backend {backend!r} says it builds Jacobians by {be.builds!r}; a backend's `builds` is "
+            "'jvp', 'vjp' or 'jacobian' (see adcore.Backend)"
+        )
     if options:
-        params = inspect.signature(getattr(be, method)).parameters.values()
-        if any(p.kind is p.VAR_KEYWORD for p in params):  # passed on, as the base jvp does
-            params = inspect.signature(be.value_and_jacobian).parameters.values()
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in params)  # the backend checks them itself
-        known = sorted(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "scalar_output")
+        known, takes_any = _options(type(be), method)
         unknown = [] if takes_any else sorted(set(options) - set(known))
         if unknown:
             close = difflib.get_close_matches(unknown[0], known, n=1)
@@ -77,7 +102,8 @@ def value_and_jacobian(
     options: dict,
 ) -> Derivatives:
     """f(*args) (None unless want_value) and d f / d args[i] for each i in argnums, each a fresh
-    array of its argument's dtype with shape out.shape + args[i].shape.
+    array of its argument's dtype with shape out.shape + args[i].shape; errors from an
+    estimating backend asked for them (return_error=True).
 
     argnums are non-negative positions (normalize_argnums); a position named twice is
     differentiated once and its derivative given at each place it was named, as JAX does: a
@@ -87,28 +113,63 @@ def value_and_jacobian(
     args = list(args)
     for i in unique:
         args[i] = float_input(args[i], f"argument {i}")
-    call = be.value_and_jacobian if want_value else be.jacobian
-    out, *arrays = call(f, tuple(args), unique, scalar_output=scalar, **options)
+    value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
     place = {i: k for k, i in enumerate(unique)}
-    jacobians, *errors = (tuple(_like(each[place[i]], args[i]) for i in argnums) for each in arrays)
-    return Derivatives(_fresh(out) if want_value else None, jacobians, errors[0] if errors else None)
+    return Derivatives(
+        _fresh(value) if want_value else None,
+        tuple(_like(jacobians[place[i]], args[i]) for i in argnums),
+        None if errors is None else tuple(_like(errors[place[i]], args[i]) for i in argnums),
+    )
 
 
 def jvp(be: Backend, f: Callable[..., Any], args: tuple, tangents: tuple, options: dict) -> tuple[Any, Any]:
     """(f(*args), J·tangents) for checked args and tangents (float_input, check_tangent)."""
-    out, tangent_out = be.jvp(f, args, tangents, **options)
-    return _fresh(out), _like(tangent_out, np.asarray(out) if not isinstance(out, Tracer) else out)
+    if not _implements(type(be), "jvp"):  # J·t from the Jacobian
+        value, jacobians, _ = _jacobians(be, f, args, tuple(range(len(args))), False, True, options, "jvp")
+        total = None
+        for jac, t in zip(jacobians, tangents):
+            flat = ops.reshape(jac, shape=(int(np.prod(np.shape(value))), int(np.size(t))))
+            term = ops.reshape(ops.matmul(flat, ops.reshape(t, shape=(-1,))), shape=np.shape(value))
+            total = term if total is None else total + term
+        return _fresh(value), _like(total, _dtyped(value))
+    batched = tuple(ops.reshape(t, shape=(1,) + np.shape(x)) for t, x in zip(tangents, args))
+    out, tangent_out = be.jvp(f, args, batched, **options)
+    check_output(out, be.name, scalar=False)
+    if tangent_out is None:
+        return _fresh(out), np.zeros(np.shape(out), dtype=_dtype(out))
+    return _fresh(out), _like(ops.reshape(tangent_out, shape=np.shape(out)), _dtyped(out))
 
 
 def vjp(be: Backend, f: Callable[..., Any], args: tuple, options: dict) -> tuple[Any, Callable[[Any], tuple]]:
     """(f(*args), pullback) for checked args (float_input); pullback(ct), for a ct checked by
-    check_cotangent, gives one fresh cotangent per argument, in its dtype."""
-    out, pullback_ = be.vjp(f, args, **options)
+    check_cotangent, gives one fresh cotangent per argument, in its dtype. The pullback is
+    differentiable: a traced ct (or traced args) gives traced cotangents."""
+    every = tuple(range(len(args)))
+    if not _implements(type(be), "vjp"):  # ctᵀJ from the Jacobian
+        value, jacobians, _ = _jacobians(be, f, args, every, False, True, options, "vjp")
+        size = int(np.prod(np.shape(value)))
+
+        def transposed(cotangent: Any) -> tuple:
+            row = ops.reshape(_ct(cotangent, value), shape=(1, size))
+            return tuple(
+                _like(ops.reshape(ops.matmul(row, ops.reshape(j, shape=(size, -1))), shape=np.shape(x)), x)
+                for j, x in zip(jacobians, args)
+            )
+
+        return _fresh(value), transposed
+    # the pullback runs later, after the caller may have changed its arrays: keep copies
+    copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    out, pullback_ = be.vjp(f, copies, every, **options)
+    check_output(out, be.name, scalar=False)
 
     def pullback(cotangent: Any) -> tuple:
-        return tuple(_like(g, x) for g, x in zip(pullback_(cotangent), args))
+        cotangents = (None,) * len(args) if pullback_ is None else pullback_(_ct(cotangent, out))
+        return tuple(_zeros((), x) if g is None else _like(g, x) for g, x in zip(cotangents, args))
 
     return _fresh(out), pullback
+
+
+# --- the checks ----------------------------------------------------------------------------
 
 
 def normalize_argnums(argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
@@ -165,7 +226,8 @@ def check_tangent(t: Any, x: Any, where: str) -> Any:
 
 
 def check_cotangent(cotangent: Any, out: Any, where: str = "f's output") -> Any:
-    """vjp_fn's cotangent for the output `where` names: real numbers of the output's shape."""
+    """vjp_fn's cotangent for the output `where` names: real numbers of the output's shape.
+    A traced cotangent (vjp_fn differentiated) is checked by shape only, never converted."""
     if not isinstance(cotangent, Tracer):
         given = cotangent
         cotangent = np.asarray(cotangent)
@@ -180,6 +242,204 @@ def check_cotangent(cotangent: Any, out: Any, where: str = "f's output") -> Any:
             f"{np.shape(out)}; a cotangent weighs each output element, so pass one of shape {np.shape(out)}"
         )
     return cotangent
+
+
+# --- Jacobians from each backend's contract -------------------------------------------------
+
+
+def _jacobians(be, f, args, argnums, scalar, want_value, options, purpose="jacobian") -> tuple:
+    """(value, jacobians, errors) for distinct argnums, by the way the backend `builds`; the
+    differentiated arrays are read-only while a tracing backend runs f and sweeps."""
+    builds = be.builds
+    if builds == "jacobian":
+        return _direct(be, f, args, argnums, scalar, want_value, options, purpose)
+    thawed = _freeze([args[i] for i in argnums])
+    try:
+        if builds == "vjp":
+            return (*_by_vjp(be, f, args, argnums, scalar), None)
+        return (*_by_jvp(be, f, args, argnums, scalar, **options), None)
+    except ValueError as e:
+        if thawed and "read-only" in str(e):
+            raise StateChangedError(
+                f"backend {be.name!r}: f wrote into an array it is differentiated with respect to ({e}); "
+                "the derivative would be taken at values that changed under it. Compute on a copy "
+                "inside f, or change the array before or after the call."
+            ) from e
+        raise
+    finally:
+        for a in reversed(thawed):
+            a.flags.writeable = True
+
+
+def _freeze(arrays: list) -> list:
+    """Make the differentiated arrays, and the arrays they are views of, read-only while f runs
+    and the backward pass reads them; return those that were writable, to thaw afterwards.
+    Copying them instead on every call costs more than the sweep of a small MLP (fresh pages
+    for every weight matrix), and a write from inside f (through a global naming the same
+    array) would change the values the derivative is taken at."""
+    thawed = []
+    for a in arrays:
+        while isinstance(a, np.ndarray):
+            if a.flags.writeable:
+                a.flags.writeable = False
+                thawed.append(a)
+            a = a.base
+    return thawed
+
+
+def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
+    """One pullback per output element (one for a scalar loss: one trace, one sweep)."""
+    out, pullback = be.vjp(f, args, argnums)
+    check_output(out, be.name, scalar)
+    shape = np.shape(out)
+    if pullback is None:  # the output does not depend on the inputs
+        return out, tuple(_zeros(shape, args[i]) for i in argnums)
+    if shape == ():
+        cotangents = pullback(_dtype(out).type(1), final=True)
+        return out, tuple(_zeros((), args[i]) if g is None else g for g, i in zip(cotangents, argnums))
+    rows: list[list[Any]] = [[] for _ in argnums]
+    cells = list(np.ndindex(shape))
+    for k, index in enumerate(cells):
+        seed = np.zeros(shape, dtype=_dtype(out))
+        seed[index] = 1
+        for row, g in zip(rows, pullback(seed, final=k == len(cells) - 1)):
+            row.append(g)
+    return out, tuple(_stacked(row, shape, args[i]) for row, i in zip(rows, argnums))
+
+
+def _stacked(row: list[Any], out_shape: tuple[int, ...], arg: Any) -> Any:
+    """One gradient per output element stacked into shape out.shape + arg.shape."""
+    if not row:  # an empty output: no pullback ran
+        return _zeros(out_shape, arg)
+    row = [_zeros((), arg) if g is None else g for g in row]
+    return ops.reshape(ops.stack(*row), shape=out_shape + np.shape(arg))
+
+
+def default_chunk_size(n: int) -> int:
+    """Directions per jvp for n inputs: all of them while the seed stays under SEED_ENTRIES."""
+    return max(1, min(n, SEED_ENTRIES // max(n, 1)))
+
+
+def _by_jvp(
+    be: Backend, f, args: tuple, argnums: tuple, scalar: bool, chunk_size: Any = None, **options
+) -> tuple:
+    """One jvp per chunk of the identity's rows (all of them at once when they fit)."""
+    sizes = [int(np.prod(np.shape(args[i]))) for i in argnums]
+    n = sum(sizes)
+    if chunk_size is None:
+        chunk = default_chunk_size(n)
+    elif type(chunk_size) is int and chunk_size >= 1:
+        chunk = chunk_size
+    else:
+        raise InvalidInputError(
+            f"backend {be.name!r}: chunk_size must be a positive int (tangent directions per pass), "
+            f"got {chunk_size!r}"
+        )
+    value, columns = None, []
+    for start in range(0, n, chunk) if n else [0]:
+        stop = min(start + chunk, n)
+        tangents, offset = [None] * len(args), 0
+        for i, size in zip(argnums, sizes):
+            tangents[i] = _identity_rows(start, stop, offset, size, args[i])
+            offset += size
+        out, tangent = be.jvp(f, args, tuple(tangents), **options)
+        if start == 0:
+            check_output(out, be.name, scalar)
+            value = out
+        columns.append(tangent if tangent is not None else _zeros((stop - start,), _dtyped(out)))
+    tangents = columns[0] if len(columns) == 1 else ops.concatenate(*columns, axis=0)
+    jacobians, offset = [], 0
+    for i, size in zip(argnums, sizes):
+        part = tangents if size == n else ops.getitem(tangents, index=slice(offset, offset + size))
+        out_ndim = len(np.shape(value))
+        moved = ops.transpose(part, axes=tuple(range(1, out_ndim + 1)) + (0,))
+        jacobians.append(ops.reshape(moved, shape=np.shape(value) + np.shape(args[i])))
+        offset += size
+    return value, tuple(jacobians)
+
+
+def _identity_rows(start: int, stop: int, offset: int, size: int, arg: Any) -> np.ndarray | None:
+    """Rows start..stop of the n x n identity, restricted to this argument's columns
+    offset..offset+size and shaped (stop - start,) + arg.shape; None if they are all zero."""
+    if max(start, offset) >= min(stop, offset + size):
+        return None
+    seed = np.eye(stop - start, size, k=start - offset, dtype=arg.dtype)
+    return seed.reshape((stop - start,) + np.shape(arg))
+
+
+def _direct(be: Backend, f, args, argnums, scalar, want_value, options, purpose) -> tuple:
+    """A backend's own value_and_jacobian, its results checked: shapes out.shape + arg.shape."""
+    if want_value or not _takes_want_value(type(be)):
+        result = be.value_and_jacobian(f, args, argnums, **options)
+    else:
+        result = be.value_and_jacobian(f, args, argnums, want_value=False, **options)
+    value, jacobians, *rest = result
+    errors = rest[0] if rest else None
+    if errors is not None and purpose != "jacobian":
+        raise InvalidInputError(
+            f"backend {be.name!r}: {purpose} gives no error estimate; ask for one with "
+            "adcore.jacobian(f, ..., return_error=True)"
+        )
+    if value is not None:
+        check_output(value, be.name, scalar)
+    for jac, i in zip(jacobians, argnums):
+        shape, tail = np.shape(jac), np.shape(args[i])
+        out_shape = shape[: len(shape) - len(tail)]
+        if shape[len(out_shape) :] != tail or (value is not None and out_shape != np.shape(value)):
+            raise InvalidOutputError(
+                f"backend {be.name!r} returned a Jacobian of shape {shape} for argument {i} of shape "
+                f"{tail}; it must be f's output shape + the argument's shape (a bug in the backend)"
+            )
+        if scalar:
+            check_scalar(out_shape)
+    return value, jacobians, errors
+
+
+@functools.cache
+def _implements(cls: type, method: str) -> bool:
+    return getattr(cls, method) is not getattr(Backend, method)
+
+
+@functools.cache
+def _takes_want_value(cls: type) -> bool:
+    return "want_value" in inspect.signature(cls.value_and_jacobian).parameters
+
+
+@functools.cache
+def _options(cls: type, method: str) -> tuple[list[str], bool]:
+    """The option names `method` takes on a backend class, and whether it takes any (**options):
+    those of the backend method that does the work, and the engine's own for that way."""
+    if method != "value_and_jacobian" and _implements(cls, method):
+        own, engine = method, ()
+    else:  # a Jacobian, or jvp/vjp built from one
+        own = "value_and_jacobian" if cls.builds == "jacobian" else cls.builds
+        engine = ENGINE_OPTIONS[cls.builds]
+    params = inspect.signature(getattr(cls, own)).parameters.values()
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+    names = [
+        p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in ("want_value", "scalar_output")
+    ]
+    return sorted(names + list(engine)), takes_any
+
+
+def _ct(cotangent: Any, out: Any) -> Any:
+    """A plain cotangent in f's output dtype; a traced one as it is (so the pullback stays
+    differentiable)."""
+    return cotangent if isinstance(cotangent, Tracer) else np.asarray(cotangent, dtype=_dtype(out))
+
+
+def _dtype(value: Any) -> np.dtype:
+    dtype = getattr(value, "dtype", None)
+    return np.dtype(dtype) if dtype is not None else np.result_type(value)
+
+
+def _dtyped(value: Any) -> Any:
+    """Something with f's output dtype, for _like and _zeros (a Python float is float64)."""
+    return value if hasattr(value, "dtype") else np.asarray(value)
+
+
+def _zeros(out_shape: tuple[int, ...], arg: Any) -> np.ndarray:
+    return np.zeros(out_shape + np.shape(arg), dtype=arg.dtype)
 
 
 def _like(jac: Any, arg: Any) -> Any:

@@ -11,7 +11,7 @@ import pytest
 
 import adcore
 from adcore.core import Trace, new_trace
-from adcore.errors import InvalidValueError, UnsupportedByBackendError
+from adcore.errors import InvalidValueError
 
 X = np.array([0.5, -1.0, 2.0])
 
@@ -724,13 +724,6 @@ MORE_ERROR_CASES = [
         TypeError,
         ["cotangent must be real numbers", "complex128"],
         id="vjp-cotangent-complex",
-    ),
-    pytest.param(
-        lambda: adcore.vjp(np.sin, X, backend="forward"),
-        UnsupportedByBackendError,
-        NotImplementedError,
-        ["'forward' has no vjp", "backend='reverse'"],
-        id="vjp-on-forward",
     ),
 ]
 

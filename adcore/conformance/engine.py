@@ -46,11 +46,20 @@ from adcore.registry import Registry
 from adcore.spec import Case, OpSpec, Sample
 
 DTYPES: tuple[str, ...] = ("float64", "float32")
-ESTIMATORS: tuple[str, ...] = ("numeric",)  # backends that estimate, with an error bound
 PREFERENCE: tuple[str, ...] = ("symbolic", "reverse", "forward")  # reference candidates, in order
-ESTIMATE_OPTIONS: dict[str, Any] = {"method": "richardson", "return_error": True}
 SECOND_OUTER: tuple[str, ...] = ("forward", "reverse")  # takes the outer derivative of second ones
 SECOND_MAX_SIZE = 6  # elements per input for second derivatives (nested estimates are costly)
+
+
+def estimates(backend: str) -> bool:
+    """Whether the backend's derivatives are estimates with an error bound (Backend.estimates):
+    compared within that bound, never a reference by themselves when an exact one agrees."""
+    return get_registry().backend(backend).estimates
+
+
+def estimate_options(backend: str) -> dict[str, Any]:
+    """The options that ask an estimating backend for its best estimate and its error bound."""
+    return dict(get_registry().backend(backend).estimate_options)
 
 
 # --- what is differentiated -------------------------------------------------------------
@@ -261,6 +270,7 @@ class Reference:
 class Estimate:
     jacobians: tuple[np.ndarray, ...]
     errors: tuple[np.ndarray, ...]
+    backend: str  # the estimating backend, named in the reference's source
 
 
 def choose_reference(exact: dict[str, tuple], estimate: Estimate | None) -> Reference | None:
@@ -278,9 +288,11 @@ def choose_reference(exact: dict[str, tuple], estimate: Estimate | None) -> Refe
         if estimate is not None and _agree(
             exact[name], estimate.jacobians, tolerances.ESTIMATE["float64"], estimate.errors
         ):
-            return Reference(exact[name], f"{name} = numeric")
+            return Reference(exact[name], f"{name} = {estimate.backend}")
     if estimate is not None:
-        return Reference(estimate.jacobians, "numeric (its own estimate, ± its error)", estimate.errors)
+        return Reference(
+            estimate.jacobians, f"{estimate.backend} (its own estimate, ± its error)", estimate.errors
+        )
     if names:
         return Reference(exact[names[0]], f"{names[0]} (uncorroborated: no other backend computed it)")
     return None
@@ -325,8 +337,10 @@ class _Results:
 
     def _compute(self, backend: str) -> tuple:
         call = self.call
-        if backend in ESTIMATORS:
-            estimate = adcore.jacobian(call.fn, argnums=call.argnums, backend=backend, **ESTIMATE_OPTIONS)
+        if estimates(backend):
+            estimate = adcore.jacobian(
+                call.fn, argnums=call.argnums, backend=backend, **estimate_options(backend)
+            )
             jacs, errors = estimate(*call.args)
             return tuple(jacs), tuple(errors)
         argnums = call.argnums + call.zeros
@@ -347,8 +361,8 @@ def reference_for(
             jacs = results.jacobians(name)
         except Exception:
             continue
-        if name in ESTIMATORS:
-            estimate = estimate or Estimate(*jacs)
+        if estimates(name):
+            estimate = estimate or Estimate(*jacs, name)
         else:
             exact[name] = jacs[0]
     return choose_reference(exact, estimate)
@@ -399,7 +413,7 @@ def _check_call(
     tally: Tally, backend: str, results: _Results, reference: Reference, dtype: str, rng: np.random.Generator
 ) -> None:
     call = results.call
-    if backend in ESTIMATORS:
+    if estimates(backend):
         jacs, errors = results.jacobians(backend)
         tolerance = tolerances.ESTIMATE[dtype]
     else:
@@ -432,7 +446,7 @@ def _check_call(
                 ),
                 float("inf"),
             )
-    if backend not in ESTIMATORS and call.argnums:
+    if not estimates(backend) and call.argnums:
         _check_dot_products(tally, backend, call, reference, tolerance, rng)
 
 
@@ -517,18 +531,19 @@ def _check_second(
         return
     hessians: dict[str, tuple] = {}
     for name in installed:
-        if supported(name) or name in ESTIMATORS:
+        if supported(name) or estimates(name):
             continue
         try:
             rows = adcore.hessian(weighted, argnums=nums, inner=name, outer=outer)(*xs)
             hessians[name] = tuple(h for row in rows for h in row)
         except Exception as e:
             hessians[name] = e  # type: ignore[assignment]
-    estimate = _second_estimate(weighted, xs) if "numeric" in installed else None
+    estimator = next((name for name in installed if estimates(name)), None)
+    estimate = _second_estimate(weighted, xs, estimator) if estimator is not None else None
     exact = {k: v for k, v in hessians.items() if not isinstance(v, Exception)}
     reference = choose_reference(exact, estimate)
     for backend, tally in tallies.items():
-        if tally.unsupported or tally.error or backend in ESTIMATORS or reference is None:
+        if tally.unsupported or tally.error or estimates(backend) or reference is None:
             continue
         result = hessians.get(backend)
         if isinstance(result, MissingRuleError):
@@ -549,19 +564,22 @@ def _check_second(
             )
 
 
-def _second_estimate(weighted: Callable[..., Any], xs: tuple) -> Estimate | None:
-    """d^2 <w, f> / dx_i dx_j by numeric over numeric (Richardson both times)."""
+def _second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> Estimate | None:
+    """d^2 <w, f> / dx_i dx_j by the estimating backend over itself (its best estimate both
+    times; the inner one without its error, which the outer cannot take through)."""
     nums = tuple(range(len(xs)))
+    options = estimate_options(estimator)
+    inner = {k: v for k, v in options.items() if k != "return_error"}
     jacobians, errors = [], []
     try:
         for i in nums:
-            gradient = adcore.grad(weighted, argnums=i, backend="numeric", method="richardson")
-            hs, es = adcore.jacobian(gradient, argnums=nums, backend="numeric", **ESTIMATE_OPTIONS)(*xs)
+            gradient = adcore.grad(weighted, argnums=i, backend=estimator, **inner)
+            hs, es = adcore.jacobian(gradient, argnums=nums, backend=estimator, **options)(*xs)
             jacobians += list(hs)
             errors += list(es)
     except Exception:
         return None
-    return Estimate(tuple(jacobians), tuple(errors))
+    return Estimate(tuple(jacobians), tuple(errors), estimator)
 
 
 def _check_kink(tallies: dict[str, Tally], kink: Any, dtype: str) -> None:
@@ -570,7 +588,7 @@ def _check_kink(tallies: dict[str, Tally], kink: Any, dtype: str) -> None:
     nums = tuple(range(len(inputs)))
     label = f"kink {kink.why}: {kink.op}({', '.join(map(repr, kink.inputs))})"
     for backend, tally in tallies.items():
-        if tally.unsupported or tally.error or backend in ESTIMATORS:
+        if tally.unsupported or tally.error or estimates(backend):
             continue
         try:
             jacs = adcore.jacobian(lambda *xs: op(*xs, **kink.params), argnums=nums, backend=backend)(*inputs)
@@ -624,7 +642,7 @@ def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
     """supported(backend): "" if the backend can differentiate `op`, else why not."""
 
     def supported(backend: str) -> str:
-        if not op.variadic and op.differentiable == () and backend in ESTIMATORS:
+        if not op.variadic and op.differentiable == () and estimates(backend):
             return f"{backend} differentiates the impl, which cannot say that no input of {op.name!r} is differentiable"
         be = registry.backend(backend)
         missing = [kind for kind in getattr(be, "kinds", ()) if op.name not in registry.rules[kind]]

@@ -223,13 +223,13 @@ def test_a_wrong_symbolic_gives_way_to_the_forward_reverse_consensus():
 
 
 def test_numeric_arbitrates_when_the_exact_backends_all_differ():
-    estimate = Estimate((J[0] + 1e-12,), (np.full((1, 2), 1e-11),))
+    estimate = Estimate((J[0] + 1e-12,), (np.full((1, 2), 1e-11),), "numeric")
     ref = choose_reference({"symbolic": WRONG, "reverse": J}, estimate)
     assert ref.source == "reverse = numeric"
 
 
 def test_numeric_is_the_reference_when_nothing_is_corroborated():
-    estimate = Estimate((J[0],), (np.full((1, 2), 1e-11),))
+    estimate = Estimate((J[0],), (np.full((1, 2), 1e-11),), "numeric")
     ref = choose_reference({"reverse": WRONG}, estimate)
     assert ref.source.startswith("numeric") and ref.error(0) is estimate.errors[0]
     assert choose_reference({}, None) is None

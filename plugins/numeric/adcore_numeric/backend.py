@@ -6,15 +6,15 @@ import difflib
 import itertools
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from adcore.backend import Backend, check_output
+from adcore.backend import Backend, Derivatives
 from adcore.core import Tracer
 from adcore.errors import InvalidInputError, InvalidOutputError
 from adcore_numeric.differences import SIGNS, Extrapolation, quotient, second_step_error
-from adcore_numeric.points import Along, Basis, evaluate, first_nonfinite, fresh
+from adcore_numeric.points import Along, Basis, checked, evaluate, first_nonfinite, fresh
 from adcore_numeric.steps import (
     METHODS,
     RICHARDSON_RATIO,
@@ -47,6 +47,8 @@ class NumericBackend(Backend):
 
     name = "numeric"
     kinds = ()
+    estimates = True  # finite differences: conformance compares within the error bars
+    estimate_options: ClassVar[dict[str, Any]] = {"method": "richardson", "return_error": True}
 
     def value_and_jacobian(
         self,
@@ -54,22 +56,17 @@ class NumericBackend(Backend):
         args: tuple,
         argnums: Sequence[int],
         *,
-        scalar_output: bool = False,
+        want_value: bool = True,
         method: str = "central",
         step: Any = None,
         return_error: bool = False,
         vectorized: bool = False,
         executor: Executor | None = None,
-    ) -> tuple:
-        """f(*args), the Jacobians and, with return_error, their estimated errors."""
-        return _derivatives(
-            f, args, argnums, True, scalar_output, method, step, return_error, vectorized, executor
-        )
-
-    def jacobian(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], **options: Any) -> tuple:
-        """Like value_and_jacobian (same options), but f(*args) is only evaluated if the method
-        needs it (forward, backward); otherwise the value is None and every evaluation is a step."""
-        return _derivatives(f, args, argnums, False, **options)
+    ) -> Derivatives:
+        """f(*args), the Jacobians and, with return_error, their estimated errors. Without
+        want_value, f(*args) is only evaluated if the method needs it (forward, backward);
+        otherwise the value is None and every evaluation is a step."""
+        return _derivatives(f, args, argnums, want_value, method, step, return_error, vectorized, executor)
 
     def jvp(
         self,
@@ -82,51 +79,65 @@ class NumericBackend(Backend):
         vectorized: bool = False,
         executor: Executor | None = None,
     ) -> tuple[Any, Any]:
-        """f(*args) and the derivative along the tangents: every argument moves together, so
-        the cost is that of one column, whatever the number of inputs."""
-        _check_options(method, vectorized, executor, args)
-        value = _value(f, args, scalar=False)
-        size = max([float(np.max(np.abs(x), initial=0.0)) for x in args] + [1.0])
-        length = max(float(np.max(np.abs(t), initial=0.0)) for t in tangents)
-        if length == 0:
-            return value, np.zeros(np.shape(value))
-        eps = max(float(np.finfo(x.dtype).eps) for x in args)
-        if step is None:
-            first = relative_step(method, eps) * size / length
-        else:
-            first = float(user_step(step, np.empty(())))  # one step along the tangents
+        """f(*args) and the derivative along each direction of the batch of tangents: every
+        argument moves together, so the cost is that of one column per direction, whatever
+        the number of inputs."""
+        _check_options(method, vectorized, executor, args + tuple(t for t in tangents if t is not None))
+        value = _value(f, args)
+        batch = [np.shape(t)[0] for t in tangents if t is not None]
+        if not batch:
+            return value, None
+        along = [
+            _along(
+                f,
+                args,
+                value,
+                tuple(None if t is None else t[b] for t in tangents),
+                method,
+                step,
+                vectorized,
+                executor,
+            )
+            for b in range(batch[0])
+        ]
+        return value, np.stack(along) if along else np.zeros((0,) + np.shape(value))
 
-        def steps(scale: float) -> np.ndarray:
-            return np.array([first * scale])
 
-        center = np.asarray(value, dtype=np.float64).reshape(-1)
-        run = _Runner(f, args, Along(tangents), method, vectorized, executor)
-        checked = method == "complex"
-        d, err = _columns(run, steps, np.array([size]), center, eps, want_error=checked)
-        if checked:  # the same direction at central's step, x ± h·t, where |x·f'| is about size/length·|d|
-            h = relative_step("central", eps) * size / length
-            central = _central_along(f, args, eps, h, size / length, vectorized, executor)
-            check_complex_step(central, tangents, (d.reshape(-1),), (err.reshape(-1),))
-        return value, d.reshape(np.shape(value))
+def _along(f, args, value, tangents, method, step, vectorized, executor) -> np.ndarray:
+    """The derivative of f at args along one set of tangents (None: that argument stays)."""
+    moved = [t for t in tangents if t is not None]
+    size = max([float(np.max(np.abs(x), initial=0.0)) for x in args] + [1.0])
+    length = max(float(np.max(np.abs(t), initial=0.0)) for t in moved)
+    if length == 0:
+        return np.zeros(np.shape(value))
+    eps = max(float(np.finfo(x.dtype).eps) for x in args)
+    if step is None:
+        first = relative_step(method, eps) * size / length
+    else:
+        first = float(user_step(step, np.empty(())))  # one step along the tangents
+
+    def steps(scale: float) -> np.ndarray:
+        return np.array([first * scale])
+
+    center = np.asarray(value, dtype=np.float64).reshape(-1)
+    run = _Runner(f, args, Along(tangents), method, vectorized, executor)
+    checked = method == "complex"
+    d, err = _columns(run, steps, np.array([size]), center, eps, want_error=checked)
+    if checked:  # the same direction at central's step, x ± h·t, where |x·f'| is about size/length·|d|
+        h = relative_step("central", eps) * size / length
+        central = _central_along(f, args, eps, h, size / length, vectorized, executor)
+        check_complex_step(central, tangents, (d.reshape(-1),), (err.reshape(-1),))
+    return d.reshape(np.shape(value))
 
 
 def _derivatives(
-    f,
-    args,
-    argnums,
-    need_value,
-    scalar_output=False,
-    method="central",
-    step=None,
-    return_error=False,
-    vectorized=False,
-    executor=None,
-):
+    f, args, argnums, need_value, method, step, return_error, vectorized, executor
+) -> Derivatives:
     _check_options(method, vectorized, executor, args)
     steps_per_arg = _user_steps(step, argnums)
     value = None
     if need_value or method in ("forward", "backward") or any(np.size(args[i]) == 0 for i in argnums):
-        value = _value(f, args, scalar_output)
+        value = _value(f, args)
     center = None if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
     where = dict(vectorized=vectorized, executor=executor)
     jacobians, errors = [], []
@@ -147,7 +158,7 @@ def _derivatives(
         floor = (
             _noise(f, args, i, x, method, given, eps, where) if return_error and method != "complex" else 0.0
         )
-        run = _Runner(f, args, Basis(i), method, vectorized, executor, scalar_output)
+        run = _Runner(f, args, Basis(i), method, vectorized, executor)
         want_error = return_error or method == "complex"
         d, err = _columns(run, steps, np.abs(flat), center, eps, want_error, floor)
         out_shape = d.shape[1:]
@@ -156,7 +167,7 @@ def _derivatives(
             errors.append(np.moveaxis(err, 0, -1).reshape(out_shape + x.shape))
     if method == "complex":
         _check_complex(f, args, argnums, jacobians, errors, where)
-    return (value, tuple(jacobians), tuple(errors)) if return_error else (value, tuple(jacobians))
+    return Derivatives(value, tuple(jacobians), tuple(errors) if return_error else None)
 
 
 def _check_complex(f, args, argnums, jacobians, errors, where) -> None:
@@ -215,9 +226,9 @@ def _central_along(f, args, eps, step, size, vectorized, executor) -> Callable[[
 class _Runner:
     """Evaluates f at every sign of some levels' steps, for some columns."""
 
-    def __init__(self, f, args, direction, method, vectorized, executor, scalar_output=False) -> None:
+    def __init__(self, f, args, direction, method, vectorized, executor) -> None:
         self.f, self.args, self.direction, self.method = f, args, direction, method
-        self.vectorized, self.executor, self.scalar_output = vectorized, executor, scalar_output
+        self.vectorized, self.executor = vectorized, executor
         self.signs = np.array(SIGNS[method])
         self.out_shape: tuple[int, ...] = ()
 
@@ -235,8 +246,6 @@ class _Runner:
             executor=self.executor,
         )
         self.out_shape = values.shape[1:]
-        if self.scalar_output:
-            check_output(values[0], "numeric", scalar=True)
         return values.reshape(len(levels), len(active), len(self.signs), -1)
 
     def raise_if_not_finite(self, values: np.ndarray, h: np.ndarray) -> None:
@@ -327,10 +336,10 @@ def _columns(
     return table.value.reshape(shape), table.with_noise(floor).reshape(shape)
 
 
-def _value(f: Callable[..., Any], args: tuple, scalar: bool) -> Any:
-    """f(*args), checked as every backend checks it."""
+def _value(f: Callable[..., Any], args: tuple) -> Any:
+    """f(*args), checked as every point f is evaluated at is (one array of real numbers, finite)."""
     value = f(*fresh(args))
-    check_output(value, "numeric", scalar)
+    checked(value, False, lambda: "x itself")
     flat = np.ravel(value)
     if not np.all(np.isfinite(flat)):
         raise InvalidOutputError(
@@ -341,7 +350,7 @@ def _value(f: Callable[..., Any], args: tuple, scalar: bool) -> Any:
 
 
 def _check_options(method: Any, vectorized: Any, executor: Any, args: tuple) -> None:
-    traced = [i for i, x in enumerate(args) if isinstance(x, Tracer)]
+    traced = [i for i, x in enumerate(args) if isinstance(x, Tracer)]  # tangents too, from jvp
     if traced:
         raise InvalidInputError(
             f"backend 'numeric' works on plain arrays and cannot run inside another backend's "

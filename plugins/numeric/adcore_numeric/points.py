@@ -151,7 +151,7 @@ def evaluate_serial(
             if out.__class__ in _PLAIN and not is_complex:  # a real number passes every check
                 shape = ()
             else:
-                out = _checked(out, is_complex, functools.partial(direction.describe, args, column, offset))
+                out = checked(out, is_complex, functools.partial(direction.describe, args, column, offset))
                 shape = out.shape
             if values is None:
                 values = np.empty((len(columns),) + shape, dtype=_stored_dtype(np.asarray(out)))
@@ -178,7 +178,7 @@ def evaluate_batch(
             out = f(*direction.batch(args, columns, offsets))
         except Exception as e:
             raise _failed(e, is_complex, where) from e
-    out = _checked(out, is_complex, where)
+    out = checked(out, is_complex, where)
     if out.ndim == 0 or out.shape[0] != len(columns):
         raise InvalidOutputError(
             f"backend 'numeric' with vectorized=True: f was called with a batch of {len(columns)} points "
@@ -212,7 +212,7 @@ def _failed(e: Exception, is_complex: bool, where: Callable[[], str]) -> Excepti
     return e
 
 
-def _checked(out: Any, is_complex: bool, where: Callable[[], str]) -> np.ndarray:
+def checked(out: Any, is_complex: bool, where: Callable[[], str]) -> np.ndarray:
     """f's output as an array, or an error that says at which point f returned what."""
     if isinstance(out, Tracer):
         raise InvalidInputError(

@@ -41,7 +41,7 @@ def derivative_expr(
 
     args = tuple(_argument(a) for a in shapes_or_args)
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    return derive(f, args, nums, want_value=True, scalar_output=False, max_nodes=max_nodes)
+    return derive(f, args, nums, want_value=True, max_nodes=max_nodes)
 
 
 def _argument(a: Any) -> Any:

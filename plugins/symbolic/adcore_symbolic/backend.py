@@ -47,19 +47,13 @@ class SymbolicBackend(Backend):
         args: tuple,
         argnums: Sequence[int],
         *,
-        scalar_output: bool = False,
+        want_value: bool = True,
         max_nodes: int = DEFAULT_MAX_NODES,
     ) -> tuple[Any, tuple[Any, ...]]:
-        return self.derivation(f, args, argnums, True, scalar_output, max_nodes).evaluate(args)
+        """f(*args) (None without want_value: the compiled program then skips it) and the Jacobians."""
+        return self.derivation(f, args, argnums, want_value, max_nodes).evaluate(args)
 
-    def jacobian(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], **options: Any) -> tuple:
-        """Like value_and_jacobian (same options), without computing f's value: None in its place."""
-        options.setdefault("max_nodes", DEFAULT_MAX_NODES)
-        return self.derivation(
-            f, args, argnums, False, options.pop("scalar_output", False), **options
-        ).evaluate(args)
-
-    def derivation(self, f, args, argnums, want_value, scalar_output, max_nodes):
+    def derivation(self, f, args, argnums, want_value, max_nodes):
         """The compiled derivative for this call: a cached one if f, run again on shape-only
         tracers, does exactly what it did when traced (adcore_symbolic.recording); else traced
         and compiled now."""
@@ -70,7 +64,7 @@ class SymbolicBackend(Backend):
             )
         from adcore_symbolic.derive import derive  # imports sympy, on first use only
 
-        key = _cache_key(args, tuple(argnums), want_value, scalar_output, max_nodes)
+        key = _cache_key(args, tuple(argnums), want_value, max_nodes)
         try:
             per_function = self._cache.setdefault(f, {})
         except TypeError:  # f cannot be weakly referenced: no caching
@@ -84,7 +78,6 @@ class SymbolicBackend(Backend):
             args,
             argnums,
             want_value=want_value,
-            scalar_output=scalar_output,
             max_nodes=max_nodes,
         )
         self.derivations += 1
@@ -98,11 +91,11 @@ class SymbolicBackend(Backend):
         return derivation
 
 
-def _cache_key(args: tuple, argnums: tuple, want_value: bool, scalar_output: bool, max_nodes: int) -> tuple:
+def _cache_key(args: tuple, argnums: tuple, want_value: bool, max_nodes: int) -> tuple:
     """Which cached derivative to try: float arrays by shape and dtype (they become symbols),
     other arguments by content where they have one (0.0 and -0.0 differ), else by type; the
     recording then checks everything f read."""
-    parts: list = [argnums, want_value, scalar_output, max_nodes]
+    parts: list = [argnums, want_value, max_nodes]
     for a in args:
         dtype = getattr(a, "dtype", None)
         if isinstance(a, (np.ndarray, np.generic, Tracer)) and np.dtype(dtype).kind == "f":

@@ -43,7 +43,6 @@ def derive(
     argnums: Sequence[int],
     *,
     want_value: bool,
-    scalar_output: bool,
     max_nodes: int,
 ) -> Derivation:
     """f's derivative with respect to args[argnums], ready to evaluate: elementwise if f allows."""
@@ -52,12 +51,10 @@ def derive(
     why_full = ""
     if any(np.size(args[i]) > 1 for i in traced):
         try:
-            return ElementwiseDerivation(
-                f, args, argnums, names, traced, want_value, scalar_output, max_nodes
-            )
+            return ElementwiseDerivation(f, args, argnums, names, traced, want_value, max_nodes)
         except NotElementwise as e:
             why_full = e.what
-    return FullDerivation(f, args, argnums, names, traced, want_value, scalar_output, max_nodes, why_full)
+    return FullDerivation(f, args, argnums, names, traced, want_value, max_nodes, why_full)
 
 
 class Derivation:
@@ -105,7 +102,7 @@ class Derivation:
 class FullDerivation(Derivation):
     """One symbol per element of every float array argument."""
 
-    def __init__(self, f, args, argnums, names, traced, want_value, scalar_output, max_nodes, why_full=""):
+    def __init__(self, f, args, argnums, names, traced, want_value, max_nodes, why_full=""):
         self.names, self.argnums = names, tuple(argnums)
         count = sum(int(np.size(args[i])) for i in traced)
         if count > max_nodes:
@@ -119,7 +116,7 @@ class FullDerivation(Derivation):
         taken = [s for array in self.symbols.values() for s in array.flat]
         budget = WorkBudget(max_nodes)
         budget.charge(count, "the arguments", "tracing")
-        out, trace = _trace(f, args, self.symbols, False, budget, taken, scalar_output)
+        out, trace = _trace(f, args, self.symbols, False, budget, taken)
         exprs = out.value if isinstance(out, Sym) else np.asarray(out, dtype=object)
         self.out_shape, self.dtype = exprs.shape, _dtype(out)
         self.arg_shapes = [np.shape(args[i]) for i in self.argnums]
@@ -180,13 +177,13 @@ class ElementwiseDerivation(Derivation):
 
     elementwise = True
 
-    def __init__(self, f, args, argnums, names, traced, want_value, scalar_output, max_nodes):
+    def __init__(self, f, args, argnums, names, traced, want_value, max_nodes):
         self.names, self.argnums = names, tuple(argnums)
         self.traced = traced
         symbols = {i: np.asarray(real_symbol(names[i]), dtype=object) for i in traced}
         taken = [s.item() for s in symbols.values()]
         budget = WorkBudget(max_nodes)
-        out, trace = _trace(f, args, symbols, True, budget, taken, scalar_output)
+        out, trace = _trace(f, args, symbols, True, budget, taken)
         if int(np.prod(np.shape(out))) != 1:
             raise NotElementwise(f"an output of shape {np.shape(out)}")
         self.out_shape, self.dtype = np.shape(out), _dtype(out)
@@ -314,7 +311,7 @@ def argument_names(f: Callable[..., Any], n: int) -> list[str]:
     return (named + [next(fill) for _ in range(max(0, n - len(named)))])[:n]
 
 
-def _trace(f, args, symbols, elementwise, budget, taken, scalar_output) -> tuple[Any, SymbolicTrace]:
+def _trace(f, args, symbols, elementwise, budget, taken) -> tuple[Any, SymbolicTrace]:
     """f traced on Syms standing for args[i] for each i in `symbols`: its output, checked, and the trace."""
     names = {str(s) for s in taken}
     with new_trace(SymbolicTrace, elementwise=elementwise, budget=budget, taken=names) as trace:
@@ -322,7 +319,8 @@ def _trace(f, args, symbols, elementwise, budget, taken, scalar_output) -> tuple
         for i, expr in symbols.items():
             inputs[i] = Sym(expr, np.shape(args[i]), args[i].dtype, trace)
         out = f(*inputs)
-    check_output(out, "symbolic", scalar_output)
+    # refused before sympy works on it: a bool or a string has no expression to differentiate
+    check_output(out, "symbolic", scalar=False)
     if isinstance(out, Tracer) and not (isinstance(out, Sym) and out._trace is trace):
         raise NotImplementedError("backend 'symbolic': f returned a value another transformation traces")
     return out, trace

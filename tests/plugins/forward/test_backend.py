@@ -104,40 +104,6 @@ def test_a_bad_chunk_size_names_the_backend_and_what_it_must_be(chunk_size):
     _works_afterwards()
 
 
-def test_default_chunk_size_bounds_the_seed():
-    from adcore_forward.backend import SEED_ENTRIES, default_chunk_size
-
-    assert default_chunk_size(200) == 200  # the benchmark's size: one pass
-    assert default_chunk_size(0) == 1
-    for n in (1, 2048, 2049, 10**5, 10**7):
-        chunk = default_chunk_size(n)
-        assert 1 <= chunk <= max(n, 1)
-        assert chunk * n <= max(SEED_ENTRIES, n)
-
-
-def test_a_large_input_is_done_in_several_passes_with_the_same_result(monkeypatch):
-    import adcore_forward.backend as backend
-
-    passes = []
-    original = backend._identity_rows
-
-    def counting(start, stop, offset, size, arg):
-        passes.append((start, stop))
-        return original(start, stop, offset, size, arg)
-
-    monkeypatch.setattr(backend, "_identity_rows", counting)
-    monkeypatch.setattr(backend, "SEED_ENTRIES", 100)  # 10 directions per pass for n = 10
-    x = np.linspace(-1, 1, 10)
-    jac = adcore.jacobian(lambda x: anp.sin(x) * anp.sum(x), backend="forward")(x)
-    assert len(passes) == 1
-    monkeypatch.setattr(backend, "SEED_ENTRIES", 30)  # 3 per pass: 4 passes
-    passes.clear()
-    chunked = adcore.jacobian(lambda x: anp.sin(x) * anp.sum(x), backend="forward")(x)
-    assert passes == [(0, 3), (3, 6), (6, 9), (9, 10)]
-    np.testing.assert_array_equal(chunked, jac)
-    np.testing.assert_allclose(jac, np.diag(np.cos(x) * np.sum(x)) + np.sin(x)[:, None], rtol=1e-12)
-
-
 # --- an op without a JVP rule ---------------------------------------------------------------
 
 

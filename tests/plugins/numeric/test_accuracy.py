@@ -130,7 +130,7 @@ def test_seed_example(method, rel):
 
 
 def test_seed_example_with_errors_through_value_and_grad():
-    value, grads, errors = adcore.value_and_grad(
+    value, (grads, errors) = adcore.value_and_grad(
         seed_example, argnums=(0, 1), backend="numeric", method="richardson", return_error=True
     )(X1, X2)
     exact = (1 / X1 + X2, X1 - np.cos(X2))

@@ -23,9 +23,8 @@ def works_afterwards():
     np.testing.assert_allclose(grad(lambda x: np.sum(x**2))(X), 2 * X, rtol=1e-9)
 
 
-@pytest.mark.parametrize(
-    "result, name", [(lambda x: [1.0, 2.0], "list"), (lambda x: "text", "str"), (lambda x: None, "NoneType")]
-)
+# a list or None output is judged above the backend (a pytree output; tests/test_api.py)
+@pytest.mark.parametrize("result, name", [(lambda x: "text", "str"), (lambda x: {1.0, 2.0}, "set")])
 def test_a_function_returning_no_array_names_what_it_returned(result, name):
     with pytest.raises(
         InvalidOutputError, match=f"backend 'numeric': f returned {name} at argument 0, element"
