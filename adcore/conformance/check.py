@@ -541,7 +541,8 @@ class _Comparison:
 
 
 def _message(failures: list[Failure]) -> str:
-    """The worst failure per (backend, order, argument), worst first."""
+    """The worst failure per (backend, order, argument), worst first; and, when an estimate
+    disagrees with an exact consensus, what that may mean."""
     worst: dict[tuple, Failure] = {}
     for failure in failures:
         key = (failure.backend, failure.order, failure.argument)
@@ -551,7 +552,14 @@ def _message(failures: list[Failure]) -> str:
     lines = [f"  {f}" for f in ranked[:MAX_LINES]]
     if len(ranked) > MAX_LINES:
         lines.append(f"  ... and {len(ranked) - MAX_LINES} more")
+    estimated = next((f for f in ranked if f.check == "jacobian" and engine.estimates(f.backend)), None)
+    if estimated is not None:
+        lines.append(
+            f"{estimated.backend}'s estimate disagrees with {estimated.reference}: either those backends "
+            "share a wrong rule (a custom_jvp rule serves forward and reverse alike, an op plugin's jvp and "
+            f"vjp rules may make the same mistake), or {estimated.backend}'s estimate is unreliable at this "
+            "point (a kink, a discontinuity); check the rule at other points to tell which"
+        )
     backends = ", ".join(dict.fromkeys(repr(f.backend) for f in ranked))
-    return f"check_grads: f's derivatives disagree with the reference on backend {backends}:\n" + "\n".join(
-        lines
-    )
+    head = f"check_grads: f's derivatives disagree with the reference on backend {backends}:"
+    return "\n".join([head, *lines])

@@ -121,6 +121,28 @@ def test_a_custom_jvp_with_a_wrong_rule_fails_on_forward_and_on_reverse_which_tr
     assert all("got 6, expected 4" in line and "symbolic = numeric" in line for line in lines)
 
 
+def test_a_wrong_custom_jvp_rule_that_forward_and_reverse_share_fails_against_numeric_and_says_so():
+    @adcore.custom_jvp
+    def square(x):
+        if np.max(adcore.concrete(x)) > 1e6:  # control flow: symbolic cannot trace the body
+            return x
+        return x * x
+
+    @square.defjvp
+    def square_jvp(primals, tangents):
+        return square(primals[0]), 3 * primals[0] * tangents[0]
+
+    with pytest.raises(AssertionError) as info:
+        adcore.check_grads(square, (X,), order=1)
+    line, why = _failures(info)
+    # forward and reverse agree (one rule), so they are the reference; numeric's estimate says otherwise
+    assert line.startswith("  backend 'numeric', argument 0, order 1 (jacobian)")
+    assert "got 4, expected 6" in line and "reference: reverse = forward" in line
+    assert why.startswith(
+        "numeric's estimate disagrees with reverse = forward: either those backends share a wrong rule"
+    )
+
+
 def test_a_right_custom_vjp_passes_on_every_backend_at_order_2():
     @adcore.custom_vjp
     def stable_sigmoid(x):
