@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from adcore import ops, plugins, tree
-from adcore.core import Tracer
+from adcore.api import value_and_grad
+from adcore.core import Tracer, concrete
 from adcore.errors import (
     InvalidArgnumsError,
     InvalidInputError,
@@ -226,11 +227,7 @@ def _run_bwd(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
         raise InvalidOutputError(
             f"{label}: fwd returned {_describe(pair)}; it must return a pair (out, residuals)"
         )
-    if np.shape(pair[0]) != np.shape(ans):
-        raise InvalidOutputError(
-            f"{label}: fwd's out has shape {np.shape(pair[0])}, the function's value {np.shape(ans)}; "
-            "fwd's out must be the function's value"
-        )
+    _check_agrees(label, "fwd", "(out, residuals)", pair[0], ans)
     cts = bwd(*call.static, pair[1], g)
     arguments = call.differentiated(leaves)
     if not isinstance(cts, (tuple, list)) or len(cts) != len(arguments):
@@ -239,6 +236,32 @@ def _run_bwd(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
             f"differentiated argument ({len(arguments)}, nondiff_argnums excluded), e.g. (g_x,) for one"
         )
     return _leaf_cotangents(label, "bwd", "cotangent", cts, call, leaves)
+
+
+def _check_agrees(label: str, who: str, pair: str, out: Any, ans: Any) -> None:
+    """The out of fwd (or of the jvp rule) must be the function's value, the body's, which every
+    backend computes: a mismatch (a pair in the wrong order, a body that overflows where the
+    rule does not) is refused. Values are compared where both are plain (first order)."""
+    if np.shape(out) != np.shape(ans):
+        raise InvalidOutputError(
+            f"{label}: {who}'s out has shape {np.shape(out)}, the function's value {np.shape(ans)}; "
+            f"{who} must return {pair}, out being the function's value"
+        )
+    if isinstance(out, Tracer) or isinstance(ans, Tracer):
+        return
+    tol = 1e-3 if _dtype(ans) == np.float32 else 1e-7  # loose: fwd may compute it another way
+    scale = 1.0 + float(np.max(np.abs(ans), initial=0.0, where=np.isfinite(ans)))
+    if not np.allclose(out, ans, rtol=tol, atol=tol * scale, equal_nan=True):
+        raise InvalidValueError(
+            f"{label}: {who}'s out differs from the function's value (the body's), by up to "
+            f"{_largest_difference(out, ans)}; every backend takes the value from the body, so {who} must "
+            f"return {pair} with out equal to it. Make the body compute what {who} does."
+        )
+
+
+def _largest_difference(a: Any, b: Any) -> str:
+    with np.errstate(invalid="ignore", over="ignore"):
+        return f"{float(np.nanmax(np.abs(np.subtract(a, b, dtype=float)), initial=0.0)):.3g}"
 
 
 def _leaf_cotangents(label: str, who: str, what: str, values: Sequence, call: _Call, leaves: tuple) -> list:
@@ -334,8 +357,11 @@ class custom_jvp(_Custom):  # noqa: N801 (JAX's name)
     }
 
 
-def _tangent_out(call: _Call, ans: Any, leaves: Sequence[Any], tangents: Sequence[Any]) -> Any:
-    """The user's jvp rule at these primals and (unbatched) tangents, one per leaf; checked."""
+def _tangent_out(
+    call: _Call, ans: Any, leaves: Sequence[Any], tangents: Sequence[Any], check_out: bool = False
+) -> Any:
+    """The user's jvp rule at these primals and (unbatched) tangents, one per leaf; checked
+    (its out against the function's value too with `check_out`, once per use is enough)."""
     label = call.custom._label
     primals = tuple(call.differentiated(leaves))
     pair = call.custom.jvp(*call.static, primals, tuple(call.differentiated(tangents)))
@@ -343,6 +369,8 @@ def _tangent_out(call: _Call, ans: Any, leaves: Sequence[Any], tangents: Sequenc
         raise InvalidOutputError(
             f"{label}: the jvp rule returned {_describe(pair)}; it must return a pair (out, tangent_out)"
         )
+    if check_out:
+        _check_agrees(label, "the jvp rule", "(out, tangent_out)", pair[0], ans)
     return _leaf_value(pair[1], ans, f"{label}: the jvp rule's tangent_out")
 
 
@@ -355,15 +383,13 @@ def _batched_jvp(i: int, t: Any, ans: Any, leaves: tuple, call: _Call) -> Any:
     rows = []
     for b in range(t.shape[0]):
         tangents[i] = t[b]
-        rows.append(_tangent_out(call, ans, leaves, tangents))
+        rows.append(_tangent_out(call, ans, leaves, tangents, check_out=b == 0))
     return ops.stack(*rows)
 
 
 def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     """The cotangent of each leaf: the gradient of <g, tangent_out(t)> with respect to the
     tangents t, by reverse mode (tangent_out is linear in t, so any t will do: zeros)."""
-    from adcore.api import grad  # the API layer sits above the ops this module registers
-
     floats = [k for k, x in enumerate(leaves) if _dtype(x).kind == "f"]
     zeros = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
     if not floats:
@@ -373,9 +399,18 @@ def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
         tangents = list(zeros)
         for k, t in zip(floats, ts):
             tangents[k] = t
-        return ops.sum(g * _tangent_out(call, ans, leaves, tangents))
+        return ops.sum(g * _tangent_out(call, ans, leaves, tangents, check_out=True))
 
-    found = grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(*(zeros[k] for k in floats))
+    value, found = value_and_grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(
+        *(zeros[k] for k in floats)
+    )
+    if np.abs(concrete(value)) > 0:  # (a nan passes: 0 * inf inside the rule is its own answer)
+        raise InvalidValueError(
+            f"{call.custom._label}: the jvp rule's tangent_out is not 0 at zero tangents (<g, tangent_out> "
+            f"= {float(concrete(value)):.3g}), so it is not linear in the tangents, and reverse mode, which "
+            "transposes the rule, would give a wrong derivative. A jvp rule returns (out, tangent_out) in "
+            "that order, tangent_out linear in the tangents."
+        )
     for k, ct in zip(floats, found):
         zeros[k] = ct
     return zeros

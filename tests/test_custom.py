@@ -468,6 +468,51 @@ def test_a_wrong_jvp_rule_is_a_named_error(backend, rule, error, message):
     _then_it_works()
 
 
+def test_a_fwd_out_that_is_not_the_body_value_is_refused():
+    # (residuals, out) in the wrong order, and a stable fwd beside a body that overflows: the
+    # value every backend computes is the body's, so the rule would not be its derivative
+    swapped = _defined(lambda x, y: ((x, y), x * y), lambda r, g: (g, g))
+    with pytest.raises(
+        adcore.InvalidOutputError, match=r"'bad': fwd's out has shape \(2, 2\), the function's"
+    ):
+        adcore.grad(lambda x, y: anp.sum(swapped(x, y)))(ONE, TWO)
+    same_shape = _defined(lambda x, y: (x + y, x * y), lambda r, g: (g, g))
+    with pytest.raises(adcore.InvalidValueError, match=r"'bad': fwd's out differs from the function's value"):
+        adcore.grad(lambda x, y: anp.sum(same_shape(x, y)))(ONE, TWO)
+
+    @adcore.custom_vjp
+    def softplus(x):
+        return anp.log(1.0 + anp.exp(x))
+
+    softplus.defvjp(lambda x: (x + anp.log1p(anp.exp(-x)), x), lambda x, g: (g * adcore.ops.sigmoid(x),))
+    assert adcore.grad(softplus)(3.0) == pytest.approx(sigmoid(3.0), rel=1e-15)
+    with (
+        np.errstate(over="ignore"),
+        pytest.raises(adcore.InvalidValueError, match=r"differs .* by up to inf"),
+    ):
+        adcore.grad(softplus)(1000.0)
+    _then_it_works()
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_a_jvp_rule_returning_its_pair_swapped_is_refused(backend):
+    # forward sees its out differ from the body's; reverse, a tangent_out that is not 0 at t = 0
+    bad = _jvp_defined(lambda p, t: (anp.cos(p[0]) * t[0], anp.sin(p[0])))
+    with pytest.raises(
+        adcore.InvalidValueError, match=r"'bad': the jvp rule's (out differs|tangent_out is not 0)"
+    ):
+        adcore.jacobian(bad, backend=backend)(ONE)
+    _then_it_works()
+
+
+def test_a_jvp_rule_not_linear_in_the_tangents_is_refused_by_reverse():
+    # reverse transposes the rule: an affine tangent_out (not 0 at t = 0) has no transpose
+    bad = _jvp_defined(lambda p, t: (anp.sin(p[0]), anp.cos(p[0]) * t[0] + 1.0))
+    with pytest.raises(adcore.InvalidValueError, match=r"'bad': the jvp rule's tangent_out is not 0 at zero"):
+        adcore.grad(lambda x: anp.sum(bad(x)))(ONE)
+    _then_it_works()
+
+
 def test_calling_before_the_rule_is_given_is_an_error():
     # as JAX: not a silent derivative of the body
     @adcore.custom_vjp
