@@ -141,6 +141,32 @@ def test_a_wrong_custom_jvp_rule_that_forward_and_reverse_share_fails_against_nu
     assert why.startswith(
         "numeric's estimate disagrees with reverse = forward: either those backends share a wrong rule"
     )
+    # numeric is checked whatever `backends` says: it is what corroborates the reference
+    with pytest.raises(AssertionError, match="on backend 'numeric':"):
+        adcore.check_grads(square, (X,), order=1, backends=["reverse"])
+
+
+def test_a_shared_custom_jvp_rule_right_at_first_order_only_fails_numeric_over_numeric_at_order_2():
+    @adcore.custom_jvp
+    def cube(x):
+        if np.max(adcore.concrete(x)) > 1e6:  # control flow: symbolic cannot trace the body
+            return x
+        return x**3
+
+    @cube.defjvp
+    def cube_jvp(primals, tangents):  # 3 x^2 t, right; but frozen, so its own derivative is 0
+        (x,), (t,) = primals, tangents
+        return cube(x), 3 * adcore.ops.stop_gradient(x) ** 2 * t
+
+    f = lambda x: anp.sum(cube(x))  # noqa: E731
+    adcore.check_grads(f, (X,), order=1)
+    with pytest.raises(AssertionError) as info:
+        adcore.check_grads(f, (X,), backends=["reverse"])
+    line, why = _failures(info)
+    assert line.startswith("  backend 'numeric', argument 0, order 2 (second, numeric over numeric)")
+    # d2 <w, x^3> / dx2 = 6 w x, which the frozen rule says is 0
+    assert re.search(r"got 1\d\.\d+, expected 0, ", line) and "reference: reverse = forward" in line
+    assert why.startswith("numeric's estimate disagrees with reverse = forward")
 
 
 def test_a_right_custom_vjp_passes_on_every_backend_at_order_2():
