@@ -151,7 +151,8 @@ def hvp(
                 full[i] = p
             return gradient(*full, **kwargs)
 
-        _, product = _jvp(gradient_at, tuple(args[i] for i in nums), tuple(vs), outer, {}, "hvp", nums)
+        primals = tuple(args[i] for i in nums)
+        _, product = _jvp(gradient_at, primals, tuple(vs), outer, {}, nums, " (hvp's v)")
         return product
 
     return product
@@ -170,7 +171,6 @@ def jvp(
     primal's structure, and each leaf its primal leaf's shape and dtype (a Python number is
     taken in the primal's dtype). The tangent out has the output's structure.
     """
-    derivatives.prepare(f, backend, "jvp", options)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise InvalidInputError(
             "jvp(f, primals, tangents): primals and tangents must be tuples (or lists), one entry per "
@@ -181,7 +181,7 @@ def jvp(
         raise InvalidInputError(
             f"jvp: {len(primals)} primal(s) but {len(tangents)} tangent(s); give one tangent per primal"
         )
-    return _jvp(f, tuple(primals), tuple(tangents), backend, options, "jvp", range(len(primals)))
+    return _jvp(f, tuple(primals), tuple(tangents), backend, options, range(len(primals)))
 
 
 def vjp(
@@ -278,8 +278,11 @@ def _pick(result: Derivatives, nums: tuple, layout: _Layout, out: _Output, argnu
     return derivative if result.errors is None else Estimate(derivative, build(result.errors))
 
 
-def _jvp(f, primals: tuple, tangents: tuple, backend: str, options: dict, api: str, names: Any) -> tuple:
-    """(out, tangent out) in the output's structure, for checked primals and tangents in theirs."""
+def _jvp(
+    f, primals: tuple, tangents: tuple, backend: str, options: dict, names: Any, what: str = ""
+) -> tuple:
+    """(out, tangent out) in the output's structure, for primals and tangents in theirs; `names`
+    are the primals' argument numbers and `what` says what the tangents are, for messages."""
     be = derivatives.prepare(f, backend, "jvp", options)
     flat, layout = _flatten_args(primals, range(len(primals)), where=[f"argument {n}" for n in names])
     flat_t = []
@@ -289,13 +292,13 @@ def _jvp(f, primals: tuple, tangents: tuple, backend: str, options: dict, api: s
         expected = layout.structure(p) if layout.structure(p) is not None else tree.structure(primals[p])
         if treedef != expected:
             raise InvalidInputError(
-                f"{api}: the tangent of {where} has structure {treedef} but its primal has structure "
+                f"jvp: the tangent of {where}{what} has structure {treedef} but its primal has structure "
                 f"{expected}; a tangent has its primal's structure, leaf for leaf"
             )
-        names_ = tree.paths(treedef, where)
+        paths = tree.paths(treedef, where)
         flat_t += [
-            derivatives.check_tangent(t_, x, names_[k] if api == "jvp" else f"{names_[k]} (hvp's v)")
-            for k, (t_, x) in enumerate(zip(leaves, layout.leaves(p)))
+            derivatives.check_tangent(t_, x, path + what)
+            for t_, x, path in zip(leaves, layout.leaves(p), paths)
         ]
     call = _Call({}, scalar=False)
     out, tangent_out = derivatives.jvp(

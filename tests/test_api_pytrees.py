@@ -372,7 +372,7 @@ def test_hvp_with_argnums():
 
 
 def test_hvp_errors_name_the_direction_and_the_next_call_works():
-    with pytest.raises(adcore.InvalidInputError, match=r"tangent of argument 0 has structure"):
+    with pytest.raises(adcore.InvalidInputError, match=r"tangent of argument 0 \(hvp's v\) has structure"):
         adcore.hvp(_tree_loss)(TP, {"w": TV["w"]})
     with pytest.raises(adcore.InvalidInputError, match=r"argument 0\['w'\] \(hvp's v\) has shape \(3,\)"):
         adcore.hvp(_tree_loss)(TP, {"w": np.ones(3), "s": np.array(1.0)})
