@@ -35,6 +35,7 @@ from adcore.errors import (
     InvalidOutputError,
     InvalidValueError,
     MissingRuleError,
+    UnsupportedFunctionError,
 )
 from adcore.spec import OpSpec
 
@@ -129,7 +130,17 @@ class _Custom:
                 raise InvalidInputError(f"{e}; or name it in nondiff_argnums, as a static argument") from None
             leaves += flat
             treedefs.append(td)
-        call = _Call(self, tuple(args[i] for i in nondiff), tuple(treedefs))
+        static = tuple(args[i] for i in nondiff)
+        traced = [
+            i for i, value in zip(nondiff, static) if any(isinstance(x, Tracer) for x in tree.leaves(value))
+        ]
+        if traced:
+            raise InvalidInputError(
+                f"{self._label}: argument {traced[0]} is in nondiff_argnums but holds a value being "
+                "differentiated; a static argument has no derivative, so it would be lost. Take it out "
+                "of nondiff_argnums (and give its cotangent or tangent in the rule)."
+            )
+        call = _Call(self, static, tuple(treedefs))
         return op(*leaves, call=call)
 
     def _positional(self, args: tuple, kwargs: dict) -> tuple:
@@ -191,6 +202,17 @@ def _body(*leaves: Any, call: _Call) -> Any:
             f"{call.custom._label} returned {type(out).__name__}; a custom function returns one array "
             "(differentiate several outputs as separate functions, or stack them)"
         )
+    if isinstance(out, Tracer):
+        # traced by a transformation none of its inputs belongs to: a closure over a value being
+        # differentiated, which the rules (they cover the arguments) would miss, as JAX refuses too
+        levels = [leaf._trace.level for leaf in leaves if isinstance(leaf, Tracer)]
+        if out._trace.level > max(levels, default=-1):
+            raise UnsupportedFunctionError(
+                f"{call.custom._label} uses a value being differentiated that is not one of its arguments "
+                "(a closure, or a global read inside it): its rule covers its arguments only, so that "
+                "value's derivative would be lost. Pass the value as an argument, with its cotangent "
+                "from bwd (its tangent in the jvp rule)."
+            )
     return out
 
 

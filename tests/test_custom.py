@@ -513,6 +513,32 @@ def test_a_jvp_rule_not_linear_in_the_tangents_is_refused_by_reverse():
     _then_it_works()
 
 
+def test_a_closure_over_a_differentiated_value_is_refused_by_the_rule():
+    # as JAX: the rule covers the arguments only, so w's derivative through the body would be
+    # lost (reverse returned 7 for 7 + 2, or a Tensor, before this was refused); forward, which
+    # differentiates the whole body, closure included, gives its true derivative 2 w
+    def loss(w):
+        @adcore.custom_vjp
+        def f(x):
+            return w * x
+
+        f.defvjp(lambda x: (f(x), None), lambda _, g: (7.0 * g,))
+        return f(w)
+
+    with pytest.raises(adcore.UnsupportedFunctionError, match=r"custom_vjp function 'f' uses a value being"):
+        adcore.grad(loss)(2.0)
+    _then_it_works()
+    assert adcore.grad(loss, backend="forward")(2.0) == 4.0
+
+
+def test_a_differentiated_value_as_a_static_argument_is_refused():
+    with pytest.raises(
+        adcore.InvalidInputError, match=r"'power': argument 1 is in nondiff_argnums but holds"
+    ):
+        adcore.grad(lambda n: power(2.0, n))(3.0)
+    _then_it_works()
+
+
 def test_calling_before_the_rule_is_given_is_an_error():
     # as JAX: not a silent derivative of the body
     @adcore.custom_vjp
