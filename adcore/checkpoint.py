@@ -121,8 +121,10 @@ def _recompute(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
 
 
 def _check_same(label: str, again: Any, kept: Any) -> None:
-    if np.shape(again) == np.shape(kept) and np.array_equal(again, kept, equal_nan=True):
-        return
+    if np.shape(again) == np.shape(kept):
+        # one comparison in the usual case; the NaN-aware one (two more passes) only if it fails
+        if np.all(np.equal(again, kept)) or np.array_equal(again, kept, equal_nan=True):
+            return
     if np.shape(again) != np.shape(kept):
         how = f"shape {np.shape(again)} instead of {np.shape(kept)}"
     else:
