@@ -422,23 +422,19 @@ class _Flat:
         try:
             per_f = cls._cache.setdefault(f, {})
         except TypeError:  # f cannot be weakly referenced: a new one each call
-            return cls(f, layout, has_aux, strong=True)
+            return cls(f, layout.defs, has_aux, strong=True)
         flat = per_f.get(key)
         if flat is None:
-            flat = per_f[key] = cls(f, layout, has_aux, strong=False)
+            flat = per_f[key] = cls(f, layout.defs, has_aux, strong=False)
         return flat
 
-    def __init__(self, f: Callable[..., Any], layout: _Layout, has_aux: bool, strong: bool) -> None:
+    def __init__(self, f: Callable[..., Any], defs: tuple | None, has_aux: bool, strong: bool) -> None:
         # a weak reference: the cache's value must not keep its key, f, alive
         self.ref = (lambda: f) if strong else weakref.ref(f)
-        self.defs, self.has_aux = layout.defs, has_aux
+        self.defs, self.has_aux = defs, has_aux
 
     def __reduce__(self) -> tuple:  # a process pool sends f itself to its workers
-        return _Flat._unpickle, (self.ref(), self.defs, self.has_aux)
-
-    @staticmethod
-    def _unpickle(f: Callable[..., Any], defs: tuple, has_aux: bool) -> _Flat:
-        return _Flat(f, _Layout(defs, {}, [None] * len(defs or ())), has_aux, strong=True)
+        return _Flat, (self.ref(), self.defs, self.has_aux, True)
 
     def __call__(self, *flat: Any, call: _Call | None = None) -> Any:
         if call is None:
@@ -477,16 +473,16 @@ def _flat_output(result: Any, call: _Call) -> Any:
     if tree.is_leaf(treedef):  # not a container: the engine's output check says what is wrong
         call.out = _LEAF
         return leaves[0]
+    if not leaves:  # a forgotten `return` most often
+        raise InvalidOutputError(
+            f"the function returned {result!r:.60}, which holds no array; it must return an array or a "
+            "pytree of arrays (one array for grad)"
+        )
     if call.scalar:
         raise NonScalarOutputError(
             f"grad needs a function with one scalar output, this one returned {type(result).__name__} "
             f"{treedef}; use adcore.jacobian for structured outputs, or return the loss alone "
             "(has_aux=True returns (loss, aux))"
-        )
-    if not leaves:  # a forgotten `return` most often
-        raise InvalidOutputError(
-            f"the function returned {result!r:.60}, which holds no array; it must return an array or a "
-            "pytree of arrays (one array for grad)"
         )
     tree.check_leaves(leaves, treedef, "f's output")
     call.out = _Output(treedef, leaves)
@@ -533,7 +529,7 @@ class _Output:
             ops.reshape(derivatives.check_cotangent(c, flat_out[a:b].reshape(shape), w), shape=(-1,))
             for c, (a, b), shape, w in zip(leaves, self.bounds, self.shapes, where)
         ]
-        return ops.concatenate(parts, axis=0) if parts else np.zeros(0)
+        return ops.concatenate(parts, axis=0)
 
 
 class _Leaf(_Output):
