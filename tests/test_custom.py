@@ -126,6 +126,17 @@ def test_symbolic_and_numeric_differentiate_the_body():
         )
 
 
+def test_eager_tensors_use_the_rules():
+    from adcore_reverse.tensor import Tensor
+
+    x = Tensor(np.array([0.5, -1.0]), requires_grad=True)
+    anp.sum(log1pexp(x)).backward()
+    np.testing.assert_allclose(x.grad, sigmoid(np.array([0.5, -1.0])), rtol=1e-15)
+    x = Tensor(X, requires_grad=True)
+    clipped_loss(x).backward()
+    np.testing.assert_array_equal(x.grad, [1.0] * 3)
+
+
 # --- higher order -----------------------------------------------------------------------------
 # d2/dx2 log(1 + exp(x)) = sigmoid(x) (1 - sigmoid(x)): the derivative of the rule, which is
 # written with adcore ops
