@@ -418,3 +418,33 @@ def test_pytrees_through_a_process_pool_match_the_serial_numeric_jacobian():
     assert_trees_close(pooled, serial, rtol=0.0)
     np.testing.assert_allclose(pooled["u"]["a"], 3.0 * np.eye(2), rtol=1e-6)  # d(a b)/da = b I
     np.testing.assert_allclose(pooled["v"]["a"], [2.0, 4.0], rtol=1e-6)  # d sum(a^2)/da = 2a
+
+
+# --- backend features keep working over pytrees ------------------------------------------------------
+
+
+def test_the_symbolic_cache_holds_for_pytree_arguments_across_calls_and_derivative_functions():
+    symbolic = adcore.get_backend("symbolic")
+
+    def f(p):
+        return anp.sum(anp.sin(p["a"]) * p["b"])
+
+    p = {"a": np.array([0.1, 0.2]), "b": np.array(2.0)}
+    adcore.grad(f, backend="symbolic")(p)
+    before = symbolic.derivations
+    q = {"a": np.array([0.3, 0.4]), "b": np.array(3.0)}
+    g = adcore.grad(f, backend="symbolic")(q)  # a new derivative function of the same f: a hit
+    assert symbolic.derivations == before
+    np.testing.assert_allclose(g["a"], 3.0 * np.cos(q["a"]), rtol=1e-15)  # d/da = b cos(a)
+    np.testing.assert_allclose(g["b"], np.sum(np.sin(q["a"])), rtol=1e-15)
+
+
+def test_numeric_error_estimates_come_back_in_the_derivatives_structure():
+    jac, err = adcore.jacobian(_dict_loss, backend="numeric", return_error=True)(
+        {"a": np.ones(2), "b": np.array(2.0)}
+    )
+    assert isinstance(jac, dict) and isinstance(err, dict) and set(err["u"]) == {"a", "b"}
+    assert err["u"]["a"].shape == jac["u"]["a"].shape == (2, 2)
+    assert np.all(
+        np.abs(jac["v"]["a"] - 2.0) <= err["v"]["a"] + 1e-12
+    )  # d sum(a^2)/da = 2a, within its bound
