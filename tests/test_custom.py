@@ -626,6 +626,25 @@ def test_a_freed_function_takes_its_op_along():
     assert len(names) == 1, names
 
 
+def test_a_plugin_may_define_one_while_it_loads(register_plugin):
+    # defined inside a hook, while the registry is being built: added once the hooks have run
+    made = {}
+
+    class Plugin:
+        @adcore.hookimpl
+        def adcore_register_ops(self, register):
+            @adcore.custom_vjp
+            def double(x):
+                return 2.0 * x
+
+            double.defvjp(lambda x: (2.0 * x, None), lambda _, g: (3.0 * g,))
+            made["double"] = double
+
+    registry = register_plugin(Plugin(), "defines_custom")
+    assert made["double"].op.name in registry.ops
+    assert adcore.grad(made["double"])(1.0) == 3.0
+
+
 def test_defining_twice_replaces_the_rule():
     @adcore.custom_vjp
     def f(x):
