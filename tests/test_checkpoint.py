@@ -10,6 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 from adcore_reverse import Tensor
+from adcore_reverse import tensor as tensor_module
 
 import adcore
 import adcore.numpy as anp
@@ -236,6 +237,17 @@ def test_the_forward_pass_records_one_node_per_checkpointed_call():
     ckpt_ops = _nodes(chain(Wt, h, checkpointed_block))
     assert len(ckpt_ops) == BLOCKS + 2
     assert ckpt_ops.count(checkpointed_block.op.name) == BLOCKS
+
+
+def test_the_functional_forward_pass_makes_one_tensor_per_checkpointed_call():
+    W, h = data()
+    made = []
+    for step in (block, checkpointed_block):
+        before = next(tensor_module._numbers)  # every Tensor takes the next number
+        adcore.vjp(lambda W, h, step=step: chain(W, h, step), W, h)
+        made.append(next(tensor_module._numbers) - before - 1)
+    # the two leaves W and h, then per block 4 ops (plain) or 1 (checkpointed), then **2 and sum
+    assert made == [2 + 4 * BLOCKS + 2, 2 + BLOCKS + 2]
 
 
 def test_eager_backward_through_checkpoints_equals_the_plain_one():
