@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 import adcore
-from adcore import ops, tree
+from adcore import ops
 from adcore.conformance import engine, tolerances
+from adcore.conformance.probe import Outputs, Probe, flatten
 from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError, UnsupportedByBackendError
 
 MODES: tuple[str, ...] = ("fwd", "rev")
@@ -103,11 +104,11 @@ def check_grads(
     returns what was compared (a GradCheckReport).
     """
     modes = _checked_options(f, args, order, modes)
-    flat, leaves, names, outputs = _flatten(f, args)
+    flat, leaves, names, outputs = flatten(f, args)
     installed, chosen = adcore.backends(), _chosen(backends, modes)
     run = _Runner(GradCheckReport(), named=backends is not None)
     rng = np.random.default_rng(seed)
-    probe = _Probe.build(flat, leaves, names, FULL_SIZE, DIRECTIONS, rng)
+    probe = Probe.build(flat, leaves, names, FULL_SIZE, DIRECTIONS, rng)
     # the estimate is checked whatever `backends` says: it corroborates the reference, and backends
     # sharing a rule (a custom_jvp's, by forward and reverse) agree with each other even when it is wrong
     estimators = [b for b in installed if engine.estimates(b) and b not in chosen]
@@ -115,7 +116,7 @@ def check_grads(
     if order == 2:
         share = max(1, SECOND_DIMENSIONS // max(1, len(probe.active)))
         outers = [o for o in engine.SECOND_OUTER if o in installed and _mode(o) in modes]
-        second = _Probe.build(flat, leaves, names, share, share, rng)
+        second = Probe.build(flat, leaves, names, share, share, rng)
         failures += _second_order(second, chosen, outers, installed, run, rng)
     if not run.report.checked:
         why = "; ".join(f"{b}: {reason}" for b, reason in run.report.skipped.items())
@@ -144,75 +145,6 @@ def _checked_options(f: Any, args: Any, order: Any, modes: Any) -> tuple[str, ..
     if not modes or any(m not in MODES for m in modes):
         raise InvalidValueError(f"check_grads: modes must be a non-empty subset of {MODES}, got {modes!r}")
     return modes
-
-
-def _flatten(
-    f: Callable[..., Any], args: Sequence[Any]
-) -> tuple[Callable[..., Any], list, list[str], _Outputs]:
-    """f as a function of the leaves of its arguments to one array, the leaves (float arrays),
-    their names, and how to name an entry of that output."""
-    leaves, names, treedefs = [], [], []
-    for i, arg in enumerate(args):
-        these, treedef = tree.flatten(arg)
-        tree.check_leaves(these, treedef, f"argument {i}")
-        for leaf, name in zip(these, tree.paths(treedef, f"argument {i}")):
-            leaves.append(_float_leaf(leaf, name))
-            names.append(name)
-        treedefs.append(treedef)
-    if not leaves:
-        raise InvalidInputError(
-            "check_grads: f's arguments hold no arrays, so there is nothing to differentiate"
-        )
-    outputs = _Outputs()
-
-    def flat(*xs: Any) -> Any:
-        rebuilt, start = [], 0
-        for treedef in treedefs:
-            rebuilt.append(tree.unflatten(treedef, xs[start : start + treedef.num_leaves]))
-            start += treedef.num_leaves
-        return outputs.join(f(*rebuilt))
-
-    return flat, leaves, names, outputs
-
-
-@dataclass
-class _Outputs:
-    """f's output: one array, or a pytree whose leaves are joined into one vector, each entry
-    named by its leaf's path (learnt from the first call)."""
-
-    paths: list[str] = field(default_factory=list)
-    shapes: list[tuple] = field(default_factory=list)
-
-    def join(self, out: Any) -> Any:
-        leaves, treedef = tree.flatten(out)
-        if tree.is_leaf(treedef):
-            return out
-        self.paths, self.shapes = tree.paths(treedef, "out"), [np.shape(o) for o in leaves]
-        return ops.concatenate(*(ops.reshape(o, shape=(-1,)) for o in leaves), axis=0)
-
-    def name(self, index: tuple) -> str:
-        """Where an entry of the output (or of the joined vector) came from: out['loss'][1]."""
-        if not self.paths:
-            return "out" + _at(index)
-        ends = np.cumsum([int(np.prod(shape)) for shape in self.shapes])
-        leaf = int(np.searchsorted(ends, index[0], side="right"))
-        k = index[0] - (ends[leaf] - int(np.prod(self.shapes[leaf])))
-        return self.paths[leaf] + _at(np.unravel_index(k, self.shapes[leaf]))
-
-
-def _at(index: tuple) -> str:
-    return f"[{', '.join(str(int(k)) for k in index)}]" if len(index) else ""
-
-
-def _float_leaf(leaf: Any, name: str) -> np.ndarray:
-    x = np.asarray(leaf)
-    if x.dtype not in (np.float32, np.float64):
-        raise InvalidInputError(
-            f"check_grads: {name} has dtype {x.dtype}, but check_grads differentiates with respect to "
-            "every argument, and only float32 and float64 ones have derivatives; close over the "
-            "others: check_grads(lambda x: f(x, n), (x,))"
-        )
-    return x
 
 
 def _chosen(backends: Sequence[str] | None, modes: tuple[str, ...]) -> list[str]:
@@ -280,67 +212,11 @@ def _reference(reference: engine.Reference | None, order: int, report: GradCheck
     return reference
 
 
-# --- probes: each leaf entry by entry, or along random directions -----------------------
-
-
-@dataclass(frozen=True)
-class _Probe:
-    """f of its non-empty leaves, each the leaf itself or x + V t along the orthonormal columns
-    of V (the Jacobian in t is then J V), as an engine Call in the leaves' dtypes or another."""
-
-    fn: Callable[..., Any]
-    leaves: tuple[np.ndarray, ...]
-    names: tuple[str, ...]
-    bases: tuple[np.ndarray | None, ...]
-    active: tuple[int, ...]  # the leaves differentiated (empty ones are held fixed)
-
-    @staticmethod
-    def build(fn: Callable[..., Any], leaves: list, names: list, full: int, directions: int, rng) -> _Probe:
-        bases = [
-            None if x.size <= full else np.linalg.qr(rng.standard_normal((x.size, directions)))[0]
-            for x in leaves
-        ]
-        active = tuple(i for i, x in enumerate(leaves) if x.size)
-        return _Probe(fn, tuple(leaves), tuple(names), tuple(bases), active)
-
-    def call(self, dtype: Any = None) -> engine.Call:
-        leaves = [x if dtype is None else x.astype(dtype) for x in self.leaves]
-        bases = [None if v is None else v.astype(x.dtype) for v, x in zip(self.bases, leaves)]
-        active = self.active
-
-        def probed(*ps: Any) -> Any:
-            xs = list(leaves)
-            for i, p in zip(active, ps):
-                if bases[i] is None:
-                    xs[i] = p
-                else:
-                    xs[i] = xs[i] + ops.reshape(ops.matmul(bases[i], p), shape=xs[i].shape)
-            return self.fn(*xs)
-
-        ps = [leaves[i] if bases[i] is None else np.zeros(bases[i].shape[1], leaves[i].dtype) for i in active]
-        return engine.Call(probed, tuple(ps), tuple(range(len(ps))))
-
-    def dtype(self, n: int) -> np.dtype:
-        return self.leaves[self.active[n]].dtype
-
-    def name(self, n: int) -> str:
-        return self.names[self.active[n]]
-
-    def ndim(self, n: int) -> int:
-        return 1 if self.bases[self.active[n]] is not None else self.leaves[self.active[n]].ndim
-
-    def at(self, n: int, index: tuple) -> str:
-        """Where `index` (the trailing axes of a derivative by active leaf n) is."""
-        if self.bases[self.active[n]] is not None:
-            return f"{self.name(n)} along random direction {index[0]}"
-        return self.name(n) + _at(index)
-
-
 # --- first order ------------------------------------------------------------------------
 
 
 def _first_order(
-    probe: _Probe, outputs: _Outputs, chosen: list, installed: list, run: _Runner, rng
+    probe: Probe, outputs: Outputs, chosen: list, installed: list, run: _Runner, rng
 ) -> list[Failure]:
     at64 = engine._Results(probe.call(np.float64))
     reference = _reference(engine.reference_for(at64, installed, lambda b: True), 1, run.report)
@@ -376,7 +252,7 @@ def _first_order(
 
 
 def _dot_products(
-    backend: str, probe: _Probe, call: engine.Call, reference, run: _Runner, rng
+    backend: str, probe: Probe, call: engine.Call, reference, run: _Runner, rng
 ) -> list[Failure]:
     """<vjp(u), v_n> or <u, jvp(v_n)> against <u, J_n v_n> of the reference, for each leaf n."""
     mode = _mode(backend)
@@ -418,7 +294,7 @@ def _dot_products(
 
 
 def _second_order(
-    probe: _Probe, chosen: list, outers: list, installed: list, run: _Runner, rng
+    probe: Probe, chosen: list, outers: list, installed: list, run: _Runner, rng
 ) -> list[Failure]:
     """Hessians of <w, f> by (inner, outer) pairs, the inner backend's derivative differentiated by
     the outer one, against the engine's choice among one Hessian per inner backend and numeric
