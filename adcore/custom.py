@@ -397,16 +397,52 @@ def _tangent_out(
 
 
 def _batched_jvp(i: int, t: Any, ans: Any, leaves: tuple, call: _Call) -> Any:
-    """Input i's share of the output's batched tangent: the rule takes one tangent per
-    argument, and t holds a batch of directions, so the rule runs once per direction."""
-    if t.shape[0] == 0:
-        return np.zeros((0,) + np.shape(ans), _dtype(ans))
+    """Input i's share of the output's batched tangent, shape (B,) + ans.shape.
+
+    The rule takes one tangent per argument and t holds B directions. The rule is linear in
+    its tangents, so its JVP at t = 0 along each direction is the rule at that direction: one
+    forward pass with the batch (by a backend that builds JVPs) gives all B at once, exactly,
+    and its value at 0 checks the linearity. Without such a backend, the rule runs B times.
+    """
+    batch = t.shape[0]
+    zero_share = np.zeros((batch,) + np.shape(ans), _dtype(ans))
+    if batch == 0:
+        return zero_share
     tangents = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
-    rows = []
-    for b in range(t.shape[0]):
-        tangents[i] = t[b]
-        rows.append(_tangent_out(call, ans, leaves, tangents, check_out=b == 0))
-    return ops.stack(*rows)
+    forward = _backend_that_builds("jvp", "forward")
+    if forward is None:
+        rows = []
+        for b in range(batch):
+            tangents[i] = t[b]
+            rows.append(_tangent_out(call, ans, leaves, tangents, check_out=b == 0))
+        return ops.stack(*rows)
+
+    def rule_at(ti: Any) -> Any:
+        return _tangent_out(call, ans, leaves, [*tangents[:i], ti, *tangents[i + 1 :]], check_out=True)
+
+    at_zero, shares = forward.jvp(rule_at, (tangents[i],), (t,))
+    _check_linear(call, at_zero, "forward")
+    return zero_share if shares is None else shares
+
+
+def _backend_that_builds(kind: str, preferred: str) -> Any:
+    """The installed backend `preferred` (first-party), else one that builds on `kind`, else None."""
+    backends = plugins.get_registry().backends
+    if preferred in backends:
+        return backends[preferred]
+    return next((b for b in backends.values() if getattr(b, "builds", None) == kind), None)
+
+
+def _check_linear(call: _Call, at_zero: Any, mode: str) -> None:
+    """A jvp rule's tangent_out must be 0 at zero tangents (the least a linear map does)."""
+    value = np.asarray(concrete(at_zero))
+    if np.any(np.abs(value) > 0):  # (a nan passes: 0 * inf inside the rule is its own answer)
+        raise InvalidValueError(
+            f"{call.custom._label}: the jvp rule's tangent_out is not 0 at zero tangents (up to "
+            f"{float(np.nanmax(np.abs(value))):.3g}), so it is not linear in the tangents, and {mode} mode "
+            "would give a wrong derivative. A jvp rule returns (out, tangent_out) in that order, "
+            "tangent_out linear in the tangents."
+        )
 
 
 def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
@@ -426,13 +462,7 @@ def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     value, found = value_and_grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(
         *(zeros[k] for k in floats)
     )
-    if np.abs(concrete(value)) > 0:  # (a nan passes: 0 * inf inside the rule is its own answer)
-        raise InvalidValueError(
-            f"{call.custom._label}: the jvp rule's tangent_out is not 0 at zero tangents (<g, tangent_out> "
-            f"= {float(concrete(value)):.3g}), so it is not linear in the tangents, and reverse mode, which "
-            "transposes the rule, would give a wrong derivative. A jvp rule returns (out, tangent_out) in "
-            "that order, tangent_out linear in the tangents."
-        )
+    _check_linear(call, value, "reverse")  # <g, tangent_out> at zero tangents
     for k, ct in zip(floats, found):
         zeros[k] = ct
     return zeros

@@ -101,6 +101,37 @@ def test_log1pexp_derivative_is_sigmoid(backend):
     np.testing.assert_allclose(jac, np.diag(sigmoid(x)), rtol=1e-13, atol=1e-15)
 
 
+A = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]])
+
+
+@adcore.custom_jvp
+def spread(x):
+    return A @ x + anp.sum(x)  # d/dx: A + 1 (every output moves with the sum)
+
+
+@spread.defjvp
+def _spread_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    # written for one direction: a rule called with the whole batch of t would sum across it
+    return spread(x), A @ t + anp.sum(t)
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_a_rule_that_is_not_elementwise_gets_each_direction_apart(backend):
+    np.testing.assert_allclose(adcore.jacobian(spread, backend=backend)(np.ones(3)), A + 1.0, rtol=1e-15)
+
+
+def test_without_a_backend_that_builds_jvps_the_rule_runs_once_per_direction(monkeypatch):
+    from adcore import custom
+
+    monkeypatch.setattr(custom, "_backend_that_builds", lambda kind, preferred: None)
+    np.testing.assert_allclose(adcore.jacobian(spread, backend="forward")(np.ones(3)), A + 1.0, rtol=1e-15)
+    x = np.array([-3.0, 0.0, 4.0])
+    np.testing.assert_allclose(
+        adcore.jacobian(log1pexp, backend="forward")(x), np.diag(sigmoid(x)), rtol=1e-13
+    )
+
+
 def test_jvp_and_vjp_of_a_custom_jvp_function():
     x, t = np.array([0.5, -1.0]), np.array([2.0, 3.0])
     out, tangent = adcore.jvp(log1pexp, (x,), (t,))
@@ -507,7 +538,7 @@ def test_a_fwd_out_that_is_not_the_body_value_is_refused():
 
 @pytest.mark.parametrize("backend", ["forward", "reverse"])
 def test_a_jvp_rule_returning_its_pair_swapped_is_refused(backend):
-    # forward sees its out differ from the body's; reverse, a tangent_out that is not 0 at t = 0
+    # a tangent_out that is not 0 at t = 0 (or, where out is plain, an out that is not the body's)
     bad = _jvp_defined(lambda p, t: (anp.cos(p[0]) * t[0], anp.sin(p[0])))
     with pytest.raises(
         adcore.InvalidValueError, match=r"'bad': the jvp rule's (out differs|tangent_out is not 0)"
@@ -516,11 +547,13 @@ def test_a_jvp_rule_returning_its_pair_swapped_is_refused(backend):
     _then_it_works()
 
 
-def test_a_jvp_rule_not_linear_in_the_tangents_is_refused_by_reverse():
-    # reverse transposes the rule: an affine tangent_out (not 0 at t = 0) has no transpose
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_a_jvp_rule_not_linear_in_the_tangents_is_refused(backend):
+    # an affine tangent_out (not 0 at t = 0): reverse could not transpose it, and forward, which
+    # takes the rule's JVP along a whole batch of directions at once, would drop the constant
     bad = _jvp_defined(lambda p, t: (anp.sin(p[0]), anp.cos(p[0]) * t[0] + 1.0))
     with pytest.raises(adcore.InvalidValueError, match=r"'bad': the jvp rule's tangent_out is not 0 at zero"):
-        adcore.grad(lambda x: anp.sum(bad(x)))(ONE)
+        adcore.grad(lambda x: anp.sum(bad(x)), backend=backend)(ONE)
     _then_it_works()
 
 
