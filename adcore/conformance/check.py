@@ -297,24 +297,16 @@ def _second_order(
     probe: Probe, chosen: list, outers: list, installed: list, run: _Runner, rng
 ) -> list[Failure]:
     """Hessians of <w, f> by (inner, outer) pairs, the inner backend's derivative differentiated by
-    the outer one, against the engine's choice among one Hessian per inner backend and numeric
-    over numeric."""
+    the outer one, and the estimate, against the engine's choice of a reference among them."""
     weights = rng.uniform(0.5, 1.5, np.shape(probe.fn(*probe.leaves)))
-    call64 = probe.call(np.float64)
-    at64 = _Hessians(call64, weights)
-    candidates = {}
-    for inner in (b for b in installed if not engine.estimates(b)):
-        # by the first outer backend that takes it, as the engine does
-        found = (at64(inner, o) for o in engine.SECOND_OUTER if o in installed)
-        hessians = next((h for h in found if not isinstance(h, Exception)), None)
-        if hessians is not None:
-            candidates[inner] = hessians
-    estimator = next((b for b in installed if engine.estimates(b)), None)
-    estimate = engine._second_estimate(at64.phi, call64.args, estimator) if estimator else None
-    reference = _reference(engine.choose_reference(candidates, estimate), 2, run.report)
+    at64 = _Hessians(probe.call(np.float64), weights)
+    estimator, estimate = _second_estimate(at64, installed)
+    reference = _reference(
+        engine.choose_reference(_second_candidates(at64, installed), estimate), 2, run.report
+    )
     same = all(probe.dtype(n) == np.float64 for n in range(len(probe.active)))
     here = at64 if same else _Hessians(probe.call(), weights)
-    results = []  # (backend, check, hessians, errors)
+    results = []  # (backend, check, hessians, their errors)
     for inner in (b for b in chosen if not engine.estimates(b)):
         for outer in outers:
             check = f"second by {outer}"
@@ -341,6 +333,25 @@ def _second_order(
             comparison = _Comparison(backend, 2, check, argument, reference.source)
             failures += comparison.judge(entry, h, reference.jacobians[k], tolerance, error)
     return failures
+
+
+def _second_candidates(at64: _Hessians, installed: list) -> dict[str, tuple]:
+    """One float64 Hessian per exact backend, by the first outer backend that takes it (as the engine)."""
+    candidates = {}
+    for inner in (b for b in installed if not engine.estimates(b)):
+        found = (at64(inner, o) for o in engine.SECOND_OUTER if o in installed)
+        hessians = next((h for h in found if not isinstance(h, Exception)), None)
+        if hessians is not None:
+            candidates[inner] = hessians
+    return candidates
+
+
+def _second_estimate(at64: _Hessians, installed: list) -> tuple[str | None, engine.Estimate | None]:
+    """The estimating backend over itself (numeric's Richardson twice), if one is installed."""
+    estimator = next((b for b in installed if engine.estimates(b)), None)
+    if estimator is None:
+        return None, None
+    return estimator, engine._second_estimate(at64.phi, at64.call.args, estimator)
 
 
 class _Hessians:
