@@ -459,7 +459,9 @@ def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
             tangents[k] = t
         return ops.sum(g * _tangent_out(call, ans, leaves, tangents, check_out=True))
 
-    value, found = value_and_grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(
+    reverse = _backend_that_builds("vjp", "reverse")
+    backend = "reverse" if reverse is None else reverse.name  # (an unknown name is a typed error)
+    value, found = value_and_grad(pairing, argnums=tuple(range(len(floats))), backend=backend)(
         *(zeros[k] for k in floats)
     )
     _check_linear(call, value, "reverse")  # <g, tangent_out> at zero tangents
