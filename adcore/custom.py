@@ -6,11 +6,11 @@ JAX's contracts. `@custom_vjp` with `f.defvjp(fwd, bwd)`: `fwd(*args) -> (out, r
 
 Under the hood each definition is a variadic op in the registry (docs/custom-rules.md): its
 inputs are the leaves of the differentiated arguments, its one param (`call`) the function
-itself, the static arguments and the arguments' structure, its impl the body. A custom_vjp op has a "vjp" rule
-built from fwd and bwd; a custom_jvp op has a "jvp" rule (the user's rule, once per tangent
-direction) and a "vjp" rule that transposes it (reverse mode of `t -> rule(primals, t)[1]`,
-which is linear in t). A backend with no rule of its kind differentiates the body (the op is
-`traceable`).
+itself, the static arguments and the arguments' structure, its impl the body. A custom_vjp op
+has a "vjp" rule built from fwd and bwd; a custom_jvp op has a "jvp" rule (the user's rule,
+pushed forward along the whole batch of tangent directions) and a "vjp" rule that transposes
+it (reverse mode of `t -> rule(primals, t)[1]`, which is linear in t). A backend with no rule
+of its kind differentiates the body (the op is `traceable`).
 """
 
 from __future__ import annotations
