@@ -77,8 +77,8 @@ def check_output(value: Any, backend: str, scalar: bool) -> None:
     an output before working on it (symbolic, before sympy) may call it too."""
     if not isinstance(value, (Tracer, np.ndarray, np.generic, float, int)):
         raise InvalidOutputError(
-            f"backend {backend!r}: the function returned {type(value).__name__}; it must return one "
-            "array (differentiate each output separately, or stack them)"
+            f"backend {backend!r}: the function returned {type(value).__name__}; it must return an "
+            "array, or a pytree of arrays (dicts, lists, tuples, classes registered with adcore.tree)"
         )
     kind = "b" if isinstance(value, bool) else np.dtype(getattr(value, "dtype", float)).kind
     if kind == "b":
