@@ -9,7 +9,8 @@ use_reentrant=False), so the tape keeps each block's inputs and output instead o
 intermediates, and the backward sweep runs each block's forward once more.
 
 Figures, all from one run of this script:
-- time: the median of several runs of one gradient (timing.race), in ms;
+- time: the median of several runs of one gradient (timing.race, with glibc's heap kept warm:
+  timing.warm_heap), in ms;
 - tape: what the forward pass leaves for the backward one, in MB: for adcore what NumPy holds
   after adcore.vjp's forward pass (tracemalloc; it includes vjp's copies of W and h, 0.4 MB),
   for torch the bytes of the tensors autograd saved (torch.autograd.graph.saved_tensors_hooks);
@@ -42,7 +43,7 @@ try:
 except ImportError:
     torch = torch_checkpoint = None
 
-from timing import ERROR, MISSING, cell, guarded, race, ratio, row  # benchmarks/timing.py
+from timing import ERROR, MISSING, cell, guarded, race, ratio, row, warm_heap  # benchmarks/timing.py
 
 BLOCKS, N, BATCH = 30, 200, 64
 
@@ -162,6 +163,7 @@ def rss_peak(name: str) -> float | str:
 
 
 def main() -> None:
+    warm_heap()  # freed memory stays in the heap, so no run pays for another's page faults (timing.py)
     W, h = data()
     fns = contenders()
     print(
@@ -181,7 +183,7 @@ def main() -> None:
         if not close:
             fns[name] = ERROR
     timed = {n: (lambda f=f: f(W, h)) if callable(f) else f for n, f in fns.items()}
-    ms = race(timed, number=1, repeat=3, passes=3, summary=statistics.median)
+    ms = race(timed, number=1, repeat=2, passes=5, summary=statistics.median)
     ms = {n: t * 1e3 if isinstance(t, float) else t for n, t in ms.items()}
     tape = {
         "adcore": guarded("adcore", lambda: adcore_tape(W, h, block)),
