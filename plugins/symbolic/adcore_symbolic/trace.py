@@ -168,12 +168,8 @@ class SymbolicTrace(Trace):
             return op.impl(*args, **params)
         if self.elementwise and not op.elementwise:
             return self._reduce_everything(op, args, params)
-        nondiff = (
-            []
-            if op.differentiable is None or op.variadic
-            else [i for i in range(len(args)) if i not in op.differentiable]
-        )
-        typed = [args[i] for i in (op.differentiable or range(len(args))) if i < len(args)] or args
+        nondiff = [i for i in range(len(args)) if not op.is_differentiable(i)]
+        typed = [a for i, a in enumerate(args) if op.is_differentiable(i)] or args
         return self.apply(rule, args, params, op.name, _result_type(typed), nondiff)
 
     def relate(self, relation: Any, *args: Any) -> Sym:
