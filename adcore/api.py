@@ -445,8 +445,9 @@ class _Flat:
         if self.has_aux:
             result, call.aux = _split_aux(result)
         if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
-            call.out = _LEAF
-            return result
+            if call.out is None or call.out is _LEAF:  # one array, as at every call before
+                call.out = _LEAF
+                return result
         return _flat_output(result, call)
 
     def bind(self, call: _Call) -> Callable[..., Any]:
@@ -465,12 +466,11 @@ def _split_aux(result: Any) -> tuple[Any, Any]:
 
 
 def _flat_output(result: Any, call: _Call) -> Any:
-    """f's output as one array for the engine; call.out records its structure."""
-    if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
-        call.out = _LEAF
-        return result
+    """f's output as one array for the engine; call.out records its structure, which must be
+    the same at every call of f a backend makes (else the engine would mix different outputs)."""
     leaves, treedef = tree.flatten(result)
-    if tree.is_leaf(treedef):  # not a container: the engine's output check says what is wrong
+    if tree.is_leaf(treedef):  # one array, or not a container: the engine's output check says what is wrong
+        _same_output(call, _LEAF)
         call.out = _LEAF
         return leaves[0]
     if not leaves:  # a forgotten `return` most often
@@ -485,8 +485,28 @@ def _flat_output(result: Any, call: _Call) -> Any:
             "(has_aux=True returns (loss, aux))"
         )
     tree.check_leaves(leaves, treedef, "f's output")
-    call.out = _Output(treedef, leaves)
+    out = _Output(treedef, leaves)
+    _same_output(call, out)
+    call.out = out
     return ops.concatenate([ops.reshape(x, shape=(-1,)) for x in leaves], axis=0)
+
+
+def _same_output(call: _Call, out: _Output) -> None:
+    before = call.out
+    if (
+        before is not None
+        and (before is not out)
+        and (before is _LEAF or out is _LEAF or (before.treedef, before.shapes) != (out.treedef, out.shapes))
+    ):
+        raise InvalidOutputError(
+            "f returned outputs of different structures when called at different points (a dict whose "
+            "keys depend on the values?); a derivative needs one output structure: "
+            f"{_describe(before)}, then {_describe(out)}"
+        )
+
+
+def _describe(out: _Output) -> str:
+    return "one array" if out is _LEAF else f"{out.treedef} of shapes {out.shapes}"
 
 
 class _Output:

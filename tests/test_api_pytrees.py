@@ -448,3 +448,15 @@ def test_numeric_error_estimates_come_back_in_the_derivatives_structure():
     assert np.all(
         np.abs(jac["v"]["a"] - 2.0) <= err["v"]["a"] + 1e-12
     )  # d sum(a^2)/da = 2a, within its bound
+
+
+def test_an_output_whose_structure_changes_between_evaluations_is_refused():
+    # numeric evaluates f at probe points around x: a dict whose keys depend on the point would
+    # have its entries mixed up in the flat vector the backend differences
+    def f(x):
+        return {"big": x * 2} if x[0] > 1.0 else {"small": x * 2}
+
+    with pytest.raises(adcore.InvalidOutputError, match="different structures"):
+        adcore.jacobian(f, backend="numeric")(np.array([1.0 - 1e-9, 2.0, 3.0]))  # probes on both sides of 1
+    jac = adcore.jacobian(f, backend="numeric")(np.array([0.5, 2.0, 3.0]))
+    np.testing.assert_allclose(jac["small"], 2 * np.eye(3), rtol=1e-6)
