@@ -16,7 +16,8 @@ estimate then costs DIRECTIONS columns, not one per element.
 Second order: the Hessian of <w, f> (w random) as each backend's first derivative differentiated
 again by forward and/or reverse (the outer backends `modes` names), against a reference chosen
 among those Hessians and numeric over numeric. At most SECOND_DIMENSIONS dimensions in all
-(numeric over numeric costs their square), so larger leaves are seen along random directions.
+(numeric over numeric costs their square): larger leaves are seen along random directions, and
+with more leaves than that, all of them together along joint random directions.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import adcore
 from adcore import ops
 from adcore.conformance import engine, tolerances
-from adcore.conformance.probe import Outputs, Probe, flatten
+from adcore.conformance.probe import JointProbe, Outputs, Probe, flatten
 from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError, UnsupportedByBackendError
 
 MODES: tuple[str, ...] = ("fwd", "rev")
@@ -114,9 +115,12 @@ def check_grads(
     estimators = [b for b in installed if engine.estimates(b) and b not in chosen]
     failures = _first_order(probe, outputs, chosen + estimators, installed, run, rng)
     if order == 2:
-        share = max(1, SECOND_DIMENSIONS // max(1, len(probe.active)))
         outers = [o for o in engine.SECOND_OUTER if o in installed and _mode(o) in modes]
-        second = Probe.build(flat, leaves, names, share, share, rng)
+        if len(probe.active) <= SECOND_DIMENSIONS:  # each leaf its share of the dimensions
+            share = SECOND_DIMENSIONS // max(1, len(probe.active))
+            second = Probe.build(flat, leaves, names, share, share, rng)
+        else:
+            second = JointProbe.build(flat, leaves, SECOND_DIMENSIONS, rng)
         failures += _second_order(second, chosen, outers, installed, run, rng)
     if not run.report.checked:
         why = "; ".join(f"{b}: {reason}" for b, reason in run.report.skipped.items())
@@ -294,7 +298,7 @@ def _dot_products(
 
 
 def _second_order(
-    probe: Probe, chosen: list, outers: list, installed: list, run: _Runner, rng
+    probe: Probe | JointProbe, chosen: list, outers: list, installed: list, run: _Runner, rng
 ) -> list[Failure]:
     """Hessians of <w, f> by (inner, outer) pairs, the inner backend's derivative differentiated by
     the outer one, and the estimate, against the engine's choice of a reference among them."""

@@ -135,3 +135,48 @@ class Probe:
         if self.bases[self.active[n]] is not None:
             return f"{self.name(n)} along random direction {index[0]}"
         return self.name(n) + _at(index)
+
+
+@dataclass(frozen=True)
+class JointProbe:
+    """f along random orthonormal directions of all its leaves at once (x_i + V_i t, one t): the
+    second derivatives of a function with more leaves than directions, whose Hessian in t is
+    V^T H V. Its one argument is named 'every argument'."""
+
+    fn: Callable[..., Any]
+    leaves: tuple[np.ndarray, ...]
+    basis: np.ndarray  # (total size, directions), orthonormal columns
+    active: tuple[int, ...] = (0,)
+
+    @staticmethod
+    def build(fn: Callable[..., Any], leaves: list, directions: int, rng) -> JointProbe:
+        total = sum(x.size for x in leaves)
+        basis = np.linalg.qr(rng.standard_normal((total, min(directions, total))))[0]
+        return JointProbe(fn, tuple(leaves), basis)
+
+    def call(self, dtype: Any = None) -> engine.Call:
+        leaves = [x if dtype is None else x.astype(dtype) for x in self.leaves]
+        blocks = np.split(self.basis, np.cumsum([x.size for x in leaves])[:-1])
+        blocks = [b.astype(x.dtype) for b, x in zip(blocks, leaves)]
+
+        def probed(t: Any) -> Any:
+            xs = [
+                x + ops.reshape(ops.matmul(b, t), shape=x.shape) if x.size else x
+                for x, b in zip(leaves, blocks)
+            ]
+            return self.fn(*xs)
+
+        narrowest = min((x.dtype for x in leaves), key=lambda d: d.itemsize)
+        return engine.Call(probed, (np.zeros(self.basis.shape[1], narrowest),), (0,))
+
+    def dtype(self, n: int) -> np.dtype:
+        return min((x.dtype for x in self.leaves), key=lambda d: d.itemsize)
+
+    def name(self, n: int) -> str:
+        return "every argument"
+
+    def ndim(self, n: int) -> int:
+        return 1
+
+    def at(self, n: int, index: tuple) -> str:
+        return f"every argument along joint random direction {index[0]}"

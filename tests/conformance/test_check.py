@@ -304,6 +304,26 @@ def test_a_custom_vjp_whose_bwd_is_not_differentiable_fails_order_2_only():
     assert "reference: symbolic = forward" in line
 
 
+def test_with_more_leaves_than_second_dimensions_order_2_runs_along_joint_directions():
+    @adcore.custom_vjp
+    def sine(x):
+        return anp.sin(x)
+
+    sine.defvjp(lambda x: (anp.sin(x), x), lambda x, g: (g * adcore.ops.stop_gradient(anp.cos(x)),))
+    layers = [{"w": np.array([0.3 * k, -0.2]), "b": np.array(0.1 * k)} for k in range(4)]  # 8 leaves
+
+    def loss(layers, frozen):
+        return sum(anp.sum((sine if frozen else anp.sin)(layer["w"]) * layer["b"]) for layer in layers)
+
+    report = adcore.check_grads(lambda p: loss(p, frozen=False), (layers,))
+    assert "second by forward" in report.checked["reverse"]
+    with pytest.raises(AssertionError) as info:
+        adcore.check_grads(lambda p: loss(p, frozen=True), (layers,))
+    line = _failures(info)[0]
+    assert line.startswith("  backend 'reverse', every argument, order 2 (second by ")
+    assert "worst entry d2 <w, out> / d every argument along joint random direction " in line
+
+
 # --- bad input: typed errors, and the next call works ------------------------------------------
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore.conformance.probe import Probe, flatten
+from adcore.conformance.probe import JointProbe, Probe, flatten
 from adcore.errors import InvalidInputError
 
 
@@ -42,3 +42,14 @@ def test_a_pytree_output_is_joined_and_each_entry_named_by_its_path():
 def test_an_integer_leaf_is_refused_by_its_path():
     with pytest.raises(InvalidInputError, match=r"argument 0\['n'\] has dtype int64"):
         flatten(lambda p: p["x"] * p["n"], ({"x": np.ones(2), "n": np.arange(2)},))
+
+
+def test_a_joint_probe_moves_every_leaf_along_shared_directions_whose_jacobian_is_the_gradient_times_v():
+    x, y = np.array([1.0, 2.0]), np.array(3.0)
+    flat, leaves, _, _ = flatten(lambda x, y: anp.sum(x * x) * y, (x, y))
+    probe = JointProbe.build(flat, leaves, directions=2, rng=np.random.default_rng(0))
+    call = probe.call()
+    (jt,) = adcore.jacobian(call.fn, argnums=(0,), backend="reverse")(*call.args)
+    gradient = np.concatenate([2 * x * y, [np.sum(x * x)]])  # d/dx, d/dy of sum(x^2) y
+    np.testing.assert_allclose(jt, gradient @ probe.basis, rtol=1e-12)
+    assert probe.at(0, (1,)) == "every argument along joint random direction 1"
