@@ -92,7 +92,7 @@ def check_output(value: Any, backend: str, scalar: bool) -> None:
             "numbers (a float array)"
         )
     if scalar:
-        check_scalar(np.shape(value))
+        check_scalar(getattr(value, "shape", ()))
 
 
 def check_scalar(shape: tuple[int, ...]) -> None:

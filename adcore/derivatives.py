@@ -109,16 +109,21 @@ def value_and_jacobian(
     differentiated once and its derivative given at each place it was named, as JAX does: a
     backend asked for the same argument twice would split (or double) its derivative.
     """
-    unique = tuple(dict.fromkeys(argnums))
+    unique = tuple(dict.fromkeys(argnums)) if len(argnums) > 1 else argnums
     args = list(args)
     for i in unique:
-        args[i] = float_input(args[i], f"argument {i}")
+        a = args[i]
+        if not (a.__class__ is np.ndarray and a.dtype.kind == "f"):  # the common case, checked at no cost
+            args[i] = float_input(a, f"argument {i}")
     value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
-    place = {i: k for k, i in enumerate(unique)}
+    if unique is not argnums and unique != argnums:  # a position named twice: its derivative at each place
+        place = {i: k for k, i in enumerate(unique)}
+        jacobians = tuple(jacobians[place[i]] for i in argnums)
+        errors = None if errors is None else tuple(errors[place[i]] for i in argnums)
     return Derivatives(
         _fresh(value) if want_value else None,
-        tuple(_like(jacobians[place[i]], args[i]) for i in argnums),
-        None if errors is None else tuple(_like(errors[place[i]], args[i]) for i in argnums),
+        tuple([_like(j, args[i]) for j, i in zip(jacobians, argnums)]),
+        None if errors is None else tuple(_like(e, args[i]) for e, i in zip(errors, argnums)),
     )
 
 
@@ -291,12 +296,12 @@ def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
     """One pullback per output element (one for a scalar loss: one trace, one sweep)."""
     out, pullback = be.vjp(f, args, argnums)
     check_output(out, be.name, scalar)
-    shape = np.shape(out)
+    shape = getattr(out, "shape", ())  # a number or an array: check_output says so
     if pullback is None:  # the output does not depend on the inputs
         return out, tuple(_zeros(shape, args[i]) for i in argnums)
     if shape == ():
-        cotangents = pullback(_dtype(out).type(1), final=True)
-        return out, tuple(_zeros((), args[i]) if g is None else g for g, i in zip(cotangents, argnums))
+        cotangents = pullback(out.dtype.type(1), final=True)  # connected: an array (or tracer) of f's dtype
+        return out, tuple([_zeros((), args[i]) if g is None else g for g, i in zip(cotangents, argnums)])
     rows: list[list[Any]] = [[] for _ in argnums]
     cells = list(np.ndindex(shape))
     for k, index in enumerate(cells):

@@ -38,6 +38,6 @@ class ReverseBackend(Backend):
 
         def pullback(cotangent: Any, final: bool = False) -> tuple:
             reached = {leaf._seq: g for leaf, g in backward_pass(out, cotangent, retain_graph=not final)}
-            return tuple(reached.get(leaf._seq) for leaf in leaves)
+            return tuple([reached.get(leaf._seq) for leaf in leaves])
 
         return out.value, pullback
