@@ -107,12 +107,12 @@ def check_grads(
     modes = _checked_options(f, args, order, modes)
     flat, leaves, names, outputs = flatten(f, args)
     installed, chosen = adcore.backends(), _chosen(backends, modes)
-    run = _Runner(GradCheckReport(), named=backends is not None)
-    rng = np.random.default_rng(seed)
-    probe = Probe.build(flat, leaves, names, FULL_SIZE, DIRECTIONS, rng)
     # the estimate is checked whatever `backends` says: it corroborates the reference, and backends
     # sharing a rule (a custom_jvp's, by forward and reverse) agree with each other even when it is wrong
     estimators = [b for b in installed if engine.estimates(b) and b not in chosen]
+    run = _Runner(GradCheckReport(), named=backends is not None, unasked=estimators)
+    rng = np.random.default_rng(seed)
+    probe = Probe.build(flat, leaves, names, FULL_SIZE, DIRECTIONS, rng)
     failures = _first_order(probe, outputs, chosen + estimators, installed, run, rng)
     if order == 2:
         outers = [o for o in engine.SECOND_OUTER if o in installed and _mode(o) in modes]
@@ -173,11 +173,12 @@ def _mode(backend: str) -> str:
 class _Runner:
     """Runs one check of one backend. A backend that says it cannot (an AdcoreError that is a
     NotImplementedError: a missing rule, something it does not do) is skipped, for that check or,
-    when it cannot take f at all (its Jacobian), for every check, unless it was named; any other
-    error is f's or the backend's, and propagates with a note saying where."""
+    when it cannot take f at all (its Jacobian), for every check, unless it was named; so is an
+    estimator nobody named that fails to estimate. Any other error is f's or the backend's, and
+    propagates with a note saying where."""
 
-    def __init__(self, report: GradCheckReport, named: bool) -> None:
-        self.report, self.named = report, named
+    def __init__(self, report: GradCheckReport, named: bool, unasked: Sequence[str] = ()) -> None:
+        self.report, self.named, self.unasked = report, named, set(unasked)
 
     def __call__(self, backend: str, what: str, compute: Callable[[], Any]) -> Any:
         if backend in self.report.skipped:
@@ -186,11 +187,8 @@ class _Runner:
             result = compute()
         except Exception as e:
             whole = what == "jacobian"
-            if (
-                isinstance(e, AdcoreError)
-                and isinstance(e, NotImplementedError)
-                and not (whole and self.named)
-            ):
+            cannot = isinstance(e, AdcoreError) and isinstance(e, NotImplementedError)
+            if backend in self.unasked or (cannot and not (whole and self.named)):
                 self.report.skipped[backend if whole else f"{backend}, {what}"] = f"{type(e).__name__}: {e}"
                 return None
             e.add_note(

@@ -378,6 +378,18 @@ def test_a_bwd_returning_the_wrong_number_of_cotangents_is_its_typed_error_not_a
     assert "check_grads: raised by backend 'reverse' (jacobian)" in info.value.__notes__[-1]
 
 
+def test_numeric_failing_to_estimate_is_skipped_unless_asked_for(monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("planted: no estimate today")
+
+    monkeypatch.setattr(type(adcore.get_backend("numeric")), "value_and_jacobian", broken)
+    report = adcore.check_grads(anp.sin, (X,), order=1, backends=["reverse", "forward"])
+    assert "planted" in report.skipped["numeric"] and report.references[1] == "symbolic = reverse = forward"
+    with pytest.raises(RuntimeError, match="planted") as info:
+        adcore.check_grads(anp.sin, (X,), order=1)
+    assert "check_grads: raised by backend 'numeric' (jacobian)" in info.value.__notes__[-1]
+
+
 def test_nothing_to_corroborate_the_reference_is_an_error(clean_plugins, monkeypatch):
     monkeypatch.setenv("ADCORE_PLUGINS", "reverse")
     adcore.plugins.reset()
