@@ -166,7 +166,7 @@ def sweep_richardson(cases):
                 if got is ERROR:
                     failed += 1
                     continue
-                d, estimate = float(got[0]), float(got[1])
+                d, estimate = float(got.derivative), float(got.error)  # an adcore.Estimate
                 errs.append(abs(d - exact) / max(abs(exact), FLOOR))
                 bounded += abs(d - exact) <= estimate
                 evals.append(counted[k].calls)
