@@ -116,7 +116,7 @@ def value_and_jacobian(
         if not (a.__class__ is np.ndarray and a.dtype.kind == "f"):  # the common case, checked at no cost
             args[i] = float_input(a, f"argument {i}")
     value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
-    if unique is not argnums and unique != argnums:  # a position named twice: its derivative at each place
+    if len(unique) != len(argnums):  # a position named twice: its derivative at each place
         place = {i: k for k, i in enumerate(unique)}
         jacobians = tuple(jacobians[place[i]] for i in argnums)
         errors = None if errors is None else tuple(errors[place[i]] for i in argnums)
@@ -157,7 +157,10 @@ def vjp(be: Backend, f: Callable[..., Any], args: tuple, options: dict) -> tuple
         def transposed(cotangent: Any) -> tuple:
             row = ops.reshape(_ct(cotangent, value), shape=(1, size))
             return tuple(
-                _like(ops.reshape(ops.matmul(row, ops.reshape(j, shape=(size, -1))), shape=np.shape(x)), x)
+                _like(
+                    ops.reshape(ops.matmul(row, ops.reshape(j, shape=(size, np.size(x)))), shape=np.shape(x)),
+                    x,
+                )
                 for j, x in zip(jacobians, args)
             )
 

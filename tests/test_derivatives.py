@@ -262,3 +262,15 @@ def test_a_plain_cotangent_is_cast_to_the_output_dtype_and_the_next_call_works()
     with pytest.raises(adcore.InvalidValueError, match=r"cotangent has shape \(3,\)"):
         vjp_fn(np.ones(3))
     np.testing.assert_allclose(vjp_fn(np.ones(4))[0], np.cos(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse", "symbolic", "numeric"])
+def test_an_empty_output_has_an_empty_jacobian_and_zero_cotangents(backend):
+    def empty(x):
+        return x[:0] * 2.0
+
+    assert adcore.jacobian(empty, backend=backend)(X0).shape == (0, 4)
+    _, vjp_fn = adcore.vjp(empty, X0, backend=backend)
+    np.testing.assert_array_equal(vjp_fn(np.zeros(0))[0], np.zeros(4))  # no output weighs anything
+    out, tangent = adcore.jvp(empty, (X0,), (V,), backend=backend)
+    assert out.shape == tangent.shape == (0,)

@@ -384,7 +384,7 @@ class _ConstantBackend(adcore.Backend):
     def __init__(self) -> None:
         self.options: list[dict] = []
 
-    def value_and_jacobian(self, f, args, argnums, *, scalar_output=False, **options):
+    def value_and_jacobian(self, f, args, argnums, **options):
         self.options.append(options)
         out = f(*args)
         return out, tuple(np.full(np.shape(out) + np.shape(args[i]), 7.0) for i in argnums)
@@ -619,7 +619,7 @@ class FakeReverse(adcore.Backend):
     name = "reverse"
     kinds = ()
 
-    def value_and_jacobian(self, f, args, argnums, *, scalar_output=False):
+    def value_and_jacobian(self, f, args, argnums):
         out = f(*args)
         return out, tuple(np.zeros(np.shape(out) + np.shape(args[i])) for i in argnums)
 

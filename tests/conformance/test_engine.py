@@ -154,7 +154,7 @@ def test_a_backend_that_raises_is_an_error_cell_and_the_next_run_is_clean(regist
     class Broken(adcore.Backend):
         name = "broken"
 
-        def value_and_jacobian(self, f, args, argnums, *, scalar_output=False):
+        def value_and_jacobian(self, f, args, argnums):
             raise RuntimeError("no derivatives today")
 
     register_plugin(_plugin(backends=[Broken()]), "broken")

@@ -250,6 +250,8 @@ class _Runner:
 
     def raise_if_not_finite(self, values: np.ndarray, h: np.ndarray) -> None:
         """A clear error naming the first point where f was nan or inf."""
+        if values.size == 0:  # an empty output: nothing can be infinite
+            return
         flat = values.reshape(-1, values.shape[-1])
         bad = first_nonfinite(flat)
         if bad is None:
