@@ -390,6 +390,15 @@ def test_numeric_failing_to_estimate_is_skipped_unless_asked_for(monkeypatch):
     assert "check_grads: raised by backend 'numeric' (jacobian)" in info.value.__notes__[-1]
 
 
+def test_an_op_no_rule_backend_can_take_is_an_error_not_numeric_checked_against_itself(register_plugin):
+    register_plugin(_plugin([OpSpec("mystery", np.sin, elementwise=True)]), "mysteries")
+    with pytest.raises(
+        UnsupportedByBackendError, match="no backend that differentiates by rules could take f"
+    ) as info:
+        adcore.check_grads(lambda x: adcore.ops.mystery(x), (X,), order=1)
+    assert "reverse: MissingRuleError: op 'mystery' has no 'vjp' rule" in str(info.value)
+
+
 def test_nothing_to_corroborate_the_reference_is_an_error(clean_plugins, monkeypatch):
     monkeypatch.setenv("ADCORE_PLUGINS", "reverse")
     adcore.plugins.reset()
