@@ -230,10 +230,10 @@ def _reference(reference: engine.Reference | None, order: int, report: GradCheck
 def _first_order(
     probe: Probe, outputs: Outputs, chosen: list, installed: list, run: _Runner, rng
 ) -> list[Failure]:
-    at64 = engine._Results(probe.call(np.float64))
+    at64 = engine.Results(probe.call(np.float64))
     reference = _reference(engine.reference_for(at64, installed, lambda b: True), 1, run.report)
     same = all(probe.dtype(n) == np.float64 for n in range(len(probe.active)))
-    here = at64 if same else engine._Results(probe.call())
+    here = at64 if same else engine.Results(probe.call())
     failures = []
     for backend in chosen:
         result = run(backend, "jacobian", lambda b=backend: here.jacobians(b))
@@ -363,7 +363,7 @@ def _second_estimate(at64: _Hessians, installed: list) -> tuple[str | None, engi
     estimator = next((b for b in installed if engine.estimates(b)), None)
     if estimator is None:
         return None, None
-    return estimator, engine._second_estimate(at64.phi, at64.call.args, estimator)
+    return estimator, engine.second_estimate(at64.phi, at64.call.args, estimator)
 
 
 class _Hessians:

@@ -316,7 +316,7 @@ def _agree(a: tuple, b: tuple, tolerance: tolerances.Tolerance, errors: tuple = 
 # --- checking one subject ---------------------------------------------------------------
 
 
-class _Results:
+class Results:
     """Each backend's Jacobians of one call, computed once (the reference and the cells share them)."""
 
     def __init__(self, call: Call) -> None:
@@ -349,7 +349,7 @@ class _Results:
 
 
 def reference_for(
-    results: _Results, backends: Iterable[str], supported: Callable[[str], bool]
+    results: Results, backends: Iterable[str], supported: Callable[[str], bool]
 ) -> Reference | None:
     """The reference Jacobians of `results.call` (a float64 call) from the installed backends."""
     exact: dict[str, tuple] = {}
@@ -386,8 +386,8 @@ def check_subject(
     installed = adcore.backends()
     tallies = {b: Tally(unsupported=supported(b)) for b in backends}
     for k, call in enumerate(calls):
-        here = _Results(call)
-        at64 = here if dtype == "float64" else _Results(call.in_float64())
+        here = Results(call)
+        at64 = here if dtype == "float64" else Results(call.in_float64())
         reference = reference_for(at64, installed, lambda b: not supported(b))
         for backend, tally in tallies.items():
             if tally.unsupported or tally.error:
@@ -410,7 +410,7 @@ def check_subject(
 
 
 def _check_call(
-    tally: Tally, backend: str, results: _Results, reference: Reference, dtype: str, rng: np.random.Generator
+    tally: Tally, backend: str, results: Results, reference: Reference, dtype: str, rng: np.random.Generator
 ) -> None:
     call = results.call
     if estimates(backend):
@@ -539,7 +539,7 @@ def _check_second(
         except Exception as e:
             hessians[name] = e  # type: ignore[assignment]
     estimator = next((name for name in installed if estimates(name)), None)
-    estimate = _second_estimate(weighted, xs, estimator) if estimator is not None else None
+    estimate = second_estimate(weighted, xs, estimator) if estimator is not None else None
     exact = {k: v for k, v in hessians.items() if not isinstance(v, Exception)}
     reference = choose_reference(exact, estimate)
     for backend, tally in tallies.items():
@@ -564,7 +564,7 @@ def _check_second(
             )
 
 
-def _second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> Estimate | None:
+def second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> Estimate | None:
     """d^2 <w, f> / dx_i dx_j by the estimating backend over itself (its best estimate both
     times; the inner one without its error, which the outer cannot take through)."""
     nums = tuple(range(len(xs)))
