@@ -225,10 +225,13 @@ def _derivative_function(f, backend, argnums, has_aux, options, *, scalar: bool,
     """differentiate/grad/value_and_grad's function: flatten the call, run the engine, rebuild."""
     be = derivatives.prepare(f, backend, "value_and_jacobian", options)
     flats: dict = {}  # the flat functions of f (_Flat.of), by argument structure, at hand
+    positions: dict = {}  # argnums normalised, by the number of arguments of the call
 
     @functools.wraps(f)
     def derivative(*args: Any, **kwargs: Any) -> Any:
-        nums = derivatives.normalize_argnums(argnums, len(args))
+        nums = positions.get(len(args))
+        if nums is None:
+            nums = positions[len(args)] = derivatives.normalize_argnums(argnums, len(args))
         flat, layout = _flatten_args(args, nums, check=False)  # the engine checks the flat args
         flat_f = flats.get(layout.key)
         if flat_f is None:
