@@ -403,17 +403,14 @@ def _direct(be: Backend, f, args, argnums, scalar, want_value, options, purpose)
     return value, jacobians, errors
 
 
-@functools.cache
 def _implements(cls: type, method: str) -> bool:
     return getattr(cls, method) is not getattr(Backend, method)
 
 
-@functools.cache
 def _takes_want_value(cls: type) -> bool:
-    return "want_value" in inspect.signature(cls.value_and_jacobian).parameters
+    return "want_value" in _parameters(cls.value_and_jacobian)
 
 
-@functools.cache
 def _options(cls: type, method: str) -> tuple[list[str], bool]:
     """The option names `method` takes on a backend class, and whether it takes any (**options):
     those of the backend method that does the work, and the engine's own for that way."""
@@ -422,12 +419,18 @@ def _options(cls: type, method: str) -> tuple[list[str], bool]:
     else:  # a Jacobian, or jvp/vjp built from one
         own = "value_and_jacobian" if cls.builds == "jacobian" else cls.builds
         engine = ENGINE_OPTIONS[cls.builds]
-    params = inspect.signature(getattr(cls, own)).parameters.values()
+    params = _parameters(getattr(cls, own)).values()
     takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
     names = [
         p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in ("want_value", "scalar_output")
     ]
     return sorted(names + list(engine)), takes_any
+
+
+@functools.cache
+def _parameters(method: Callable) -> Any:
+    """A backend method's parameters, by the function itself (a patched method is read anew)."""
+    return inspect.signature(method).parameters
 
 
 def _ct(cotangent: Any, out: Any) -> Any:
