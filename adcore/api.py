@@ -8,6 +8,7 @@ backends work on, and builds each result back in the structure JAX gives it.
 from __future__ import annotations
 
 import functools
+import re
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,7 +18,13 @@ import numpy as np
 from adcore import derivatives, ops, tree
 from adcore.core import Trace, Tracer, new_trace
 from adcore.derivatives import Derivatives, Estimate, get_backend
-from adcore.errors import InvalidArgnumsError, InvalidInputError, InvalidOutputError, NonScalarOutputError
+from adcore.errors import (
+    AdcoreError,
+    InvalidArgnumsError,
+    InvalidInputError,
+    InvalidOutputError,
+    NonScalarOutputError,
+)
 from adcore.plugins import get_registry
 
 Argnums = int | Sequence[int]
@@ -238,15 +245,19 @@ def _derivative_function(f, backend, argnums, has_aux, options, *, scalar: bool,
             flat_f = flats[layout.key] = _Flat.of(f, layout, has_aux)
         call = _Call(kwargs, scalar, has_aux)
         level = _next_level() if has_aux else 0
-        result = derivatives.value_and_jacobian(
-            be,
-            flat_f,
-            (*flat, call),
-            layout.flat_argnums(nums),
-            scalar=scalar,
-            want_value=want_value,
-            options=options,
-        )
+        try:
+            result = derivatives.value_and_jacobian(
+                be,
+                flat_f,
+                (*flat, call),
+                layout.flat_argnums(nums),
+                scalar=scalar,
+                want_value=want_value,
+                options=options,
+            )
+        except AdcoreError as e:
+            _name_leaves(e, layout)
+            raise
         out = call.out if call.out is not None else _output(call, f, args)
         if out is _LEAF and layout.defs is None and result.errors is None:  # arrays in, one array out
             picked = result.jacobians[0] if type(argnums) is int else result.jacobians
@@ -380,6 +391,28 @@ class _Layout:
 
     def leaves(self, n: int) -> list:
         return [self.flat[n]] if self.defs is None else [self.flat[i] for i in self.positions[n]]
+
+
+def _name_leaves(error: AdcoreError, layout: _Layout) -> None:
+    """A backend names the flat arguments it was given ("argument 3"); when the call's pytrees
+    were flattened, a note on the error says which leaf each one it names is. Only the
+    innermost derivative function an error passes through adds it (the numbers are its own)."""
+    if getattr(error, "_adcore_leaves_named", False):
+        return
+    error._adcore_leaves_named = True
+    if layout.defs is None or not error.args or not isinstance(error.args[0], str):
+        return
+    names, k = {}, 0
+    for n, treedef in enumerate(layout.defs):
+        for path in [f"argument {n}"] if treedef is None else tree.paths(treedef, f"argument {n}"):
+            names[k] = path
+            k += 1
+    named = sorted({int(m) for m in re.findall(r"\bargument (\d+)", error.args[0])} & set(names))
+    if any(names[k] != f"argument {k}" for k in named):
+        error.add_note(
+            "adcore flattened the pytree arguments for the backend: "
+            + ", ".join(f"its argument {k} is {names[k]}" for k in named)
+        )
 
 
 def _rebuild(defs: tuple, flat: Sequence[Any]) -> list:

@@ -460,3 +460,16 @@ def test_an_output_whose_structure_changes_between_evaluations_is_refused():
         adcore.jacobian(f, backend="numeric")(np.array([1.0 - 1e-9, 2.0, 3.0]))  # probes on both sides of 1
     jac = adcore.jacobian(f, backend="numeric")(np.array([0.5, 2.0, 3.0]))
     np.testing.assert_allclose(jac["small"], 2 * np.eye(3), rtol=1e-6)
+
+
+def test_a_backend_error_about_a_flat_argument_gets_a_note_naming_the_leaf():
+    # numeric probes log(b) across 0 at b[1] = 1e-7: its message names the flat argument it saw
+    with pytest.raises(adcore.InvalidOutputError, match="nan at argument 1") as info:
+        adcore.grad(lambda p: anp.sum(anp.log(p["b"])) + anp.sum(p["a"]), backend="numeric")(
+            {"a": np.ones(2), "b": np.array([1.0, 1e-7])}
+        )
+    assert info.value.__notes__ == [
+        "adcore flattened the pytree arguments for the backend: its argument 1 is argument 0['b']"
+    ]
+    g = adcore.grad(lambda p: anp.sum(anp.log(p["b"])), backend="numeric")({"b": np.array([1.0, 2.0])})
+    np.testing.assert_allclose(g["b"], [1.0, 0.5], rtol=1e-6)  # the next call works: d log b = 1 / b
