@@ -200,12 +200,13 @@ def load() -> Registry:
         for hook in HOOKS:
             for name, plugin in list(pm.list_name_plugin()):
                 _call_hook(pm, registry, hook, name, plugin)
-        for name, (spec, rules) in list(_user_ops.items()):
-            if name not in _freed:
-                try:
-                    registry.add_user_op(spec, rules)
-                except PluginError as e:  # a plugin loaded since claims its name
-                    _fail(registry.plugins["user"], str(e))
+        # all of them, the freed ones too: the set of user ops changes only in add_user_op, so a
+        # reload keeps it as it was (a finalizer runs whenever the garbage collector does)
+        for spec, rules in list(_user_ops.values()):
+            try:
+                registry.add_user_op(spec, rules)
+            except PluginError as e:  # a plugin loaded since claims its name
+                _fail(registry.plugins["user"], str(e))
     finally:
         _loading.active = False
     return registry
