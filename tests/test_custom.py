@@ -189,7 +189,7 @@ def test_hvp_and_a_differentiable_pullback_of_a_custom_jvp_function():
     s = sigmoid(x)
     np.testing.assert_allclose(adcore.hvp(lambda x: anp.sum(log1pexp(x)))(x, v), s * (1 - s) * v, rtol=1e-13)
     _, vjp_fn = adcore.vjp(log1pexp, x)
-    # d/dc <vjp_fn(c), v> = J v = s v; d/dx of vjp_fn(1) = sum(s(x)) is s (1 - s)
+    # d/dc <vjp_fn(c), v> = J v = s v; d/dx sum(vjp_fn(1)[0]) = d/dx sum(s(x)) = s (1 - s)
     np.testing.assert_allclose(
         adcore.grad(lambda c: anp.sum(vjp_fn(c)[0] * v))(np.ones(3)), s * v, rtol=1e-13
     )
