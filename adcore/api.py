@@ -450,15 +450,22 @@ class _Flat:
     kept while f lives, so a backend that caches by function (symbolic) finds it again."""
 
     __slots__ = ("ref", "defs", "has_aux", "__weakref__")
-    _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    # id(f) -> (weak reference to f, {key: _Flat}): by identity, not equality, since two equal
+    # callables may still compute different things; an entry goes when its f does
+    _cache: dict[int, tuple[weakref.ref, dict]] = {}
 
     @classmethod
     def of(cls, f: Callable[..., Any], layout: _Layout, has_aux: bool) -> _Flat:
         key = (layout.key, has_aux)
-        try:
-            per_f = cls._cache.setdefault(f, {})
-        except TypeError:  # f cannot be weakly referenced: a new one each call
-            return cls(f, layout.defs, has_aux, strong=True)
+        entry = cls._cache.get(id(f))
+        if entry is None or entry[0]() is not f:
+            ident = id(f)
+            try:
+                ref = weakref.ref(f, lambda _: cls._cache.pop(ident, None))
+            except TypeError:  # f cannot be weakly referenced: a new one each call
+                return cls(f, layout.defs, has_aux, strong=True)
+            entry = cls._cache[ident] = (ref, {})
+        per_f = entry[1]
         flat = per_f.get(key)
         if flat is None:
             flat = per_f[key] = cls(f, layout.defs, has_aux, strong=False)

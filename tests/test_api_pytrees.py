@@ -473,3 +473,27 @@ def test_a_backend_error_about_a_flat_argument_gets_a_note_naming_the_leaf():
     ]
     g = adcore.grad(lambda p: anp.sum(anp.log(p["b"])), backend="numeric")({"b": np.array([1.0, 2.0])})
     np.testing.assert_allclose(g["b"], [1.0, 0.5], rtol=1e-6)  # the next call works: d log b = 1 / b
+
+
+class _Scaled:
+    """A callable equal to every other _Scaled (a value-based __eq__), computing k * sum(x^2)."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __eq__(self, other):
+        return isinstance(other, _Scaled)
+
+    def __hash__(self):
+        return 0
+
+    def __call__(self, p):
+        return self.k * anp.sum(p["x"] ** 2)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "numeric"])
+def test_two_equal_callables_are_two_functions(backend):
+    p = {"x": np.array([1.0, 2.0])}
+    first = _Scaled(1.0)
+    np.testing.assert_allclose(adcore.grad(first, backend=backend)(p)["x"], [2.0, 4.0], rtol=1e-6)
+    np.testing.assert_allclose(adcore.grad(_Scaled(3.0), backend=backend)(p)["x"], [6.0, 12.0], rtol=1e-6)
