@@ -170,6 +170,14 @@ def test_two_checkpointed_functions_of_the_same_inputs_get_their_own_cotangents(
     assert np.array_equal(got, adcore.grad(lambda x: anp.sum(anp.sin(x) * a + anp.tanh(x) * a))(x))
 
 
+def test_float32_stays_float32_and_identical():
+    W, h = (a.astype(np.float32) for a in data())
+    (dW, dh), (dW_c, dh_c) = both(chain, W, h)
+    assert dh_c.dtype == dW_c.dtype == np.float32
+    assert np.array_equal(dh_c, dh)
+    np.testing.assert_allclose(dW_c, dW, rtol=1e-5, atol=1e-6)  # W shared: summed in another order
+
+
 def test_argnums_pick_the_arguments():
     W, h = data()
     loss = adcore.grad(lambda W, h: chain(W, h, checkpointed_block), argnums=1)
