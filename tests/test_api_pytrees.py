@@ -497,16 +497,3 @@ def test_two_equal_callables_are_two_functions(backend):
     first = _Scaled(1.0)
     np.testing.assert_allclose(adcore.grad(first, backend=backend)(p)["x"], [2.0, 4.0], rtol=1e-6)
     np.testing.assert_allclose(adcore.grad(_Scaled(3.0), backend=backend)(p)["x"], [6.0, 12.0], rtol=1e-6)
-
-
-def test_the_flat_functions_go_with_their_f():
-    import gc
-
-    from adcore import api
-
-    gc.collect()
-    before = len(api._Flat._cache)
-    for k in range(50):
-        adcore.grad(lambda p, k=k: anp.sum(p["x"] * k))({"x": np.ones(2)})
-    gc.collect()
-    assert len(api._Flat._cache) <= before + 1  # each f dropped its entry when it died
