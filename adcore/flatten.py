@@ -22,7 +22,9 @@ _ARRAYS = (np.ndarray, np.generic, Tracer, float)
 _OUTPUT_ARRAYS = (Tracer, np.generic, float, int)
 
 
-def flatten_args(args: Sequence[Any], nums: Sequence[int], where: Sequence[str] | None = None, check=True):
+def flatten_args(
+    args: Sequence[Any], nums: Sequence[int], where: Sequence[str] | None = None, check: bool = True
+) -> tuple[list, Layout]:
     """The flat arguments (each differentiated argument's leaves in its place, as float arrays
     if `check`; the others as given) and the Layout that puts them back together."""
     for n in nums:
@@ -38,7 +40,7 @@ def flatten_args(args: Sequence[Any], nums: Sequence[int], where: Sequence[str] 
     flat, defs, positions = [], [], {}
     for n, arg in enumerate(args):
         treedef = None
-        if n not in positions and n in nums:
+        if n in nums:
             leaves, treedef = tree.flatten(arg)
             if tree.is_leaf(treedef):
                 treedef = None
@@ -194,6 +196,7 @@ class Flat:
 
 
 def split_aux(result: Any) -> tuple[Any, Any]:
+    """(output, aux) from what a has_aux function returned, which must be a pair."""
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         raise InvalidOutputError(
             f"has_aux=True: f must return a pair (output, aux), got {type(result).__name__}"
@@ -323,4 +326,5 @@ def output_of(call: Call, f: Callable[..., Any], args: Sequence[Any]) -> Output:
 
 
 def unflatten_or_leaf(treedef: tree.TreeDef | None, leaves: Sequence[Any]) -> Any:
+    """The tree of structure treedef, or the one leaf when treedef is None (an array argument)."""
     return leaves[0] if treedef is None else tree.unflatten(treedef, leaves)
