@@ -146,3 +146,14 @@ def test_an_op_without_a_jvp_rule_is_fine_when_no_tangent_reaches_it(register_pl
     # the op is applied to a constant: forward never needs its rule
     f = lambda x: anp.sin(x) + adcore.ops.vjp_only(np.float64(1.0))  # noqa: E731
     assert adcore.grad(f, backend="forward")(0.0) == 1.0
+
+
+def test_the_contract_jvp_gives_none_where_no_tangent_reaches_the_output():
+    be = adcore.get_backend("forward")
+    x, c = np.array([0.5, 1.5]), np.array([2.0, -1.0])
+    value, tangents = be.jvp(lambda x, c: anp.sin(c), (x, c), (np.eye(2), None))
+    np.testing.assert_array_equal(value, np.sin(c))
+    assert tangents is None  # sin(c) does not depend on x
+    value, tangents = be.jvp(lambda x, c: x * c, (x, c), (np.eye(2), None))
+    np.testing.assert_array_equal(tangents, np.diag(c))  # row k: d(x c) along e_k
+    _works_afterwards()

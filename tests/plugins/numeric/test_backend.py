@@ -153,3 +153,14 @@ def test_hessian_numeric_over_reverse_and_numeric_over_numeric():
     # again: ε·|f|/h² ≈ 1e-16 · 100 / 4e-12, about four digits of the largest entry
     np.testing.assert_allclose(twice, exact, atol=1e-4 * np.abs(exact).max())
     assert not np.allclose(twice, exact, atol=1e-7 * np.abs(exact).max())  # it is not exact
+
+
+def test_the_contract_jvp_takes_a_batch_of_directions_and_none_for_a_fixed_argument():
+    be = adcore.get_backend("numeric")
+    x, y = np.array([0.5, 1.5]), np.array([2.0, -1.0])
+    directions = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # a batch of 3, for x only
+    value, tangents = be.jvp(lambda x, y: anp.sin(x) * y, (x, y), (directions, None))
+    assert tangents.shape == (3, 2)
+    # d(sin(x) y) along t = cos(x) y t, elementwise
+    np.testing.assert_allclose(tangents, directions * np.cos(x) * y, rtol=1e-8)
+    assert be.jvp(np.sin, (x,), (None,)) == (pytest.approx(np.sin(x)), None)  # nothing perturbed

@@ -117,3 +117,14 @@ def test_the_value_vjp_returned_changed_in_place_before_the_pullback():
     out, pullback = adcore.vjp(anp.exp, X.copy())
     out *= 2
     np.testing.assert_allclose(pullback(np.ones(3))[0], np.exp(X), rtol=1e-15)
+
+
+def test_the_contract_pullback_is_none_for_an_output_that_does_not_depend_on_the_inputs():
+    be = adcore.get_backend("reverse")
+    x, c = np.array([0.5, 1.5]), np.array([2.0, -1.0])
+    value, pullback = be.vjp(lambda x, c: anp.sin(c), (x, c), (0,))
+    np.testing.assert_array_equal(value, np.sin(c))
+    assert pullback is None
+    value, pullback = be.vjp(lambda x, c: x * c + c, (x, c), (0,))
+    (g,) = pullback(np.array([1.0, 10.0]), final=True)
+    np.testing.assert_array_equal(g, [2.0, -10.0])  # ct * c
