@@ -36,10 +36,15 @@ def test_symbolic_agrees_with_reverse(op, sample):
 
 def test_every_core_op_has_a_sympy_rule():
     registry = get_registry()
+    # not the ops of user functions (custom_vjp, checkpoint: pseudo-plugin "user"), which other
+    # test modules define at import; symbolic differentiates their bodies
+    user = registry.plugins.get("user")
     missing = [
         n
         for n, op in registry.ops.items()
-        if has_differentiable_inputs(op) and n not in registry.rules["sympy"]
+        if has_differentiable_inputs(op)
+        and n not in registry.rules["sympy"]
+        and (user is None or n not in user.ops)
     ]
     assert missing == []
 
