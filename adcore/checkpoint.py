@@ -6,8 +6,9 @@ the tape gets one node that keeps f's inputs and output and none of f's intermed
 VJP rule runs f again under reverse mode on the kept inputs and pulls the cotangent back
 through that fresh tape (docs/checkpoint.md). The recomputed output must equal the kept one,
 bit for bit: otherwise f read state that changed in between (a global array written in
-place, np.random) and the rule would differentiate another function, so it refuses. Every
-other backend differentiates the body (the op is traceable).
+place, np.random) and the rule would differentiate another function, so it refuses; so it
+does a write into an argument and a closure over a value being differentiated. Every other
+backend differentiates the body (the op is traceable).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Checkpointed(_Custom):
 
     def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()) -> None:
         super().__init__(fun, nondiff_argnums=static_argnums)
-        self.fun = _refusing_outer_tracers(fun, self._label)
+        self.fun = _guarded(fun, self._label, self.nondiff_argnums)
         self._register()
 
 
@@ -71,15 +72,30 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, static_argnums: int | S
     return Checkpointed(fun, static_argnums)
 
 
-def _refusing_outer_tracers(fun: Callable[..., Any], label: str) -> Callable[..., Any]:
-    """fun, refusing a result traced by a transformation none of its arguments belongs to:
-    fun then closes over a value being differentiated (a weight read from a global), which
-    reverse mode would record inside the body, where nothing is recorded."""
+def _guarded(fun: Callable[..., Any], label: str, static: tuple[int, ...]) -> Callable[..., Any]:
+    """fun as the checkpointed op's body, refusing what reverse mode could not recompute:
+
+    - a write into an argument (`x *= 2`): the body runs on the tape's own arrays, which other
+      nodes keep too, so its arguments are read-only views here (a traced value refuses it);
+    - a result traced by a transformation none of its arguments belongs to: fun closes over a
+      value being differentiated (a weight read from a global), which the node does not keep.
+    """
 
     @functools.wraps(fun)
     def body(*args: Any) -> Any:
-        out = fun(*args)
-        if isinstance(out, Tracer):
+        args = tuple(a if i in static else tree.map(_read_only, a) for i, a in enumerate(args))
+        try:
+            out = fun(*args)
+        except ValueError as e:
+            if "read-only" not in str(e):
+                raise
+            raise UnsupportedFunctionError(
+                f"{label} writes into one of its arguments in place ({e}); a checkpointed function "
+                "runs on arrays the tape keeps. Compute a new array instead (x = x * 2, not x *= 2)."
+            ) from e
+        if isinstance(out, np.ndarray) and not out.flags.writeable and out.base is not None:
+            out = out.copy()  # f returned (a view of) its argument: the caller gets its own array
+        elif isinstance(out, Tracer):
             inputs = [leaf._trace.level for leaf in tree.leaves(args) if isinstance(leaf, Tracer)]
             if out._trace.level > max(inputs, default=-1):
                 raise UnsupportedFunctionError(
@@ -90,6 +106,14 @@ def _refusing_outer_tracers(fun: Callable[..., Any], label: str) -> Callable[...
         return out
 
     return body
+
+
+def _read_only(leaf: Any) -> Any:
+    if leaf.__class__ is not np.ndarray:
+        return leaf
+    view = leaf.view()
+    view.flags.writeable = False
+    return view
 
 
 def _recompute(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:

@@ -358,6 +358,29 @@ def test_a_closure_over_a_differentiated_value_is_refused_on_every_backend():
     assert np.array_equal(adcore.grad(loss, argnums=1)(W, h), expected)
 
 
+def test_a_write_into_an_argument_is_refused():
+    # the body runs on the arrays the tape keeps (here tanh's output, which tanh's VJP reads):
+    # h *= 2 there would change them under the backward pass
+    @checkpoint
+    def double(h):
+        h *= 2.0
+        return h
+
+    x = np.array([0.3, -0.5])
+    with pytest.raises(adcore.UnsupportedFunctionError, match="'double' writes into one of its arguments"):
+        adcore.grad(lambda x: anp.sum(double(anp.tanh(x))))(x)
+    twice = checkpoint(lambda h: h * 2.0)
+    assert np.array_equal(adcore.grad(lambda x: anp.sum(twice(x)))(x), [2.0, 2.0])
+
+
+def test_an_argument_returned_comes_back_as_a_writable_array():
+    transpose = checkpoint(lambda x: x.T)
+    y = transpose(np.ones((2, 3)))
+    y[0, 0] = 5.0  # not a read-only view of the argument
+    assert y.shape == (3, 2) and y[0, 0] == 5.0
+    assert np.array_equal(adcore.grad(lambda x: anp.sum(transpose(x) * x))(np.ones(3)), [2.0, 2.0, 2.0])
+
+
 def test_a_non_array_result_is_refused():
     @checkpoint
     def pair(x):
