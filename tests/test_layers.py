@@ -112,3 +112,10 @@ def test_the_architecture_page_lists_the_contracts_layers():
         {n.strip() for n in layer.replace("|", ":").split(":")} for layer in _contract("layers")["layers"]
     ]
     assert documented == layers[::-1]
+
+
+def test_the_plugins_contract_forbids_every_module_above_layer_4():
+    # a module added to layer 5 or 6 (api's and conformance's) is out of the plugins' reach too
+    top_two = _contract("layers")["layers"][:2]
+    above = {f"adcore.{n.strip()}" for layer in top_two for n in layer.replace("|", ":").split(":")}
+    assert set(_contract("plugins")["forbidden_modules"]) == above
