@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
 import adcore.numpy as anp
@@ -27,23 +28,6 @@ from adcore.errors import (
 from adcore.spec import OpSpec
 
 X = np.array([0.3, -1.2, 2.0])  # d x^3 / dx at 2.0 is 12; a rule giving 2 x^2 says 8
-
-
-def _plugin(ops=(), vjps=None):
-    """A throwaway plugin registering ops and their "vjp" rules."""
-
-    class Plugin:
-        @adcore.hookimpl
-        def adcore_register_ops(self, register):
-            for spec in ops:
-                register(spec)
-
-        @adcore.hookimpl
-        def adcore_register_rules(self, register):
-            for name, rule in (vjps or {}).items():
-                register("vjp", name, rule)
-
-    return Plugin()
 
 
 def rosenbrock(x):

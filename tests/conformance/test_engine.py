@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from adcore_reverse.backend import ReverseBackend
 from adcore_reverse.vjps import VJPS
+from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
 import adcore.numpy as anp
@@ -17,31 +18,6 @@ from adcore.plugins import get_registry
 from adcore.spec import REAL, OpSpec, elementwise_samples
 
 CUBE_SAMPLES = elementwise_samples(REAL)
-
-
-def _plugin(ops=(), vjps=None, jvps=None, backends=()):
-    """A throwaway plugin registering ops, their "vjp" and "jvp" rules, and backends."""
-    vjps, jvps = vjps or {}, jvps or {}
-
-    class Plugin:
-        @adcore.hookimpl
-        def adcore_register_ops(self, register):
-            for spec in ops:
-                register(spec)
-
-        @adcore.hookimpl
-        def adcore_register_rules(self, register):
-            for name, rule in vjps.items():
-                register("vjp", name, rule)
-            for name, rule in jvps.items():
-                register("jvp", name, rule)
-
-        @adcore.hookimpl
-        def adcore_register_backends(self, register):
-            for backend in backends:
-                register(backend)
-
-    return Plugin()
 
 
 def _failing(report) -> set[tuple[str, str]]:
