@@ -48,6 +48,11 @@ NOISE_SAFETY = 4.0
 # drawn from differences at that step bounds the error. (float32 softmax at 1e3, stepped by
 # 1.6, is resolved just enough: 0.03, and its two-step bar holds.)
 UNRESOLVED = 5e-2
+# ... or relative to their spread along the probe, once that spread is more than rounding could
+# make (1e-4 of their size): an f offset from zero, bump(cos(x³/8)) at 9999 with values in
+# [0.5, 1], scatters by less than 5% of its size, but by as much as its spread, while a resolved
+# f's high-order differences are a small part of the trend it shows along the probe.
+RESOLVABLE = 1e-4
 
 # The complex step passes when it is within this many times the central difference's own
 # error estimate (truncation from a second step, plus round-off) of that difference.
@@ -104,12 +109,21 @@ def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray]:
             np.where(np.isfinite(s), s, 0.0)
             for s in (np.max(each, axis=0), np.sqrt(np.mean(np.square(each), axis=0)))
         )
-        size = np.max(np.abs(values), where=np.isfinite(values), initial=0.0)
-    if np.any(scatter > UNRESOLVED * size):
+        finite = np.isfinite(values)
+        size = np.max(np.abs(values), where=finite, initial=0.0)
+        spread = np.max(values, axis=0, where=finite, initial=-np.inf) - np.min(
+            values, axis=0, where=finite, initial=np.inf
+        )
+        spread = np.where(np.isfinite(spread), spread, 0.0)
+    unresolved = (scatter > UNRESOLVED * size) | (
+        (scatter > UNRESOLVED * spread) & (spread > RESOLVABLE * size)
+    )
+    if np.any(unresolved):
         raise UnreliableEstimateError(
             f"backend 'numeric': f changes faster than the step can follow around argument {argnum}: "
             f"moved along a random direction by about its step ({np.max(np.abs(t)):.3g} per element), "
-            f"its values scatter by {np.max(scatter) / size:.2g} of their size, so a finite difference "
+            f"its values scatter by {np.max(scatter) / size:.2g} of their size (and as much as the trend they "
+            "show along the probe), so a finite difference "
             "there is no derivative and no error bar would be honest. Pass a smaller step= (one that "
             "resolves f's oscillation), or differentiate with a rule backend (reverse, forward)."
         )
