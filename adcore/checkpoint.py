@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops, tree
-from adcore.core import Tracer, concrete
+from adcore.core import concrete
 from adcore.custom import _Call, _Custom, _dtype
 from adcore.errors import StateChangedError, UnsupportedFunctionError
 
@@ -52,6 +52,10 @@ class Checkpointed(_Custom):
 
     kind = "checkpoint"
     rules = {"vjp": _vjp}
+    closure_advice = (
+        "its derivative would be lost, since a checkpointed function keeps only its arguments. "
+        "Pass that value as an argument."
+    )
 
     def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()) -> None:
         super().__init__(fun, nondiff_argnums=static_argnums)
@@ -73,13 +77,10 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, static_argnums: int | S
 
 
 def _guarded(fun: Callable[..., Any], label: str, static: tuple[int, ...]) -> Callable[..., Any]:
-    """fun as the checkpointed op's body, refusing what reverse mode could not recompute:
-
-    - a write into an argument (`x *= 2`): the body runs on the tape's own arrays, which other
-      nodes keep too, so its arguments are read-only views here (a traced value refuses it);
-    - a result traced by a transformation none of its arguments belongs to: fun closes over a
-      value being differentiated (a weight read from a global), which the node does not keep.
-    """
+    """fun as the checkpointed op's body, refusing a write into an argument (`x *= 2`): the body
+    runs on the tape's own arrays, which other nodes keep too, so its arguments are read-only
+    views here (a traced value refuses it). A closure over a value being differentiated is
+    refused by every custom op's impl (custom._body), with this class's `closure_advice`."""
 
     @functools.wraps(fun)
     def body(*args: Any) -> Any:
@@ -95,14 +96,6 @@ def _guarded(fun: Callable[..., Any], label: str, static: tuple[int, ...]) -> Ca
             ) from e
         if isinstance(out, np.ndarray) and not out.flags.writeable and out.base is not None:
             out = out.copy()  # f returned (a view of) its argument: the caller gets its own array
-        elif isinstance(out, Tracer):
-            inputs = [leaf._trace.level for leaf in tree.leaves(args) if isinstance(leaf, Tracer)]
-            if out._trace.level > max(inputs, default=-1):
-                raise UnsupportedFunctionError(
-                    f"{label} uses a value being differentiated that is not one of its arguments "
-                    "(a closure or a global read inside it): its derivative would be lost, since a "
-                    "checkpointed function keeps only its arguments. Pass that value as an argument."
-                )
         return out
 
     return body

@@ -82,6 +82,11 @@ class _Custom:
     """What custom_vjp and custom_jvp share: the body, `nondiff_argnums`, and calling the op."""
 
     kind = ""  # "custom_vjp" or "custom_jvp", for messages
+    # what a body closing over a value being differentiated loses, and what to do instead
+    closure_advice = (
+        "its rule covers its arguments only, so that value's derivative would be lost. Pass the value "
+        "as an argument, with its cotangent from bwd (its tangent in the jvp rule)."
+    )
     rules: dict[str, Callable[..., Any]] = {}  # the op's rules by kind: the same for every function
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
@@ -209,9 +214,7 @@ def _body(*leaves: Any, call: _Call) -> Any:
         if out._trace.level > max(levels, default=-1):
             raise UnsupportedFunctionError(
                 f"{call.custom._label} uses a value being differentiated that is not one of its arguments "
-                "(a closure, or a global read inside it): its rule covers its arguments only, so that "
-                "value's derivative would be lost. Pass the value as an argument, with its cotangent "
-                "from bwd (its tangent in the jvp rule)."
+                f"(a closure, or a global read inside it): {call.custom.closure_advice}"
             )
     return out
 
