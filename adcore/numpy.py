@@ -15,6 +15,7 @@ from adcore import core as _core
 from adcore.ops import CORE_OPS
 
 globals().update({_spec.name: _spec for _spec in CORE_OPS})
+globals().update({_alias: _spec for _spec in CORE_OPS for _alias in _spec.aliases})
 absolute = globals()["abs"]
 true_divide = globals()["divide"]
 amax = globals()["max"]

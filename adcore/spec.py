@@ -23,6 +23,17 @@ class Sample:
 SampleFn = Callable[[np.random.Generator, np.dtype], list[Sample]]
 
 
+@dataclass(frozen=True)
+class Kink:
+    """A point where an op is not differentiable and the value every rule-based backend must give
+    there (docs/conventions.md): op(*inputs, **params) and d op / d input for each input, in order."""
+
+    inputs: tuple
+    jacobians: tuple
+    params: dict = field(default_factory=dict)
+    why: str = ""
+
+
 @dataclass(eq=False)
 class OpSpec:
     """An op: a name, a NumPy reference implementation, and how to draw inputs to check it.
@@ -39,6 +50,10 @@ class OpSpec:
     - `traceable`: impl is Python over adcore ops, so it runs on tracers too; a backend with no
       rule of its kind for the op then differentiates impl's body instead of refusing.
     - `samples(rng, dtype)` draws the inputs the conformance checks use.
+    - `aliases`: more names of the op in `adcore.numpy` (NumPy's: remainder for mod, ...).
+    - `kinks`: the op's non-differentiable points and the derivative rules must give there.
+    - `kink_distance(*inputs, **params)`: elementwise, how far the inputs are from a kink or jump
+      (0 on one), so random programs keep clear of them; None for an op without any.
     """
 
     name: str
@@ -52,6 +67,9 @@ class OpSpec:
     elementwise: bool = False
     doc: str = ""
     traceable: bool = False
+    aliases: tuple[str, ...] = ()
+    kinks: tuple[Kink, ...] = ()
+    kink_distance: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if self.variadic:

@@ -1,0 +1,19 @@
+"""VJPs of adcore/ops/nn.py: sigmoid, relu, softplus, softmax, log_softmax, logsumexp."""
+
+from __future__ import annotations
+
+import adcore.numpy as anp
+from adcore.core import concrete
+from adcore.extend import kept_shape, mask
+from adcore_reverse.vjps.table import defvjp
+from adcore_reverse.vjps.table import expand as _expand
+
+# fmt: off
+# --- neural-network ops -------------------------------------------------------------
+defvjp("sigmoid",     lambda g, ans, x: g * ans * (1 - ans))
+defvjp("relu",        lambda g, ans, x: g * mask(concrete(x) > 0, g))
+defvjp("softplus",    lambda g, ans, x: g * anp.sigmoid(x))
+defvjp("softmax",     lambda g, ans, x, axis=-1: ans * (g - anp.sum(g * ans, axis=axis, keepdims=True)))
+defvjp("log_softmax", lambda g, ans, x, axis=-1: g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True))
+defvjp("logsumexp",   lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * anp.exp(x - anp.reshape(ans, kept_shape(x, axis))))
+# fmt: on

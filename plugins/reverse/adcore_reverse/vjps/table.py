@@ -1,0 +1,30 @@
+"""The "vjp" rule table itself, which the modules of this package fill, one module per
+module of the core catalogue (adcore/ops/): the rule forms are in the package's docstring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import adcore.numpy as anp
+from adcore.extend import kept_shape
+
+VJPS: dict[str, Any] = {}
+
+
+def defvjp(op: str, *rules: Any) -> None:
+    """One rule per input of `op` (None: no derivative flows to that input)."""
+    if op in VJPS:
+        raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
+    VJPS[op] = rules
+
+
+def defvjp_variadic(op: str, rule: Any) -> None:
+    """One rule for every input of a variadic op, taking the input's position first."""
+    if op in VJPS:
+        raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
+    VJPS[op] = rule
+
+
+def expand(g: Any, x: Any, axis: Any) -> Any:
+    """A reduction's cotangent, broadcast back over the input x."""
+    return anp.broadcast_to(anp.reshape(g, kept_shape(x, axis)), x.shape)
