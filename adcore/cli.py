@@ -133,40 +133,48 @@ def plugins(as_json: bool = False, out: TextIO | None = None) -> int:
     return 0
 
 
-def rules(missing: bool = False, out: TextIO | None = None) -> int:
-    """Which (op, rule kind) pairs exist; with `missing`, only those an installed backend lacks."""
+def rules(missing: bool = False, as_markdown: bool = False, out: TextIO | None = None) -> int:
+    """The op catalogue: each op's NumPy names, rules per kind, kinks and doc (docs/ops.md, with
+    `as_markdown`); with `missing`, only the (op, kind) pairs an installed backend lacks."""
+    from adcore.conformance import catalogue
+
     registry = get_registry()
-    kinds = sorted(
-        set(registry.rules) | {k for b in registry.backends.values() for k in getattr(b, "kinds", ())}
-    )
-    needs = {
-        k: sorted(n for n, b in registry.backends.items() if k in getattr(b, "kinds", ())) for k in kinds
-    }
+    if as_markdown:
+        (out or sys.stdout).write(catalogue.markdown(registry))
+        return 0
+    kinds = catalogue.rule_kinds(registry)
+    needs = {k: catalogue.backends_needing(registry, k) for k in kinds}
+    listed = catalogue.entries(registry)
     console = _console(out)
     if missing:
         table = _table("op", "kind", "so these backends cannot differentiate it")
-        for op in sorted(registry.ops):
+        for entry in listed:
             for kind in kinds:
-                if op not in registry.rules[kind] and _needs_rule(registry.ops[op]):
-                    table.add_row(op, kind, ", ".join(needs[kind]) or "(no installed backend needs it)")
+                if entry.rules[kind] == catalogue.NONE:
+                    table.add_row(
+                        entry.name, kind, ", ".join(needs[kind]) or "(no installed backend needs it)"
+                    )
         console.print(table if table.row_count else "every op has a rule of every kind")
         return 0
-    table = _table("op", "plugin", *(f"{k}\n({', '.join(needs[k]) or '-'})" for k in kinds))
-    owner = {op: r.name for r in registry.plugins.values() for op in r.ops}
-    for op in sorted(registry.ops):
-        cells = [_mark(op in registry.rules[k], _needs_rule(registry.ops[op])) for k in kinds]
-        table.add_row(op, owner.get(op, ""), *cells)
-    console.print(table)
+    for group in dict.fromkeys(e.group for e in listed):
+        kind_columns = (f"{k}\n({', '.join(needs[k]) or '-'})" for k in kinds)
+        table = _table("op", "plugin", *kind_columns, "NumPy names", "kinks", "behaviour", title=group)
+        for e in listed:
+            if e.group == group:
+                names = ", ".join(e.numpy_names + tuple(f"anp.{a}" for a in e.aliases))
+                marks = (_MARKS[e.rules[k]] for k in kinds)
+                notes = (_escape(names), _escape("; ".join(e.kinks)), _escape(e.doc))
+                table.add_row(e.name, e.plugin, *marks, *notes)
+        console.print(table)
     return 0
 
 
-def _mark(has: bool, needs: bool) -> str:
-    return "[green]✓[/]" if has else "[red]✗[/]" if needs else "[dim]not needed[/]"
-
-
-def _needs_rule(op) -> bool:
-    """An op none of whose inputs is differentiable (stop_gradient) needs no rule."""
-    return op.variadic or op.differentiable != ()
+_MARKS = {
+    "rule": "[green]✓[/]",
+    "body": "[green]body[/]",
+    "none": "[red]✗[/]",
+    "not needed": "[dim]not needed[/]",
+}
 
 
 def _unwritable(path: str) -> str | None:
@@ -206,8 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("example", help="differentiate the seeds' example with every installed backend")
     listing = commands.add_parser("plugins", help="list loaded plugins and what they registered")
     listing.add_argument("--json", action="store_true", help="print JSON")
-    table = commands.add_parser("rules", help="which (op, rule kind) pairs exist")
+    table = commands.add_parser("rules", help="every op: NumPy names, rules per kind, kinks, doc")
     table.add_argument("--missing", action="store_true", help="list only the missing ones")
+    table.add_argument("--markdown", action="store_true", help="print the catalogue as docs/ops.md")
 
     args = parser.parse_args(argv)
     if args.command == "conformance":
@@ -232,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "example":
         return example()
     if args.command == "rules":
-        return rules(missing=args.missing)
+        return rules(missing=args.missing, as_markdown=args.markdown)
     return plugins(as_json=args.json)
 
 

@@ -149,8 +149,10 @@ def test_rules_marks_missing_rules_and_missing_lists_them(register_plugin, capsy
     register_plugin(OnlyVJP(), "onlyvjp")
     assert cli.main(["rules"]) == 0
     table = capsys.readouterr().out
-    assert re.search(r"^. half +. onlyvjp +. ✗ +. ✗ +. ✓ +.$", table, re.MULTILINE)
-    assert re.search(r"^. stop_gradient +. core +. not needed +. ✓ +. not needed +.$", table, re.MULTILINE)
+    # kinds in RULE_KINDS' order (vjp, jvp, sympy), then the op's NumPy names, kinks and doc
+    assert re.search(r"^. half +. onlyvjp +. ✓ +. ✗ +. ✗ +│", table, re.MULTILINE)
+    assert re.search(r"^. stop_gradient +. core +. not needed +. not needed +. ✓ +│", table, re.MULTILINE)
+    assert re.search(r"^. sin +. core +. ✓ +. ✓ +. ✓ +. numpy.sin +│", table, re.MULTILINE)
     assert cli.main(["rules", "--missing"]) == 0
     missing = capsys.readouterr().out
     assert re.search(r"^. half +. jvp +. forward +.$", missing, re.MULTILINE)

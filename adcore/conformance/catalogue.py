@@ -1,0 +1,196 @@
+"""The op catalogue as data and as markdown: each registered op, its NumPy names, rules, kinks and doc.
+
+`adcore rules` prints it and `adcore rules --markdown > docs/ops.md` writes docs/ops.md,
+which tests/test_ops_doc.py keeps current. Ops are grouped by the module of adcore/ops/
+that defines them, in the catalogue's order, then by plugin.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from adcore import ops as core_ops
+from adcore.hookspecs import RULE_KINDS
+from adcore.registry import Registry
+from adcore.spec import OpSpec
+
+# what the rule cells say: a rule of that kind, the op's body differentiated (traceable), no
+# rule (the backends needing the kind refuse the op with MissingRuleError), or no input a
+# derivative flows through
+RULE, BODY, NONE, NOT_NEEDED = "rule", "body", "none", "not needed"
+USER_PLUGIN = "user"  # custom_vjp / checkpoint functions: ops of the running program, not of the catalogue
+MARKDOWN_COMMAND = "adcore rules --markdown > docs/ops.md"
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One op as the catalogue shows it."""
+
+    name: str
+    group: str
+    plugin: str
+    numpy_names: tuple[str, ...]
+    aliases: tuple[str, ...]
+    rules: dict[str, str]  # kind -> RULE, BODY, NONE or NOT_NEEDED
+    kinks: tuple[str, ...]
+    doc: str
+
+
+def rule_kinds(registry: Registry) -> list[str]:
+    """The rule kinds registered or needed by a backend: RULE_KINDS' order first, others sorted."""
+    found = set(registry.rules) | {k for b in registry.backends.values() for k in getattr(b, "kinds", ())}
+    return [k for k in RULE_KINDS if k in found] + sorted(found - set(RULE_KINDS))
+
+
+def backends_needing(registry: Registry, kind: str) -> list[str]:
+    return sorted(n for n, b in registry.backends.items() if kind in getattr(b, "kinds", ()))
+
+
+def needs_rule(op: OpSpec) -> bool:
+    """An op none of whose inputs is differentiable (stop_gradient) needs no rule."""
+    return op.variadic or op.differentiable != ()
+
+
+def rule_state(registry: Registry, op: OpSpec, kind: str) -> str:
+    if op.name in registry.rules.get(kind, {}):
+        return RULE
+    if not needs_rule(op):
+        return NOT_NEEDED
+    return BODY if op.traceable else NONE
+
+
+def entries(registry: Registry) -> list[OpEntry]:
+    """Every op of the loaded plugins but the running program's own, grouped and in order."""
+    kinds = rule_kinds(registry)
+    owner = {op: r.name for r in registry.plugins.values() for op in r.ops}
+    modules = core_modules()
+    group_order = list(dict.fromkeys(modules.get(spec.name, "") for spec in core_ops.CORE_OPS))
+    plugin_order = list(registry.plugins)
+    found = []
+    for name, spec in registry.ops.items():
+        plugin = owner.get(name, "")
+        if plugin == USER_PLUGIN:
+            continue
+        group = modules.get(name) if spec in core_ops.CORE_OPS else None
+        found.append(
+            OpEntry(
+                name=name,
+                group=group or f"plugin {plugin}",
+                plugin=plugin,
+                numpy_names=tuple(dict.fromkeys(function_name(f) for f in spec.numpy)),
+                aliases=tuple(spec.aliases),
+                rules={k: rule_state(registry, spec, k) for k in kinds},
+                kinks=tuple(dict.fromkeys(k.why or _kink_point(k) for k in spec.kinks)),
+                doc=" ".join(spec.doc.split()),
+            )
+        )
+
+    def order(e: OpEntry) -> tuple:
+        core = e.group in group_order
+        rank = group_order.index(e.group) if core else len(group_order) + plugin_order.index(e.plugin)
+        return (rank, e.name)
+
+    return sorted(found, key=order)
+
+
+def _kink_point(kink: Any) -> str:
+    return f"at {kink.inputs!r}"
+
+
+def core_modules() -> dict[str, str]:
+    """op name -> the module of adcore/ops/ that defines it (not one that imports it)."""
+    found: dict[str, str] = {}
+    for info in pkgutil.iter_modules(core_ops.__path__):
+        module = importlib.import_module(f"{core_ops.__name__}.{info.name}")
+        imported = _imported_names(module)
+        for var, value in vars(module).items():
+            if isinstance(value, OpSpec) and var not in imported:
+                found.setdefault(value.name, info.name)
+    return found
+
+
+def _imported_names(module: Any) -> set[str]:
+    """The names a module's top-level import statements bind."""
+    tree = ast.parse(inspect.getsource(module))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).partition(".")[0] for a in node.names}
+    return names
+
+
+# modules a function with no usable __module__ (a ufunc) may be found in, in this order
+_HOMES = ("numpy", "numpy.linalg", "scipy.special", "scipy.linalg", "scipy.stats", "scipy.signal")
+
+
+def function_name(func: Any) -> str:
+    """numpy.cumsum, numpy.linalg.norm, scipy.special.erfc: a function by its public module."""
+    name = getattr(func, "__name__", None)
+    if name is None:
+        return repr(func)
+    module = getattr(func, "__module__", None) or ""
+    parts = module.split(".") if module else []
+    candidates = [".".join(parts[:i]) for i in range(1, len(parts) + 1)] + list(_HOMES)
+    for home in candidates:
+        if any(p.startswith("_") for p in home.split(".")):
+            continue
+        loaded = sys.modules.get(home)
+        if loaded is not None and getattr(loaded, name, None) is func:
+            return f"{home}.{name}"
+    return f"{module or '?'}.{name}"
+
+
+# --- markdown ---------------------------------------------------------------------------
+
+
+def markdown(registry: Registry) -> str:
+    """docs/ops.md: one table per group of ops."""
+    kinds = rule_kinds(registry)
+    listed = entries(registry)
+    lines = [
+        "# Ops",
+        "",
+        f"Generated from the registry by `{MARKDOWN_COMMAND}`; tests/test_ops_doc.py checks it is",
+        "current. Every op the installed plugins register: the NumPy functions it stands for on a",
+        "traced value, its other names in `adcore.numpy` (aliases), its rules per kind, its kinks",
+        "(docs/conventions.md) and what its doc says, degenerate points included.",
+        "",
+        "Rule cells: **rule**, the kind's rule; **body**, no rule, the backend differentiates the",
+        "op's impl (written with adcore ops); **none**, no rule, so the backends that need the",
+        "kind refuse the op with MissingRuleError (conformance counts it as unsupported);",
+        "**not needed**, no input a derivative flows through.",
+        "",
+        "Backends per rule kind: "
+        + "; ".join(f"{k}: {', '.join(backends_needing(registry, k)) or '-'}" for k in kinds)
+        + ". The numeric backend needs no rules.",
+        "",
+        f"{len(listed)} ops: "
+        + ", ".join(
+            f"{g} {sum(e.group == g for e in listed)}" for g in dict.fromkeys(e.group for e in listed)
+        )
+        + ".",
+    ]
+    header = ["op", "NumPy names", *kinds, "kinks", "behaviour"]
+    for group in dict.fromkeys(e.group for e in listed):
+        lines += ["", f"## {group}", "", _row(header), _row(["---"] * len(header))]
+        for e in listed:
+            if e.group == group:
+                lines.append(_row(_cells(e, kinds)))
+    return "\n".join(lines) + "\n"
+
+
+def _cells(e: OpEntry, kinds: list[str]) -> list[str]:
+    names = ", ".join(f"`{n}`" for n in e.numpy_names)
+    if e.aliases:
+        names += ("; " if names else "") + "aliases " + ", ".join(f"`{a}`" for a in e.aliases)
+    return [f"`{e.name}`", names, *(e.rules[k] for k in kinds), "; ".join(e.kinks), e.doc]
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"

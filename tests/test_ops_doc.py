@@ -1,0 +1,87 @@
+"""docs/ops.md is the registry's catalogue as `adcore rules --markdown` prints it, and says what it should."""
+
+from __future__ import annotations
+
+import difflib
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.special
+from traceable_ops import TraceableOps
+
+from adcore import cli
+from adcore.conformance import catalogue
+from adcore.ops import CORE_OPS
+from adcore.plugins import get_registry
+
+OPS_MD = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
+
+
+def test_docs_ops_md_is_current(clean_plugins):
+    out = io.StringIO()
+    assert cli.rules(as_markdown=True, out=out) == 0
+    expected, written = out.getvalue(), OPS_MD.read_text()
+    if written != expected:
+        diff = "".join(
+            difflib.unified_diff(
+                written.splitlines(True), expected.splitlines(True), "docs/ops.md", "registry", n=0
+            )
+        )
+        pytest.fail(f"docs/ops.md is out of date: run `{catalogue.MARKDOWN_COMMAND}`\n{diff[:4000]}")
+
+
+def test_every_op_is_in_the_catalogue_once_core_groups_first(clean_plugins):
+    registry = get_registry()
+    listed = catalogue.entries(registry)
+    assert sorted(e.name for e in listed) == sorted(registry.ops)
+    groups = list(dict.fromkeys(e.group for e in listed))
+    core_groups = [g for g in groups if not g.startswith("plugin ")]
+    assert groups[: len(core_groups)] == core_groups  # plugin ops come after the catalogue's modules
+    assert {e.name for e in listed if e.plugin == "core"} == {spec.name for spec in CORE_OPS}
+    assert "plugin kernels" in groups
+
+
+def test_a_core_op_belongs_to_the_module_that_defines_it_not_one_importing_it():
+    modules = catalogue.core_modules()
+    assert modules["sin"] == "elementwise"
+    assert modules["sum"] == "reductions"
+    assert modules["matmul"] == "linalg"
+    assert modules["reshape"] == "shapes"
+    assert modules["softmax"] == "nn"
+    assert set(modules) == {spec.name for spec in CORE_OPS}
+
+
+def test_numpy_functions_are_named_by_their_public_module():
+    assert catalogue.function_name(np.cumsum) == "numpy.cumsum"
+    assert catalogue.function_name(np.linalg.norm) == "numpy.linalg.norm"  # __module__ numpy.linalg
+    assert catalogue.function_name(np.add) == "numpy.add"  # a ufunc
+    assert catalogue.function_name(scipy.special.erfc) == "scipy.special.erfc"  # a ufunc without __module__
+    assert catalogue.function_name(scipy.linalg.solve_triangular) == "scipy.linalg.solve_triangular"
+
+
+def test_rule_cells_say_rule_body_none_or_not_needed(register_plugin):
+    # softplus_body: traceable, no rules; scaled_sin: traceable with a vjp rule; opaque_sin: neither
+    registry = register_plugin(TraceableOps(), "traceable")
+    cells = {e.name: e.rules for e in catalogue.entries(registry)}
+    assert cells["softplus_body"] == {"vjp": "body", "jvp": "body", "sympy": "body"}
+    assert cells["scaled_sin"] == {"vjp": "rule", "jvp": "body", "sympy": "body"}
+    assert cells["opaque_sin"] == {"vjp": "none", "jvp": "none", "sympy": "none"}
+    assert cells["stop_gradient"] == {"vjp": "not needed", "jvp": "not needed", "sympy": "rule"}
+    out = io.StringIO()
+    cli.rules(as_markdown=True, out=out)
+    assert "| `softplus_body` |  | body | body | body |" in out.getvalue()
+    assert "## plugin traceable" in out.getvalue()
+
+
+def test_markdown_escapes_pipes_and_shows_kinks_and_docs(clean_plugins):
+    text = io.StringIO()
+    cli.rules(as_markdown=True, out=text)
+    md = text.getvalue()
+    assert r"log\|Gamma(x)\|" in md  # gammaln's doc, in the example plugin
+    assert "| `abs` | `numpy.absolute` | rule | rule | rule |" in md
+    for spec in CORE_OPS:
+        for kink in spec.kinks:
+            assert kink.why in md, f"{spec.name}'s kink {kink.why!r} is not in the catalogue"
