@@ -33,6 +33,11 @@ _local = threading.local()
 # core catalogue here when it is imported, which `import adcore` does before any tracer exists.
 OPS = types.SimpleNamespace()
 
+# NumPy functions whose result is not one op's output (np.linalg.eigh: a namedtuple of two traced
+# values; np.linalg.matrix_rank: a plain int), each mapped to a Python function over ops that takes
+# NumPy's arguments; the op catalogue fills it, as it fills OPS. Consulted after the registry's ops.
+NUMPY_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
+
 
 def _no_registry() -> Any:
     raise PluginError("adcore's registry is not loaded: `import adcore` loads it, then use adcore")
@@ -545,7 +550,11 @@ class Tracer:
         op = get_registry().numpy_ops.get(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
-            return op(*inputs, **params)
+            out = op(*inputs, **params)
+            return out if op.numpy_result is None else op.numpy_result(out, *inputs, **params)
+        function = NUMPY_FUNCTIONS.get(func)
+        if function is not None:
+            return function(*args, **kwargs)
         if func in _SHAPE_FUNCTIONS:
             return func(*(_stand_in(a) for a in args), **kwargs)
         if func in _LIKE_FUNCTIONS:
