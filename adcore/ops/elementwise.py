@@ -13,8 +13,10 @@ def _unary(name: str, impl, domain: Domain = REAL, doc: str = "") -> OpSpec:
     )
 
 
-def _binary(name: str, impl, x: Domain = REAL, y: Domain = REAL) -> OpSpec:
-    return OpSpec(name, impl, nin=2, numpy=(impl,), samples=elementwise_samples(x, y), elementwise=True)
+def _binary(name: str, impl, x: Domain = REAL, y: Domain = REAL, **spec) -> OpSpec:
+    return OpSpec(
+        name, impl, nin=2, numpy=(impl,), samples=elementwise_samples(x, y), elementwise=True, **spec
+    )
 
 
 # --- arithmetic -------------------------------------------------------------------
@@ -22,7 +24,7 @@ negative = _unary("negative", np.negative)
 add = _binary("add", np.add)
 subtract = _binary("subtract", np.subtract)
 multiply = _binary("multiply", np.multiply)
-divide = _binary("divide", np.divide, y=NONZERO)
+divide = _binary("divide", np.divide, y=NONZERO, aliases=("true_divide",))  # np.true_divide is np.divide
 power = _binary("power", np.power, x=POSITIVE)
 square = _unary("square", np.square)
 reciprocal = _unary("reciprocal", np.reciprocal, NONZERO)
