@@ -550,8 +550,7 @@ class Tracer:
         op = get_registry().numpy_ops.get(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
-            out = op(*inputs, **params)
-            return out if op.numpy_result is None else op.numpy_result(out, *inputs, **params)
+            return op(*inputs, **params)
         function = NUMPY_FUNCTIONS.get(func)
         if function is not None:
             return function(*args, **kwargs)

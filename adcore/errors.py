@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class AdcoreError(Exception):
     """Base class of every error adcore raises on purpose."""
@@ -86,6 +88,12 @@ class InvalidValueError(AdcoreError, ValueError):
 
 class UnreliableEstimateError(AdcoreError, ArithmeticError):
     """A numeric estimate failed its own check (complex step on a non-analytic f, ...)."""
+
+
+class LinearAlgebraError(InvalidValueError, np.linalg.LinAlgError):
+    """A linear-algebra op's input it cannot work with (a singular matrix to inv, a non-square
+    one, a matrix that is not positive definite to cholesky): also NumPy's LinAlgError, so NumPy
+    code that catches that still does."""
 
 
 class UnsupportedByBackendError(AdcoreError, NotImplementedError):
