@@ -7,8 +7,10 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
+from adcore import ops
 from adcore.core import concrete
 from adcore.extend import batched_axis, lift
+from adcore.ops.shapes import axes_permutation, source_index
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp, defjvp_variadic
 from adcore_forward.jvps.table import lift_to as _lift_to
@@ -81,5 +83,90 @@ defjvp("getitem",      _getitem_jvp)
 defjvp("scatter_add",  _scatter_add_jvp)
 defjvp_variadic("concatenate", _concatenate_jvp)
 defjvp_variadic("stack",       _stack_jvp)
+
+# fmt: on
+
+
+# --- ops that move elements (adcore.ops.shapes.source_index) -------------------------------------
+def _gather_jvp(name):
+    """The JVP of an op that only moves elements: each output element's tangent is its source
+    element's (position -1, a constant such as tril's zeros, reads an appended zero)."""
+    impl = getattr(ops, name).impl
+
+    def jvp(t, ans, x, **params):
+        source = source_index(impl, x.shape, params)
+        flat = anp.reshape(t, (t.shape[0], -1))
+        if source.size and source.min() < 0:
+            zero = np.zeros((t.shape[0], 1), dtype=t.dtype)
+            flat = anp.concatenate([flat, zero], axis=1)
+        return anp.getitem(flat, index=(slice(None), source))
+
+    return jvp
+
+
+def _permute_jvp(name):
+    """The JVP of an op that only reorders axes: the same order, after the batch axis."""
+    impl = getattr(ops, name).impl
+
+    def jvp(t, ans, x, **params):
+        order = axes_permutation(impl, x.ndim, params)
+        return anp.transpose(t, (0,) + tuple(a + 1 for a in order))
+
+    return jvp
+
+
+def _reshape_jvp(t, ans, x, **params):
+    return anp.reshape(t, _batch(t, ans))
+
+
+def _ravel_jvp(t, ans, x, order="C"):
+    return anp.reshape(t, _batch(t, ans)) if order == "C" else _gather_jvp("ravel")(t, ans, x, order=order)
+
+
+def _triangle_jvp(name):
+    """tril's and triu's JVP is the op itself on the batched tangent (on its last two axes)."""
+    op = getattr(ops, name)
+    gather = _gather_jvp(name)
+
+    def jvp(t, ans, x, k=0):
+        return op(t, k=k) if x.ndim >= 2 else gather(t, ans, x, k=k)  # a 1-d x is broadcast
+
+    return jvp
+
+
+def _rot90_jvp(t, ans, x, k=1, axes=(0, 1)):
+    return anp.rot90(t, k=k, axes=tuple(a % x.ndim + 1 for a in axes))
+
+
+def _roll_jvp(t, ans, x, shift, axis=None):
+    if axis is None:  # the flattened array rolls
+        rolled = anp.roll(anp.reshape(t, (t.shape[0], -1)), shift=shift, axis=1)
+        return anp.reshape(rolled, t.shape)
+    return anp.roll(t, shift=shift, axis=batched_axis(axis, x.ndim))
+
+
+# fmt: off
+defjvp("swapaxes",        _permute_jvp("swapaxes"))
+defjvp("moveaxis",        _permute_jvp("moveaxis"))
+defjvp("rollaxis",        _permute_jvp("rollaxis"))
+defjvp("ravel",           _ravel_jvp)
+defjvp("atleast_1d",      _reshape_jvp)
+defjvp("atleast_2d",      _reshape_jvp)
+defjvp("atleast_3d",      _reshape_jvp)
+defjvp("diag",            _gather_jvp("diag"))
+defjvp("diagonal",        _gather_jvp("diagonal"))
+defjvp("diagflat",        _gather_jvp("diagflat"))
+defjvp("tril",            _triangle_jvp("tril"))
+defjvp("triu",            _triangle_jvp("triu"))
+defjvp("flip",            lambda t, ans, x, axis=None: anp.flip(t, axis=batched_axis(axis, x.ndim)))
+defjvp("flipud",          lambda t, ans, x: anp.flip(t, axis=1))
+defjvp("fliplr",          lambda t, ans, x: anp.flip(t, axis=2))
+defjvp("rot90",           _rot90_jvp)
+defjvp("roll",            _roll_jvp)
+defjvp("repeat",          _gather_jvp("repeat"))
+defjvp("tile",            _gather_jvp("tile"))
+defjvp("pad",             _gather_jvp("pad"))
+defjvp("take",            _gather_jvp("take"))
+defjvp("take_along_axis", _gather_jvp("take_along_axis"))
 
 # fmt: on

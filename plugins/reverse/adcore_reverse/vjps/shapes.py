@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 import adcore.numpy as anp
+from adcore import ops
 from adcore.extend import unbroadcast
+from adcore.ops.shapes import axes_permutation, source_index
 from adcore_reverse.vjps.table import defvjp, defvjp_variadic
 
 
@@ -36,5 +38,86 @@ defvjp("getitem",      lambda g, ans, x, index: anp.scatter_add(g, index=index, 
 defvjp("scatter_add",  lambda g, ans, v, index, shape: unbroadcast(anp.getitem(g, index=index), v))
 defvjp_variadic("concatenate", _concatenate_vjp)
 defvjp_variadic("stack",       _stack_vjp)
+
+# fmt: on
+
+
+# --- ops that move elements (adcore.ops.shapes.source_index) -------------------------------------
+def _scatter_vjp(name):
+    """The VJP of an op that only moves elements: the cotangent of each output element added to
+    the input element it came from (repeated ones accumulate; constants send nothing)."""
+    impl = getattr(ops, name).impl
+
+    def vjp(g, ans, x, **params):
+        n = int(np.prod(x.shape, dtype=int))
+        source = source_index(impl, x.shape, params).reshape(-1) % (n + 1)  # constants land at n
+        summed = anp.scatter_add(anp.reshape(g, (-1,)), index=(source,), shape=(n + 1,))
+        return anp.reshape(anp.getitem(summed, index=(slice(0, n),)), x.shape)
+
+    return vjp
+
+
+def _permute_vjp(name):
+    """The VJP of an op that only reorders axes: the inverse permutation."""
+    impl = getattr(ops, name).impl
+
+    def vjp(g, ans, x, **params):
+        order = axes_permutation(impl, x.ndim, params)
+        return anp.transpose(g, tuple(int(a) for a in np.argsort(order)))
+
+    return vjp
+
+
+def _reshape_vjp(g, ans, x, **params):
+    return anp.reshape(g, x.shape)
+
+
+def _ravel_vjp(g, ans, x, order="C"):
+    return anp.reshape(g, x.shape) if order == "C" else _scatter_vjp("ravel")(g, ans, x, order=order)
+
+
+def _triangle_vjp(name):
+    """tril's and triu's VJP is the op itself on a matrix (it masks the cotangent alike)."""
+    op = getattr(ops, name)
+    scatter = _scatter_vjp(name)
+
+    def vjp(g, ans, x, k=0):
+        return op(g, k=k) if x.ndim >= 2 else scatter(g, ans, x, k=k)  # a 1-d x is broadcast
+
+    return vjp
+
+
+def _roll_vjp(g, ans, x, shift, axis=None):
+    return anp.roll(g, shift=_negated(shift), axis=axis)
+
+
+def _negated(shift):
+    back = np.negative(shift)
+    return int(back) if np.ndim(back) == 0 else tuple(int(s) for s in back)
+
+
+# fmt: off
+defvjp("swapaxes",        _permute_vjp("swapaxes"))
+defvjp("moveaxis",        _permute_vjp("moveaxis"))
+defvjp("rollaxis",        _permute_vjp("rollaxis"))
+defvjp("ravel",           _ravel_vjp)
+defvjp("atleast_1d",      _reshape_vjp)
+defvjp("atleast_2d",      _reshape_vjp)
+defvjp("atleast_3d",      _reshape_vjp)
+defvjp("diag",            _scatter_vjp("diag"))
+defvjp("diagonal",        _scatter_vjp("diagonal"))
+defvjp("diagflat",        _scatter_vjp("diagflat"))
+defvjp("tril",            _triangle_vjp("tril"))
+defvjp("triu",            _triangle_vjp("triu"))
+defvjp("flip",            lambda g, ans, x, axis=None: anp.flip(g, axis=axis))
+defvjp("flipud",          lambda g, ans, x: anp.flipud(g))
+defvjp("fliplr",          lambda g, ans, x: anp.fliplr(g))
+defvjp("rot90",           lambda g, ans, x, k=1, axes=(0, 1): anp.rot90(g, k=-k, axes=axes))
+defvjp("roll",            _roll_vjp)
+defvjp("repeat",          _scatter_vjp("repeat"))
+defvjp("tile",            _scatter_vjp("tile"))
+defvjp("pad",             _scatter_vjp("pad"))
+defvjp("take",            _scatter_vjp("take"))
+defvjp("take_along_axis", _scatter_vjp("take_along_axis"))
 
 # fmt: on

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from adcore import ops
+from adcore.ops.shapes import source_index
 from adcore_symbolic.sympy_rules.table import defsympy
 
 
@@ -28,3 +30,29 @@ defsympy("concatenate",  lambda *xs, axis=0: np.concatenate([np.asarray(x, dtype
 defsympy("stack",        lambda *xs, axis=0: np.stack([np.asarray(x, dtype=object) for x in xs], axis=axis))
 
 # fmt: on
+
+
+# --- ops that move elements (adcore.ops.shapes.source_index) -------------------------------------
+def _gather(name: str) -> Any:
+    """The rule of an op that only moves elements: each output element is its source element's
+    expression, or the op's constant there (tril's zeros, pad's constant_values)."""
+    impl = getattr(ops, name).impl
+
+    def rule(x: Any, **params: Any) -> Any:
+        x = np.asarray(x, dtype=object)
+        source = source_index(impl, x.shape, params)
+        out = np.append(x.reshape(-1), 0)[source]  # position -1 reads the appended 0
+        if name == "pad":
+            fill = impl(np.zeros(x.shape), **params)
+            out = out + fill if fill.any() else out
+        return out
+
+    return rule
+
+
+for _name in (
+    "swapaxes", "moveaxis", "rollaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
+    "diag", "diagonal", "diagflat", "tril", "triu", "flip", "flipud", "fliplr", "rot90", "roll",
+    "repeat", "tile", "pad", "take", "take_along_axis",
+):  # fmt: skip
+    defsympy(_name, _gather(_name))
