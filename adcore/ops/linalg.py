@@ -1,10 +1,16 @@
-"""matmul, with NumPy's batch broadcasting and 1-d promotion."""
+"""Linear algebra: matmul (NumPy's batch broadcasting and 1-d promotion) and the solve family
+(inv, solve, cholesky, det, logabsdet for np.linalg.slogdet, solve_triangular, cho_solve)."""
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
-from adcore.spec import OpSpec, fixed_samples
+from adcore import core
+from adcore.core import bind, concrete
+from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedByBackendError
+from adcore.spec import REAL, OpSpec, Sample, SampleFn, fixed_samples
 
 # including the seeds' matrix broadcasting case: a 2x1 matmul b 4x1x3
 _MATMUL_SHAPES = (
@@ -24,3 +30,332 @@ matmul = OpSpec(
     numpy=(np.matmul,),
     samples=fixed_samples(*((shapes, {}) for shapes in _MATMUL_SHAPES)),
 )
+
+
+# --- the solve family: inv, solve, cholesky, det, slogdet, triangular solves ------------------
+# Conventions at degenerate points: docs/conventions.md, "Linear algebra at degenerate points:
+# solve family". A matrix argument is (..., n, n); a right-hand side b is a vector (n,) when it is
+# 1-d and a stack of matrices (..., n, k) otherwise, NumPy 2's rule for np.linalg.solve.
+
+
+def _square(op: str, name: str, a: Any) -> None:
+    shape = np.shape(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise LinearAlgebraError(
+            f"op {op!r}: argument {name!r} must be a square matrix or a stack of them, shape (..., n, n); "
+            f"got shape {shape}"
+        )
+
+
+def _right_hand_side(op: str, a: Any, b: Any) -> None:
+    """b is (n,) or (..., n, k), its batch axes broadcasting with a's."""
+    a_shape, b_shape = np.shape(a), np.shape(b)
+    n = a_shape[-1]
+    fits = len(b_shape) == 1 and b_shape[0] == n
+    if len(b_shape) >= 2 and b_shape[-2] == n:
+        try:
+            np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+            fits = True
+        except ValueError:
+            fits = False
+    if not fits:
+        raise LinearAlgebraError(
+            f"op {op!r}: argument 'b' of shape {b_shape} does not fit 'a' of shape {a_shape}: b must be "
+            f"a vector ({n},) or a stack of matrices (..., {n}, k) whose batch axes broadcast with a's"
+        )
+
+
+def _numpy_linalg(op: str, function: Any, *args: Any, advice: str = "", **kwargs: Any) -> Any:
+    """function(*args, **kwargs), NumPy's LinAlgError (a singular matrix, ...) named for op."""
+    try:
+        return function(*args, **kwargs)
+    except np.linalg.LinAlgError as e:
+        raise LinearAlgebraError(f"op {op!r}: {e}. {advice}".rstrip()) from e
+
+
+_SINGULAR = "The matrix has no inverse; check it is well conditioned (np.linalg.cond)."
+
+
+def _inv(a):
+    a = np.asarray(a)
+    _square("inv", "a", a)
+    return _numpy_linalg("inv", np.linalg.inv, a, advice=_SINGULAR)
+
+
+def _solve(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    _square("solve", "a", a)
+    _right_hand_side("solve", a, b)
+    return _numpy_linalg("solve", np.linalg.solve, a, b, advice=_SINGULAR)
+
+
+def _cholesky(a, upper=False):
+    a = np.asarray(a)
+    _square("cholesky", "a", a)
+    advice = (
+        "np.linalg.cholesky reads only the lower triangle (the upper one with upper=True) of a "
+        "symmetric positive definite matrix; add a small multiple of the identity (jitter) if a "
+        "is only positive semidefinite."
+    )
+    lower = _numpy_linalg("cholesky", np.linalg.cholesky, swap_last(a) if upper else a, advice=advice)
+    return swap_last(lower) if upper else lower
+
+
+def _det(a):
+    a = np.asarray(a)
+    _square("det", "a", a)
+    return np.linalg.det(a)
+
+
+def _logabsdet(a):
+    a = np.asarray(a)
+    _square("logabsdet", "a", a)
+    return np.linalg.slogdet(a).logabsdet
+
+
+def is_transposed(trans: Any) -> bool:
+    """Whether scipy's `trans` (0, 1, 2, 'N', 'T', 'C') asks to solve with the triangle's transpose."""
+    if isinstance(trans, str) or isinstance(trans, (int, np.integer)):
+        if trans in (0, "N"):
+            return False
+        if trans in (1, 2, "T", "C"):  # 'C', conjugate transpose, is the transpose of a real matrix
+            return True
+    raise InvalidValueError(f"op 'solve_triangular': trans must be 0, 1, 2, 'N', 'T' or 'C'; got {trans!r}")
+
+
+def triangle_mask(n: int, lower: bool, unit_diagonal: bool = False) -> np.ndarray:
+    """1.0 on the entries of an n x n matrix a triangular solve reads, 0.0 elsewhere."""
+    mask = np.tri(n, k=-1 if unit_diagonal else 0)
+    return mask if lower else mask.T
+
+
+def swap_last(x: Any) -> Any:
+    """x with its last two axes swapped (the transpose of each matrix of a stack): NumPy arrays only."""
+    return np.swapaxes(x, -1, -2)
+
+
+def _triangle(a: np.ndarray, lower: bool, unit_diagonal: bool) -> np.ndarray:
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        eye = np.eye(a.shape[-1], dtype=a.dtype)
+        t = t * (1 - eye) + eye
+    return t
+
+
+def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
+    a, b = np.asarray(a), np.asarray(b)
+    _square("solve_triangular", "a", a)
+    _right_hand_side("solve_triangular", a, b)
+    t = _triangle(a, lower, unit_diagonal)
+    if is_transposed(trans):
+        t = swap_last(t)
+    # NumPy has no triangular solve: LU of the triangle, which pivots nothing away (scipy is not a
+    # dependency of the core)
+    advice = "A zero on the triangle's diagonal makes it singular."
+    return _numpy_linalg("solve_triangular", np.linalg.solve, t, b, advice=advice)
+
+
+def _cho_solve(c, b, lower=True):
+    _square("cho_solve", "c", c)
+    _right_hand_side("cho_solve", c, b)
+    # a = L L^T (lower) or U^T U (upper): solve with the factor, then with its transpose; a vector b
+    # as a column, so that the first solution, batched like c, is still read as a right-hand side
+    vector = np.ndim(b) == 1
+    rhs = bind(core.OPS.expand_dims, b, axis=-1) if vector else b
+    first = bind(solve_triangular, c, rhs, trans=0 if lower else 1, lower=lower)
+    x = bind(solve_triangular, c, first, trans=1 if lower else 0, lower=lower)
+    return bind(core.OPS.getitem, x, index=(Ellipsis, 0)) if vector else x
+
+
+# --- samples: well-conditioned matrices ------------------------------------------------------
+
+_SQUARE_SHAPES = ((1, 1), (2, 2), (3, 3), (2, 3, 3))
+
+
+def _general(rng: np.random.Generator, shape: tuple, dtype: Any) -> np.ndarray:
+    """Uniform in [-1, 1] plus n + 1 times the identity: strictly diagonally dominant by 1 at least,
+    well conditioned."""
+    n = shape[-1]
+    return np.asarray(REAL.draw(rng, shape, np.float64) / 2 + (n + 1) * np.eye(n), dtype=dtype)
+
+
+def _positive_definite(rng: np.random.Generator, shape: tuple, dtype: Any) -> np.ndarray:
+    """B B^T + n I, B uniform in [-2, 2]."""
+    n = shape[-1]
+    b = REAL.draw(rng, shape, np.float64)
+    return np.asarray(b @ np.swapaxes(b, -1, -2) + n * np.eye(n), dtype=dtype)
+
+
+def _square_samples(matrix: Any, params: tuple[dict, ...] = ({},)) -> SampleFn:
+    def draw(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+        return [Sample((matrix(rng, s, dtype),), dict(p)) for s in _SQUARE_SHAPES for p in params]
+
+    return draw
+
+
+_SOLVE_SHAPES = (
+    ((1, 1), (1,)),
+    ((2, 2), (2,)),
+    ((3, 3), (3,)),
+    ((3, 3), (3, 2)),
+    ((2, 3, 3), (3,)),  # a vector b against a stack of matrices: x is (2, 3)
+    ((2, 3, 3), (2, 3, 1)),
+    ((2, 3, 3), (3, 2)),  # b broadcast over a's batch
+    ((3, 3), (2, 3, 2)),  # a broadcast over b's batch
+)
+
+
+def _solve_samples(matrix: Any, params: tuple[dict, ...] = ({},)) -> SampleFn:
+    def draw(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+        return [
+            Sample((matrix(rng, a, dtype), REAL.draw(rng, b, dtype)), dict(p))
+            for a, b in _SOLVE_SHAPES
+            for p in params
+        ]
+
+    return draw
+
+
+def _det_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    out = _square_samples(_general)(rng, dtype)
+    u = REAL.draw(rng, (3, 2), np.float64)
+    rank_two = u @ REAL.draw(rng, (2, 3), np.float64)  # singular: the gradient is the adjugate, rank 1
+    rank_one = np.outer(REAL.draw(rng, 3, np.float64), REAL.draw(rng, 3, np.float64))  # adjugate 0
+    mixed = np.stack([rank_two, _general(rng, (3, 3), np.float64)])  # one singular, one not
+    singular = (rank_two, rank_one, np.zeros((2, 2)), mixed)
+    return out + [Sample((np.asarray(a, dtype=dtype),)) for a in singular]
+
+
+def _logabsdet_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    out = _square_samples(_general)(rng, dtype)
+    flipped = np.diag([-1.0, 1.0, 1.0]) @ _general(rng, (3, 3), np.float64)  # a negative determinant
+    return out + [Sample((np.asarray(flipped, dtype=dtype),))]
+
+
+def _cho_factor(rng: np.random.Generator, shape: tuple, dtype: Any) -> np.ndarray:
+    """A Cholesky factor's worth of values: only c's triangle is read."""
+    return np.asarray(np.linalg.cholesky(_positive_definite(rng, shape, np.float64)), dtype=dtype)
+
+
+_TRIANGULAR_PARAMS = (
+    {},
+    {"lower": True},
+    {"lower": True, "trans": 1},
+    {"lower": False, "trans": "T"},
+    {"lower": True, "unit_diagonal": True},
+    {"lower": False, "trans": "N", "unit_diagonal": True},
+)
+
+
+class SlogdetResult(NamedTuple):
+    """np.linalg.slogdet's result on a traced value: `sign` a plain array (derivative 0),
+    `logabsdet` the differentiable output of op `logabsdet`."""
+
+    sign: Any
+    logabsdet: Any
+
+
+def slogdet(a: Any) -> SlogdetResult:
+    """np.linalg.slogdet for traced values: (sign, logabsdet), so `sign, logdet = slogdet(a)`
+    and `slogdet(a).logabsdet` both work."""
+    log = bind(logabsdet, a)
+    try:
+        sign = np.linalg.slogdet(concrete(a)).sign
+    except UnsupportedByBackendError:  # the symbolic backend traces no numbers: sign(det), derivative 0
+        sign = bind(core.OPS.sign, bind(det, a))
+    return SlogdetResult(sign, log)
+
+
+def cofactor(a: Any, det_a: Any) -> Any:
+    """The cofactor matrix of a (..., n, n), d det(a) / d a, given det_a = det(a): det(a) inv(a)^T
+    where every matrix of a is well conditioned, else each entry's signed minor, which is finite
+    and exact at a singular a (n^2 determinants of size n - 1). Written with ops: it nests."""
+    ops = core.OPS
+    n = a.shape[-1]
+    if n == 1:
+        return np.ones(a.shape, dtype=a.dtype)
+    well_conditioned = True
+    try:
+        inverse = ops.inv(a)
+    except LinearAlgebraError:  # exactly singular
+        well_conditioned = False
+    if well_conditioned:
+        values, inverse_values = concrete(a), concrete(inverse)
+        size = np.linalg.norm(values, 1, axis=(-2, -1)) * np.linalg.norm(inverse_values, 1, axis=(-2, -1))
+        # det(a) inv(a) loses cond(a) eps of its relative accuracy: keep it to sqrt(eps)
+        well_conditioned = bool(np.all(size < 1 / np.sqrt(np.finfo(values.dtype).eps)))
+    if well_conditioned:
+        return ops.reshape(det_a, shape=det_a.shape + (1, 1)) * ops.transpose(
+            inverse, axes=tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2)
+        )
+    rest = np.arange(n)
+    entries = []
+    for i in range(n):
+        for j in range(n):
+            index = (Ellipsis, rest[rest != i][:, None], rest[rest != j][None, :])
+            minor = ops.det(ops.getitem(a, index=index))
+            entries.append(minor if (i + j) % 2 == 0 else -minor)
+    return ops.reshape(ops.stack(entries, axis=-1), shape=a.shape)
+
+
+# --- the ops ---------------------------------------------------------------------------------
+
+inv = OpSpec(
+    "inv",
+    _inv,
+    numpy=(np.linalg.inv,),
+    samples=_square_samples(_general),
+    doc="a singular a: LinearAlgebraError (also numpy.linalg.LinAlgError), as NumPy raises",
+)
+solve = OpSpec(
+    "solve",
+    _solve,
+    nin=2,
+    numpy=(np.linalg.solve,),
+    samples=_solve_samples(_general),
+    doc="NumPy 2's b: a vector when 1-d, else a stack of matrices; a singular a: LinearAlgebraError",
+)
+cholesky = OpSpec(
+    "cholesky",
+    _cholesky,
+    params=("upper",),
+    numpy=(np.linalg.cholesky,),
+    samples=_square_samples(_positive_definite, ({}, {"upper": True})),
+    doc="reads a's lower triangle (upper with upper=True), as NumPy: the gradient lives on that "
+    "triangle; not positive definite: LinearAlgebraError",
+)
+det = OpSpec(
+    "det",
+    _det,
+    numpy=(np.linalg.det,),
+    samples=_det_samples,
+    doc="the gradient is the cofactor matrix, finite and exact at a singular a too",
+)
+logabsdet = OpSpec(
+    "logabsdet",
+    _logabsdet,
+    samples=_logabsdet_samples,
+    doc="log|det a|; np.linalg.slogdet(x) on a traced x is (sign, logabsdet(x)), sign a constant; "
+    "at a singular a (-inf) the derivative does not exist: LinearAlgebraError",
+)
+solve_triangular = OpSpec(
+    "solve_triangular",
+    _solve_triangular,
+    nin=2,
+    params=("trans", "lower", "unit_diagonal"),
+    samples=_solve_samples(_general, _TRIANGULAR_PARAMS),
+    doc="scipy.linalg.solve_triangular's signature, NumPy only; reads a's triangle (without its "
+    "diagonal if unit_diagonal): the gradient lives there",
+)
+cho_solve = OpSpec(
+    "cho_solve",
+    _cho_solve,
+    nin=2,
+    params=("lower",),
+    samples=_solve_samples(_cho_factor, ({"lower": True}, {"lower": False})),
+    traceable=True,
+    doc="scipy's cho_solve((c, lower), b) as cho_solve(c, b, lower=True): two triangular solves, "
+    "differentiated through solve_triangular's rules (a rule of its own would add nothing)",
+)
+
+core.NUMPY_FUNCTIONS[np.linalg.slogdet] = slogdet

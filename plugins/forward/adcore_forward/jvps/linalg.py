@@ -1,8 +1,15 @@
-"""JVPs of adcore/ops/linalg.py: matmul."""
+"""JVPs of adcore/ops/linalg.py: matmul and the solve family (cho_solve is differentiated through its body)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 import adcore.numpy as anp
+from adcore.core import concrete
+from adcore.errors import LinearAlgebraError
+from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp
 from adcore_forward.jvps.table import lift_to as _lift_to
@@ -23,6 +30,96 @@ def _matmul_jvp(argnum: int):
     return rule
 
 
+# --- the solve family (Giles 2008; Murray 2016 for cholesky) ----------------------------------
+# t carries a leading batch axis B; a right-hand side b is a vector when 1-d, else a stack of
+# matrices: x and the tangents are made matrices (B, ..., n, k) for the algebra.
+
+
+def _swap(x: Any) -> Any:
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return anp.transpose(x, axes)
+
+
+def _matrix(x: Any, b: Any) -> Any:
+    """x (shaped like the solution of a system with right-hand side b) as a stack of matrices."""
+    return anp.expand_dims(x, -1) if b.ndim == 1 else x
+
+
+def _rhs_tangent(t: Any, ans: Any, b: Any) -> Any:
+    """b's batched tangent as a stack of matrices whose axes line up under the solution's."""
+    if b.ndim == 1:  # (B, n) under x (..., n): (B, 1, ..., 1, n, 1)
+        return anp.reshape(t, t.shape[:1] + (1,) * (ans.ndim - 1) + (b.shape[0], 1))
+    return _lift_to(t, ans.ndim)
+
+
+def _like_solution(share: Any, t: Any, ans: Any, b: Any) -> Any:
+    return anp.reshape(share[..., 0] if b.ndim == 1 else share, _batch(t, ans))
+
+
+def _solve_jvp(argnum: int):
+    # dx = A^-1 (db - dA x)
+    def rule(t, ans, a, b):
+        if argnum == 1:
+            return _like_solution(anp.solve(a, _rhs_tangent(t, ans, b)), t, ans, b)
+        x = _matrix(ans, b)
+        return _like_solution(-anp.solve(a, anp.matmul(_lift_to(t, x.ndim), x)), t, ans, b)
+
+    return rule
+
+
+def _solve_triangular_jvp(argnum: int):
+    # as solve's, with M the triangle T of a (the entries the impl reads) or its transpose
+    def rule(t, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+        def solve(rhs):
+            return anp.solve_triangular(a, rhs, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+
+        if argnum == 1:
+            return _like_solution(solve(_rhs_tangent(t, ans, b)), t, ans, b)
+        x = _matrix(ans, b)
+        dt = t * triangle_mask(a.shape[-1], lower, unit_diagonal)
+        dm = _swap(dt) if is_transposed(trans) else dt
+        return _like_solution(-solve(anp.matmul(_lift_to(dm, x.ndim), x)), t, ans, b)
+
+    return rule
+
+
+def _cholesky_jvp(t, ans, a, upper=False):
+    # dL = L Phi(L^-1 dA L^-T), dA the symmetric matrix np.linalg.cholesky reads from a's lower
+    # triangle (the upper one with upper=True)
+    low = _swap(ans) if upper else ans
+    t_low = _swap(t) if upper else t
+    n = ans.shape[-1]
+    da = t_low * np.tri(n) + _swap(t_low * np.tri(n, k=-1))
+    half = anp.solve_triangular(low, da, lower=True)  # L^-1 dA
+    inner = _swap(anp.solve_triangular(low, _swap(half), lower=True))  # L^-1 dA L^-T
+    dl = anp.matmul(low, inner * (np.tri(n) - 0.5 * np.eye(n)))
+    return _swap(dl) if upper else dl
+
+
+def _det_jvp(t, ans, a):
+    return anp.sum(t * cofactor(a, ans), axis=(-2, -1))
+
+
+def _logabsdet_jvp(t, ans, a):
+    refuse_singular(ans)
+    return anp.sum(t * _swap(anp.inv(a)), axis=(-2, -1))
+
+
+def refuse_singular(logabsdet: Any) -> None:
+    """log|det a| = -inf has no derivative: say so rather than give inf or nan."""
+    if np.any(np.isneginf(concrete(logabsdet))):
+        raise LinearAlgebraError(
+            "op 'logabsdet' (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
+            "derivative; det(a) has one (the cofactor matrix) if that is what you need"
+        )
+
+
 # fmt: off
-defjvp("matmul",     _matmul_jvp(0), _matmul_jvp(1))
+defjvp("matmul",           _matmul_jvp(0), _matmul_jvp(1))
+defjvp("inv",              lambda t, ans, a: -anp.matmul(anp.matmul(ans, t), ans))
+defjvp("solve",            _solve_jvp(0), _solve_jvp(1))
+defjvp("solve_triangular", _solve_triangular_jvp(0), _solve_triangular_jvp(1))
+defjvp("cholesky",         _cholesky_jvp)
+defjvp("det",              _det_jvp)
+defjvp("logabsdet",        _logabsdet_jvp)
 # fmt: on

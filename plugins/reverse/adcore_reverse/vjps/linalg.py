@@ -1,11 +1,16 @@
-"""VJPs of adcore/ops/linalg.py: matmul."""
+"""VJPs of adcore/ops/linalg.py: matmul and the solve family (cho_solve is differentiated through its body)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import adcore.numpy as anp
+from adcore.core import concrete
+from adcore.errors import LinearAlgebraError
 from adcore.extend import unbroadcast
+from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
 from adcore_reverse.vjps.table import defvjp
 
 
@@ -32,6 +37,93 @@ def _swap(x: Any) -> Any:
     return anp.transpose(x, axes)
 
 
+# --- the solve family (Giles 2008; Murray 2016 for cholesky) ----------------------------------
+# A right-hand side b is a vector when 1-d, else a stack of matrices: x and g are made matrices
+# (..., n, k) for the algebra, and the cotangents summed back to each input's shape.
+
+
+def _matrix(x: Any, b: Any) -> Any:
+    """x (shaped like the solution of a system with right-hand side b) as a stack of matrices."""
+    return anp.expand_dims(x, -1) if b.ndim == 1 else x
+
+
+def _like_rhs(gb: Any, b: Any) -> Any:
+    """A cotangent computed as a stack of matrices, back in b's shape."""
+    return unbroadcast(gb[..., 0] if b.ndim == 1 else gb, b)
+
+
+def _expand(g: Any) -> Any:
+    """A cotangent per matrix of a stack, (...,), as (..., 1, 1)."""
+    return anp.reshape(g, g.shape + (1, 1))
+
+
+def _solve_vjp(argnum: int):
+    def rule(g, ans, a, b):
+        gb = anp.solve(_swap(a), _matrix(g, b))  # A^-T g
+        if argnum == 1:
+            return _like_rhs(gb, b)
+        return unbroadcast(-anp.matmul(gb, _swap(_matrix(ans, b))), a)  # -A^-T g x^T
+
+    return rule
+
+
+def _solve_triangular_vjp(argnum: int):
+    # x = M^-1 b with M the triangle T of a or its transpose: as solve's, the gradient of a kept to
+    # the entries the impl reads
+    def rule(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+        transposed = is_transposed(trans)
+        gb = anp.solve_triangular(
+            a, _matrix(g, b), trans=int(not transposed), lower=lower, unit_diagonal=unit_diagonal
+        )
+        if argnum == 1:
+            return _like_rhs(gb, b)
+        x = _matrix(ans, b)
+        ga = anp.matmul(x, _swap(gb)) if transposed else anp.matmul(gb, _swap(x))
+        return unbroadcast(-ga * triangle_mask(a.shape[-1], lower, unit_diagonal), a)
+
+    return rule
+
+
+def _cholesky_vjp(g, ans, a, upper=False):
+    # Murray's S = L^-T Phi(L^T gL) L^-1; np.linalg.cholesky reads only a's lower triangle, so the
+    # gradient is Phi(S + S^T) there (the symmetric gradient S_sym = (S + S^T)/2 folded onto it)
+    low, g_low = (_swap(ans), _swap(g)) if upper else (ans, g)
+    phi = _phi(ans.shape[-1])
+    inner = anp.solve_triangular(low, phi * anp.matmul(_swap(low), g_low), trans=1, lower=True)
+    s = _swap(anp.solve_triangular(low, _swap(inner), trans=1, lower=True))
+    grad = phi * (s + _swap(s))
+    return _swap(grad) if upper else grad
+
+
+def _phi(n: int) -> np.ndarray:
+    """The lower triangle with the diagonal halved, as a mask."""
+    return np.tril(np.ones((n, n))) - 0.5 * np.eye(n)
+
+
+def _det_vjp(g, ans, a):
+    return _expand(g) * cofactor(a, ans)
+
+
+def _logabsdet_vjp(g, ans, a):
+    refuse_singular(ans)
+    return _expand(g) * _swap(anp.inv(a))
+
+
+def refuse_singular(logabsdet: Any) -> None:
+    """log|det a| = -inf has no derivative: say so rather than give inf or nan."""
+    if np.any(np.isneginf(concrete(logabsdet))):
+        raise LinearAlgebraError(
+            "op 'logabsdet' (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
+            "derivative; det(a) has one (the cofactor matrix) if that is what you need"
+        )
+
+
 # fmt: off
-defvjp("matmul",     _matmul_vjp(0), _matmul_vjp(1))
+defvjp("matmul",           _matmul_vjp(0), _matmul_vjp(1))
+defvjp("inv",              lambda g, ans, a: -anp.matmul(anp.matmul(_swap(ans), g), _swap(ans)))
+defvjp("solve",            _solve_vjp(0), _solve_vjp(1))
+defvjp("solve_triangular", _solve_triangular_vjp(0), _solve_triangular_vjp(1))
+defvjp("cholesky",         _cholesky_vjp)
+defvjp("det",              _det_vjp)
+defvjp("logabsdet",        _logabsdet_vjp)
 # fmt: on

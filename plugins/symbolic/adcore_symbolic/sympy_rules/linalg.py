@@ -1,4 +1,4 @@
-"""Sympy rules of adcore/ops/linalg.py: matmul."""
+"""Sympy rules of adcore/ops/linalg.py: matmul and the solve family (cho_solve is traced through its body)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from adcore.errors import LinearAlgebraError
+from adcore.ops.linalg import is_transposed, triangle_mask
 from adcore_symbolic.sympy_rules.table import defsympy, reduce_with, sp
 
 
@@ -21,6 +23,88 @@ def _matmul(a: Any, b: Any) -> np.ndarray:
     return out[..., 0] if column else out
 
 
+# --- the solve family: sympy Matrix algebra, one matrix of the stack at a time ----------------
+
+
+def _per_matrix(fn: Any, a: Any, *rest: Any, core: tuple[int, ...] = ()) -> np.ndarray:
+    """fn(a's matrix as a sympy Matrix, *rest's matching parts) for each matrix of the stack a,
+    rest broadcast over a's batch axes; fn returns a sympy Matrix (an expression when core is ())."""
+    a = np.asarray(a, dtype=object)
+    rest = [np.asarray(r, dtype=object) for r in rest]
+    batch = np.broadcast_shapes(a.shape[:-2], *(r.shape[:-2] for r in rest))
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    rest = [np.broadcast_to(r, batch + r.shape[-2:]) for r in rest]
+    out = np.empty(batch + core, dtype=object)
+    for index in np.ndindex(batch):
+        value = fn(sp.Matrix(a[index].tolist()), *(sp.Matrix(r[index].tolist()) for r in rest))
+        out[index] = np.array(value.tolist(), dtype=object).reshape(core) if core else value
+    return out
+
+
+def _with_rhs(fn: Any, a: Any, b: Any) -> np.ndarray:
+    """fn(A, B) -> X solving with a right-hand side b: a vector when 1-d, else a stack of matrices."""
+    a, b = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    if b.ndim == 1:
+        return _with_rhs(fn, a, b[:, None])[..., 0]
+    return _per_matrix(fn, a, b, core=b.shape[-2:])
+
+
+def _inverse(m: Any) -> Any:
+    return m.adjugate() / m.det(method="berkowitz")
+
+
+def _cholesky_lower(m: Any) -> Any:
+    """The Cholesky factor from m's lower triangle only, as np.linalg.cholesky reads it."""
+    n = m.rows
+    low = sp.zeros(n, n)
+    for i in range(n):
+        for j in range(i + 1):
+            rest = m[i, j] - sum((low[i, k] * low[j, k] for k in range(j)), sp.S.Zero)
+            low[i, j] = sp.sqrt(rest) if i == j else rest / low[j, j]
+    return low
+
+
+def _cholesky(a: Any, upper: bool = False) -> np.ndarray:
+    a = np.asarray(a, dtype=object)
+    n = a.shape[-1]
+    if upper:
+        return np.swapaxes(_per_matrix(_cholesky_lower, np.swapaxes(a, -1, -2), core=(n, n)), -1, -2)
+    return _per_matrix(_cholesky_lower, a, core=(n, n))
+
+
+def _solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_diagonal: bool = False):
+    a = np.asarray(a, dtype=object)
+    n = a.shape[-1]
+    mask = triangle_mask(n, lower, unit_diagonal)
+    triangle = np.where(mask == 1, a, 0) + (np.eye(n, dtype=int) if unit_diagonal else 0)
+    transposed = is_transposed(trans)
+    if transposed:
+        triangle = np.swapaxes(triangle, -1, -2)
+    solve_lower = lower != transposed  # the transpose of a lower triangle is upper
+
+    def solve(m, rhs):
+        return m.lower_triangular_solve(rhs) if solve_lower else m.upper_triangular_solve(rhs)
+
+    return _with_rhs(solve, triangle, b)
+
+
+def _square(op: str, a: Any) -> Any:
+    shape = np.shape(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise LinearAlgebraError(
+            f"op {op!r}: argument 'a' must be a square matrix or a stack of them, shape (..., n, n); "
+            f"got shape {shape}"
+        )
+    return a
+
+
 # fmt: off
-defsympy("matmul",     _matmul)
+defsympy("matmul",           _matmul)
+defsympy("inv",              lambda a: _per_matrix(_inverse, _square("inv", a), core=np.shape(a)[-2:]))
+defsympy("solve",            lambda a, b: _with_rhs(lambda m, rhs: _inverse(m) * rhs, _square("solve", a), b))
+defsympy("solve_triangular", _solve_triangular)
+defsympy("cholesky",         _cholesky)
+defsympy("det",              lambda a: _per_matrix(lambda m: m.det(method="berkowitz"), _square("det", a)))
+defsympy("logabsdet",        lambda a: _per_matrix(lambda m: sp.log(sp.Abs(m.det(method="berkowitz"))),
+                                                   _square("logabsdet", a)))
 # fmt: on
