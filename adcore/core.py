@@ -321,8 +321,9 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise conversion_error(
             self,
-            "np.asarray(x) (or np.array(x), np.float64(x), a NumPy call that converts its input)",
-            "Build arrays of traced values with anp.stack or anp.concatenate. ",
+            "np.asarray(x) (or np.array(x), np.float64(x), np.r_[...], a NumPy call that converts its input)",
+            "Build arrays of traced values with anp.array([...]) (adcore.numpy), np.stack or "
+            "np.concatenate; for np.r_ and np.c_, anp.r_ and anp.c_. ",
         )
 
     # --- ndarray methods with a traced meaning -----------------------------------------
@@ -357,11 +358,7 @@ class Tracer:
                 "keep real and imaginary parts as separate real arrays, or use backend='numeric'."
             )
         if target.kind == "f":
-            raise UnsupportedFunctionError(
-                f"x.astype({target}) of a {self.dtype} traced value ({_where(self)}): adcore has no op "
-                "that casts inside f. Pass the arguments in the dtype f should compute in (the "
-                "derivative keeps each argument's dtype)."
-            )
+            return OPS.astype(self, dtype=target)  # its derivative casts back to x's dtype
         raise conversion_error(self, f"x.astype({target})")
 
     def flatten(self, order: str = "C"):

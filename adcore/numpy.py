@@ -20,6 +20,28 @@ absolute = globals()["abs"]
 true_divide = globals()["divide"]
 amax = globals()["max"]
 amin = globals()["min"]
+# NumPy's shape functions that are Python over ops (not ops), and array building from traced values
+from adcore.ops.shape_functions import (  # noqa: E402, F401
+    array,
+    array_split,
+    asarray,
+    astype,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    c_,
+    column_stack,
+    dsplit,
+    dstack,
+    hsplit,
+    hstack,
+    pad,
+    r_,
+    select,
+    split,
+    vsplit,
+    vstack,
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -352,7 +352,6 @@ def test_ravel_and_flatten_are_reshape_minus_one(trace, box, flat):
     ("call", "error", "words"),
     [
         (lambda b: b.astype(np.complex128), ComplexValueError, ["astype(complex128)", "numeric"]),
-        (lambda b: b.astype(np.float32), adcore.UnsupportedFunctionError, ["astype(float32)", "dtype"]),
         (lambda b: b.ravel("F"), adcore.UnsupportedFunctionError, ["order='F'", "x.T.reshape(-1)"]),
         (lambda b: b.__setitem__(0, 1.0), adcore.UnsupportedFunctionError, ["x[...] = v", "scatter_add"]),
         (lambda b: b.__delitem__(0), adcore.UnsupportedFunctionError, ["del x", "x[mask]"]),

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import UnsupportedFunctionError
+from adcore.errors import InvalidValueError, UnsupportedFunctionError
 from adcore.spec import REAL, OpSpec, Sample, fixed_samples
 
 
@@ -257,14 +257,14 @@ ravel = OpSpec(
     "ravel",
     _ravel,
     params=("order",),
-    numpy=(np.ravel,),
     samples=fixed_samples(
         (((2, 3),), {}),
         (((),), {}),
         (((2, 3, 4),), {"order": "F"}),
         (((0, 2),), {}),
     ),
-    doc="np.ravel (and x.flatten()): order 'C' or 'F'; 'A' and 'K' (memory layout) are refused",
+    doc="anp.ravel: order 'C' or 'F'; 'A' and 'K' (memory layout) are refused. np.ravel(x), x.ravel() "
+    "and x.flatten() on a traced value are reshape(x, -1) (order 'C' only)",
 )
 atleast_1d = OpSpec(
     "atleast_1d",
@@ -452,3 +452,38 @@ take_along_axis = OpSpec(
         (((4,),), {"indices": np.array([3, 3, 0]), "axis": None}),
     ),
 )
+
+
+# --- casts ----------------------------------------------------------------------------------------
+
+
+def _astype(x, dtype):
+    target = np.dtype(dtype)
+    if target.kind != "f":
+        raise InvalidValueError(
+            f"op 'astype': dtype={target} is not a float dtype; a cast to integers or booleans has no "
+            "derivative (x.astype(int) on a traced value is refused: use anp.floor or a comparison)"
+        )
+    return np.asarray(x).astype(target)
+
+
+def _astype_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    # up to float64, exactly (a cast down to float32 rounds the tangent too, as torch's does, so
+    # its derivative agrees to float32's precision only: tests/ops/test_shapes_more.py checks it)
+    return [
+        Sample((REAL.draw(rng, (2, 3), dtype),), {"dtype": np.float64}),
+        Sample((REAL.draw(rng, (), dtype),), {"dtype": "float64"}),
+        Sample((REAL.draw(rng, (3,), dtype),), {"dtype": dtype}),
+    ]
+
+
+astype = OpSpec(
+    "astype",
+    _astype,
+    params=("dtype",),
+    samples=_astype_samples,
+    doc="x.astype(dtype) to a float dtype: the derivative casts back to x's dtype",
+)
+
+# NumPy functions that are Python over these ops (np.split, np.hstack, ...): core.NUMPY_FUNCTIONS
+from adcore.ops import shape_functions  # noqa: E402, F401

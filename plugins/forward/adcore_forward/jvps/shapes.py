@@ -168,5 +168,6 @@ defjvp("tile",            _gather_jvp("tile"))
 defjvp("pad",             _gather_jvp("pad"))
 defjvp("take",            _gather_jvp("take"))
 defjvp("take_along_axis", _gather_jvp("take_along_axis"))
+defjvp("astype",          lambda t, ans, x, dtype: ops.astype(t, dtype=ans.dtype))
 
 # fmt: on

@@ -119,5 +119,6 @@ defvjp("tile",            _scatter_vjp("tile"))
 defvjp("pad",             _scatter_vjp("pad"))
 defvjp("take",            _scatter_vjp("take"))
 defvjp("take_along_axis", _scatter_vjp("take_along_axis"))
+defvjp("astype",          lambda g, ans, x, dtype: ops.astype(g, dtype=x.dtype))
 
 # fmt: on

@@ -56,3 +56,4 @@ for _name in (
     "repeat", "tile", "pad", "take", "take_along_axis",
 ):  # fmt: skip
     defsympy(_name, _gather(_name))
+defsympy("astype", lambda x, dtype: np.asarray(x, dtype=object))  # sympy's numbers have no dtype
