@@ -156,15 +156,15 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
 
 
 def _cho_solve(c, b, lower=True):
+    c, b = np.asarray(c), np.asarray(b)
     _square("cho_solve", "c", c)
     _right_hand_side("cho_solve", c, b)
     # a = L L^T (lower) or U^T U (upper): solve with the factor, then with its transpose; a vector b
     # as a column, so that the first solution, batched like c, is still read as a right-hand side
-    vector = np.ndim(b) == 1
-    rhs = bind(core.OPS.expand_dims, b, axis=-1) if vector else b
-    first = bind(solve_triangular, c, rhs, trans=0 if lower else 1, lower=lower)
-    x = bind(solve_triangular, c, first, trans=1 if lower else 0, lower=lower)
-    return bind(core.OPS.getitem, x, index=(Ellipsis, 0)) if vector else x
+    rhs = b[..., None] if b.ndim == 1 else b
+    first = _solve_triangular(c, rhs, trans=0 if lower else 1, lower=lower)
+    x = _solve_triangular(c, first, trans=1 if lower else 0, lower=lower)
+    return x[..., 0] if b.ndim == 1 else x
 
 
 # --- samples: well-conditioned matrices ------------------------------------------------------
@@ -353,9 +353,8 @@ cho_solve = OpSpec(
     nin=2,
     params=("lower",),
     samples=_solve_samples(_cho_factor, ({"lower": True}, {"lower": False})),
-    traceable=True,
-    doc="scipy's cho_solve((c, lower), b) as cho_solve(c, b, lower=True): two triangular solves, "
-    "differentiated through solve_triangular's rules (a rule of its own would add nothing)",
+    doc="scipy's cho_solve((c, lower), b) as cho_solve(c, b, lower=True): a = L L^T from c's lower "
+    "triangle (U^T U from its upper one), two triangular solves; the gradient lives on that triangle",
 )
 
 core.NUMPY_FUNCTIONS[np.linalg.slogdet] = slogdet

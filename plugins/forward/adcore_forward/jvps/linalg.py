@@ -1,4 +1,4 @@
-"""JVPs of adcore/ops/linalg.py: matmul and the solve family (cho_solve is differentiated through its body)."""
+"""JVPs of adcore/ops/linalg.py: matmul and the solve family."""
 
 from __future__ import annotations
 
@@ -83,6 +83,21 @@ def _solve_triangular_jvp(argnum: int):
     return rule
 
 
+def _cho_solve_jvp(argnum: int):
+    # dx = A^-1 (db - dA x), A = L L^T (U^T U) from c's triangle, dA = dL L^T + L dL^T
+    def rule(t, ans, c, b, lower=True):
+        if argnum == 1:
+            return _like_solution(anp.cho_solve(c, _rhs_tangent(t, ans, b), lower=lower), t, ans, b)
+        mask = triangle_mask(c.shape[-1], lower)
+        factor, d_factor = c * mask, t * mask
+        half = anp.matmul(d_factor, _swap(factor)) if lower else anp.matmul(_swap(d_factor), factor)
+        x = _matrix(ans, b)
+        da_x = anp.matmul(_lift_to(half + _swap(half), x.ndim), x)
+        return _like_solution(-anp.cho_solve(c, da_x, lower=lower), t, ans, b)
+
+    return rule
+
+
 def _cholesky_jvp(t, ans, a, upper=False):
     # dL = L Phi(L^-1 dA L^-T), dA the symmetric matrix np.linalg.cholesky reads from a's lower
     # triangle (the upper one with upper=True)
@@ -119,6 +134,7 @@ defjvp("matmul",           _matmul_jvp(0), _matmul_jvp(1))
 defjvp("inv",              lambda t, ans, a: -anp.matmul(anp.matmul(ans, t), ans))
 defjvp("solve",            _solve_jvp(0), _solve_jvp(1))
 defjvp("solve_triangular", _solve_triangular_jvp(0), _solve_triangular_jvp(1))
+defjvp("cho_solve",        _cho_solve_jvp(0), _cho_solve_jvp(1))
 defjvp("cholesky",         _cholesky_jvp)
 defjvp("det",              _det_jvp)
 defjvp("logabsdet",        _logabsdet_jvp)

@@ -1,4 +1,4 @@
-"""VJPs of adcore/ops/linalg.py: matmul and the solve family (cho_solve is differentiated through its body)."""
+"""VJPs of adcore/ops/linalg.py: matmul and the solve family."""
 
 from __future__ import annotations
 
@@ -84,6 +84,22 @@ def _solve_triangular_vjp(argnum: int):
     return rule
 
 
+def _cho_solve_vjp(argnum: int):
+    # x = A^-1 b with A = L L^T (U^T U): gb = A^-1 g, gA = -gb x^T, gL = (gA + gA^T) L (gU = U (gA + gA^T))
+    def rule(g, ans, c, b, lower=True):
+        gb = anp.cho_solve(c, _matrix(g, b), lower=lower)
+        if argnum == 1:
+            return _like_rhs(gb, b)
+        n = c.shape[-1]
+        mask = triangle_mask(n, lower)
+        factor = c * mask
+        ga = -anp.matmul(gb, _swap(_matrix(ans, b)))
+        both = ga + _swap(ga)
+        return unbroadcast(mask * (anp.matmul(both, factor) if lower else anp.matmul(factor, both)), c)
+
+    return rule
+
+
 def _cholesky_vjp(g, ans, a, upper=False):
     # Murray's S = L^-T Phi(L^T gL) L^-1; np.linalg.cholesky reads only a's lower triangle, so the
     # gradient is Phi(S + S^T) there (the symmetric gradient S_sym = (S + S^T)/2 folded onto it)
@@ -123,6 +139,7 @@ defvjp("matmul",           _matmul_vjp(0), _matmul_vjp(1))
 defvjp("inv",              lambda g, ans, a: -anp.matmul(anp.matmul(_swap(ans), g), _swap(ans)))
 defvjp("solve",            _solve_vjp(0), _solve_vjp(1))
 defvjp("solve_triangular", _solve_triangular_vjp(0), _solve_triangular_vjp(1))
+defvjp("cho_solve",        _cho_solve_vjp(0), _cho_solve_vjp(1))
 defvjp("cholesky",         _cholesky_vjp)
 defvjp("det",              _det_vjp)
 defvjp("logabsdet",        _logabsdet_vjp)

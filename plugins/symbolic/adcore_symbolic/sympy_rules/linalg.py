@@ -1,4 +1,4 @@
-"""Sympy rules of adcore/ops/linalg.py: matmul and the solve family (cho_solve is traced through its body)."""
+"""Sympy rules of adcore/ops/linalg.py: matmul and the solve family."""
 
 from __future__ import annotations
 
@@ -88,6 +88,14 @@ def _solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_
     return _with_rhs(solve, triangle, b)
 
 
+def _cho_solve(c: Any, b: Any, lower: bool = True) -> np.ndarray:
+    c = np.asarray(c, dtype=object)
+    factor = np.where(triangle_mask(c.shape[-1], lower) == 1, c, 0)
+    if not lower:  # U^T U = L L^T with L = U^T
+        factor = np.swapaxes(factor, -1, -2)
+    return _with_rhs(lambda m, rhs: m.T.upper_triangular_solve(m.lower_triangular_solve(rhs)), factor, b)
+
+
 def _square(op: str, a: Any) -> Any:
     shape = np.shape(a)
     if len(shape) < 2 or shape[-1] != shape[-2]:
@@ -103,6 +111,7 @@ defsympy("matmul",           _matmul)
 defsympy("inv",              lambda a: _per_matrix(_inverse, _square("inv", a), core=np.shape(a)[-2:]))
 defsympy("solve",            lambda a, b: _with_rhs(lambda m, rhs: _inverse(m) * rhs, _square("solve", a), b))
 defsympy("solve_triangular", _solve_triangular)
+defsympy("cho_solve",        _cho_solve)
 defsympy("cholesky",         _cholesky)
 defsympy("det",              lambda a: _per_matrix(lambda m: m.det(method="berkowitz"), _square("det", a)))
 defsympy("logabsdet",        lambda a: _per_matrix(lambda m: sp.log(sp.Abs(m.det(method="berkowitz"))),
