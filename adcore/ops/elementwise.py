@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcore.spec import NONZERO, POSITIVE, REAL, UNIT_OPEN, Domain, OpSpec, Sample, elementwise_samples
+from adcore.core import concrete
+from adcore.spec import NONZERO, POSITIVE, REAL, UNIT_OPEN, Domain, Kink, OpSpec, Sample, elementwise_samples
 
 
 def _unary(name: str, impl, domain: Domain = REAL, doc: str = "") -> OpSpec:
@@ -91,3 +92,366 @@ where = OpSpec(
     elementwise=True,
     doc="the condition is not differentiable",
 )
+
+
+# === Elementwise ops added in issue 17 (docs/conventions.md, "Elementwise ops added in issue 17") ===
+
+
+def _elementwise(name: str, impl, *domains: Domain, numpy: tuple = (), samples=None, **spec) -> OpSpec:
+    """An elementwise op of len(domains) inputs, standing for `impl` and the NumPy functions in `numpy`."""
+    return OpSpec(
+        name,
+        impl,
+        nin=len(domains),
+        numpy=tuple(dict.fromkeys((impl, *numpy))),
+        samples=samples or elementwise_samples(*domains),
+        elementwise=True,
+        **spec,
+    )
+
+
+def _with_edges(draw, *edges: tuple):
+    """`draw`'s samples and fixed edge-case calls (inputs given as lists, cast to the sample dtype)."""
+
+    def samples(rng: np.random.Generator, dtype) -> list[Sample]:
+        return draw(rng, dtype) + [Sample(tuple(np.asarray(a, dtype=dtype) for a in args)) for args in edges]
+
+    return samples
+
+
+def _diag(*values: float) -> np.ndarray:
+    return np.diag(np.array(values, dtype=np.float64))
+
+
+def _distance_to_integer(v):
+    v = np.asarray(v, dtype=np.float64)
+    return np.abs(v - np.round(v))
+
+
+def _quotient_distance(x, y):
+    """How far x is from a jump of mod, fmod and floor_divide (a multiple of y), and y from 0."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        across = np.abs(y) * _distance_to_integer(x / y)
+    return np.minimum(np.nan_to_num(across, nan=0.0), np.abs(y))
+
+
+# Pairs away from the jumps of mod, fmod and floor_divide: x / y = k + f, k an integer in [-2, 2] and
+# |f| in [0.2, 0.8]; one input broadcasts over the other, which has the full shape.
+_QUOTIENT_SHAPES = (((), ()), ((3,), (3,)), ((2, 2), (2, 1)), ((2, 3), ()), ((2, 3), (3,)), ((2, 1), (2, 2)))
+
+
+def _quotient_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    samples = []
+    for sx, sy in _QUOTIENT_SHAPES:
+        full = np.broadcast_shapes(sx, sy)
+        q = rng.integers(-2, 3, size=full) + rng.choice([-1, 1], size=full) * rng.uniform(0.2, 0.8, size=full)
+        if sx == full:  # y drawn, x placed at y * q
+            y = NONZERO.draw(rng, sy, np.float64)
+            x = y * q
+        else:  # x drawn, y placed at x / q
+            x = Domain(-2.0, 2.0, away_from_zero=0.5).draw(rng, sx, np.float64)
+            y = x / q
+        samples.append(Sample((np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype))))
+    return samples
+
+
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """np.nan_to_num, always on a copy: an op does not write into its input."""
+    return np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+
+
+# --- inverse hyperbolic -------------------------------------------------------------
+arcsinh = _elementwise("arcsinh", np.arcsinh, Domain(-3.0, 3.0))
+arccosh = _elementwise("arccosh", np.arccosh, Domain(1.1, 4.0), doc="derivative +inf at 1, where it starts")
+arctanh = _elementwise("arctanh", np.arctanh, UNIT_OPEN, doc="derivative +inf at -1 and 1")
+
+# --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
+log2 = _elementwise("log2", np.log2, POSITIVE)
+log10 = _elementwise("log10", np.log10, POSITIVE)
+exp2 = _elementwise("exp2", np.exp2, REAL)
+_LARGE_PAIRS = ([800.0, -700.0, 3.0], [799.0, -701.0, -900.0])  # no overflow, no underflow to -inf
+_INF_PAIRS = ([-np.inf, 1.0, -np.inf, np.inf, 3.0], [2.0, 1.0, -np.inf, 5.0, np.inf])
+_INF_WEIGHTS = (_diag(0, 0.5, 0.5, 1, 0), _diag(1, 0.5, 0.5, 0, 1))
+logaddexp = _elementwise(
+    "logaddexp",
+    np.logaddexp,
+    REAL,
+    REAL,
+    samples=_with_edges(elementwise_samples(REAL, REAL), _LARGE_PAIRS),
+    kinks=(Kink(_INF_PAIRS, _INF_WEIGHTS, why="d/dx = exp(x - ans), its limit at infinite inputs"),),
+    doc="d/dx = exp(x - ans): 0 or 1 where an input is infinite, 0.5/0.5 for two equal infinities",
+)
+logaddexp2 = _elementwise(
+    "logaddexp2",
+    np.logaddexp2,
+    REAL,
+    REAL,
+    samples=_with_edges(elementwise_samples(REAL, REAL), _LARGE_PAIRS),
+    kinks=(Kink(_INF_PAIRS, _INF_WEIGHTS, why="d/dx = 2**(x - ans), its limit at infinite inputs"),),
+    doc="d/dx = 2**(x - ans): 0 or 1 where an input is infinite, 0.5/0.5 for two equal infinities",
+)
+
+# --- sinc, hypot, angles, cube root ------------------------------------------------------
+sinc = _elementwise(
+    "sinc",
+    np.sinc,
+    Domain(-3.0, 3.0),
+    samples=_with_edges(elementwise_samples(Domain(-3.0, 3.0)), ([0.0, 0.05, -0.08, 1.5],)),
+    kinks=(Kink(([0.0, 1.0],), (_diag(0.0, -1.0),), why="sinc'(0) = 0, the limit (no 0/0)"),),
+    doc="sin(pi x) / (pi x); sinc'(0) = 0 and sinc''(0) = -pi**2/3 (a series near 0)",
+)
+hypot = _elementwise(
+    "hypot",
+    np.hypot,
+    REAL,
+    REAL,
+    kinks=(
+        Kink(
+            ([0.0, 3.0, np.inf], [0.0, -4.0, 2.0]),
+            (_diag(0, 0.6, 1), _diag(0, -0.8, 0)),
+            why="no derivative at (0, 0): 0 to each (hypot(x, 0) = |x|, abs'(0) = 0); the limit at inf",
+        ),
+    ),
+    kink_distance=np.hypot,
+    doc="d/dx = x / hypot(x, y); 0 at (0, 0), as abs'(0) = 0",
+)
+deg2rad = _elementwise(
+    "deg2rad", np.deg2rad, Domain(-360.0, 360.0), numpy=(np.radians,), aliases=("radians",)
+)
+rad2deg = _elementwise("rad2deg", np.rad2deg, REAL, numpy=(np.degrees,), aliases=("degrees",))
+cbrt = _elementwise(
+    "cbrt",
+    np.cbrt,
+    NONZERO,
+    kink_distance=np.abs,
+    doc="derivative 1 / (3 cbrt(x)**2): +inf at 0 (a vertical tangent), so samples keep away from 0",
+)
+
+# --- remainders: jumps where x is a multiple of y --------------------------------------
+mod = _elementwise(
+    "mod",
+    np.mod,
+    REAL,
+    NONZERO,
+    samples=_quotient_samples,
+    aliases=("remainder",),  # np.remainder is np.mod; x % y on a traced value
+    kinks=(
+        Kink(
+            ([2.0, -3.0, 1.0], [1.0, 2.0, -0.5]),
+            (_diag(1, 1, 1), _diag(-2, 2, 2)),
+            why="at a jump: d/dx = 1, d/dy = -floor_divide(x, y), on the side NumPy's value is",
+        ),
+    ),
+    kink_distance=_quotient_distance,
+    doc="x - y floor(x / y): d/dx = 1, d/dy = -floor(x / y); jumps where x / y is an integer",
+)
+fmod = _elementwise(
+    "fmod",
+    np.fmod,
+    REAL,
+    NONZERO,
+    samples=_quotient_samples,
+    kinks=(
+        Kink(
+            ([2.0, -3.0, 1.0], [1.0, 2.0, -0.5]),
+            (_diag(1, 1, 1), _diag(-2, 1, 2)),
+            why="at a jump: d/dx = 1, d/dy = -trunc(x / y), on the side NumPy's value is",
+        ),
+    ),
+    kink_distance=_quotient_distance,
+    doc="x - y trunc(x / y): d/dx = 1, d/dy = -trunc(x / y); jumps where x / y is a nonzero integer",
+)
+floor_divide = _elementwise(
+    "floor_divide",
+    np.floor_divide,
+    REAL,
+    NONZERO,
+    samples=_quotient_samples,
+    kinks=(Kink(([2.0, -3.0], [1.0, 2.0]), (_diag(0, 0), _diag(0, 0)), why="a step: 0, also at the jumps"),),
+    kink_distance=_quotient_distance,
+    doc="x // y: zero derivative (a step), also at the jumps, as floor",
+)
+
+# --- steps, kinks and signs -----------------------------------------------------------
+ceil = _elementwise(
+    "ceil",
+    np.ceil,
+    REAL,
+    kinks=(Kink(([-1.0, 0.0, 2.0, 2.5],), (_diag(0, 0, 0, 0),), why="ceil' = 0, also at the jumps"),),
+    kink_distance=_distance_to_integer,
+    doc="zero derivative",
+)
+fabs = _elementwise(
+    "fabs",
+    np.fabs,
+    NONZERO,
+    kinks=(Kink(([-1.0, 0.0, 2.0],), (_diag(-1, 0, 1),), why="fabs'(0) = 0, as abs'(0)"),),
+    kink_distance=np.abs,
+    doc="fabs'(0) = 0, as abs'(0)",
+)
+copysign = _elementwise(
+    "copysign",
+    np.copysign,
+    NONZERO,
+    NONZERO,
+    kinks=(
+        Kink(
+            ([0.0, 1.5, -1.5, 2.0], [2.0, 0.0, 0.0, -1.0]),
+            (_diag(0, 1, -1, -1), _diag(0, 0, 0, 0)),
+            why="d/dx = sign(x) times y's sign, 0 at x = 0 as abs'(0); d/dy = 0, also at the jump y = 0",
+        ),
+    ),
+    kink_distance=lambda x, y: np.minimum(np.abs(x), np.abs(y)),
+    doc="|x| with y's sign: d/dx = sign(x) sign(y) (0 at x = 0, -0.0 counts as negative), d/dy = 0",
+)
+heaviside = _elementwise(
+    "heaviside",
+    np.heaviside,
+    NONZERO,
+    Domain(0.0, 1.0),
+    differentiable=(0,),
+    kinks=(Kink(([-1.0, 0.0, 2.0], 0.5), (_diag(0, 0, 0),), why="a step: 0, also at 0"),),
+    kink_distance=lambda x, h: np.abs(x) + 0 * np.asarray(h),
+    doc="zero derivative; the value at 0 (x2) is not differentiable",
+)
+_TIES_AND_NANS = ([1.5, np.nan, 2.0, np.nan, 1.0], [1.5, 2.0, np.nan, np.nan, 3.0])
+fmax = _elementwise(
+    "fmax",
+    np.fmax,
+    REAL,
+    REAL,
+    kinks=(
+        Kink(
+            _TIES_AND_NANS,
+            (_diag(0.5, 0, 1, 0.5, 0), _diag(0.5, 1, 0, 0.5, 1)),
+            why="ties split 0.5/0.5 as maximum; a NaN is ignored, so the other input gets it all",
+        ),
+    ),
+    kink_distance=lambda x, y: np.abs(np.subtract(x, y)),
+    doc="as maximum, but a NaN input is ignored: the derivative flows to the other input",
+)
+fmin = _elementwise(
+    "fmin",
+    np.fmin,
+    REAL,
+    REAL,
+    kinks=(
+        Kink(
+            _TIES_AND_NANS,
+            (_diag(0.5, 0, 1, 0.5, 1), _diag(0.5, 1, 0, 0.5, 0)),
+            why="ties split 0.5/0.5 as minimum; a NaN is ignored, so the other input gets it all",
+        ),
+    ),
+    kink_distance=lambda x, y: np.abs(np.subtract(x, y)),
+    doc="as minimum, but a NaN input is ignored: the derivative flows to the other input",
+)
+
+# --- float_power, nan_to_num -------------------------------------------------------------
+float_power = _elementwise(
+    "float_power",
+    np.float_power,
+    POSITIVE,
+    REAL,
+    kinks=(
+        Kink(
+            ([0.0, 0.0, 2.0], [2.0, 3.0, 0.0]),
+            (_diag(0, 0, 0), _diag(0, 0, np.log(2.0))),
+            why="as power: at x = 0 < y, d/dy = 0 (0**y is 0 near y); at y = 0, d/dx = 0",
+        ),
+    ),
+    doc="x**y computed in float64: float32 inputs give a float64 output; the rules are power's",
+)
+nan_to_num = _elementwise(
+    "nan_to_num",
+    _nan_to_num,
+    REAL,
+    numpy=(np.nan_to_num,),
+    # NaN and inf are not sampled (numeric refuses them): they are the kink
+    samples=elementwise_samples(REAL, params=({}, {"nan": 1.0, "posinf": 5.0, "neginf": -5.0})),
+    params=("copy", "nan", "posinf", "neginf"),
+    kinks=(
+        Kink(
+            ([0.5, np.nan, np.inf, -np.inf],),
+            (_diag(1, 0, 0, 0),),
+            why="1 where x is finite, 0 where replaced",
+        ),
+    ),
+    doc="derivative 1 where x is finite, 0 where a NaN or an infinity was replaced (always a copy)",
+)
+
+
+# --- derivative pieces the rule packages share (written with ops, so rules nest) --------
+_SINC_SERIES_BELOW = 0.1
+# sinc(x) = sum_k (-1)**k (pi x)**(2k) / (2k+1)!, so sinc'(x) = x sum_k>=1 c_k x**(2k-2) with
+# c_k = (-1)**k pi**(2k) 2k / (2k+1)!: seven terms are exact to rounding below 0.1, where the closed
+# form cancels (and is 0/0 at 0)
+_SINC_SLOPE_SERIES = tuple(
+    (-1) ** k * np.pi ** (2 * k) * 2 * k / np.prod(np.arange(1.0, 2 * k + 2)) for k in range(1, 8)
+)
+
+
+def sinc_slope(x):
+    """d sinc / dx = (cos(pi x) - sinc(x)) / x, by its series near 0: 0 at 0, with slope -pi**2/3 there."""
+    small = np.abs(concrete(x)) < _SINC_SERIES_BELOW
+    if not np.any(small):
+        return (cos(np.pi * x) - sinc(x)) / x
+    safe = where(small, 1.0, x)  # the closed form where it is taken, no 0/0 where it is not
+    closed = (cos(np.pi * safe) - sinc(safe)) / safe
+    x2 = x * x
+    series = _SINC_SLOPE_SERIES[-1]
+    for c in reversed(_SINC_SLOPE_SERIES[:-1]):
+        series = series * x2 + c
+    return where(small, x * series, closed)
+
+
+def exp_share(x, y, ans, exp_fn=None):
+    """d logaddexp(x, y) / dx = exp(x - ans) (exp_fn=exp2 for logaddexp2), with its limit where ans is
+    infinite: 1 if x alone is, 0 if y alone is, 0.5 for two equal infinities (a tie, as maximum)."""
+    exp_fn = exp_fn or exp
+    infinite = np.isinf(concrete(ans))
+    if not np.any(infinite):
+        return exp_fn(x - ans)
+    xc, yc = concrete(x), concrete(y)
+    limit = np.asarray((xc > yc) + 0.5 * (xc == yc), dtype=np.result_type(xc, yc))
+    # zeros at the infinite positions first: no inf - inf there, not even in the branch not taken
+    return where(infinite, limit, exp_fn(where(infinite, 0.0, x) - where(infinite, 0.0, ans)))
+
+
+def hypot_share(x, y, ans):
+    """d hypot(x, y) / dx = x / ans; 0 at (0, 0) (hypot(x, 0) = |x|, abs'(0) = 0), and the limit at an
+    infinite x (sign(x)) or y (0); nan when both are infinite (no limit)."""
+    ansc = np.asarray(concrete(ans))
+    special = (ansc == 0) | np.isinf(ansc)
+    if not np.any(special):
+        return x / ans
+    xc, yc = np.broadcast_arrays(concrete(x), concrete(y))
+    limit = np.where(np.isinf(xc), np.sign(xc) * np.where(np.isinf(yc), np.nan, 1.0), 0.0)
+    return where(special, np.asarray(limit, dtype=ansc.dtype), x / where(special, 1.0, ans))
+
+
+def fmax_weight(x, y, wins, like=None):
+    """d fmax(x, y) / dx (wins=np.greater; np.less for fmin): 1 where x wins or y alone is NaN, 0.5 on
+    a tie (two NaNs too), 0 elsewhere, in `like`'s dtype (else x's and y's): a concrete step."""
+    x, y = concrete(x), concrete(y)
+    x_nan, y_nan = np.isnan(x), np.isnan(y)
+    weight = wins(x, y) + (y_nan & ~x_nan) + 0.5 * ((x == y) | (x_nan & y_nan))
+    return np.asarray(weight, dtype=np.result_type(x, y) if like is None else like.dtype)
+
+
+def finite_weight(x, like=None):
+    """d nan_to_num(x) / dx: 1 where x is finite, 0 where NumPy replaces it, a concrete step."""
+    x = concrete(x)
+    return np.asarray(np.isfinite(x), dtype=np.result_type(x) if like is None else like.dtype)
+
+
+def copysign_weight(x, y, like):
+    """d copysign(x, y) / dx: sign(x) times y's sign by its sign bit (-0.0 is negative): a concrete step."""
+    x, y = concrete(x), concrete(y)
+    return np.asarray(np.sign(x) * np.where(np.signbit(y), -1.0, 1.0), dtype=like.dtype)
+
+
+def quotient(x, y, ans):
+    """The integer q with x = q y + ans (mod, fmod), concrete: d ans / dy is -q."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.round((concrete(x) - concrete(ans)) / concrete(y))

@@ -7,6 +7,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import inside_clip, lift, mask, power_by_base, power_by_exponent, tie_split
+from adcore.ops import elementwise as ew
 from adcore_forward.jvps.table import defjvp
 
 # fmt: off
@@ -58,5 +59,60 @@ defjvp("clip",       lambda t, ans, x, a_min=None, a_max=None: t * mask(inside_c
 defjvp("where",      None,
                      lambda t, ans, c, x, y: anp.where(concrete(c), lift(t, ans), 0.0),
                      lambda t, ans, c, x, y: anp.where(concrete(c), 0.0, lift(t, ans)))
+
+# fmt: on
+
+
+# === elementwise ops added in issue 17 (conventions at their kinks: docs/conventions.md) ===
+def _upcast(v):
+    """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
+    return v * np.float64(1.0)
+
+
+# fmt: off
+# --- inverse hyperbolic -------------------------------------------------------------
+defjvp("arcsinh",      lambda t, ans, x: t / anp.sqrt(x * x + 1))
+defjvp("arccosh",      lambda t, ans, x: t / anp.sqrt((x - 1) * (x + 1)))
+defjvp("arctanh",      lambda t, ans, x: t / (1 - x * x))
+
+# --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
+defjvp("log2",         lambda t, ans, x: t / (x * np.log(2.0)))
+defjvp("log10",        lambda t, ans, x: t / (x * np.log(10.0)))
+defjvp("exp2",         lambda t, ans, x: t * (ans * np.log(2.0)))
+defjvp("logaddexp",    lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans),
+                       lambda t, ans, x, y: lift(t, ans) * ew.exp_share(y, x, ans))
+defjvp("logaddexp2",   lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans, anp.exp2),
+                       lambda t, ans, x, y: lift(t, ans) * ew.exp_share(y, x, ans, anp.exp2))
+
+# --- sinc, hypot, angles, cube root ------------------------------------------------------
+defjvp("sinc",         lambda t, ans, x: t * ew.sinc_slope(x))
+defjvp("hypot",        lambda t, ans, x, y: lift(t, ans) * ew.hypot_share(x, y, ans),
+                       lambda t, ans, x, y: lift(t, ans) * ew.hypot_share(y, x, ans))
+defjvp("deg2rad",      lambda t, ans, x: t * (np.pi / 180))
+defjvp("rad2deg",      lambda t, ans, x: t * (180 / np.pi))
+defjvp("cbrt",         lambda t, ans, x: t / (3 * ans * ans))
+
+# --- remainders ---------------------------------------------------------------------------
+defjvp("mod",          lambda t, ans, x, y: lift(t, ans),
+                       lambda t, ans, x, y: lift(t, ans) * -ew.quotient(x, y, ans))
+defjvp("fmod",         lambda t, ans, x, y: lift(t, ans),
+                       lambda t, ans, x, y: lift(t, ans) * -ew.quotient(x, y, ans))
+defjvp("floor_divide", None, None)
+
+# --- steps, kinks and signs -----------------------------------------------------------
+defjvp("ceil",         None)
+defjvp("fabs",         lambda t, ans, x: t * anp.sign(x))
+defjvp("copysign",     lambda t, ans, x, y: lift(t, ans) * ew.copysign_weight(x, y, t),
+                       None)
+defjvp("heaviside",    None, None)
+defjvp("fmax",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, np.greater, t),
+                       lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(y, x, np.greater, t))
+defjvp("fmin",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, np.less, t),
+                       lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(y, x, np.less, t))
+
+# --- float_power, nan_to_num -------------------------------------------------------------
+defjvp("float_power",  lambda t, ans, x, y: lift(t, ans) * power_by_base(_upcast(x), _upcast(y)),
+                       lambda t, ans, x, y: lift(t, ans) * power_by_exponent(_upcast(x), _upcast(y), ans))
+defjvp("nan_to_num",   lambda t, ans, x, **params: t * ew.finite_weight(x, t))
 
 # fmt: on

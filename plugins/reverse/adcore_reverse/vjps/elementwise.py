@@ -6,6 +6,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.extend import inside_clip, mask, power_by_base, power_by_exponent, tie_split, unbroadcast
+from adcore.ops import elementwise as ew
 from adcore_reverse.vjps.table import VJPS, defvjp
 from adcore_reverse.zeros import MaskingRules, where_branch
 
@@ -58,5 +59,60 @@ defvjp("clip",       lambda g, ans, x, a_min=None, a_max=None: g * mask(inside_c
 VJPS["where"] = MaskingRules((None,  # untaken positions are structural zeros (zeros.py): no 0 * inf there
                      lambda g, ans, c, x, y: where_branch(g, ans, c, x, taken_where=True),
                      lambda g, ans, c, x, y: where_branch(g, ans, c, y, taken_where=False)))
+
+# fmt: on
+
+
+# === elementwise ops added in issue 17 (conventions at their kinks: docs/conventions.md) ===
+def _upcast(v):
+    """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
+    return v * np.float64(1.0)
+
+
+# fmt: off
+# --- inverse hyperbolic -------------------------------------------------------------
+defvjp("arcsinh",      lambda g, ans, x: g / anp.sqrt(x * x + 1))
+defvjp("arccosh",      lambda g, ans, x: g / anp.sqrt((x - 1) * (x + 1)))
+defvjp("arctanh",      lambda g, ans, x: g / (1 - x * x))
+
+# --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
+defvjp("log2",         lambda g, ans, x: g / (x * np.log(2.0)))
+defvjp("log10",        lambda g, ans, x: g / (x * np.log(10.0)))
+defvjp("exp2",         lambda g, ans, x: g * ans * np.log(2.0))
+defvjp("logaddexp",    lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans), x),
+                       lambda g, ans, x, y: unbroadcast(g * ew.exp_share(y, x, ans), y))
+defvjp("logaddexp2",   lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans, anp.exp2), x),
+                       lambda g, ans, x, y: unbroadcast(g * ew.exp_share(y, x, ans, anp.exp2), y))
+
+# --- sinc, hypot, angles, cube root ------------------------------------------------------
+defvjp("sinc",         lambda g, ans, x: g * ew.sinc_slope(x))
+defvjp("hypot",        lambda g, ans, x, y: unbroadcast(g * ew.hypot_share(x, y, ans), x),
+                       lambda g, ans, x, y: unbroadcast(g * ew.hypot_share(y, x, ans), y))
+defvjp("deg2rad",      lambda g, ans, x: g * (np.pi / 180))
+defvjp("rad2deg",      lambda g, ans, x: g * (180 / np.pi))
+defvjp("cbrt",         lambda g, ans, x: g / (3 * ans * ans))
+
+# --- remainders ---------------------------------------------------------------------------
+defvjp("mod",          lambda g, ans, x, y: unbroadcast(g, x),
+                       lambda g, ans, x, y: unbroadcast(-g * ew.quotient(x, y, ans), y))
+defvjp("fmod",         lambda g, ans, x, y: unbroadcast(g, x),
+                       lambda g, ans, x, y: unbroadcast(-g * ew.quotient(x, y, ans), y))
+defvjp("floor_divide", None, None)
+
+# --- steps, kinks and signs -----------------------------------------------------------
+defvjp("ceil",         None)
+defvjp("fabs",         lambda g, ans, x: g * anp.sign(x))
+defvjp("copysign",     lambda g, ans, x, y: unbroadcast(g * ew.copysign_weight(x, y, g), x),
+                       None)
+defvjp("heaviside",    None, None)
+defvjp("fmax",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y, np.greater, g), x),
+                       lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(y, x, np.greater, g), y))
+defvjp("fmin",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y, np.less, g), x),
+                       lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(y, x, np.less, g), y))
+
+# --- float_power, nan_to_num -------------------------------------------------------------
+defvjp("float_power",  lambda g, ans, x, y: unbroadcast(g * power_by_base(_upcast(x), _upcast(y)), x),
+                       lambda g, ans, x, y: unbroadcast(g * power_by_exponent(_upcast(x), _upcast(y), ans), y))
+defvjp("nan_to_num",   lambda g, ans, x, **params: g * ew.finite_weight(x, g))
 
 # fmt: on

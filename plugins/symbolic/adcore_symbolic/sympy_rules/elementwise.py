@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -65,5 +67,181 @@ defsympy("maximum",    lambda x, y: each(sp.Max, x, y))
 defsympy("minimum",    lambda x, y: each(sp.Min, x, y))
 defsympy("clip",       lambda x, a_min=None, a_max=None: each(_clip, x, a_min, a_max))
 defsympy("where",      lambda c, x, y: each(_where, c, x, y))
+
+# fmt: on
+
+
+# === elementwise ops added in issue 17 (conventions at their kinks: docs/conventions.md) ===
+# Where a derivative needs NumPy's own test of its input (NaN, inf: fmax, logaddexp, hypot,
+# nan_to_num), the expression is a function printed as a call of the adcore op, whose derivative
+# is a function printed as a call of the piece the VJP and JVP rules share (adcore.ops.elementwise):
+# the compiled code then gives the same limits as they do, and runs on traced values too.
+_SINC_SERIES_BELOW = 0.1  # as adcore.ops.elementwise.sinc_slope: the series where sin(pi x) / (pi x) cancels
+
+
+@functools.cache
+def _functions() -> SimpleNamespace:
+    """The sympy functions of these rules, made when a rule first runs (sympy is imported then)."""
+
+    class _Call(sp.Function):
+        """A function printed to NumPy by `code`, a format string of its printed arguments a0, a1..."""
+
+        code = ""
+
+        def _numpycode(self, printer) -> str:
+            return self.code.format(**{f"a{i}": printer._print(a) for i, a in enumerate(self.args)})
+
+    class Step(_Call):
+        """A concrete 0/1/0.5 weight: no derivative."""
+
+        def fdiff(self, argindex=1):
+            return sp.S.Zero
+
+    class FmaxWeight(Step):
+        code = "ops.elementwise.fmax_weight({a0}, {a1}, numpy.greater)"
+
+    class FminWeight(Step):
+        code = "ops.elementwise.fmax_weight({a0}, {a1}, numpy.less)"
+
+    class Finite(Step):
+        code = "ops.elementwise.finite_weight({a0})"
+
+    class Fmax(_Call):
+        code = "ops.fmax({a0}, {a1})"
+
+        def fdiff(self, argindex=1):
+            x, y = self.args if argindex == 1 else reversed(self.args)
+            return FmaxWeight(x, y)
+
+    class Fmin(_Call):
+        code = "ops.fmin({a0}, {a1})"
+
+        def fdiff(self, argindex=1):
+            x, y = self.args if argindex == 1 else reversed(self.args)
+            return FminWeight(x, y)
+
+    class ExpShare(_Call):
+        """exp(x - ans) (2**(x - ans) with `base2`), args (x, y, ans): its limit where ans is infinite."""
+
+        code = "ops.elementwise.exp_share({a0}, {a1}, {a2})"
+        scale = sp.S.One
+
+        def fdiff(self, argindex=1):
+            return (self.scale * self, sp.S.Zero, -self.scale * self)[argindex - 1]
+
+    class ExpShare2(ExpShare):
+        code = "ops.elementwise.exp_share({a0}, {a1}, {a2}, ops.exp2)"
+        scale = sp.log(2)
+
+    class LogAddExp(_Call):
+        code = "ops.logaddexp({a0}, {a1})"
+        share = ExpShare
+
+        def fdiff(self, argindex=1):
+            x, y = self.args if argindex == 1 else reversed(self.args)
+            return self.share(x, y, self)
+
+    class LogAddExp2(LogAddExp):
+        code = "ops.logaddexp2({a0}, {a1})"
+        share = ExpShare2
+
+    class HypotShare(_Call):
+        """x / ans, args (x, y, ans): 0 at (0, 0), the limit at an infinite input."""
+
+        code = "ops.elementwise.hypot_share({a0}, {a1}, {a2})"
+
+        def fdiff(self, argindex=1):
+            x, _, ans = self.args
+            at_zero = sp.Eq(ans, 0)  # the rules' constant 0 there: no second derivative either
+            if argindex == 1:
+                return sp.Piecewise((0, at_zero), (1 / ans, True))
+            return sp.S.Zero if argindex == 2 else sp.Piecewise((0, at_zero), (-x / ans**2, True))
+
+    class Hypot(_Call):
+        code = "ops.hypot({a0}, {a1})"
+
+        def fdiff(self, argindex=1):
+            x, y = self.args if argindex == 1 else reversed(self.args)
+            return HypotShare(x, y, self)
+
+    return SimpleNamespace(
+        Fmax=Fmax, Fmin=Fmin, LogAddExp=LogAddExp, LogAddExp2=LogAddExp2, Hypot=Hypot, Finite=Finite
+    )
+
+
+@functools.cache
+def _nan_to_num(nan: float, posinf: Any, neginf: Any) -> Any:
+    """x where finite, as a call of the op with these params (NumPy replaces the rest); derivative
+    1 where x is finite, 0 elsewhere."""
+    finite = _functions().Finite
+
+    class NanToNum(sp.Function):
+        def _numpycode(self, printer) -> str:
+            x = printer._print(self.args[0])
+            return f"ops.nan_to_num({x}, nan={nan!r}, posinf={posinf!r}, neginf={neginf!r})"
+
+        def fdiff(self, argindex=1):
+            return finite(self.args[0])
+
+    return NanToNum
+
+
+def _sinc(x: Any) -> Any:
+    """sin(pi x) / (pi x), by its Taylor series (to x**16) below 0.1: sinc'(0) = 0, sinc''(0) = -pi**2/3."""
+    z = sp.pi * x
+    series = sp.Add(*[(-1) ** k * z ** (2 * k) / sp.factorial(2 * k + 1) for k in range(9)])
+    return sp.Piecewise((series, sp.Abs(x) < sp.Float(_SINC_SERIES_BELOW)), (sp.sin(z) / z, True))
+
+
+def _trunc(v: Any) -> Any:
+    return fn.sign(v) * fn.floor(sp.Abs(v))
+
+
+def _copysign(x: Any, y: Any) -> Any:
+    """|x| with y's sign; y = -0.0 is 0 here, so only NumPy-based rules see its sign bit."""
+    return sp.Piecewise((sp.Abs(x), y >= 0), (-sp.Abs(x), True))
+
+
+def _heaviside(x: Any, h: Any) -> Any:
+    return sp.Piecewise((0, x < 0), (h, sp.Eq(x, 0)), (1, True))
+
+
+# fmt: off
+# --- inverse hyperbolic -------------------------------------------------------------
+defsympy("arcsinh",      lambda x: each(sp.asinh, x))
+defsympy("arccosh",      lambda x: each(sp.acosh, x))
+defsympy("arctanh",      lambda x: each(sp.atanh, x))
+
+# --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
+defsympy("log2",         lambda x: each(lambda e: sp.log(e) / sp.log(2), x))
+defsympy("log10",        lambda x: each(lambda e: sp.log(e) / sp.log(10), x))
+defsympy("exp2",         lambda x: each(lambda e: sp.Pow(2, e), x))
+defsympy("logaddexp",    lambda x, y: each(_functions().LogAddExp, x, y))
+defsympy("logaddexp2",   lambda x, y: each(_functions().LogAddExp2, x, y))
+
+# --- sinc, hypot, angles, cube root ------------------------------------------------------
+defsympy("sinc",         lambda x: each(_sinc, x))
+defsympy("hypot",        lambda x, y: each(_functions().Hypot, x, y))
+defsympy("deg2rad",      lambda x: x * (sp.pi / 180))
+defsympy("rad2deg",      lambda x: x * (180 / sp.pi))
+defsympy("cbrt",         lambda x: each(lambda e: fn.sign(e) * sp.Abs(e) ** sp.Rational(1, 3), x))
+
+# --- remainders ---------------------------------------------------------------------------
+defsympy("mod",          lambda x, y: each(lambda a, b: a - b * fn.floor(a / b), x, y))
+defsympy("fmod",         lambda x, y: each(lambda a, b: a - b * _trunc(a / b), x, y))
+defsympy("floor_divide", lambda x, y: each(lambda a, b: fn.floor(a / b), x, y))
+
+# --- steps, kinks and signs -----------------------------------------------------------
+defsympy("ceil",         lambda x: each(lambda e: -fn.floor(-e), x))
+defsympy("fabs",         lambda x: each(sp.Abs, x))
+defsympy("copysign",     lambda x, y: each(_copysign, x, y))
+defsympy("heaviside",    lambda x, h: each(_heaviside, x, h))
+defsympy("fmax",         lambda x, y: each(_functions().Fmax, x, y))
+defsympy("fmin",         lambda x, y: each(_functions().Fmin, x, y))
+
+# --- float_power, nan_to_num -------------------------------------------------------------
+defsympy("float_power",  lambda x, y: each(fn.power, x, y))
+defsympy("nan_to_num",   lambda x, copy=True, nan=0.0, posinf=None, neginf=None:
+                         each(_nan_to_num(nan, posinf, neginf), x))
 
 # fmt: on
