@@ -432,22 +432,25 @@ class Tracer:
     def __rpow__(self, other):
         return bind(OPS.power, other, self)
 
-    # Floor division and remainder have no op: NumPy's differ from floor(x / y) at rounding
-    # edges (1 // 0.1 is 9.0), so an emulation would give plausible wrong numbers there.
+    # Floor division and remainder are NumPy's own (1 // 0.1 is 9.0, not floor(1 / 0.1)): x // y
+    # is a step, derivative 0 as floor's; x % y has d/dx = 1 and d/dy = -(x // y) (docs/conventions.md)
     def __floordiv__(self, other):
-        raise _no_operator(self, "x // y (numpy.floor_divide)", "anp.floor(x / y)")
+        return bind(OPS.floor_divide, self, other)
 
-    __rfloordiv__ = __floordiv__
+    def __rfloordiv__(self, other):
+        return bind(OPS.floor_divide, other, self)
 
     def __mod__(self, other):
-        raise _no_operator(self, "x % y (numpy.remainder)", "x - y * anp.floor(x / y)")
+        return bind(OPS.mod, self, other)
 
-    __rmod__ = __mod__
+    def __rmod__(self, other):
+        return bind(OPS.mod, other, self)
 
     def __divmod__(self, other):
-        raise _no_operator(self, "divmod(x, y)", "anp.floor(x / y) and x - y * anp.floor(x / y)")
+        return bind(OPS.floor_divide, self, other), bind(OPS.mod, self, other)
 
-    __rdivmod__ = __divmod__
+    def __rdivmod__(self, other):
+        return bind(OPS.floor_divide, other, self), bind(OPS.mod, other, self)
 
     def __matmul__(self, other):
         return bind(OPS.matmul, self, other)
@@ -614,13 +617,6 @@ def conversion_error(tracer: Tracer, what: str, instead: str = "") -> TracerConv
         "anp.sin, ...; anp.where to choose between values); if a cut is intended, "
         "adcore.ops.stop_gradient(x) keeps x traced with derivative 0, and adcore.concrete(x) is its "
         "plain value (for printing or logging)."
-    )
-
-
-def _no_operator(tracer: Tracer, what: str, instead: str) -> UnsupportedFunctionError:
-    return UnsupportedFunctionError(
-        f"{what} on a traced value ({_where(tracer)}) has no adcore op, so it cannot be differentiated. "
-        f"Write {instead} if that is what you mean (derivative 0 where the floor steps), or register an op."
     )
 
 

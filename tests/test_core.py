@@ -358,12 +358,6 @@ def test_ravel_and_flatten_are_reshape_minus_one(trace, box, flat):
         (lambda b: b.fill(0.0), adcore.UnsupportedFunctionError, ["x.fill()", "in place"]),
         (lambda b: b.sort(), adcore.UnsupportedFunctionError, ["x.sort()", "in place"]),
         (lambda b: b.cumsum(), adcore.UnsupportedFunctionError, ["x.cumsum()", "OpSpec"]),
-        (lambda b: b // 2.0, adcore.UnsupportedFunctionError, ["x // y", "anp.floor(x / y)"]),
-        (lambda b: 2.0 // b, adcore.UnsupportedFunctionError, ["x // y", "anp.floor(x / y)"]),
-        (lambda b: b % 2.0, adcore.UnsupportedFunctionError, ["x % y", "x - y * anp.floor(x / y)"]),
-        (lambda b: 2.0 % b, adcore.UnsupportedFunctionError, ["x % y", "x - y * anp.floor(x / y)"]),
-        (lambda b: divmod(b, 2.0), adcore.UnsupportedFunctionError, ["divmod", "anp.floor"]),
-        (lambda b: divmod(2.0, b), adcore.UnsupportedFunctionError, ["divmod", "anp.floor"]),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else "",
 )
@@ -415,6 +409,10 @@ def test_repr_names_the_class_and_value(trace):
         (lambda b: 2.0 / b, "divide", 2.0 / M),
         (lambda b: b**2, "power", M**2),
         (lambda b: 2.0**b, "power", 2.0**M),
+        (lambda b: b // 0.7, "floor_divide", M // 0.7),
+        (lambda b: 2.0 // b, "floor_divide", 2.0 // M),
+        (lambda b: b % 0.7, "mod", M % 0.7),
+        (lambda b: 2.0 % b, "mod", 2.0 % M),
         (lambda b: -b, "negative", -M),
         (lambda b: abs(b), "abs", np.abs(M)),
         (lambda b: b @ np.ones((3, 2)), "matmul", M @ np.ones((3, 2))),
@@ -426,6 +424,17 @@ def test_operators_become_ops_with_operands_in_order(trace, box, expr, op, expec
     out = expr(box)
     assert trace.op_names == [op]
     np.testing.assert_allclose(concrete(out), expected)
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [(lambda b: divmod(b, 0.7), divmod(M, 0.7)), (lambda b: divmod(2.0, b), divmod(2.0, M))],
+)
+def test_divmod_is_floor_divide_and_mod(trace, box, expr, expected):
+    quotient, remainder = expr(box)
+    assert trace.op_names == ["floor_divide", "mod"]
+    np.testing.assert_array_equal(concrete(quotient), expected[0])
+    np.testing.assert_array_equal(concrete(remainder), expected[1])
 
 
 def test_unary_plus_is_the_tracer_itself(trace, box):
@@ -590,8 +599,8 @@ def test_unsupported_ufunc_method_is_named(box):
 
 
 def test_unsupported_ufunc_is_named(box):
-    message = _unsupported_message(lambda: np.floor_divide(box, 2.0))
-    assert "numpy.floor_divide" in message
+    message = _unsupported_message(lambda: np.nextafter(box, 2.0))
+    assert "numpy.nextafter" in message
 
 
 def test_unsupported_numpy_keyword_names_the_op_and_its_params(box):
