@@ -481,6 +481,9 @@ class Tracer:
 
     # --- indexing and methods -----------------------------------------------
     def __getitem__(self, index):
+        if isinstance(index, Tracer) or (type(index) is tuple and any(isinstance(i, Tracer) for i in index)):
+            # a traced mask (symbolic's x > 0) or index carries no derivative: its number picks
+            index = tuple(map(concrete, index)) if type(index) is tuple else concrete(index)
         return OPS.getitem(self, index=index)
 
     @property
@@ -526,7 +529,7 @@ class Tracer:
         return OPS.clip(self, a_min=a_min, a_max=a_max)
 
     def dot(self, other):
-        return bind(OPS.matmul, self, other)
+        return bind(OPS.dot, self, other)
 
     # --- NumPy's protocols ----------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
