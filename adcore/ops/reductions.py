@@ -1,10 +1,15 @@
-"""Reductions over axes: sum, mean, prod, max, min (params axis, keepdims)."""
+"""Reductions over axes: sum, mean, prod, max, min, var, std, ptp, average, nansum, nanmean,
+median, quantile, percentile (params axis, keepdims, ...)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from adcore.spec import REAL, Domain, OpSpec, Sample
+from adcore.errors import InvalidValueError
+from adcore.ops.ordering import QUANTILE_METHODS, check_method
+from adcore.spec import POSITIVE, REAL, Domain, Kink, OpSpec, Sample
 
 _SHAPE_AXES = (
     ((), (None,)),
@@ -36,20 +41,309 @@ def reduction_samples(domain: Domain, with_zeros: bool = False):
     return draw
 
 
-def _reduction(name: str, impl, domain: Domain = REAL, with_zeros: bool = False, doc: str = "") -> OpSpec:
+def _reduction(
+    name: str, impl, domain: Domain = REAL, with_zeros: bool = False, doc: str = "", alias: str = "", **spec
+) -> OpSpec:
     return OpSpec(
         name,
         impl,
         params=("axis", "keepdims"),
-        numpy=(impl,),
+        numpy=(impl, getattr(np, alias)) if alias else (impl,),
         samples=reduction_samples(domain, with_zeros),
         doc=doc,
+        aliases=(alias,) if alias else (),
+        **spec,
     )
 
 
-sum = _reduction("sum", np.sum)
-mean = _reduction("mean", np.mean)
 prod = _reduction("prod", np.prod, Domain(0.5, 1.5), with_zeros=True, doc="exact with zeros in the input")
 DISTINCT = Domain(distinct=True)  # ties are kinks: docs/conventions.md tests them on purpose
-max = _reduction("max", np.max, DISTINCT, doc="the gradient is split equally among ties")
-min = _reduction("min", np.min, DISTINCT, doc="the gradient is split equally among ties")
+
+
+def _tie_distance(x, axis=None, keepdims=False):
+    """How far the largest value along `axis` is from the runner-up (a tie is a kink of max)."""
+    x = np.asarray(x)
+    axes = list(range(x.ndim)) if axis is None else [int(a) % (x.ndim or 1) for a in np.atleast_1d(axis)]
+    x = np.moveaxis(x, axes, list(range(x.ndim - len(axes), x.ndim)))
+    x = x.reshape(x.shape[: x.ndim - len(axes)] + (-1,))
+    if x.shape[-1] < 2:  # no ties
+        return np.array(np.inf)
+    s = np.sort(x, axis=-1)
+    return s[..., -1] - s[..., -2]
+
+
+max = _reduction(
+    "max",
+    np.max,
+    DISTINCT,
+    doc="the gradient is split equally among ties",
+    alias="amax",
+    kinks=(Kink(([1.0, 3.0, 3.0],), (np.array([0.0, 0.5, 0.5]),), why="k tied maxima get 1/k each"),),
+    kink_distance=_tie_distance,
+)
+min = _reduction(
+    "min",
+    np.min,
+    DISTINCT,
+    doc="the gradient is split equally among ties",
+    alias="amin",
+    kinks=(Kink(([2.0, 1.0, 1.0, 1.0],), (np.array([0.0, 1, 1, 1]) / 3,), why="k tied minima get 1/k each"),),
+    kink_distance=lambda x, axis=None, keepdims=False: _tie_distance(-np.asarray(x), axis),
+)
+
+
+# --- sum and mean with NumPy's dtype= and where= keywords --------------------------------
+
+
+def float_dtype(op: str, dtype: Any) -> Any:
+    """`dtype` as given when it is None or a float dtype; else the refusal naming the op."""
+    if dtype is None or np.dtype(dtype).kind == "f":
+        return dtype
+    raise InvalidValueError(
+        f"op {op!r}: dtype={np.dtype(dtype)} would give a {np.dtype(dtype).kind!r}-kind result, which has no "
+        "derivative (an integer or bool result is a step; a complex one is not differentiated). adcore's "
+        f"{op} takes float dtypes only (float32, float64): leave dtype out, or cast the plain result outside f."
+    )
+
+
+def _sum(x, axis=None, keepdims=False, dtype=None, where=True):
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=float_dtype("sum", dtype), where=where)
+
+
+def _mean(x, axis=None, keepdims=False, dtype=None, where=True):
+    return np.mean(x, axis=axis, keepdims=keepdims, dtype=float_dtype("mean", dtype), where=where)
+
+
+def _masked_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    """dtype= and where= calls: a mask of x's shape, one broadcasting against it (a slice masked out
+    whole, where mean is nan and finite differences cannot go, is tested in tests/ops)."""
+    x = REAL.draw(rng, (2, 3), dtype)
+    return [
+        Sample((x,), {"axis": 1, "where": np.array([[True, False, True], [False, True, True]])}),
+        Sample((x,), {"axis": None, "where": np.array([True, False, True])}),
+        Sample(
+            (x,), {"axis": 0, "keepdims": True, "where": np.array([[True, True, False], [False, True, True]])}
+        ),
+        Sample((x,), {"axis": 1, "dtype": dtype}),
+    ]
+
+
+def _with_keywords(plain, masked):
+    def draw(rng: np.random.Generator, dtype) -> list[Sample]:
+        return plain(rng, dtype) + masked(rng, dtype)
+
+    return draw
+
+
+_KEYWORDS = ("axis", "keepdims", "dtype", "where")
+sum = OpSpec(
+    "sum",
+    _sum,
+    params=_KEYWORDS,
+    numpy=(np.sum,),
+    samples=_with_keywords(reduction_samples(REAL), _masked_samples),
+    doc="dtype: float only; where: a constant mask, masked-out elements get derivative 0",
+)
+mean = OpSpec(
+    "mean",
+    _mean,
+    params=_KEYWORDS,
+    numpy=(np.mean,),
+    samples=_with_keywords(reduction_samples(REAL), _masked_samples),
+    doc="dtype: float only; where: a constant mask, masked-out elements (and all-masked slices) get derivative 0",
+)
+
+
+# --- spread: var, std, ptp ------------------------------------------------------------------
+
+
+def reduced_count(x: Any, axis: Any) -> int:
+    """How many elements of x each slice of a reduction over `axis` holds."""
+    ndim = np.ndim(x)
+    axes = range(ndim) if axis is None or ndim == 0 else [a % ndim for a in np.atleast_1d(axis)]
+    return int(np.prod([np.shape(x)[a] for a in axes], dtype=int))
+
+
+def _dof(op: str, x: Any, axis: Any, ddof: Any) -> int:
+    """n - ddof, refused when not positive: NumPy's inf or nan there has no derivative."""
+    n = reduced_count(x, axis)
+    if n - ddof <= 0:
+        raise InvalidValueError(
+            f"op {op!r}: ddof={ddof} with {n} element(s) per reduced slice divides by n - ddof = {n - ddof} "
+            "(NumPy gives inf or nan with a RuntimeWarning), which has no derivative; use ddof < n."
+        )
+    return n - ddof
+
+
+def _var(x, axis=None, ddof=0, keepdims=False):
+    _dof("var", x, axis, ddof)
+    return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def _std(x, axis=None, ddof=0, keepdims=False):
+    _dof("std", x, axis, ddof)
+    return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def _spread_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    out = []
+    for shape, axes in _SHAPE_AXES[1:]:
+        for axis in axes:
+            for keepdims in (False, True):
+                out.append(Sample((REAL.draw(rng, shape, dtype),), {"axis": axis, "keepdims": keepdims}))
+            out.append(Sample((REAL.draw(rng, shape, dtype),), {"axis": axis, "ddof": 1}))
+    return out
+
+
+var = OpSpec(
+    "var",
+    _var,
+    params=("axis", "ddof", "keepdims"),
+    numpy=(np.var,),
+    samples=_spread_samples,
+    doc="ddof >= n is refused (NumPy's inf/nan has no derivative)",
+)
+std = OpSpec(
+    "std",
+    _std,
+    params=("axis", "ddof", "keepdims"),
+    numpy=(np.std,),
+    samples=_spread_samples,
+    doc="derivative 0 where std is 0 (all elements equal), as abs'(0) = 0; ddof >= n is refused",
+    kinks=(
+        Kink((np.array([1.5, 1.5, 1.5]),), (np.zeros(3),), why="std of equal elements is 0: derivative 0"),
+    ),
+)
+ptp = OpSpec(
+    "ptp",
+    np.ptp,
+    params=("axis", "keepdims"),
+    numpy=(np.ptp,),
+    samples=reduction_samples(DISTINCT),
+    doc="max - min: the gradient is split equally among ties of the max and of the min",
+)
+
+
+# --- average ---------------------------------------------------------------------------------
+
+
+def _average(a, weights, axis=None, keepdims=False, returned=False):
+    if returned:
+        raise InvalidValueError(
+            "op 'average': returned=True (the sum of the weights as a second output) is not supported; "
+            "compute it as anp.sum(weights, axis) beside anp.average(a, weights, axis)."
+        )
+    return np.average(a, axis=axis, weights=weights, keepdims=keepdims)
+
+
+def _average_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    weights = POSITIVE
+    return [
+        Sample((REAL.draw(rng, (4,), dtype), weights.draw(rng, (4,), dtype)), {}),
+        Sample((REAL.draw(rng, (2, 3), dtype), weights.draw(rng, (2, 3), dtype)), {"axis": 1}),
+        Sample(
+            (REAL.draw(rng, (2, 3), dtype), weights.draw(rng, (2,), dtype)), {"axis": 0, "keepdims": True}
+        ),
+        Sample((REAL.draw(rng, (2, 3, 2), dtype), weights.draw(rng, (2, 3, 2), dtype)), {"axis": (0, 2)}),
+        Sample((REAL.draw(rng, (2, 3), dtype), REAL.draw(rng, (3,), dtype) + 3), {"axis": -1}),
+    ]
+
+
+average = OpSpec(
+    "average",
+    _average,
+    nin=2,
+    params=("axis", "keepdims", "returned"),
+    samples=_average_samples,
+    doc="sum(a * w) / sum(w), weights differentiable too (1-d weights lie along an int axis); "
+    "returned=True is refused; np.average without weights is mean",
+)
+
+
+# --- ignoring NaNs ---------------------------------------------------------------------------
+
+
+def _nan_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    # NaN inputs, where finite differences cannot go, are tested in tests/ops/test_reductions_more.py
+    return reduction_samples(REAL)(rng, dtype)
+
+
+nansum = OpSpec(
+    "nansum",
+    np.nansum,
+    params=("axis", "keepdims"),
+    numpy=(np.nansum,),
+    samples=_nan_samples,
+    doc="derivative 0 at NaN elements, never NaN",
+)
+nanmean = OpSpec(
+    "nanmean",
+    np.nanmean,
+    params=("axis", "keepdims"),
+    numpy=(np.nanmean,),
+    samples=_nan_samples,
+    doc="derivative 0 at NaN elements (and for an all-NaN slice), never NaN",
+)
+
+
+# --- order statistics: median, quantile, percentile (rules: sort + interpolation weights) ----
+
+
+def _quantile(x, q, axis=None, method="linear", keepdims=False):
+    check_method("quantile", method)
+    return np.quantile(x, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def _percentile(x, q, axis=None, method="linear", keepdims=False):
+    check_method("percentile", method)
+    return np.percentile(x, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def _quantile_samples(scale: float):
+    def draw(rng: np.random.Generator, dtype) -> list[Sample]:
+        calls = (
+            ((5,), {"q": 0.3}),
+            ((2, 4), {"q": np.array([0.1, 0.5, 1.0]), "axis": 1}),
+            ((3, 4), {"q": 0.75, "axis": 0, "keepdims": True}),
+            ((2, 3, 2), {"q": np.array([0.0, 0.4]), "axis": (0, 2)}),
+            ((6,), {"q": 0.45, "method": "lower"}),
+            ((6,), {"q": 0.45, "method": "higher"}),
+            ((6,), {"q": 0.5, "method": "nearest"}),
+            ((2, 5), {"q": np.array([0.3, 0.5]), "axis": -1, "method": "midpoint"}),
+        )
+        return [
+            Sample((DISTINCT.draw(rng, shape, dtype),), {**p, "q": np.asarray(p["q"]) * scale})
+            for shape, p in calls
+        ]
+
+    return draw
+
+
+_ORDER_DOC = (
+    "sort + interpolation: the derivative is the interpolation weights on the two order statistics; "
+    "ties follow the stable sort (the weight goes to the element whose stable rank is the slot)"
+)
+median = OpSpec(
+    "median",
+    np.median,
+    params=("axis", "keepdims"),
+    numpy=(np.median,),
+    samples=reduction_samples(DISTINCT),
+    doc=_ORDER_DOC,
+)
+quantile = OpSpec(
+    "quantile",
+    _quantile,
+    params=("q", "axis", "method", "keepdims"),
+    numpy=(np.quantile,),
+    samples=_quantile_samples(1.0),
+    doc=f"q constant; methods {', '.join(QUANTILE_METHODS)}; {_ORDER_DOC}",
+)
+percentile = OpSpec(
+    "percentile",
+    _percentile,
+    params=("q", "axis", "method", "keepdims"),
+    numpy=(np.percentile,),
+    samples=_quantile_samples(100.0),
+    doc=f"quantile with q in percent; {_ORDER_DOC}",
+)

@@ -247,6 +247,8 @@ class SymbolicTrace(Trace):
         axis = params.get("axis")
         if op.name not in ("sum", "mean") or not isinstance(x, Sym) or len(args) != 1:
             raise NotElementwise(f"op {op.name!r}")
+        if params.get("where", True) is not True or params.get("dtype") is not None:
+            raise NotElementwise(f"op {op.name!r} with where= or dtype=")
         if set(reduced_axes(x.ndim, axis)) != set(range(x.ndim)):
             raise NotElementwise(f"op {op.name!r} over some axes")
         shape = (1,) * x.ndim if params.get("keepdims") else ()

@@ -1,0 +1,121 @@
+"""Cumulative and ordering ops along an axis: cumsum, cumprod, diff, sort.
+
+argsort, argmax and argmin are not ops: an index has no derivative, so on a traced value
+they answer with the plain integer array (adcore.core, like comparisons).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from adcore.ops import elementwise, shapes
+from adcore.ops.reductions import DISTINCT, float_dtype
+from adcore.spec import REAL, Domain, OpSpec, Sample, fixed_samples
+
+
+def _cumsum(x, axis=None, dtype=None):
+    return np.cumsum(x, axis=axis, dtype=float_dtype("cumsum", dtype))
+
+
+def _cumprod(x, axis=None, dtype=None):
+    return np.cumprod(x, axis=axis, dtype=float_dtype("cumprod", dtype))
+
+
+def _diff(x, n=1, axis=-1, prepend=None, append=None):
+    ends = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
+    return np.diff(x, n=n, axis=axis, **ends)
+
+
+def _sort(x, axis=-1, kind=None):
+    return np.sort(x, axis=axis, kind="stable")  # the values are the same for every kind
+
+
+_AXES = (
+    (((),), {"axis": None}),
+    (((4,),), {"axis": None}),
+    (((4,),), {"axis": 0}),
+    (((2, 3),), {"axis": None}),
+    (((2, 3),), {"axis": 1}),
+    (((3, 2, 2),), {"axis": 0}),
+    (((3, 2, 2),), {"axis": -1}),
+)
+
+
+def _cumprod_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    out = fixed_samples(*_AXES, domain=Domain(0.5, 1.5))(rng, dtype)
+    one_zero = Domain(0.5, 1.5).draw(rng, (2, 4), dtype)
+    one_zero[0, 1] = 0
+    two_zeros = Domain(-1.5, 1.5).draw(rng, (5,), dtype)
+    two_zeros[[1, 3]] = 0
+    return out + [Sample((one_zero,), {"axis": 1}), Sample((two_zeros,), {"axis": 0})]
+
+
+def _diff_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    calls = (
+        ((5,), {}),
+        ((5,), {"n": 2}),
+        ((3, 4), {"axis": 0}),
+        ((3, 4), {"n": 3, "axis": 1}),
+        ((3, 4), {"prepend": 0.5}),
+        ((3, 4), {"axis": 0, "append": np.array([[1.0, 2.0, 3.0, 4.0]])}),
+        ((4,), {"n": 2, "prepend": np.array([1.0, -1.0]), "append": 2.0}),
+        ((4,), {"n": 0}),
+    )
+    return [Sample((REAL.draw(rng, shape, dtype),), p) for shape, p in calls]
+
+
+cumsum = OpSpec(
+    "cumsum",
+    _cumsum,
+    params=("axis", "dtype"),
+    numpy=(np.cumsum,),
+    samples=fixed_samples(*_AXES),
+    doc="axis None runs over the flattened input; dtype: float only",
+)
+cumprod = OpSpec(
+    "cumprod",
+    _cumprod,
+    params=("axis", "dtype"),
+    numpy=(np.cumprod,),
+    samples=_cumprod_samples,
+    doc="exact with zeros in the input (products of the other factors, no division by x)",
+)
+diff = OpSpec(
+    "diff",
+    _diff,
+    params=("n", "axis", "prepend", "append"),
+    numpy=(np.diff,),
+    samples=_diff_samples,
+    doc="prepend and append are constants (no derivative)",
+)
+sort = OpSpec(
+    "sort",
+    _sort,
+    params=("axis", "kind"),
+    numpy=(np.sort,),
+    samples=fixed_samples(*_AXES[1:], domain=DISTINCT),
+    doc="the derivative permutes; ties follow the stable sort: equal values get the cotangent of "
+    "their own sorted slot",
+)
+
+
+def move_axis(x, source: int, destination: int):
+    """x with axis `source` moved to `destination` (np.moveaxis, as a transpose)."""
+    order = [a for a in range(x.ndim) if a != source % x.ndim]
+    order.insert(destination % x.ndim, source % x.ndim)
+    return shapes.transpose(x, axes=tuple(order))
+
+
+def cumprod_jacobian(rows):
+    """d cumprod / d x along the last axis of rows (..., n), as (..., n_out, n_in), with no
+    division: J[k, i] = prod(x[:i]) * prod(x[i+1:k+1]) for i <= k, 0 above, so exact at zeros.
+    Written with ops (cumprod itself), so a rule built on it can be differentiated again."""
+    n = rows.shape[-1]
+    later = np.arange(n)[None, :] > np.arange(n)[:, None]  # [i, k]: k > i
+    spans = cumprod(elementwise.where(later, shapes.expand_dims(rows, axis=-2), 1.0), axis=-1)  # prod x(i, k]
+    first = np.ones(rows.shape[:-1] + (1,), dtype=rows.dtype)
+    before = cumprod(
+        shapes.concatenate(first, shapes.getitem(rows, index=(Ellipsis, slice(0, -1))), axis=-1), axis=-1
+    )
+    jac = elementwise.multiply(move_axis(spans, -1, -2), shapes.expand_dims(before, axis=-2))
+    return elementwise.where(~later, jac, 0.0)  # [k, i]: i <= k

@@ -1,0 +1,66 @@
+"""JVPs of adcore/ops/cumulative.py: cumsum, cumprod, diff, sort."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import adcore.numpy as anp
+from adcore.core import concrete
+from adcore.extend import batched_axis
+from adcore.ops.cumulative import cumprod_jacobian
+from adcore.ops.ordering import from_rows, permute_rows, sorting_permutation, to_rows
+from adcore_forward.jvps.table import batch as _batch
+from adcore_forward.jvps.table import defjvp
+from adcore_forward.jvps.table import move_axis as _move_axis
+
+
+def _flat(t):
+    return anp.reshape(t, (t.shape[0], -1))
+
+
+def _cumsum_jvp(t, ans, x, axis=None, dtype=None):
+    if axis is None:
+        return anp.cumsum(_flat(t), axis=1)
+    return anp.cumsum(t, axis=batched_axis(axis, x.ndim))
+
+
+def _cumprod_jvp(t, ans, x, axis=None, dtype=None):
+    if x.ndim == 0:
+        return anp.reshape(t, _batch(t, ans))
+    if axis is None:
+        return _cumprod_jvp(_flat(t), ans, anp.reshape(x, (-1,)), 0)
+    ax = axis % x.ndim
+    if not np.any(concrete(x) == 0):
+        return anp.cumsum(t / x, axis=ax + 1) * ans
+    jac = cumprod_jacobian(_move_axis(anp.expand_dims(x, 0), ax + 1, x.ndim))  # (1, ..., n_out, n_in)
+    rows = anp.expand_dims(_move_axis(t, ax + 1, x.ndim), -2)  # (B, ..., 1, n_in)
+    return _move_axis(anp.sum(rows * jac, axis=-1), x.ndim, ax + 1)
+
+
+def _diff_jvp(t, ans, x, n=1, axis=-1, prepend=None, append=None):
+    ends = {k: 0.0 for k, v in (("prepend", prepend), ("append", append)) if v is not None}
+    if ends and n > 0:  # constants: tangent 0, laid along the axis as NumPy lays them
+        ax = axis % x.ndim
+        shape = list(t.shape)
+        for k, v in (("prepend", prepend), ("append", append)):
+            if v is not None:
+                shape[ax + 1] = 1 if np.ndim(v) == 0 else np.shape(v)[ax]
+                ends[k] = np.zeros(shape, dtype=t.dtype)
+    return anp.diff(t, n=n, axis=batched_axis(axis, x.ndim), **ends)
+
+
+def _sort_jvp(t, ans, x, axis=-1, kind=None):
+    perm = sorting_permutation(x, axis)
+    if axis is None:
+        return permute_rows(to_rows(t, None, lead=1), perm)[:, 0]
+    return from_rows(permute_rows(to_rows(t, axis, lead=1), perm), t.shape, axis, lead=1)
+
+
+# fmt: off
+# --- cumulative and ordering ----------------------------------------------------------
+defjvp("cumsum",  _cumsum_jvp)
+defjvp("cumprod", _cumprod_jvp)
+defjvp("diff",    _diff_jvp)
+defjvp("sort",    _sort_jvp)
+
+# fmt: on
