@@ -43,10 +43,24 @@ class Backend:
     name: str = ""
     kinds: tuple[str, ...] = ()
     builds: str = "jacobian"
-    # a backend whose derivatives are estimates with an error bound (finite differences):
-    # conformance compares it within that bound, and asks for it with `estimate_options`
+    # What it can do, as data: the conformance engine reads these and names no backend.
+    # - estimates: its derivatives are estimates with an error bound (finite differences), compared
+    #   within that bound and asked for with `estimate_options`; never the reference by themselves
+    #   when an exact backend agrees
     estimates: bool = False
     estimate_options: ClassVar[dict[str, Any]] = {}
+    # - reference_priority: among exact backends that agree with another, whose derivatives are the
+    #   reference (highest first; ties by name): an independent exact derivation ranks highest
+    reference_priority: int = 0
+    # - outer_priority: it can take the outer derivative of a second derivative (differentiate
+    #   through another backend's rules, which run on its tracers) when > 0; the highest that can
+    #   take an op is the outer of every second-derivative check of that op
+    outer_priority: int = 0
+
+    @property
+    def can_be_outer(self) -> bool:
+        """Whether it can differentiate another backend's derivative (outer_priority > 0)."""
+        return self.outer_priority > 0
 
     def value_and_jacobian(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int], **options: Any):
         """f(*args) and, per argnum, d f / d args[i] with shape out.shape + args[i].shape: a

@@ -8,10 +8,9 @@ from adcore.core import concrete
 from adcore.spec import NONZERO, POSITIVE, REAL, UNIT_OPEN, Domain, Kink, OpSpec, Sample, elementwise_samples
 
 
-def _unary(name: str, impl, domain: Domain = REAL, doc: str = "") -> OpSpec:
-    return OpSpec(
-        name, impl, nin=1, numpy=(impl,), samples=elementwise_samples(domain), elementwise=True, doc=doc
-    )
+def _unary(name: str, impl, domain: Domain = REAL, doc: str = "", **spec) -> OpSpec:
+    samples = elementwise_samples(domain)
+    return OpSpec(name, impl, nin=1, numpy=(impl,), samples=samples, elementwise=True, doc=doc, **spec)
 
 
 def _binary(name: str, impl, x: Domain = REAL, y: Domain = REAL, **spec) -> OpSpec:
@@ -26,7 +25,19 @@ add = _binary("add", np.add)
 subtract = _binary("subtract", np.subtract)
 multiply = _binary("multiply", np.multiply)
 divide = _binary("divide", np.divide, y=NONZERO, aliases=("true_divide",))  # np.true_divide is np.divide
-power = _binary("power", np.power, x=POSITIVE)
+power = _binary(
+    "power",
+    np.power,
+    x=POSITIVE,
+    # points where a rule divides by the input (issue 15, class 4): exact where the limit exists
+    kinks=(
+        Kink(
+            ([0.0, 0.0, 0.0, 0.0, 2.0], [1.0, 2.0, 3.0, 2.5, 0.0]),
+            (np.diag([1.0, 0, 0, 0, 0]), np.diag([0, 0, 0, 0, np.log(2.0)])),
+            why="x**y at x = 0 < y: d/dx = y x**(y-1), d/dy = 0 (0**y is 0 near y); at y = 0, d/dx = 0",
+        ),
+    ),
+)
 square = _unary("square", np.square)
 reciprocal = _unary("reciprocal", np.reciprocal, NONZERO)
 sqrt = _unary("sqrt", np.sqrt, POSITIVE)
@@ -44,15 +55,57 @@ tan = _unary("tan", np.tan, Domain(-1.2, 1.2))
 arcsin = _unary("arcsin", np.arcsin, UNIT_OPEN)
 arccos = _unary("arccos", np.arccos, UNIT_OPEN)
 arctan = _unary("arctan", np.arctan)
-arctan2 = _binary("arctan2", np.arctan2, y=NONZERO)
+arctan2 = _binary(
+    "arctan2", np.arctan2, y=NONZERO, kink_distance=lambda y, x: np.where(x < 0, np.abs(y), np.inf)
+)  # its kink distance is from the branch cut, a jump of 2 pi
 sinh = _unary("sinh", np.sinh)
 cosh = _unary("cosh", np.cosh)
 tanh = _unary("tanh", np.tanh)
 
 # --- kinks and steps: conventions in docs/conventions.md -----------------------------
-abs = _unary("abs", np.absolute, NONZERO, doc="abs'(0) = 0")
-sign = _unary("sign", np.sign, NONZERO, doc="zero derivative")
-floor = _unary("floor", np.floor, doc="zero derivative")
+# kink_distance: how far the inputs are from a kink or jump (random programs keep clear of them)
+abs = _unary(
+    "abs",
+    np.absolute,
+    NONZERO,
+    doc="abs'(0) = 0",
+    kinks=(Kink(([-1.0, 0.0, 2.0],), (np.diag([-1.0, 0, 1]),), why="abs'(0) = 0"),),
+    kink_distance=np.abs,
+)
+sign = _unary(
+    "sign",
+    np.sign,
+    NONZERO,
+    doc="zero derivative",
+    kinks=(Kink(([-2.0, 0.0, 3.0],), (np.diag([0.0, 0, 0]),), why="sign' = 0, also at 0"),),
+    kink_distance=np.abs,
+)
+floor = _unary(
+    "floor",
+    np.floor,
+    doc="zero derivative",
+    kinks=(Kink(([-1.5, 0.0, 1.0, 2.7],), (np.diag([0.0, 0, 0, 0]),), why="floor' = 0, also at the jumps"),),
+    kink_distance=lambda x: np.abs(x - np.round(x)),
+)
+
+
+def _round_distance(x, decimals: int = 0):
+    scaled = x * 10.0**decimals
+    return np.abs(scaled - np.floor(scaled) - 0.5) / 10.0**decimals
+
+
+def _clip_distance(x, a_min=None, a_max=None):
+    bounds = [b for b in (a_min, a_max) if b is not None]
+    return np.min([np.abs(x - b) for b in bounds], axis=0) if bounds else np.array(np.inf)
+
+
+_TIE = (Kink((1.5, 1.5), (np.array(0.5), np.array(0.5)), why="ties split 0.5/0.5"),)
+
+
+def _tie_distance(x, y):
+    return np.abs(x - y)
+
+
 round = OpSpec(
     "round",
     np.round,
@@ -61,9 +114,11 @@ round = OpSpec(
     samples=elementwise_samples(REAL),
     elementwise=True,
     doc="zero derivative",
+    kinks=(Kink(([-1.5, 0.5, 2.5, 2.7],), (np.diag([0.0, 0, 0, 0]),), why="round' = 0, also at the jumps"),),
+    kink_distance=_round_distance,
 )
-maximum = _binary("maximum", np.maximum)
-minimum = _binary("minimum", np.minimum)
+maximum = _binary("maximum", np.maximum, kinks=_TIE, kink_distance=_tie_distance)
+minimum = _binary("minimum", np.minimum, kinks=_TIE, kink_distance=_tie_distance)
 clip = OpSpec(
     "clip",
     np.clip,
@@ -72,6 +127,15 @@ clip = OpSpec(
     samples=elementwise_samples(REAL, params=({"a_min": -1.0, "a_max": 1.0}, {"a_min": None, "a_max": 0.5})),
     elementwise=True,
     doc="derivative 1 on [a_min, a_max] (bounds included), 0 outside",
+    kinks=(
+        Kink(
+            ([-1.0, 0.0, 1.0, 2.0],),
+            (np.diag([1.0, 1, 1, 0]),),
+            {"a_min": -1.0, "a_max": 1.0},
+            why="clip' = 1 on the closed interval",
+        ),
+    ),
+    kink_distance=_clip_distance,
 )
 
 

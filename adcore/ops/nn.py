@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcore.ops.reductions import reduction_samples
-from adcore.spec import REAL, OpSpec, elementwise_samples, fixed_samples
+from adcore.spec import REAL, Kink, OpSpec, elementwise_samples, fixed_samples
 
 
 def _sigmoid(x):
@@ -61,7 +61,15 @@ _AXIS_SAMPLES = fixed_samples(
 )
 
 sigmoid = OpSpec("sigmoid", _sigmoid, samples=elementwise_samples(REAL), elementwise=True)
-relu = OpSpec("relu", _relu, samples=elementwise_samples(REAL), elementwise=True, doc="relu'(0) = 0")
+relu = OpSpec(
+    "relu",
+    _relu,
+    samples=elementwise_samples(REAL),
+    elementwise=True,
+    doc="relu'(0) = 0",
+    kinks=(Kink(([-1.0, 0.0, 1.0],), (np.diag([0.0, 0, 1]),), why="relu'(0) = 0"),),
+    kink_distance=np.abs,
+)
 softplus = OpSpec("softplus", _softplus, samples=elementwise_samples(REAL), elementwise=True)
 softmax = OpSpec("softmax", _softmax, params=("axis",), samples=_AXIS_SAMPLES)
 log_softmax = OpSpec("log_softmax", _log_softmax, params=("axis",), samples=_AXIS_SAMPLES)

@@ -29,7 +29,7 @@ import numpy as np
 
 from adcore import Domain, OpSpec, Sample
 from adcore.errors import InvalidInputError, InvalidValueError
-from adcore.spec import REAL
+from adcore.spec import REAL, Kink
 from adcore_kernels.reference import conv2d_output_size, pair
 
 AUTO = "auto"
@@ -331,6 +331,14 @@ max_pool2d = OpSpec(
     samples=_pool_samples("x", DISTINCT),
     doc="max_pool2d(x, kernel_size, stride=None, padding=0): the largest value of each window over the last "
     "two axes; padding never wins; the gradient is split equally among ties",
+    kinks=(
+        Kink(
+            ([[1.0, 3.0, 0.0, 0.0], [3.0, 2.0, 0.0, 0.0]],),
+            (np.array([[[[0.0, 0.5, 0, 0], [0.5, 0.0, 0, 0]], [[0, 0, 0.25, 0.25], [0, 0, 0.25, 0.25]]]]),),
+            {"kernel_size": 2},
+            why="a pooling window's k tied maxima get 1/k each",
+        ),
+    ),
 )
 max_pool2d_gather = OpSpec(
     "max_pool2d_gather",

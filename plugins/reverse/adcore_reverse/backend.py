@@ -18,6 +18,8 @@ class ReverseBackend(Backend):
     name = "reverse"
     kinds = ("vjp",)
     builds = "vjp"
+    reference_priority = 20  # after symbolic's independent derivation; before forward
+    outer_priority = 1  # can differentiate a derivative again, after forward
 
     def vjp(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int]) -> tuple[Any, Any]:
         """f(*args) and its pullback (None when the output does not depend on args[argnums]).

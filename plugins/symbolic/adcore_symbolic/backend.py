@@ -35,6 +35,8 @@ class SymbolicBackend(Backend):
 
     name = "symbolic"
     kinds = ("sympy",)
+    reference_priority = 30  # exact and derived independently of the rule tables: the first reference
+    # not an outer derivative: the tape rules it would differentiate compute masks from concrete values
 
     def __init__(self) -> None:
         # f -> {key: (recording, derivation)}: the derivation, and what f did when traced
