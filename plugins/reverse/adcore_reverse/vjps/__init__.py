@@ -18,7 +18,7 @@ Conventions at kinks (abs'(0)=0, ties split equally, ...): docs/conventions.md.
 from __future__ import annotations
 
 # each module fills the one table with the rules of its part of the core catalogue
-from adcore_reverse.vjps import cumulative, elementwise, linalg, nn, reductions, shapes  # noqa: F401
+from adcore_reverse.vjps import contractions, cumulative, elementwise, linalg, nn, reductions, shapes  # noqa: F401
 from adcore_reverse.vjps.table import VJPS
 
 __all__ = ["VJPS"]

@@ -1,0 +1,86 @@
+"""JVPs of adcore/ops/contractions.py.
+
+The einsum-shaped ops (dot, vdot, inner, outer, tensordot, einsum, kron, cross, multi_dot) share
+one rule: the op's einsum form (contractions.einsum_form) with the input's batched tangent in the
+input's place, a batch label leading it and the output. trace is linear: the trace of the
+tangent. matrix_power's tangent runs forward through its products.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import adcore.numpy as anp
+from adcore.ops.contractions import einsum_form, power_program, shape_of
+from adcore.ops.einsum_notation import tangent_subscripts
+from adcore_forward.jvps.table import batch as _batch
+from adcore_forward.jvps.table import defjvp, defjvp_variadic
+
+
+def _shaped(x: Any, shape: tuple[int, ...]) -> Any:
+    return x if shape_of(x) == shape else anp.reshape(x, shape)
+
+
+def einsum_tangent(op: str, k: int, t: Any, ans: Any, inputs: tuple, params: dict) -> Any:
+    """Input k's share of the output's tangent, for einsum-shaped op `op`."""
+    form = einsum_form(op, inputs, params)
+    plan = form.plan
+    operands = [*inputs, *(c.astype(t.dtype) for c in form.constants)]
+    shaped = [
+        _shaped(t, t.shape[:1] + s) if i == k else _shaped(x, s)
+        for i, (x, s) in enumerate(zip(operands, plan.shapes))
+    ]
+    share = anp.einsum(*shaped, subscripts=tangent_subscripts(plan, k))
+    return _shaped(share, _batch(t, ans))
+
+
+def _binary(op: str) -> tuple:
+    def rule(k: int) -> Any:
+        return lambda t, ans, a, b, **params: einsum_tangent(op, k, t, ans, (a, b), params)
+
+    return rule(0), rule(1)
+
+
+def _variadic(op: str) -> Any:
+    return lambda k, t, ans, *xs, **params: einsum_tangent(op, k, t, ans, xs, params)
+
+
+def _trace_jvp(t, ans, x, offset=0, axis1=0, axis2=1):
+    return anp.trace(t, offset=offset, axis1=axis1 % x.ndim + 1, axis2=axis2 % x.ndim + 1)
+
+
+def _power_tangent(t: Any, x: Any, n: int) -> Any:
+    """The tangent of x^n (n >= 1) from x's batched tangent t, through binary powering's products."""
+    program, result = power_program(n)
+    values, tangents = [x], [t]
+    for i, j in program:
+        values.append(anp.matmul(values[i], values[j]))
+        tangents.append(anp.matmul(tangents[i], values[j]) + anp.matmul(values[i], tangents[j]))
+    return tangents[result]
+
+
+def _matrix_power_jvp(t, ans, x, n=1):
+    if n == 0:
+        return np.zeros(_batch(t, ans), dtype=t.dtype)
+    if n > 0:
+        return _power_tangent(t, x, n)
+    inverse = ans if n == -1 else anp.matrix_power(x, -1)
+    return _power_tangent(-anp.matmul(inverse, anp.matmul(t, inverse)), inverse, -n)
+
+
+# fmt: off
+# --- contractions ---------------------------------------------------------------------------
+defjvp("dot",          *_binary("dot"))
+defjvp("vdot",         *_binary("vdot"))
+defjvp("inner",        *_binary("inner"))
+defjvp("outer",        *_binary("outer"))
+defjvp("tensordot",    *_binary("tensordot"))
+defjvp("kron",         *_binary("kron"))
+defjvp("cross",        *_binary("cross"))
+defjvp_variadic("einsum",    _variadic("einsum"))
+defjvp_variadic("multi_dot", _variadic("multi_dot"))
+defjvp("trace",        _trace_jvp)
+defjvp("matrix_power", _matrix_power_jvp)
+# fmt: on
