@@ -468,11 +468,12 @@ def _astype(x, dtype):
 
 
 def _astype_samples(rng: np.random.Generator, dtype) -> list[Sample]:
-    # up to float64, exactly (a cast down to float32 rounds the tangent too, as torch's does, so
-    # its derivative agrees to float32's precision only: tests/ops/test_shapes_more.py checks it)
+    # into `dtype` from the other float dtype: up to float64 exactly; down to float32 the tangent is
+    # rounded too (as torch's is), which float32's tolerance allows
+    other = np.float32 if np.dtype(dtype) == np.float64 else np.float64
     return [
-        Sample((REAL.draw(rng, (2, 3), dtype),), {"dtype": np.float64}),
-        Sample((REAL.draw(rng, (), dtype),), {"dtype": "float64"}),
+        Sample((REAL.draw(rng, (2, 3), other),), {"dtype": np.dtype(dtype).type}),
+        Sample((REAL.draw(rng, (), other),), {"dtype": np.dtype(dtype).name}),
         Sample((REAL.draw(rng, (3,), dtype),), {"dtype": dtype}),
     ]
 
