@@ -38,7 +38,8 @@ matmul = OpSpec(
 # 1-d and a stack of matrices (..., n, k) otherwise, NumPy 2's rule for np.linalg.solve.
 
 
-def _square(op: str, name: str, a: Any) -> None:
+def check_square(op: str, name: str, a: Any) -> None:
+    """A typed error naming op and argument unless a is (..., n, n)."""
     shape = np.shape(a)
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise LinearAlgebraError(
@@ -47,8 +48,8 @@ def _square(op: str, name: str, a: Any) -> None:
         )
 
 
-def _right_hand_side(op: str, a: Any, b: Any) -> None:
-    """b is (n,) or (..., n, k), its batch axes broadcasting with a's."""
+def check_right_hand_side(op: str, a: Any, b: Any) -> None:
+    """A typed error naming op unless b is (n,) or (..., n, k), its batch axes broadcasting with a's."""
     a_shape, b_shape = np.shape(a), np.shape(b)
     n = a_shape[-1]
     fits = len(b_shape) == 1 and b_shape[0] == n
@@ -78,20 +79,20 @@ _SINGULAR = "The matrix has no inverse; check it is well conditioned (np.linalg.
 
 def _inv(a):
     a = np.asarray(a)
-    _square("inv", "a", a)
+    check_square("inv", "a", a)
     return _numpy_linalg("inv", np.linalg.inv, a, advice=_SINGULAR)
 
 
 def _solve(a, b):
     a, b = np.asarray(a), np.asarray(b)
-    _square("solve", "a", a)
-    _right_hand_side("solve", a, b)
+    check_square("solve", "a", a)
+    check_right_hand_side("solve", a, b)
     return _numpy_linalg("solve", np.linalg.solve, a, b, advice=_SINGULAR)
 
 
 def _cholesky(a, upper=False):
     a = np.asarray(a)
-    _square("cholesky", "a", a)
+    check_square("cholesky", "a", a)
     advice = (
         "np.linalg.cholesky reads only the lower triangle (the upper one with upper=True) of a "
         "symmetric positive definite matrix; add a small multiple of the identity (jitter) if a "
@@ -103,13 +104,13 @@ def _cholesky(a, upper=False):
 
 def _det(a):
     a = np.asarray(a)
-    _square("det", "a", a)
+    check_square("det", "a", a)
     return np.linalg.det(a)
 
 
 def _logabsdet(a):
     a = np.asarray(a)
-    _square("logabsdet", "a", a)
+    check_square("logabsdet", "a", a)
     return np.linalg.slogdet(a).logabsdet
 
 
@@ -144,8 +145,8 @@ def _triangle(a: np.ndarray, lower: bool, unit_diagonal: bool) -> np.ndarray:
 
 def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
     a, b = np.asarray(a), np.asarray(b)
-    _square("solve_triangular", "a", a)
-    _right_hand_side("solve_triangular", a, b)
+    check_square("solve_triangular", "a", a)
+    check_right_hand_side("solve_triangular", a, b)
     t = _triangle(a, lower, unit_diagonal)
     if is_transposed(trans):
         t = swap_last(t)
@@ -157,8 +158,8 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
 
 def _cho_solve(c, b, lower=True):
     c, b = np.asarray(c), np.asarray(b)
-    _square("cho_solve", "c", c)
-    _right_hand_side("cho_solve", c, b)
+    check_square("cho_solve", "c", c)
+    check_right_hand_side("cho_solve", c, b)
     # a = L L^T (lower) or U^T U (upper): solve with the factor, then with its transpose; a vector b
     # as a column, so that the first solution, batched like c, is still read as a right-hand side
     rhs = b[..., None] if b.ndim == 1 else b

@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import LinearAlgebraError
-from adcore.ops.linalg import is_transposed, triangle_mask
+from adcore.ops.linalg import check_right_hand_side, check_square, is_transposed, triangle_mask
 from adcore_symbolic.sympy_rules.table import defsympy, reduce_with, sp
 
 
@@ -97,22 +96,32 @@ def _cho_solve(c: Any, b: Any, lower: bool = True) -> np.ndarray:
 
 
 def _square(op: str, a: Any) -> Any:
-    shape = np.shape(a)
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise LinearAlgebraError(
-            f"op {op!r}: argument 'a' must be a square matrix or a stack of them, shape (..., n, n); "
-            f"got shape {shape}"
-        )
+    check_square(op, "a", a)
     return a
+
+
+def _with_checks(op: str, rule: Any, name: str = "a") -> Any:
+    """rule, first checking its matrix and right-hand side as the op's impl does."""
+
+    def checked(a, b, **params):
+        check_square(op, name, a)
+        check_right_hand_side(op, a, b)
+        return rule(a, b, **params)
+
+    return checked
+
+
+def _cholesky_checked(a: Any, upper: bool = False) -> np.ndarray:
+    return _cholesky(_square("cholesky", a), upper)
 
 
 # fmt: off
 defsympy("matmul",           _matmul)
 defsympy("inv",              lambda a: _per_matrix(_inverse, _square("inv", a), core=np.shape(a)[-2:]))
-defsympy("solve",            lambda a, b: _with_rhs(lambda m, rhs: _inverse(m) * rhs, _square("solve", a), b))
-defsympy("solve_triangular", _solve_triangular)
-defsympy("cho_solve",        _cho_solve)
-defsympy("cholesky",         _cholesky)
+defsympy("solve",            _with_checks("solve", lambda a, b: _with_rhs(lambda m, rhs: _inverse(m) * rhs, a, b)))
+defsympy("solve_triangular", _with_checks("solve_triangular", _solve_triangular))
+defsympy("cho_solve",        _with_checks("cho_solve", _cho_solve, "c"))
+defsympy("cholesky",         _cholesky_checked)
 defsympy("det",              lambda a: _per_matrix(lambda m: m.det(method="berkowitz"), _square("det", a)))
 defsympy("logabsdet",        lambda a: _per_matrix(lambda m: sp.log(sp.Abs(m.det(method="berkowitz"))),
                                                    _square("logabsdet", a)))
