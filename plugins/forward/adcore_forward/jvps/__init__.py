@@ -23,7 +23,16 @@ computed on concrete values: they have no derivative. Conventions at kinks
 from __future__ import annotations
 
 # each module fills the one table with the rules of its part of the core catalogue
-from adcore_forward.jvps import contractions, cumulative, elementwise, linalg, nn, reductions, shapes  # noqa: F401
+from adcore_forward.jvps import (  # noqa: F401
+    contractions,
+    cumulative,
+    decompositions,
+    elementwise,
+    linalg,
+    nn,
+    reductions,
+    shapes,
+)
 from adcore_forward.jvps.table import JVPS
 
 __all__ = ["JVPS"]

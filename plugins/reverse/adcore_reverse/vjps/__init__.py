@@ -18,7 +18,16 @@ Conventions at kinks (abs'(0)=0, ties split equally, ...): docs/conventions.md.
 from __future__ import annotations
 
 # each module fills the one table with the rules of its part of the core catalogue
-from adcore_reverse.vjps import contractions, cumulative, elementwise, linalg, nn, reductions, shapes  # noqa: F401
+from adcore_reverse.vjps import (  # noqa: F401
+    contractions,
+    cumulative,
+    decompositions,
+    elementwise,
+    linalg,
+    nn,
+    reductions,
+    shapes,
+)
 from adcore_reverse.vjps.table import VJPS
 
 __all__ = ["VJPS"]

@@ -25,7 +25,16 @@ form of call the adcore op from the compiled code (adcore_symbolic.functions).
 from __future__ import annotations
 
 # each module fills the one table with the rules of its part of the core catalogue
-from adcore_symbolic.sympy_rules import contractions, cumulative, elementwise, linalg, nn, reductions, shapes  # noqa: F401
+from adcore_symbolic.sympy_rules import (  # noqa: F401
+    contractions,
+    cumulative,
+    decompositions,
+    elementwise,
+    linalg,
+    nn,
+    reductions,
+    shapes,
+)
 from adcore_symbolic.sympy_rules.table import SYMPY_RULES, each, reduce_with
 
 __all__ = ["SYMPY_RULES", "each", "reduce_with"]

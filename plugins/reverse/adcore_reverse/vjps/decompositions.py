@@ -1,0 +1,139 @@
+"""VJPs of adcore/ops/decompositions.py: eigh_packed, eigvalsh, svd_packed, svdvals, qr_packed,
+norm, pinv, lstsq_solution.
+
+eigh: Giles (2008), Seeger et al. (2017); svd: Townsend (2016); qr: Walter & Lehmann (2018),
+Liao et al. (2019); pinv: Golub & Pereyra (1973). The 1 / (gap) factors are masked to 0 where
+eigen- or singular values coincide: exact for functions invariant within the degenerate
+subspace in the sense of docs/conventions.md ("decompositions").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import adcore.numpy as anp
+from adcore import core
+from adcore.core import concrete
+from adcore.ops.decompositions import (
+    degenerate_tolerance,
+    diagonal_matrix,
+    gap_inverse,
+    lstsq_rcond,
+    norm_axes,
+    norm_direction,
+    read_triangle,
+    swap_last,
+)
+from adcore_reverse.vjps.table import defvjp
+
+
+def _eigh_vjp(g, ans, a, UPLO="L"):
+    w, v = ans[..., 0, :], ans[..., 1:, :]
+    gw, gv = g[..., 0, :], g[..., 1:, :]
+    f = gap_inverse(w, degenerate_tolerance(w, w.shape[-1]))
+    x = anp.matmul(swap_last(v), gv)
+    inner = diagonal_matrix(gw) + f * (x - swap_last(x)) * 0.5
+    gs = anp.matmul(anp.matmul(v, inner), swap_last(v))
+    return gs * read_triangle(a, UPLO)
+
+
+def _eigvalsh_vjp(g, ans, a, UPLO="L"):
+    v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
+    gs = anp.matmul(v * anp.expand_dims(g, axis=-2), swap_last(v))
+    return gs * read_triangle(a, UPLO)
+
+
+def _inverse_singular_values(s: Any, tol: np.ndarray) -> Any:
+    """1 / s, 0 where s is at most tol (a pseudo-inverse's)."""
+    small = concrete(s) <= tol
+    safe = anp.where(small, np.ones((), concrete(s).dtype), s)
+    return anp.where(small, np.zeros((), concrete(s).dtype), 1.0 / safe)
+
+
+def _svd_vjp(g, ans, a):
+    m = a.shape[-2]
+    u, s, v = ans[..., :m, :], ans[..., m, :], ans[..., m + 1 :, :]
+    gu, gs, gv = g[..., :m, :], g[..., m, :], g[..., m + 1 :, :]
+    tol = degenerate_tolerance(s, max(a.shape[-2:]))
+    j = anp.matmul(swap_last(u), gu)
+    k = anp.matmul(swap_last(v), gv)
+    ja, ka = j - swap_last(j), k - swap_last(k)
+    # (F o Ja) S + S (F o Ka) with F = 1/(s_j^2 - s_i^2), split so that each factor is masked alone
+    inner = (
+        diagonal_matrix(gs) + (gap_inverse(s, tol) * (ja + ka) + gap_inverse(s, tol, +1) * (ja - ka)) * 0.5
+    )
+    out = anp.matmul(anp.matmul(u, inner), swap_last(v))
+    s_inv = _inverse_singular_values(s, tol)
+    if m > a.shape[-1]:  # (I - U U^T) gU S^-1 V^T
+        out = out + anp.matmul((gu - anp.matmul(u, j)) * anp.expand_dims(s_inv, axis=-2), swap_last(v))
+    if a.shape[-1] > m:  # U S^-1 gV^T (I - V V^T)
+        out = out + anp.matmul(u * anp.expand_dims(s_inv, axis=-2), swap_last(gv - anp.matmul(v, k)))
+    return out
+
+
+def _svdvals_vjp(g, ans, a):
+    m = a.shape[-2]
+    packed = anp.svd_packed(a)
+    u, v = packed[..., :m, :], packed[..., m + 1 :, :]
+    return anp.matmul(u * anp.expand_dims(g, axis=-2), swap_last(v))
+
+
+def _inverse(r: Any) -> Any:
+    """R^-1: the op inv where it is installed, else pinv (the same for an invertible R)."""
+    ops = core.get_registry().ops
+    return (ops.get("inv") or ops["pinv"])(r)
+
+
+def _qr_vjp(g, ans, a):
+    # Liao et al. (2019), m >= n: M = R gR^T - gQ^T Q; gA = (gQ + Q copyltu(M)) R^-T
+    m = a.shape[-2]
+    q, r = ans[..., :m, :], ans[..., m:, :]
+    gq, gr = g[..., :m, :], g[..., m:, :]
+    mm = anp.matmul(r, swap_last(gr)) - anp.matmul(swap_last(gq), q)
+    n = r.shape[-1]
+    lower = np.tril(np.ones((n, n), concrete(r).dtype), -1)
+    copyltu = mm * lower + swap_last(mm * lower) + mm * np.eye(n, dtype=concrete(r).dtype)
+    return anp.matmul(gq + anp.matmul(q, copyltu), swap_last(_inverse(r)))
+
+
+def _norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
+    axes, _ = norm_axes(x, ord, axis)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    return anp.reshape(g, kept) * norm_direction(x, ans, ord, axis)
+
+
+def _pinv_vjp(g, ans, a, rcond=None, hermitian=False, rtol=None):
+    # gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A), P = pinv(A)
+    p, gt = ans, swap_last(g)
+    y = anp.matmul(p, gt)  # P G^T
+    first = -anp.matmul(anp.matmul(swap_last(p), g), swap_last(p))
+    second = anp.matmul(gt - anp.matmul(a, y), anp.matmul(p, swap_last(p)))
+    third = anp.matmul(swap_last(p), y - anp.matmul(anp.matmul(y, p), a))
+    return first + second + third
+
+
+def _lstsq_vjp(argnum: int):
+    # x = P b, P = pinv(a): gb = P^T g, and a's through pinv's rule with gP = g b^T
+    def rule(g, ans, a, b, rcond=None):
+        p = anp.pinv(a, rcond=lstsq_rcond(a, rcond))
+        g2 = g if g.ndim == 2 else anp.expand_dims(g, axis=-1)
+        b2 = b if b.ndim == 2 else anp.expand_dims(b, axis=-1)
+        if argnum == 1:
+            return anp.reshape(anp.matmul(swap_last(p), g2), b.shape)
+        return _pinv_vjp(anp.matmul(g2, swap_last(b2)), p, a)
+
+    return rule
+
+
+# fmt: off
+defvjp("eigh_packed",    _eigh_vjp)
+defvjp("eigvalsh",       _eigvalsh_vjp)
+defvjp("svd_packed",     _svd_vjp)
+defvjp("svdvals",        _svdvals_vjp)
+defvjp("qr_packed",      _qr_vjp)
+defvjp("norm",           _norm_vjp)
+defvjp("pinv",           _pinv_vjp)
+defvjp("lstsq_solution", _lstsq_vjp(0), _lstsq_vjp(1))
+# fmt: on
