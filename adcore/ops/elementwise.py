@@ -162,12 +162,13 @@ where = OpSpec(
 
 
 def _elementwise(name: str, impl, *domains: Domain, numpy: tuple = (), samples=None, **spec) -> OpSpec:
-    """An elementwise op of len(domains) inputs, standing for `impl` and the NumPy functions in `numpy`."""
+    """An elementwise op of len(domains) inputs, standing for `impl` (a ufunc) and the NumPy functions
+    in `numpy`."""
     return OpSpec(
         name,
         impl,
         nin=len(domains),
-        numpy=tuple(dict.fromkeys((impl, *numpy))),
+        numpy=tuple(dict.fromkeys((impl, *numpy) if isinstance(impl, np.ufunc) else numpy)),
         samples=samples or elementwise_samples(*domains),
         elementwise=True,
         **spec,
@@ -374,10 +375,15 @@ heaviside = _elementwise(
     np.heaviside,
     NONZERO,
     Domain(0.0, 1.0),
-    differentiable=(0,),
-    kinks=(Kink(([-1.0, 0.0, 2.0], 0.5), (_diag(0, 0, 0),), why="a step: 0, also at 0"),),
+    kinks=(
+        Kink(
+            ([-1.0, 0.0, 2.0], [0.5, 0.5, 0.5]),
+            (_diag(0, 0, 0), _diag(0, 1, 0)),
+            why="a step in x: 0, also at 0; d/dh = 1 where x = 0, since the value there is h",
+        ),
+    ),
     kink_distance=lambda x, h: np.abs(x) + 0 * np.asarray(h),
-    doc="zero derivative; the value at 0 (x2) is not differentiable",
+    doc="zero derivative in x (a step); the value at 0, h, has derivative 1 where x = 0, else 0",
 )
 _TIES_AND_NANS = ([1.5, np.nan, 2.0, np.nan, 1.0], [1.5, 2.0, np.nan, np.nan, 3.0])
 fmax = _elementwise(

@@ -104,7 +104,8 @@ defjvp("ceil",         None)
 defjvp("fabs",         lambda t, ans, x: t * anp.sign(x))
 defjvp("copysign",     lambda t, ans, x, y: lift(t, ans) * ew.copysign_weight(x, y, t),
                        None)
-defjvp("heaviside",    None, None)
+defjvp("heaviside",    None,  # the value at 0 is h: d/dh = 1 where x = 0
+                       lambda t, ans, x, h: lift(t, ans) * mask(concrete(x) == 0, t))
 defjvp("fmax",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, np.greater, t),
                        lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(y, x, np.greater, t))
 defjvp("fmin",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, np.less, t),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import adcore.numpy as anp
+from adcore.core import concrete
 from adcore.extend import inside_clip, mask, power_by_base, power_by_exponent, tie_split, unbroadcast
 from adcore.ops import elementwise as ew
 from adcore_reverse.vjps.table import VJPS, defvjp
@@ -104,7 +105,8 @@ defvjp("ceil",         None)
 defvjp("fabs",         lambda g, ans, x: g * anp.sign(x))
 defvjp("copysign",     lambda g, ans, x, y: unbroadcast(g * ew.copysign_weight(x, y, g), x),
                        None)
-defvjp("heaviside",    None, None)
+defvjp("heaviside",    None,  # the value at 0 is h: d/dh = 1 where x = 0
+                       lambda g, ans, x, h: unbroadcast(g * mask(concrete(x) == 0, g), h))
 defvjp("fmax",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y, np.greater, g), x),
                        lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(y, x, np.greater, g), y))
 defvjp("fmin",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y, np.less, g), x),
