@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import types
 from collections.abc import Callable
@@ -510,23 +511,93 @@ class Tracer:
     def squeeze(self, axis=None):
         return OPS.squeeze(self, axis=axis)
 
-    def sum(self, axis=None, keepdims=False):
-        return OPS.sum(self, axis=axis, keepdims=keepdims)
+    # ndarray's reductions: NumPy's positional order (x.sum(0, float32)), `out` refused by name
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, where=True):
+        _no_out(self, "sum", out)
+        return OPS.sum(self, axis=axis, keepdims=keepdims, **_given(dtype=dtype, where=where))
 
-    def mean(self, axis=None, keepdims=False):
-        return OPS.mean(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=True):
+        _no_out(self, "mean", out)
+        return OPS.mean(self, axis=axis, keepdims=keepdims, **_given(dtype=dtype, where=where))
 
-    def prod(self, axis=None, keepdims=False):
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        _no_out(self, "prod", out)
+        _same_dtype(self, "prod", dtype)
         return OPS.prod(self, axis=axis, keepdims=keepdims)
 
-    def max(self, axis=None, keepdims=False):
+    def max(self, axis=None, out=None, keepdims=False):
+        _no_out(self, "max", out)
         return OPS.max(self, axis=axis, keepdims=keepdims)
 
-    def min(self, axis=None, keepdims=False):
+    def min(self, axis=None, out=None, keepdims=False):
+        _no_out(self, "min", out)
         return OPS.min(self, axis=axis, keepdims=keepdims)
 
-    def clip(self, a_min=None, a_max=None):
-        return OPS.clip(self, a_min=a_min, a_max=a_max)
+    def ptp(self, axis=None, out=None, keepdims=False):
+        _no_out(self, "ptp", out)
+        return OPS.ptp(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        _no_out(self, "var", out)
+        _same_dtype(self, "var", dtype)
+        return OPS.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        _no_out(self, "std", out)
+        _same_dtype(self, "std", dtype)
+        return OPS.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        _no_out(self, "cumsum", out)
+        return OPS.cumsum(self, axis=axis, **_given(dtype=dtype))
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        _no_out(self, "cumprod", out)
+        return OPS.cumprod(self, axis=axis, **_given(dtype=dtype))
+
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        _no_out(self, "clip", out)
+        # NumPy 2 names the bounds min and max; a_min and a_max are its older names
+        return OPS.clip(self, a_min=kwargs.pop("a_min", min), a_max=kwargs.pop("a_max", max), **kwargs)
+
+    def swapaxes(self, axis1, axis2):
+        return OPS.swapaxes(self, axis1=axis1, axis2=axis2)
+
+    def repeat(self, repeats, axis=None):
+        return OPS.repeat(self, repeats=repeats, axis=axis)
+
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        _no_out(self, "take", out)
+        return OPS.take(self, indices=indices, axis=axis, mode=mode)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return OPS.diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        _no_out(self, "trace", out)
+        _same_dtype(self, "trace", dtype)
+        return OPS.trace(self, offset=offset, axis1=axis1, axis2=axis2)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        raise UnsupportedFunctionError(
+            f"x.sort() sorts x in place, and a traced value ({_where(self)}) cannot change in place: "
+            "write x = np.sort(x, axis) (or anp.sort), which returns the sorted value and is traced."
+        )
+
+    # indices have no derivative: these answer with plain integer arrays, as comparisons do
+    def argsort(self, axis=-1, kind=None, order=None, **kwargs):
+        return np.argsort(concrete(self), axis=axis, kind=kind, order=order, **kwargs)
+
+    def argmax(self, axis=None, out=None, **kwargs):
+        _no_out(self, "argmax", out)
+        return np.argmax(concrete(self), axis=axis, **kwargs)
+
+    def argmin(self, axis=None, out=None, **kwargs):
+        _no_out(self, "argmin", out)
+        return np.argmin(concrete(self), axis=axis, **kwargs)
+
+    def nonzero(self):
+        return np.nonzero(concrete(self))
 
     def dot(self, other):
         return bind(OPS.dot, self, other)
@@ -536,20 +607,27 @@ class Tracer:
         if "out" in kwargs:
             raise conversion_error(
                 self,
-                f"numpy.{ufunc.__name__}(..., out=z) (also what z += x and z *= x on a plain array z do)",
+                f"{ufunc_name(ufunc)}(..., out=z) (also what z += x and z *= x on a plain array z do)",
                 "Write z = z + x: a new value, not a write into z. ",
             )
         if method == "__call__" and not kwargs:
             op = get_registry().numpy_ops.get(ufunc)
             if op is not None:
                 return op(*inputs)
-            if all(t.endswith("?") for t in ufunc.types if "O" not in t):
+            if _is_predicate(ufunc):
                 # predicates (greater, isfinite, logical_and, ...) have no derivative
                 return ufunc(*(concrete(x) for x in inputs))
+        if method in ("reduce", "accumulate", "outer"):
+            result = _ufunc_method(ufunc, method, inputs, kwargs)
+            if result is not NotImplemented:
+                return result
         details = f" with {sorted(kwargs)}" if kwargs else ""
-        raise _unsupported(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}{details}")
+        raise _unsupported(f"{ufunc_name(ufunc)}{'' if method == '__call__' else '.' + method}{details}")
 
     def __array_function__(self, func, types, args, kwargs):
+        if func in _INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
+            # an index (argsort, argmax, np.where(cond), ...) has no derivative: the plain answer
+            return func(*(concrete(a) for a in args), **{k: concrete(v) for k, v in kwargs.items()})
         op = get_registry().numpy_ops.get(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
@@ -567,6 +645,97 @@ class Tracer:
         raise _unsupported(f"{func.__module__}.{func.__name__}")
 
 
+# NumPy functions whose answer is an index, with no derivative: on a traced value, the plain one.
+_INDEX_FUNCTIONS = {
+    np.argsort,
+    np.argmax,
+    np.argmin,
+    np.nonzero,
+    np.argwhere,
+    np.flatnonzero,
+    np.searchsorted,
+}
+
+# ufunc.reduce and ufunc.accumulate of these ufuncs are these reductions and cumulative ops
+_UFUNC_REDUCTIONS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
+_UFUNC_ACCUMULATIONS = {np.add: "cumsum", np.multiply: "cumprod"}
+
+
+def _is_predicate(ufunc: Any) -> bool:
+    return all(t.endswith("?") for t in ufunc.types if "O" not in t)
+
+
+def _ufunc_method(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """np.add.reduce(x) is sum(x, axis=0), np.add.accumulate cumsum, np.multiply.outer(a, b) is
+    multiply(a[..., None, ...], b): the ops that stand for a ufunc's methods, or NotImplemented."""
+    if method == "outer":
+        op = get_registry().numpy_ops.get(ufunc)
+        if kwargs or len(inputs) != 2 or not (_is_predicate(ufunc) or (op is not None and op.elementwise)):
+            return NotImplemented
+        a, b = inputs
+        a_shape = np.shape(a) if not isinstance(a, Tracer) else a.shape
+        b_ndim = np.ndim(b) if not isinstance(b, Tracer) else b.ndim
+        spread = a_shape + (1,) * b_ndim
+        if op is None:  # a comparison's outer: plain booleans
+            return ufunc.outer(concrete(a), concrete(b))
+        a = OPS.reshape(a, shape=spread) if isinstance(a, Tracer) else np.reshape(a, spread)
+        return op(a, b)
+    table = _UFUNC_REDUCTIONS if method == "reduce" else _UFUNC_ACCUMULATIONS
+    name = table.get(ufunc)
+    if name is None or len(inputs) != 1:
+        return NotImplemented
+    allowed = {"axis", "keepdims", "dtype"} if method == "reduce" else {"axis", "dtype"}
+    if not set(kwargs) <= allowed:
+        return NotImplemented
+    params = {"axis": kwargs.get("axis", 0)}  # a ufunc method's default axis is 0, not None
+    if kwargs.get("keepdims"):
+        params["keepdims"] = True
+    if kwargs.get("dtype") is not None:
+        if name in ("sum", "cumsum", "cumprod"):
+            params["dtype"] = kwargs["dtype"]
+        else:
+            _same_dtype(inputs[0], f"{ufunc.__name__}.{method}", kwargs["dtype"])
+    return getattr(OPS, name)(inputs[0], **params)
+
+
+def ufunc_name(ufunc: Any) -> str:
+    """A ufunc by the module that exposes it: numpy.exp, scipy.special.erfc (a ufunc has no
+    __module__, so its module is found by identity among NumPy's and the imported SciPy's)."""
+    name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return f"numpy.{name}"
+    candidates = sorted(
+        module
+        for module in list(sys.modules)
+        if module.split(".")[0] in ("scipy", "numpy")
+        and not any(p.startswith("_") for p in module.split("."))
+    )
+    for module in sorted(candidates, key=lambda m: (m.count("."), m)):
+        if getattr(sys.modules.get(module), name, None) is ufunc:
+            return f"{module}.{name}"
+    return f"the ufunc {name}"
+
+
+def _given(**params: Any) -> dict:
+    """The keyword params a method was given other than their NumPy defaults (None, where=True)."""
+    return {k: v for k, v in params.items() if v is not None and not (k == "where" and v is True)}
+
+
+def _no_out(tracer: Tracer, method: str, out: Any) -> None:
+    if out is not None:
+        raise conversion_error(tracer, f"x.{method}(..., out=z)", f"Write z = x.{method}(...): a new value. ")
+
+
+def _same_dtype(value: Any, what: str, dtype: Any) -> None:
+    """A dtype= that adcore's op does not take: fine when it changes nothing, else refused."""
+    if dtype is not None and np.dtype(dtype) != np.result_type(value):
+        raise UnsupportedFunctionError(
+            f"{what}(..., dtype={np.dtype(dtype)}) of a {np.result_type(value)} traced value: adcore's op has "
+            "no dtype param. Leave dtype out; pass f's arguments in the dtype it should compute in, or "
+            "cast with x.astype(float dtype) first."
+        )
+
+
 # NumPy functions that are a method of the traced value: np.ravel(x) is x.ravel().
 _METHOD_FUNCTIONS = {np.ravel: "ravel", np.copy: "copy"}
 if hasattr(np, "astype"):  # NumPy 2.1+
@@ -579,7 +748,7 @@ _NDARRAY_METHODS = frozenset(
     name for name in dir(np.ndarray) if not name.startswith("_") and callable(getattr(np.ndarray, name))
 )
 _HANDS_OUT_DATA = {"tobytes", "tofile", "dump", "dumps", "view", "getfield"}
-_WRITES_IN_PLACE = {"fill", "sort", "partition", "put", "resize", "setfield", "setflags", "byteswap"}
+_WRITES_IN_PLACE = {"fill", "partition", "put", "resize", "setfield", "setflags", "byteswap"}
 
 
 def _refusing(name: str) -> Any:

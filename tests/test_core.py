@@ -138,7 +138,7 @@ def test_threads_nesting_and_raising_do_not_disturb_each_other():
         raised = 0
         for _ in range(100):
             try:
-                adcore.grad(lambda x: np.sum(np.cumsum(x)))(np.ones(3))
+                adcore.grad(lambda x: np.sum(np.unwrap(x)))(np.ones(3))
             except adcore.UnsupportedFunctionError:
                 raised += 1
         return raised + _open_levels()
@@ -357,7 +357,7 @@ def test_ravel_and_flatten_are_reshape_minus_one(trace, box, flat):
         (lambda b: b.__delitem__(0), adcore.UnsupportedFunctionError, ["del x", "x[mask]"]),
         (lambda b: b.fill(0.0), adcore.UnsupportedFunctionError, ["x.fill()", "in place"]),
         (lambda b: b.sort(), adcore.UnsupportedFunctionError, ["x.sort()", "in place"]),
-        (lambda b: b.cumsum(), adcore.UnsupportedFunctionError, ["x.cumsum()", "OpSpec"]),
+        (lambda b: b.compress([True]), adcore.UnsupportedFunctionError, ["x.compress()", "OpSpec"]),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else "",
 )
@@ -464,7 +464,7 @@ def test_unary_plus_is_the_tracer_itself(trace, box):
         (lambda b: b.max(axis=0), "max", M.max(axis=0)),
         (lambda b: b.min(), "min", M.min()),
         (lambda b: b.clip(-1.0, 1.0), "clip", M.clip(-1.0, 1.0)),
-        (lambda b: b.dot(np.ones(3)), "matmul", M @ np.ones(3)),
+        (lambda b: b.dot(np.ones(3)), "dot", M @ np.ones(3)),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -582,8 +582,8 @@ def _unsupported_message(call) -> str:
 
 
 def test_unsupported_numpy_function_is_named(box):
-    message = _unsupported_message(lambda: np.cumsum(box))
-    assert "numpy.cumsum" in message
+    message = _unsupported_message(lambda: np.unwrap(box))
+    assert "numpy.unwrap" in message
     assert "OpSpec" in message  # says how to register one
 
 
@@ -594,8 +594,8 @@ def test_unsupported_ufunc_keyword_is_named(box):
 
 
 def test_unsupported_ufunc_method_is_named(box):
-    message = _unsupported_message(lambda: np.add.reduce(box))
-    assert "numpy.add.reduce" in message
+    message = _unsupported_message(lambda: np.add.reduceat(box, [0, 2]))
+    assert "numpy.add.reduceat" in message
 
 
 def test_unsupported_ufunc_is_named(box):
@@ -604,8 +604,8 @@ def test_unsupported_ufunc_is_named(box):
 
 
 def test_unsupported_numpy_keyword_names_the_op_and_its_params(box):
-    message = _unsupported_message(lambda: np.sum(box, dtype=np.float32))
-    assert "dtype" in message
+    message = _unsupported_message(lambda: np.sum(box, initial=1.0))
+    assert "initial" in message
     assert "'sum'" in message
     assert "axis" in message
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore import core
 from adcore.errors import InvalidValueError
 from adcore.ops.ordering import QUANTILE_METHODS, check_method
 from adcore.spec import POSITIVE, REAL, Domain, Kink, OpSpec, Sample
@@ -258,6 +259,16 @@ average = OpSpec(
     doc="sum(a * w) / sum(w), weights differentiable too (1-d weights lie along an int axis); "
     "returned=True is refused; np.average without weights is mean",
 )
+
+
+def numpy_average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """np.average on a traced value: mean without weights, else the average op."""
+    if weights is None and not returned:
+        return mean(a, axis=axis, keepdims=keepdims)
+    return average(a, weights, axis=axis, keepdims=keepdims, returned=returned)
+
+
+core.NUMPY_FUNCTIONS[np.average] = numpy_average
 
 
 # --- ignoring NaNs ---------------------------------------------------------------------------
