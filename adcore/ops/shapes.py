@@ -1,4 +1,5 @@
-"""Shape ops: transpose, reshape, broadcast_to, expand_dims, squeeze, concatenate, stack, indexing."""
+"""Shape ops: transpose, reshape, broadcasting, concatenate, stack, indexing, NumPy's shape and indexing
+functions that only move elements (flip, roll, tril, diag, repeat, tile, pad, take, ...) and astype."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JVPs of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack."""
+"""JVPs of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack, the ops
+that move elements (the op on the batched tangent, or a gather through its source-index map), astype."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""VJPs of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack."""
+"""VJPs of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack, the ops
+that move elements (their transposes, or a scatter_add through the op's source-index map), astype."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sympy rules of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack."""
+"""Sympy rules of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack,
+the ops that move elements (a gather through the op's source-index map), astype."""
 
 from __future__ import annotations
 
