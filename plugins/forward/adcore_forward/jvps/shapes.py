@@ -139,6 +139,30 @@ def _rot90_jvp(t, ans, x, k=1, axes=(0, 1)):
     return anp.rot90(t, k=k, axes=tuple(a % x.ndim + 1 for a in axes))
 
 
+def _tile_jvp(t, ans, x, reps):
+    reps = tuple(int(r) for r in np.atleast_1d(reps))
+    ndim = max(len(reps), x.ndim)
+    t = anp.reshape(
+        t, t.shape[:1] + (1,) * (ndim - x.ndim) + tuple(x.shape)
+    )  # x's axes padded after the batch
+    return anp.tile(t, (1,) * (1 + ndim - len(reps)) + reps)
+
+
+def _repeat_jvp(t, ans, x, repeats, axis=None):
+    if np.ndim(repeats) and np.size(repeats) != 1:  # a count per element
+        return _gather_jvp("repeat")(t, ans, x, repeats=repeats, axis=axis)
+    if axis is None:  # the flattened array's elements repeat
+        return anp.repeat(anp.reshape(t, (t.shape[0], -1)), repeats, axis=1)
+    return anp.repeat(t, repeats, axis=axis % x.ndim + 1)
+
+
+def _pad_jvp(t, ans, x, pad_width, mode="constant", **params):
+    if mode != "constant":
+        return _gather_jvp("pad")(t, ans, x, pad_width=pad_width, mode=mode, **params)
+    pairs = np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))
+    return anp.pad(t, ((0, 0),) + tuple((int(b), int(a)) for b, a in pairs))  # the constant's tangent is 0
+
+
 def _roll_jvp(t, ans, x, shift, axis=None):
     if axis is None:  # the flattened array rolls
         rolled = anp.roll(anp.reshape(t, (t.shape[0], -1)), shift=shift, axis=1)
@@ -164,9 +188,9 @@ defjvp("flipud",          lambda t, ans, x: anp.flip(t, axis=1))
 defjvp("fliplr",          lambda t, ans, x: anp.flip(t, axis=2))
 defjvp("rot90",           _rot90_jvp)
 defjvp("roll",            _roll_jvp)
-defjvp("repeat",          _gather_jvp("repeat"))
-defjvp("tile",            _gather_jvp("tile"))
-defjvp("pad",             _gather_jvp("pad"))
+defjvp("repeat",          _repeat_jvp)
+defjvp("tile",            _tile_jvp)
+defjvp("pad",             _pad_jvp)
 defjvp("take",            _gather_jvp("take"))
 defjvp("take_along_axis", _gather_jvp("take_along_axis"))
 defjvp("astype",          lambda t, ans, x, dtype: ops.astype(t, dtype=ans.dtype))

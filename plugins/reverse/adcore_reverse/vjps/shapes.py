@@ -88,6 +88,36 @@ def _triangle_vjp(name):
     return vjp
 
 
+def _tiled_shape(x, reps):
+    """tile's reps and x's shape, both padded with leading 1s to the output's number of axes."""
+    reps = tuple(int(r) for r in np.atleast_1d(reps))
+    ndim = max(len(reps), x.ndim)
+    return (1,) * (ndim - len(reps)) + reps, (1,) * (ndim - x.ndim) + tuple(x.shape)
+
+
+def _tile_vjp(g, ans, x, reps):
+    # the output's axis i is reps[i] copies of x's: split each into (copy, element), sum the copies
+    reps, shape = _tiled_shape(x, reps)
+    split = tuple(n for pair in zip(reps, shape) for n in pair)
+    return anp.reshape(anp.sum(anp.reshape(g, split), axis=tuple(range(0, 2 * len(reps), 2))), x.shape)
+
+
+def _repeat_vjp(g, ans, x, repeats, axis=None):
+    if np.ndim(repeats) and np.size(repeats) != 1:  # a count per element: scatter them back
+        return _scatter_vjp("repeat")(g, ans, x, repeats=repeats, axis=axis)
+    shape = (int(np.prod(x.shape, dtype=int)),) if axis is None else tuple(x.shape)
+    ax = 0 if axis is None else axis % x.ndim
+    split = shape[: ax + 1] + (int(np.reshape(repeats, -1)[0]),) + shape[ax + 1 :]
+    return anp.reshape(anp.sum(anp.reshape(g, split), axis=ax + 1), x.shape)  # sum each run of copies
+
+
+def _pad_vjp(g, ans, x, pad_width, mode="constant", **params):
+    if mode != "constant":  # edge, reflect, ...: the copies scatter back onto their sources
+        return _scatter_vjp("pad")(g, ans, x, pad_width=pad_width, mode=mode, **params)
+    pairs = np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))
+    return anp.getitem(g, index=tuple(slice(int(b), int(b) + n) for (b, _), n in zip(pairs, x.shape)))
+
+
 def _roll_vjp(g, ans, x, shift, axis=None):
     return anp.roll(g, shift=_negated(shift), axis=axis)
 
@@ -115,9 +145,9 @@ defvjp("flipud",          lambda g, ans, x: anp.flipud(g))
 defvjp("fliplr",          lambda g, ans, x: anp.fliplr(g))
 defvjp("rot90",           lambda g, ans, x, k=1, axes=(0, 1): anp.rot90(g, k=-k, axes=axes))
 defvjp("roll",            _roll_vjp)
-defvjp("repeat",          _scatter_vjp("repeat"))
-defvjp("tile",            _scatter_vjp("tile"))
-defvjp("pad",             _scatter_vjp("pad"))
+defvjp("repeat",          _repeat_vjp)
+defvjp("tile",            _tile_vjp)
+defvjp("pad",             _pad_vjp)
 defvjp("take",            _scatter_vjp("take"))
 defvjp("take_along_axis", _scatter_vjp("take_along_axis"))
 defvjp("astype",          lambda g, ans, x, dtype: ops.astype(g, dtype=x.dtype))
