@@ -335,9 +335,9 @@ def _matrix_power_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
         Sample((small.draw(rng, (2, 2), dtype),), {"n": 8})
     )  # 3x3 to the 8th is past symbolic's budget
     out.append(Sample((small.draw(rng, (2, 3, 3), dtype),), {"n": 3}))
-    for n in (-1, -2, -3):  # well conditioned: the identity plus a small matrix
-        a = np.eye(3) + 0.3 * rng.uniform(-1, 1, (3, 3))
-        out.append(Sample((a.astype(dtype),), {"n": n}))
+    for n, size in ((-1, 3), (-2, 2), (-3, 2)):  # well conditioned: the identity plus a small matrix
+        a = np.eye(size) + 0.3 * rng.uniform(-1, 1, (size, size))  # (symbolic's inverse of a 3x3 cubed
+        out.append(Sample((a.astype(dtype),), {"n": n}))  # is past its work budget)
     return out
 
 
