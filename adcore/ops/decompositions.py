@@ -420,6 +420,31 @@ def degenerate_tolerance(values: Any, n: int) -> np.ndarray:
     return 32 * max(n, 1) * eps * np.max(np.abs(values), axis=-1, initial=0.0, keepdims=True)
 
 
+def nonzero_singular_values(s: Any, tol: np.ndarray) -> np.ndarray:
+    """1 where a singular value is above tol, 0 where it counts as 0: a zero singular value is
+    |.| at 0 of the input (s = |u^T a v|), whose derivative is abs'(0) = 0 (docs/conventions.md)."""
+    return (concrete(s) > tol).astype(concrete(s).dtype)
+
+
+def refuse_second_order(op: str, values: Any, tol: np.ndarray, *inputs: Any, zeros: bool = False) -> None:
+    """Refuse a rule run under an outer derivative (a traced input: second order) at a point where
+    two values coincide (or, with `zeros`, one is 0): the first derivative there is a convention
+    (docs/conventions.md), so differentiating it again would give a plausible wrong number."""
+    if not any(isinstance(x, core.Tracer) for x in inputs):
+        return
+    v = concrete(values)
+    n = v.shape[-1]
+    pairs = (np.abs(v[..., None, :] - v[..., :, None]) <= tol[..., None]) & ~np.eye(n, dtype=bool)
+    if np.any(pairs) or (zeros and np.any(np.abs(v) <= tol)):
+        raise InvalidValueError(
+            f"op {op!r}: no second derivative at repeated{' or zero' if zeros else ''} "
+            f"{'singular ' if zeros else 'eigen'}values ({np.array2string(v, precision=4)}): the "
+            "first derivative there is a convention, exact for functions invariant in the degenerate "
+            "subspace (docs/conventions.md), and not differentiable again; take second derivatives "
+            "where the values are distinct"
+        )
+
+
 def gap_inverse(values: Any, tol: np.ndarray, sign: int = -1) -> Any:
     """F[..., i, j] = 1 / (v_j - v_i) (sign -1) or 1 / (v_j + v_i) (sign +1), 0 where that is at
     most tol (degenerate pairs, the diagonal): the rules' masked F matrix."""
@@ -516,6 +541,7 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
         packed = svd_packed(x2)
         u, s, v = packed[..., :m, :], concrete(packed[..., m, :]), packed[..., m + 1 :, :]
         tol = degenerate_tolerance(s, max(m, n))
+        refuse_second_order("norm", s, tol, x, zeros=True)
         if ord == "nuc":
             weights = s > tol
         else:

@@ -22,8 +22,10 @@ from adcore.ops.decompositions import (
     diagonal_of,
     gap_inverse,
     lstsq_rcond,
+    nonzero_singular_values,
     norm_axes,
     norm_direction,
+    refuse_second_order,
     swap_last,
     symmetric_read,
 )
@@ -33,12 +35,15 @@ from adcore_forward.jvps.table import defjvp
 def _eigh_jvp(t, ans, a, UPLO="L"):
     w, v = ans[..., 0, :], ans[..., 1:, :]
     x = anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v)
-    f = gap_inverse(w, degenerate_tolerance(w, w.shape[-1]))
+    tol = degenerate_tolerance(w, w.shape[-1])
+    refuse_second_order("eigh_packed", w, tol, ans, t)
+    f = gap_inverse(w, tol)
     dw = anp.expand_dims(diagonal_of(x), axis=-2)
     return anp.concatenate([dw, anp.matmul(v, f * x)], axis=-2)
 
 
 def _eigvalsh_jvp(t, ans, a, UPLO="L"):
+    refuse_second_order("eigvalsh", ans, degenerate_tolerance(ans, ans.shape[-1]), a, t)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
     return diagonal_of(anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v))
 
@@ -54,6 +59,7 @@ def _svd_jvp(t, ans, a):
     m = a.shape[-2]
     u, s, v = ans[..., :m, :], ans[..., m, :], ans[..., m + 1 :, :]
     tol = degenerate_tolerance(s, max(a.shape[-2:]))
+    refuse_second_order("svd_packed", s, tol, ans, t, zeros=True)
     tv = anp.matmul(t, v)  # dA V
     tu = anp.matmul(swap_last(t), u)  # dA^T U
     p = anp.matmul(swap_last(u), tv)  # U^T dA V
@@ -66,15 +72,17 @@ def _svd_jvp(t, ans, a):
         du = du + (tv - anp.matmul(u, p)) * s_inv
     if a.shape[-1] > m:  # (I - V V^T) dA^T U S^-1
         dv = dv + (tu - anp.matmul(v, swap_last(p))) * s_inv
-    ds = anp.expand_dims(diagonal_of(p), axis=-2)
+    ds = anp.expand_dims(diagonal_of(p) * nonzero_singular_values(s, tol), axis=-2)
     return anp.concatenate([du, ds, dv], axis=-2)
 
 
 def _svdvals_jvp(t, ans, a):
     m = a.shape[-2]
+    refuse_second_order("svdvals", ans, degenerate_tolerance(ans, max(a.shape[-2:])), a, t, zeros=True)
     packed = anp.svd_packed(a)
     u, v = packed[..., :m, :], packed[..., m + 1 :, :]
-    return diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v))
+    tol = degenerate_tolerance(ans, max(a.shape[-2:]))
+    return diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v)) * nonzero_singular_values(ans, tol)
 
 
 def _qr_jvp(t, ans, a):

@@ -21,9 +21,11 @@ from adcore.ops.decompositions import (
     diagonal_matrix,
     gap_inverse,
     lstsq_rcond,
+    nonzero_singular_values,
     norm_axes,
     norm_direction,
     read_triangle,
+    refuse_second_order,
     swap_last,
 )
 from adcore_reverse.vjps.table import defvjp
@@ -32,7 +34,9 @@ from adcore_reverse.vjps.table import defvjp
 def _eigh_vjp(g, ans, a, UPLO="L"):
     w, v = ans[..., 0, :], ans[..., 1:, :]
     gw, gv = g[..., 0, :], g[..., 1:, :]
-    f = gap_inverse(w, degenerate_tolerance(w, w.shape[-1]))
+    tol = degenerate_tolerance(w, w.shape[-1])
+    refuse_second_order("eigh_packed", w, tol, ans, g)
+    f = gap_inverse(w, tol)
     x = anp.matmul(swap_last(v), gv)
     inner = diagonal_matrix(gw) + f * (x - swap_last(x)) * 0.5
     gs = anp.matmul(anp.matmul(v, inner), swap_last(v))
@@ -40,6 +44,7 @@ def _eigh_vjp(g, ans, a, UPLO="L"):
 
 
 def _eigvalsh_vjp(g, ans, a, UPLO="L"):
+    refuse_second_order("eigvalsh", ans, degenerate_tolerance(ans, ans.shape[-1]), a, g)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
     gs = anp.matmul(v * anp.expand_dims(g, axis=-2), swap_last(v))
     return gs * read_triangle(a, UPLO)
@@ -57,12 +62,14 @@ def _svd_vjp(g, ans, a):
     u, s, v = ans[..., :m, :], ans[..., m, :], ans[..., m + 1 :, :]
     gu, gs, gv = g[..., :m, :], g[..., m, :], g[..., m + 1 :, :]
     tol = degenerate_tolerance(s, max(a.shape[-2:]))
+    refuse_second_order("svd_packed", s, tol, ans, g, zeros=True)
     j = anp.matmul(swap_last(u), gu)
     k = anp.matmul(swap_last(v), gv)
     ja, ka = j - swap_last(j), k - swap_last(k)
     # (F o Ja) S + S (F o Ka) with F = 1/(s_j^2 - s_i^2), split so that each factor is masked alone
     inner = (
-        diagonal_matrix(gs) + (gap_inverse(s, tol) * (ja + ka) + gap_inverse(s, tol, +1) * (ja - ka)) * 0.5
+        diagonal_matrix(gs * nonzero_singular_values(s, tol))
+        + (gap_inverse(s, tol) * (ja + ka) + gap_inverse(s, tol, +1) * (ja - ka)) * 0.5
     )
     out = anp.matmul(anp.matmul(u, inner), swap_last(v))
     s_inv = _inverse_singular_values(s, tol)
@@ -75,9 +82,11 @@ def _svd_vjp(g, ans, a):
 
 def _svdvals_vjp(g, ans, a):
     m = a.shape[-2]
+    refuse_second_order("svdvals", ans, degenerate_tolerance(ans, max(a.shape[-2:])), a, g, zeros=True)
     packed = anp.svd_packed(a)
     u, v = packed[..., :m, :], packed[..., m + 1 :, :]
-    return anp.matmul(u * anp.expand_dims(g, axis=-2), swap_last(v))
+    weights = g * nonzero_singular_values(ans, degenerate_tolerance(ans, max(a.shape[-2:])))
+    return anp.matmul(u * anp.expand_dims(weights, axis=-2), swap_last(v))
 
 
 def _inverse(r: Any) -> Any:
