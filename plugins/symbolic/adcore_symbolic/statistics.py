@@ -27,9 +27,11 @@ class in_slot(sp.Function):
     def _numpycode(self, printer) -> str:
         k, i = int(self.args[0]), int(self.args[1])
         xs = [printer._print(a) for a in self.args[2:]]
-        rank = " + ".join(
-            ["0"] + [f"numpy.less({x}, {xs[i]})" for x in xs] + [f"numpy.equal({x}, {xs[i]})" for x in xs[:i]]
-        )
+        # each comparison through numpy.where, so that the code also runs on symbolic's own
+        # traced values, whose comparisons are sympy booleans (a Hessian by symbolic)
+        counted = [f"numpy.where(numpy.less({x}, {xs[i]}), 1.0, 0.0)" for x in xs]
+        counted += [f"numpy.where(numpy.equal({x}, {xs[i]}), 1.0, 0.0)" for x in xs[:i]]
+        rank = " + ".join(counted)
         return f"numpy.where(numpy.equal({rank}, {k}), 1.0, 0.0)"
 
 
@@ -60,8 +62,10 @@ class std_root(_OpCall):
     nargs = 1
 
     def fdiff(self, argindex=1):
-        v = self.args[0]
-        return sp.Piecewise((0, sp.Eq(v, 0)), (1 / (2 * self), True))
+        # 1 / (2 sqrt v) where v != 0, 0 where v = 0; the denominator is kept off 0 there, since
+        # the compiled code computes both branches and 1/0 would warn
+        zero = sp.Piecewise((1, sp.Eq(self.args[0], 0)), (0, True))
+        return (1 - zero) / (2 * self + zero)
 
     def elementary(self) -> sp.Expr:
         return sp.sqrt(self.args[0])
