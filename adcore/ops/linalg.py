@@ -149,11 +149,32 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
     check_right_hand_side("solve_triangular", a, b)
     t = _triangle(a, lower, unit_diagonal)
     if is_transposed(trans):
-        t = swap_last(t)
-    # NumPy has no triangular solve: LU of the triangle, which pivots nothing away (scipy is not a
-    # dependency of the core)
+        t, lower = swap_last(t), not lower
+    if not lower:  # reversing rows and columns makes an upper triangle lower
+        t, b = t[..., ::-1, ::-1], b[::-1] if b.ndim == 1 else b[..., ::-1, :]
+    rhs = b[:, None] if b.ndim == 1 else b
     advice = "A zero on the triangle's diagonal makes it singular."
-    return _numpy_linalg("solve_triangular", np.linalg.solve, t, b, advice=advice)
+    x = _numpy_linalg("solve_triangular", _solve_lower, t, rhs, advice=advice)
+    x = x[..., 0] if b.ndim == 1 else x
+    if not lower:
+        x = x[..., ::-1] if b.ndim == 1 else x[..., ::-1, :]
+    return np.ascontiguousarray(x)
+
+
+_BLOCK = 64
+
+
+def _solve_lower(t: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """t^-1 b for lower triangular t (..., n, n), b (..., n, k), by blocks: the two diagonal blocks
+    recursively, the block below by one matrix product (NumPy has no triangular solve and scipy is
+    not a dependency of the core; LU of the whole triangle would cost 2n^3/3 even for one column)."""
+    n = t.shape[-1]
+    if n <= _BLOCK:
+        return np.linalg.solve(t, b)
+    h = n // 2
+    top = _solve_lower(t[..., :h, :h], b[..., :h, :])
+    bottom = _solve_lower(t[..., h:, h:], b[..., h:, :] - t[..., h:, :h] @ top)
+    return np.concatenate((top, bottom), axis=-2)  # both batched as t and b broadcast
 
 
 def _cho_solve(c, b, lower=True):

@@ -85,11 +85,19 @@ def test_values_are_numpys():
 @pytest.mark.parametrize("unit_diagonal", [False, True])
 def test_solve_triangular_is_scipys(trans, lower, unit_diagonal):
     linalg = pytest.importorskip("scipy.linalg")
-    a = RNG.uniform(-1, 1, (4, 4)) + 3 * np.eye(4)
-    for b in (RNG.uniform(-1, 1, 4), RNG.uniform(-1, 1, (4, 3))):
-        got = anp.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-        expected = linalg.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    for n in (4, 150):  # 150: solved by blocks of at most 64
+        a = RNG.uniform(-1, 1, (n, n)) / np.sqrt(n) + 3 * np.eye(n)
+        for b in (RNG.uniform(-1, 1, n), RNG.uniform(-1, 1, (n, 3))):
+            got = anp.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+            expected = linalg.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+            np.testing.assert_allclose(got, expected, rtol=1e-11)
+
+
+def test_batched_blocked_triangular_solve_is_numpys_solve_of_the_triangle():
+    a = RNG.uniform(-1, 1, (2, 150, 150)) / 12 + 3 * np.eye(150)
+    b = RNG.uniform(-1, 1, (3, 1, 150, 2))  # batch axes broadcast: x is (3, 2, 150, 2)
+    got = anp.solve_triangular(a, b, lower=True, trans=1)
+    np.testing.assert_allclose(got, np.linalg.solve(np.swapaxes(np.tril(a), -1, -2), b), rtol=1e-11)
 
 
 @pytest.mark.parametrize("lower", [False, True])
