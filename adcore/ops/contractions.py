@@ -45,7 +45,16 @@ def shape_of(x: Any) -> tuple[int, ...]:
 def einsum_form(op: str, inputs: tuple, params: dict) -> EinsumForm:
     """The einsum that op `op` (dot, vdot, inner, outer, tensordot, einsum, kron, cross,
     multi_dot) computes on inputs of these shapes with these params."""
-    return _FORMS[op](*(shape_of(x) for x in inputs), **params)
+    shapes = tuple(shape_of(x) for x in inputs)
+    try:
+        return _cached_form(op, shapes, tuple(sorted(params.items())))
+    except TypeError:  # an unhashable param (tensordot's axes as lists)
+        return _FORMS[op](*shapes, **params)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_form(op: str, shapes: tuple, params: tuple) -> EinsumForm:
+    return _FORMS[op](*shapes, **dict(params))
 
 
 def _letters(n: int, start: int = 0) -> str:
@@ -226,7 +235,18 @@ def _expression(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> Any:
 def contract(plan: EinsumPlan, operands: list) -> np.ndarray:
     """The canonical einsum on plain arrays, in the order opt_einsum chooses."""
     arrays = [np.reshape(x, s) for x, s in zip(operands, plan.shapes)]
+    if len(arrays) <= 2 and _work(plan) <= _SMALL:  # one step, no order to choose: NumPy's loop,
+        return np.asarray(np.einsum(plan.subscripts, *arrays))  # without opt_einsum's call overhead
     return np.asarray(_expression(plan.subscripts, plan.shapes)(*arrays))
+
+
+_SMALL = 4096  # label-size products below which BLAS gains less than opt_einsum's call costs
+
+
+@functools.lru_cache(maxsize=4096)
+def _work(plan: EinsumPlan) -> int:
+    """The number of products a plain loop over every label makes."""
+    return int(np.prod([n for _, n in plan.sizes], dtype=float))
 
 
 def _einsum(*operands: Any, subscripts: str = "", optimize: Any = None) -> np.ndarray:
