@@ -20,6 +20,9 @@ absolute = globals()["abs"]
 true_divide = globals()["divide"]
 amax = globals()["max"]
 amin = globals()["min"]
+# np.linalg.slogdet's (sign, logabsdet) on traced values, around op logabsdet
+from adcore.ops.linalg import slogdet  # noqa: E402, F401
+
 # NumPy's shape functions that are Python over ops (not ops), and array building from traced values
 from adcore.ops.shape_functions import (  # noqa: E402, F401
     array,
