@@ -1,7 +1,7 @@
 """Sympy rules of adcore/ops/contractions.py.
 
 The einsum-shaped ops (dot, vdot, inner, outer, tensordot, einsum, kron, cross, multi_dot) are
-their einsum form (contractions.einsum_form) on object arrays: each operand's diagonals taken,
+their einsum form (einsum_forms.einsum_form) on object arrays: each operand's diagonals taken,
 laid along all the labels, multiplied, and each output entry one sympy Add of its products (not
 NumPy's object einsum, which adds one term at a time: quadratic in sympy). trace adds a diagonal;
 matrix_power multiplies matrices, and inverts each for n < 0.
@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.ops.contractions import einsum_form, power_program
+from adcore.ops.contractions import power_program
+from adcore.ops.einsum_forms import einsum_form
 from adcore.ops.einsum_notation import einsum_plan
 from adcore_symbolic.sympy_rules.table import defsympy, reduce_with, sp
 
