@@ -18,29 +18,39 @@ import numpy as np
 
 from adcore import core
 from adcore.core import concrete
-from adcore.errors import InvalidInputError, InvalidValueError, UnsupportedFunctionError
+from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
 from adcore.spec import Domain, OpSpec, Sample
 
 # --- input checks ------------------------------------------------------------------
 
 
 def _check_matrix(op: str, a: np.ndarray, square: bool = False) -> np.ndarray:
+    """a as an array, or a LinearAlgebraError naming op and argument unless it is (..., m, n)."""
     a = np.asarray(a)
     if a.ndim < 2:
-        raise InvalidInputError(
-            f"op {op!r}: argument a must have at least 2 axes (..., m, n), got shape {a.shape}"
+        raise LinearAlgebraError(
+            f"op {op!r}: argument 'a' must be a matrix or a stack of them, shape (..., m, n); got shape {a.shape}"
         )
     if square and a.shape[-1] != a.shape[-2]:
-        raise InvalidInputError(f"op {op!r}: argument a must be square (..., n, n), got shape {a.shape}")
-    if not np.issubdtype(a.dtype, np.floating):
-        raise InvalidInputError(f"op {op!r}: argument a must be a real float array, got dtype {a.dtype}")
+        raise LinearAlgebraError(
+            f"op {op!r}: argument 'a' must be a square matrix or a stack of them, shape (..., n, n); "
+            f"got shape {a.shape}"
+        )
     return a
 
 
 def _check_uplo(op: str, uplo: Any) -> str:
     if uplo not in ("L", "U"):
-        raise InvalidInputError(f"op {op!r}: UPLO must be 'L' or 'U', got {uplo!r}")
+        raise InvalidValueError(f"op {op!r}: UPLO must be 'L' or 'U', got {uplo!r}")
     return uplo
+
+
+def _numpy_linalg(op: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+    """function(*args, **kwargs), NumPy's LinAlgError (no convergence) named for op."""
+    try:
+        return function(*args, **kwargs)
+    except np.linalg.LinAlgError as e:
+        raise LinearAlgebraError(f"op {op!r}: {e}") from e
 
 
 def _fix_signs(vectors: np.ndarray) -> np.ndarray:
@@ -55,33 +65,33 @@ def _fix_signs(vectors: np.ndarray) -> np.ndarray:
 
 def _eigh_packed(a: np.ndarray, UPLO: str = "L") -> np.ndarray:
     a = _check_matrix("eigh_packed", a, square=True)
-    w, v = np.linalg.eigh(a, UPLO=_check_uplo("eigh_packed", UPLO))
+    w, v = _numpy_linalg("eigh_packed", np.linalg.eigh, a, UPLO=_check_uplo("eigh_packed", UPLO))
     v = v * _fix_signs(v)
     return np.concatenate([w[..., None, :], v], axis=-2)
 
 
 def _eigvalsh(a: np.ndarray, UPLO: str = "L") -> np.ndarray:
     a = _check_matrix("eigvalsh", a, square=True)
-    return np.linalg.eigvalsh(a, UPLO=_check_uplo("eigvalsh", UPLO))
+    return _numpy_linalg("eigvalsh", np.linalg.eigvalsh, a, UPLO=_check_uplo("eigvalsh", UPLO))
 
 
 def _svd_packed(a: np.ndarray) -> np.ndarray:
     a = _check_matrix("svd_packed", a)
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    u, s, vh = _numpy_linalg("svd_packed", np.linalg.svd, a, full_matrices=False)
     signs = _fix_signs(u)
     v = np.swapaxes(vh, -1, -2) * signs
     return np.concatenate([u * signs, s[..., None, :], v], axis=-2)
 
 
 def _svdvals(a: np.ndarray) -> np.ndarray:
-    return np.linalg.svd(_check_matrix("svdvals", a), compute_uv=False)
+    return _numpy_linalg("svdvals", np.linalg.svd, _check_matrix("svdvals", a), compute_uv=False)
 
 
 def _qr_packed(a: np.ndarray) -> np.ndarray:
     a = _check_matrix("qr_packed", a)
     if a.shape[-2] < a.shape[-1]:
-        raise InvalidInputError(
-            f"op 'qr_packed': argument a must be square or tall (..., m, n) with m >= n, got shape "
+        raise LinearAlgebraError(
+            f"op 'qr_packed': argument 'a' must be square or tall (..., m, n) with m >= n, got shape "
             f"{a.shape}; np.linalg.qr(x) on a traced wide x factors its first m columns with it"
         )
     q, r = np.linalg.qr(a, mode="reduced")
@@ -97,13 +107,13 @@ def _pinv(a: np.ndarray, rcond: Any = None, hermitian: bool = False, rtol: Any =
             "op 'pinv': hermitian=True is not supported (its result reads one triangle of a); "
             "leave it out: the general pseudo-inverse of a symmetric matrix is the same"
         )
-    return np.linalg.pinv(a, rtol=pinv_rtol(a, rcond, rtol))
+    return _numpy_linalg("pinv", np.linalg.pinv, a, rtol=pinv_rtol(a, rcond, rtol))
 
 
 def pinv_rtol(a: Any, rcond: Any, rtol: Any) -> Any:
     """The relative cutoff under which singular values count as 0 (NumPy's default: max(m, n) eps)."""
     if rcond is not None and rtol is not None:
-        raise InvalidInputError("op 'pinv': give rcond or rtol, not both")
+        raise InvalidValueError("op 'pinv': give rcond or rtol, not both")
     cut = rcond if rcond is not None else rtol
     if cut is None:
         return max(a.shape[-2:]) * np.finfo(np.result_type(a.dtype, np.float32)).eps
@@ -121,29 +131,28 @@ def norm_axes(x: Any, ord: Any, axis: Any) -> tuple[tuple[int, ...], bool]:
         if ord is None:
             return tuple(range(ndim)), False  # the 2-norm of all entries, any ndim
         if ndim not in (1, 2):
-            raise InvalidInputError(f"op 'norm': ord={ord!r} needs axis for an input of {ndim} axes")
+            raise InvalidValueError(f"op 'norm': ord={ord!r} needs axis for an input of {ndim} axes")
         axes = tuple(range(ndim))
     else:
         axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
         if len(axes) not in (1, 2) or any(not -ndim <= a < ndim for a in axes):
-            raise InvalidInputError(f"op 'norm': axis {axis!r} does not name 1 or 2 axes of shape {x.shape}")
+            raise InvalidValueError(f"op 'norm': axis {axis!r} does not name 1 or 2 axes of shape {x.shape}")
         axes = tuple(int(a) % ndim for a in axes)
         if len(set(axes)) != len(axes):
-            raise InvalidInputError(f"op 'norm': axis {axis!r} names the same axis twice")
+            raise InvalidValueError(f"op 'norm': axis {axis!r} names the same axis twice")
     matrix = len(axes) == 2
     if matrix and ord not in _MATRIX_ORDS:
-        raise InvalidInputError(f"op 'norm': matrix ord must be one of {_MATRIX_ORDS}, got {ord!r}")
+        raise InvalidValueError(f"op 'norm': matrix ord must be one of {_MATRIX_ORDS}, got {ord!r}")
     if not matrix and (isinstance(ord, str) or not np.isscalar(ord) and ord is not None):
-        raise InvalidInputError(f"op 'norm': vector ord must be a number or None, got {ord!r}")
+        raise InvalidValueError(f"op 'norm': vector ord must be a number or None, got {ord!r}")
     return axes, matrix and ord not in (None, "fro")
 
 
 def _norm(x: np.ndarray, ord: Any = None, axis: Any = None, keepdims: bool = False) -> np.ndarray:
     x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.floating):
-        raise InvalidInputError(f"op 'norm': argument x must be a real float array, got dtype {x.dtype}")
     norm_axes(x, ord, axis)
-    return np.asarray(np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims), dtype=x.dtype)
+    out = np.asarray(np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims))
+    return out.astype(x.dtype) if np.issubdtype(x.dtype, np.floating) else out
 
 
 def _lstsq_solution(a: Any, b: Any, rcond: Any = None) -> Any:
@@ -151,7 +160,7 @@ def _lstsq_solution(a: Any, b: Any, rcond: Any = None) -> Any:
     from adcore.ops.linalg import matmul
 
     if len(a.shape) != 2 or len(b.shape) not in (1, 2) or b.shape[0] != a.shape[0]:
-        raise InvalidInputError(
+        raise LinearAlgebraError(
             f"op 'lstsq_solution': a must be (m, n) and b (m,) or (m, k), got {a.shape} and {b.shape}"
         )
     return matmul(pinv(a, rcond=lstsq_rcond(a, rcond)), b)

@@ -15,7 +15,7 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore.errors import InvalidInputError, InvalidValueError, MissingRuleError, UnsupportedFunctionError
+from adcore.errors import InvalidValueError, LinearAlgebraError, MissingRuleError, UnsupportedFunctionError
 
 RULE_BACKENDS = ["reverse", "forward"]
 
@@ -404,20 +404,26 @@ def test_second_derivatives_at_degenerate_points_refuse(inner, outer, f, x):
 
 
 def test_bad_inputs_are_typed_errors_naming_the_op():
-    with pytest.raises(InvalidInputError, match="'eigvalsh'.*square"):
+    # shapes: LinearAlgebraError, also NumPy's LinAlgError (as the solve family's); values: InvalidValueError
+    with pytest.raises(LinearAlgebraError, match="'eigvalsh': argument 'a' must be a square"):
         anp.eigvalsh(np.ones((2, 3)))
-    with pytest.raises(InvalidInputError, match="'svdvals'.*at least 2 axes"):
+    with pytest.raises(np.linalg.LinAlgError, match="'svdvals': argument 'a' must be a matrix"):
         anp.svdvals(np.ones(3))
-    with pytest.raises(InvalidInputError, match="'pinv'.*float"):
-        anp.pinv(np.ones((2, 2), dtype=int))
-    with pytest.raises(InvalidInputError, match="'eigh_packed': UPLO"):
-        anp.eigh_packed(np.eye(2), UPLO="X")
-    with pytest.raises(InvalidInputError, match="'norm'.*matrix ord"):
-        anp.norm(np.ones((2, 2)), ord=3)
-    with pytest.raises(InvalidInputError, match="'norm'.*vector ord"):
-        anp.norm(np.ones(2), ord="nuc")
-    with pytest.raises(InvalidInputError, match="'qr_packed'.*m >= n"):
+    with pytest.raises(LinearAlgebraError, match="'qr_packed'.*m >= n"):
         anp.qr_packed(np.ones((2, 3)))
+    with pytest.raises(LinearAlgebraError, match="'lstsq_solution'"):
+        anp.lstsq_solution(np.ones((3, 2)), np.ones(2))
+    with pytest.raises(InvalidValueError, match="'eigh_packed': UPLO"):
+        anp.eigh_packed(np.eye(2), UPLO="X")
+    with pytest.raises(InvalidValueError, match="'norm'.*matrix ord"):
+        anp.norm(np.ones((2, 2)), ord=3)
+    with pytest.raises(InvalidValueError, match="'norm'.*vector ord"):
+        anp.norm(np.ones(2), ord="nuc")
+    with pytest.raises(InvalidValueError, match="'pinv': give rcond or rtol"):
+        anp.pinv(np.eye(2), rcond=1e-3, rtol=1e-3)
+    # integers are NumPy's linear algebra's inputs too
+    np.testing.assert_allclose(anp.eigvalsh(np.eye(2, dtype=int)), [1.0, 1.0])
+    np.testing.assert_allclose(anp.norm(np.array([3, 4])), 5.0)
 
 
 @pytest.mark.parametrize("backend", RULE_BACKENDS)
