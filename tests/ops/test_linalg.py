@@ -365,3 +365,16 @@ def test_right_hand_side_that_does_not_fit_is_a_typed_error(name, backend):
 def test_bad_trans_is_a_typed_error():
     with pytest.raises(adcore.InvalidValueError, match="solve_triangular.*trans"):
         anp.solve_triangular(A, V, trans="X")
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+@pytest.mark.parametrize("name", ["matmul", "solve", "solve_triangular", "cho_solve"])
+def test_constant_arguments_may_be_lists(name, backend):
+    op = getattr(anp, name)
+    b, eye = [1.0, -2.0, 0.5], np.eye(3).tolist()
+    for f, g in (
+        (lambda a: op(a, b), lambda a: op(a, np.array(b))),
+        (lambda a: op(eye, a), lambda a: op(np.array(eye), a)),
+    ):
+        expected = adcore.jacobian(g, backend=backend)(SPD)
+        np.testing.assert_allclose(adcore.jacobian(f, backend=backend)(SPD), expected, rtol=1e-12)

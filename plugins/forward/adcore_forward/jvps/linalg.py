@@ -15,8 +15,14 @@ from adcore_forward.jvps.table import defjvp
 from adcore_forward.jvps.table import lift_to as _lift_to
 
 
+def _array(x: Any) -> Any:
+    """A constant input given as a list (np.linalg.solve(a, [1.0, 2.0])) as an array; traced values as they are."""
+    return x if hasattr(x, "ndim") else np.asarray(x)
+
+
 def _matmul_jvp(argnum: int):
     def rule(t, ans, a, b):
+        a, b = _array(a), _array(b)
         if argnum == 1 and b.ndim == 1 and a.ndim == 2:  # matrix @ vector: one product t @ a^T
             return anp.matmul(t, anp.transpose(a))
         if argnum == 0:  # t_a @ b, a 1-d a as a row, batch axes lined up
@@ -59,6 +65,7 @@ def _like_solution(share: Any, t: Any, ans: Any, b: Any) -> Any:
 def _solve_jvp(argnum: int):
     # dx = A^-1 (db - dA x)
     def rule(t, ans, a, b):
+        a, b = _array(a), _array(b)
         if argnum == 1:
             return _like_solution(anp.solve(a, _rhs_tangent(t, ans, b)), t, ans, b)
         x = _matrix(ans, b)
@@ -70,6 +77,8 @@ def _solve_jvp(argnum: int):
 def _solve_triangular_jvp(argnum: int):
     # as solve's, with M the triangle T of a (the entries the impl reads) or its transpose
     def rule(t, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+        a, b = _array(a), _array(b)
+
         def solve(rhs):
             return anp.solve_triangular(a, rhs, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
 
@@ -86,6 +95,7 @@ def _solve_triangular_jvp(argnum: int):
 def _cho_solve_jvp(argnum: int):
     # dx = A^-1 (db - dA x), A = L L^T (U^T U) from c's triangle, dA = dL L^T + L dL^T
     def rule(t, ans, c, b, lower=True):
+        c, b = _array(c), _array(b)
         if argnum == 1:
             return _like_solution(anp.cho_solve(c, _rhs_tangent(t, ans, b), lower=lower), t, ans, b)
         mask = triangle_mask(c.shape[-1], lower)

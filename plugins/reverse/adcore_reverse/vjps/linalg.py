@@ -14,8 +14,14 @@ from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
 from adcore_reverse.vjps.table import defvjp
 
 
+def _array(x: Any) -> Any:
+    """A constant input given as a list (np.linalg.solve(a, [1.0, 2.0])) as an array; traced values as they are."""
+    return x if hasattr(x, "ndim") else np.asarray(x)
+
+
 def _matmul_vjp(argnum: int):
     def rule(g, ans, a, b):
+        a, b = _array(a), _array(b)
         # promote 1-d operands to matrices as matmul does, then A^T G and G B^T
         a2 = a if a.ndim > 1 else anp.reshape(a, (1, a.shape[0]))
         b2 = b if b.ndim > 1 else anp.reshape(b, (b.shape[0], 1))
@@ -59,6 +65,7 @@ def _expand(g: Any) -> Any:
 
 def _solve_vjp(argnum: int):
     def rule(g, ans, a, b):
+        a, b = _array(a), _array(b)
         gb = anp.solve(_swap(a), _matrix(g, b))  # A^-T g
         if argnum == 1:
             return _like_rhs(gb, b)
@@ -71,6 +78,7 @@ def _solve_triangular_vjp(argnum: int):
     # x = M^-1 b with M the triangle T of a or its transpose: as solve's, the gradient of a kept to
     # the entries the impl reads
     def rule(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+        a, b = _array(a), _array(b)
         transposed = is_transposed(trans)
         gb = anp.solve_triangular(
             a, _matrix(g, b), trans=int(not transposed), lower=lower, unit_diagonal=unit_diagonal
@@ -87,6 +95,7 @@ def _solve_triangular_vjp(argnum: int):
 def _cho_solve_vjp(argnum: int):
     # x = A^-1 b with A = L L^T (U^T U): gb = A^-1 g, gA = -gb x^T, gL = (gA + gA^T) L (gU = U (gA + gA^T))
     def rule(g, ans, c, b, lower=True):
+        c, b = _array(c), _array(b)
         gb = anp.cho_solve(c, _matrix(g, b), lower=lower)
         if argnum == 1:
             return _like_rhs(gb, b)
