@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import InvalidValueError
+from adcore.errors import InvalidValueError, UnsupportedFunctionError
 from adcore.ops.einsum_forms import cross_form, multi_dot_form
 from adcore.ops.einsum_notation import EinsumPlan, einsum_plan
 from adcore.spec import Domain, OpSpec, Sample, fixed_samples
@@ -252,6 +252,12 @@ class _SubscriptsFirst(OpSpec):
             raise InvalidValueError(
                 "einsum: no subscripts: call einsum('ij,jk->ik', a, b) (the sublist form "
                 "einsum(a, [0, 1], b, [1, 2]) is not supported)"
+            )
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise UnsupportedFunctionError(
+                f"einsum(..., {unknown[0]}=...) is not supported by adcore op 'einsum', whose params are "
+                f"{list(self.params)}; leave {unknown[0]!r} out."
             )
         return tuple(args), dict(params)
 

@@ -10,7 +10,7 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore import InvalidValueError
+from adcore import InvalidValueError, UnsupportedFunctionError
 from adcore.ops import contractions, einsum_forms
 from adcore.ops.einsum_notation import einsum_plan
 
@@ -322,6 +322,14 @@ def test_bad_subscripts_are_a_typed_error_naming_einsum_and_them(subscripts, sha
     # the same on a traced value
     with pytest.raises(InvalidValueError, match="einsum"):
         adcore.grad(lambda x: np.sum(np.einsum(subscripts, x, *args[1:])))(args[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_einsum_keywords_it_does_not_take_are_refused_by_name(backend):
+    with pytest.raises(UnsupportedFunctionError, match="dtype"):
+        anp.einsum("i,i", X, X, dtype=np.float32)
+    with pytest.raises(UnsupportedFunctionError, match="numpy.einsum"):  # (core names it 'kwargs')
+        adcore.grad(lambda x: np.einsum("i,i", x, x, dtype=np.float32), backend=backend)(X)
 
 
 def test_the_sublist_form_of_einsum_is_refused_by_name():
