@@ -50,6 +50,8 @@ CALLS = [
     ("cholesky-batched", anp.cholesky, (SPD_BATCH,)),
     ("det", anp.det, (A,)),
     ("det-batched", anp.det, (A_BATCH,)),
+    ("det-singular", anp.det, (np.outer(V, M[:, 0]) + np.outer(M[:, 1], V),)),  # rank 2: cofactors by minors
+    ("det-empty", anp.det, (np.zeros((2, 0, 0)),)),
     ("logabsdet", anp.logabsdet, (np.diag([-1.0, 1.0, 1.0]) @ A,)),
     ("logabsdet-batched", anp.logabsdet, (A_BATCH,)),
     ("solve_triangular-upper", anp.solve_triangular, (A, V)),
@@ -201,7 +203,7 @@ def test_cholesky_gradient_lives_on_the_triangle_numpy_reads(backend):
 
 SECOND_CALLS = [c for c in CALLS if c[0] in {
     "inv", "solve-batched-a-vector-b", "solve-matrix", "cholesky-upper", "cholesky-batched", "det-batched",
-    "logabsdet", "solve_triangular-trans", "solve_triangular-unit", "cho_solve-lower", "cho_solve-upper",
+    "det-singular", "logabsdet", "solve_triangular-trans", "solve_triangular-unit", "cho_solve-lower", "cho_solve-upper",
 }]  # fmt: skip
 
 
