@@ -23,6 +23,8 @@ def _cumprod(x, axis=None, dtype=None):
 
 def _diff(x, n=1, axis=-1, prepend=None, append=None):
     ends = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
+    if np.result_type(x).kind == "f":  # the ends in x's float dtype: float32 in, float32 out
+        ends = {k: np.asarray(v).astype(np.result_type(x)) for k, v in ends.items()}
     return np.diff(x, n=n, axis=axis, **ends)
 
 
@@ -61,7 +63,10 @@ def _diff_samples(rng: np.random.Generator, dtype) -> list[Sample]:
         ((4,), {"n": 2, "prepend": np.array([1.0, -1.0]), "append": 2.0}),
         ((4,), {"n": 0}),
     )
-    return [Sample((REAL.draw(rng, shape, dtype),), p) for shape, p in calls]
+    typed = [
+        {k: np.asarray(v, dtype) if isinstance(v, np.ndarray) else v for k, v in p.items()} for _, p in calls
+    ]
+    return [Sample((REAL.draw(rng, shape, dtype),), p) for (shape, _), p in zip(calls, typed)]
 
 
 cumsum = OpSpec(
@@ -86,7 +91,7 @@ diff = OpSpec(
     params=("n", "axis", "prepend", "append"),
     numpy=(np.diff,),
     samples=_diff_samples,
-    doc="prepend and append are constants (no derivative)",
+    doc="prepend and append are constants (no derivative), cast to x's float dtype",
 )
 sort = OpSpec(
     "sort",

@@ -300,14 +300,20 @@ nanmean = OpSpec(
 # --- order statistics: median, quantile, percentile (rules: sort + interpolation weights) ----
 
 
+def _typed_q(x, q):
+    """q in x's float dtype, so that the result has it (NumPy's would follow a float64 q)."""
+    dtype = np.result_type(x)
+    return np.asarray(q, dtype=dtype) if dtype.kind == "f" else q
+
+
 def _quantile(x, q, axis=None, method="linear", keepdims=False):
     check_method("quantile", method)
-    return np.quantile(x, q, axis=axis, method=method, keepdims=keepdims)
+    return np.quantile(x, _typed_q(x, q), axis=axis, method=method, keepdims=keepdims)
 
 
 def _percentile(x, q, axis=None, method="linear", keepdims=False):
     check_method("percentile", method)
-    return np.percentile(x, q, axis=axis, method=method, keepdims=keepdims)
+    return np.percentile(x, _typed_q(x, q), axis=axis, method=method, keepdims=keepdims)
 
 
 def _quantile_samples(scale: float):
@@ -348,7 +354,7 @@ quantile = OpSpec(
     params=("q", "axis", "method", "keepdims"),
     numpy=(np.quantile,),
     samples=_quantile_samples(1.0),
-    doc=f"q constant; methods {', '.join(QUANTILE_METHODS)}; {_ORDER_DOC}",
+    doc=f"q constant (cast to x's float dtype); methods {', '.join(QUANTILE_METHODS)}; {_ORDER_DOC}",
 )
 percentile = OpSpec(
     "percentile",
