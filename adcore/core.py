@@ -631,7 +631,9 @@ class Tracer:
         op = get_registry().numpy_ops.get(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
-            return op(*inputs, **params)
+            # a variadic op's inputs as one list: else a first input that is a list (np.concatenate(
+            # [[1.0], x])) would be taken for the list of inputs, and x for a param
+            return op(list(inputs), **params) if op.variadic else op(*inputs, **params)
         function = NUMPY_FUNCTIONS.get(func)
         if function is not None:
             return function(*args, **kwargs)

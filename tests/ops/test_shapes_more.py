@@ -364,3 +364,19 @@ def test_an_lstm_cell_written_with_np_split(backend):
     want = adcore.grad(cell, argnums=(0, 1), backend="numeric")(x, w, h, c)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concatenate_and_stack_with_constant_lists_among_the_inputs(backend):
+    # a constant list first was once taken for the list of inputs (and x for the axis)
+    def f(x):
+        return np.sum(np.concatenate([[1.0, 2.0], x]) ** 2) + np.sum(
+            np.stack([[1.0, 2.0, 3.0, 4.0, 5.0], x], 1)
+        )
+
+    np.testing.assert_allclose(adcore.grad(f, backend=backend)(V), 2 * V + 1, rtol=1e-7)
+
+
+def test_a_list_holding_a_traced_value_inside_a_numpy_call_is_refused_naming_anp_array():
+    with pytest.raises(TracerConversionError, match="anp.array"):
+        adcore.grad(lambda x: np.sum(np.concatenate([[x[0]], x])))(V)

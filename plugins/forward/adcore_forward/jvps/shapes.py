@@ -64,7 +64,7 @@ def _scatter_add_jvp(t, ans, v, index, shape):
 
 def _concatenate_jvp(i, t, ans, *xs, axis=0):
     # the output's tangent is zero outside input i's block
-    parts = [t if j == i else np.zeros(t.shape[:1] + x.shape, dtype=t.dtype) for j, x in enumerate(xs)]
+    parts = [t if j == i else np.zeros(t.shape[:1] + np.shape(x), dtype=t.dtype) for j, x in enumerate(xs)]
     return anp.concatenate(parts, axis=batched_axis(axis, ans.ndim))
 
 
