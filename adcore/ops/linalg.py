@@ -242,7 +242,9 @@ def _det_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
     out = _square_samples(_general)(rng, dtype)
     u = REAL.draw(rng, (3, 2), np.float64)
     rank_two = u @ REAL.draw(rng, (2, 3), np.float64)  # singular: the gradient is the adjugate, rank 1
-    rank_one = np.outer(REAL.draw(rng, 3, np.float64), REAL.draw(rng, 3, np.float64))  # adjugate 0
+    # adjugate 0: powers of two, so that its minors and LU are exact (a random one's exact cofactors are
+    # rounding-sized, and no two ways of computing them agree to the numeric backend's estimate)
+    rank_one = np.outer([1.0, -2.0, 4.0], [0.5, 1.0, -2.0])
     mixed = np.stack([rank_two, _general(rng, (3, 3), np.float64)])  # one singular, one not
     singular = (rank_two, rank_one, np.zeros((2, 2)), mixed)
     return out + [Sample((np.asarray(a, dtype=dtype),)) for a in singular]
