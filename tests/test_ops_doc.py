@@ -12,7 +12,8 @@ import scipy.linalg
 import scipy.special
 from traceable_ops import TraceableOps
 
-from adcore import cli
+import adcore
+from adcore import cli, core
 from adcore.conformance import catalogue
 from adcore.ops import CORE_OPS
 from adcore.plugins import get_registry
@@ -76,12 +77,29 @@ def test_rule_cells_say_rule_body_none_or_not_needed(register_plugin):
     assert "## plugin traceable" in out.getvalue()
 
 
-def test_markdown_escapes_pipes_and_shows_kinks_and_docs(clean_plugins):
+class PipeDoc:
+    """An op whose doc has a pipe, which would split a markdown table's row."""
+
+    @adcore.hookimpl
+    def adcore_register_ops(self, register):
+        register(adcore.OpSpec("log_abs_gamma", lambda x: x, doc="log|Gamma(x)|", numpy=(np.spacing,)))
+
+
+def test_markdown_escapes_pipes_and_shows_names_kinks_and_docs(register_plugin):
+    register_plugin(PipeDoc(), "pipes")
     text = io.StringIO()
     cli.rules(as_markdown=True, out=text)
     md = text.getvalue()
-    assert r"log\|Gamma(x)\|" in md  # gammaln's doc, in the example plugin
+    assert r"| `log_abs_gamma` | `numpy.spacing` | none | none | none |  | log\|Gamma(x)\| |" in md
     assert "| `abs` | `numpy.absolute` | rule | rule | rule |" in md
     for spec in CORE_OPS:
         for kink in spec.kinks:
-            assert kink.why in md, f"{spec.name}'s kink {kink.why!r} is not in the catalogue"
+            assert kink.why.replace("|", "\\|") in md, f"{spec.name}'s kink {kink.why!r} is not in the catalogue"
+
+
+def test_numpy_functions_served_by_a_function_over_ops_are_listed(clean_plugins):
+    text = io.StringIO()
+    cli.rules(as_markdown=True, out=text)
+    md = text.getvalue()
+    for func in core.NUMPY_FUNCTIONS:
+        assert f"| `{catalogue.function_name(func)}` | `" in md

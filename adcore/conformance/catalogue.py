@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from adcore import core
 from adcore import ops as core_ops
 from adcore.hookspecs import RULE_KINDS
 from adcore.registry import Registry
@@ -146,6 +147,19 @@ def function_name(func: Any) -> str:
     return f"{module or '?'}.{name}"
 
 
+def composed_functions() -> list[tuple[str, str]]:
+    """(NumPy name, what serves it) for the NumPy functions a tracer answers with a Python function
+    over ops rather than one op (np.linalg.eigh's namedtuple, matrix_rank's int)."""
+    served = ((function_name(f), _served_by(fn)) for f, fn in core.NUMPY_FUNCTIONS.items())
+    return sorted(served)
+
+
+def _served_by(fn: Any) -> str:
+    doc = " ".join((inspect.getdoc(fn) or "").split("\n\n")[0].split())
+    where = f"`{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}`"
+    return f"{where}: {doc}" if doc else where
+
+
 # --- markdown ---------------------------------------------------------------------------
 
 
@@ -182,6 +196,13 @@ def markdown(registry: Registry) -> str:
         for e in listed:
             if e.group == group:
                 lines.append(_row(_cells(e, kinds)))
+    composed = composed_functions()
+    if composed:
+        lines += ["", "## NumPy functions served by a function over ops", ""]
+        lines += ["Their results are not one op's output (a namedtuple, a plain int); the function calls"]
+        lines += ["the ops above, whose rules differentiate it.", ""]
+        lines += [_row(["NumPy name", "served by"]), _row(["---"] * 2)]
+        lines += [_row([f"`{name}`", by]) for name, by in composed]
     return "\n".join(lines) + "\n"
 
 
