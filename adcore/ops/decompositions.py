@@ -219,21 +219,22 @@ def _matrix_samples(shapes=_MATRIX_SHAPES, params=({},)):
     return draw
 
 
+_VECTOR_LAYOUTS = (((4,), None), ((2, 3), 1), ((2, 3), (0,)), ((2, 3, 2), -1))
+_MATRIX_LAYOUTS = (((), 3, 3, None), ((), 4, 2, None), ((2,), 3, 2, (1, 2)), ((2,), 2, 3, (2, 0)))
+
+
 def _norm_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
-    away = Domain(-2.0, 2.0, away_from_zero=0.3, distinct=True)  # no |x| ties, no zeros
+    """Each ord in two of the layouts (axis None, int, 1-tuple, negative; matrices transposed and
+    batched); entries away from 0 and from |x| ties, matrices with separated singular values."""
+    away = Domain(-2.0, 2.0, away_from_zero=0.3, distinct=True)
     out = []
-    for shape, axis in (((4,), None), ((2, 3), 1), ((2, 3), (0,)), ((2, 3, 2), -1)):
-        for ord in (None, 2, 1, np.inf, -np.inf, 0, 3, 0.5, -1.5):
+    for k, ord in enumerate((None, 2, 1, np.inf, -np.inf, 0, 3, 0.5, -1.5)):
+        for shape, axis in (_VECTOR_LAYOUTS[k % 4], _VECTOR_LAYOUTS[(k + 1) % 4]):
             out.append(Sample((away.draw(rng, shape, dtype),), {"ord": ord, "axis": axis}))
     out.append(Sample((away.draw(rng, (2, 3), dtype),), {"ord": 2, "axis": 0, "keepdims": True}))
     out.append(Sample((away.draw(rng, (2, 3, 2), dtype),), {}))  # all entries, any ndim
-    for batch, rows, cols, axis in (
-        ((), 3, 3, None),
-        ((), 4, 2, None),
-        ((2,), 3, 2, (1, 2)),
-        ((2,), 2, 3, (2, 0)),
-    ):
-        for ord in (None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf):
+    for k, ord in enumerate((None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf)):
+        for batch, rows, cols, axis in (_MATRIX_LAYOUTS[k % 4], _MATRIX_LAYOUTS[(k + 2) % 4]):
             a = np.moveaxis(_with_singular_values(rng, batch, rows, cols), (-2, -1), axis or (0, 1))
             a = a + rng.choice([-0.05, 0.05], a.shape)  # no zero entries
             out.append(Sample((a.astype(dtype),), {"ord": ord, "axis": axis}))
