@@ -169,7 +169,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
         raise InvalidValueError("numpy.select: an empty condition list selects nothing")
     for i, cond in enumerate(condlist):
         dtype = cond.dtype if isinstance(cond, core.Tracer) else np.asarray(cond).dtype
-        if dtype != bool:  # a symbolic comparison is a traced boolean
+        if dtype.kind != "b":  # a symbolic comparison is a traced boolean
             raise InvalidValueError(
                 f"numpy.select: condlist[{i}] must be a boolean array (a comparison such as x > 0), got {dtype}"
             )
@@ -177,6 +177,48 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     for cond, choice in reversed(list(zip(condlist, choicelist))):
         out = where(cond, choice, out)
     return out
+
+
+# --- append, delete and the *_indices_from helpers --------------------------------------------
+
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+    """np.append: concatenate, both raveled when axis is None."""
+    if axis is None:
+        return concatenate([_raveled(arr), _raveled(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+def delete(arr: Any, obj: Any, axis: int | None = None) -> Any:
+    """np.delete: the elements (or slices along axis) not named by obj, a getitem with a mask."""
+    if axis is None:
+        arr, axis = _raveled(arr), 0
+    if isinstance(obj, core.Tracer):
+        raise UnsupportedFunctionError("numpy.delete: obj (the indices) must be constant, not a traced value")
+    keep = np.ones(np.shape(arr)[axis], dtype=bool)
+    keep[obj] = False
+    return getitem(arr, index=(slice(None),) * (axis % np.ndim(arr)) + (keep,))
+
+
+def _raveled(value: Any) -> Any:
+    return reshape(value, shape=(-1,)) if isinstance(value, core.Tracer) else np.ravel(value)
+
+
+def _shaped(arr: Any) -> np.ndarray:
+    """A stand-in with arr's shape for functions that only read it (tril_indices_from, ...)."""
+    return np.broadcast_to(np.empty((), dtype=np.result_type(arr.dtype)), np.shape(arr))
+
+
+def tril_indices_from(arr: Any, k: int = 0) -> tuple:
+    return np.tril_indices_from(_shaped(arr), k)
+
+
+def triu_indices_from(arr: Any, k: int = 0) -> tuple:
+    return np.triu_indices_from(_shaped(arr), k)
+
+
+def diag_indices_from(arr: Any) -> tuple:
+    return np.diag_indices_from(_shaped(arr))
 
 
 # --- arrays built from traced values: anp.array, anp.asarray, anp.r_, anp.c_, anp.astype ----------
@@ -276,5 +318,10 @@ core.NUMPY_FUNCTIONS.update(
         np.column_stack: column_stack,
         np.pad: pad,
         np.select: select,
+        np.append: append,
+        np.delete: delete,
+        np.tril_indices_from: tril_indices_from,
+        np.triu_indices_from: triu_indices_from,
+        np.diag_indices_from: diag_indices_from,
     }
 )

@@ -69,6 +69,13 @@ LINEAR = [
     ("select", lambda x: np.select([x > 0.5, x < -0.5], [2 * x, x[::-1]], default=-x), A),
     ("stack of scalars", lambda x: np.stack([x[0, 0], x[1, 2], x[0, 0]]), A),
     ("copy", lambda x: np.copy(x).copy(), A),
+    ("append", lambda x: np.append(x, x[1:, :2]), A),
+    ("append axis", lambda x: np.append(x, np.ones((3, 1)), axis=1), A),
+    ("delete", lambda x: np.delete(x, [0, 2, 2], axis=-1), A),
+    ("delete flat", lambda x: np.delete(x, slice(2, 9, 3)), A),
+    ("tril_indices_from", lambda x: x[np.tril_indices_from(x, -1)], A[:, :3]),
+    ("triu_indices_from", lambda x: x[np.triu_indices_from(x, 1)], A),
+    ("diag_indices_from", lambda x: x[np.diag_indices_from(x)], A[:3, :3]),
 ]
 
 
