@@ -7,7 +7,7 @@ Each entry maps an op name to a tuple with one rule per input of the op:
 `t` is the input's tangent with a leading batch axis, shape (B,) + input.shape (B
 tangent directions at once); `ans` and `inputs` have no batch axis; `params` are as the
 caller passed them. The share must broadcast to (B,) + ans.shape: for an elementwise
-unary op `t * f'(x)` does, and logaddexp `lift`s its tangent so that the input's axes
+unary op `t * f'(x)` does, and powm1 `lift`s its tangent so that the input's axes
 sit under the output's. The shares of the inputs are summed. Rules are written with
 adcore ops, so forward-over-reverse Hessians and forward-over-forward work.
 """
@@ -26,7 +26,7 @@ JVPS: dict[str, tuple[Any, ...]] = {
     "erf":       (lambda t, ans, x: t * (TWO_OVER_SQRT_PI * anp.exp(-(x * x))),),
     "gammaln":   (lambda t, ans, x: t * polygamma(x, n=0),),
     "polygamma": (lambda t, ans, x, n=0: t * polygamma(x, n=n + 1),),
-    "logaddexp": (lambda t, ans, x, y: lift(t, ans) * anp.sigmoid(x - y),
-                  lambda t, ans, x, y: lift(t, ans) * anp.sigmoid(y - x)),
+    "powm1":     (lambda t, ans, x, y: lift(t, ans) * (y * (ans + 1) / x),
+                  lambda t, ans, x, y: lift(t, ans) * ((ans + 1) * anp.log(x))),
 }
 # fmt: on

@@ -59,14 +59,14 @@ polygamma = OpSpec(
     elementwise=True,
     doc="polygamma(x, n=0): the n-th derivative of the digamma function (scipy's polygamma(n, x))",
 )
-logaddexp = OpSpec(
-    "logaddexp",
-    np.logaddexp,
+powm1 = OpSpec(
+    "powm1",
+    special.powm1,
     nin=2,
-    numpy=(np.logaddexp,),
-    samples=elementwise_samples(REAL, REAL),  # broadcasting pairs, 0-d and empty included
+    numpy=(special.powm1,),
+    samples=elementwise_samples(POSITIVE, REAL),  # broadcasting pairs, 0-d and empty included
     elementwise=True,
-    doc="log(exp(x) + exp(y)) without overflow, broadcasting x with y",
+    doc="x**y - 1 for x > 0, accurate where x**y is near 1, broadcasting x with y",
 )
 
-OPS: tuple[OpSpec, ...] = (erf, gammaln, polygamma, logaddexp)
+OPS: tuple[OpSpec, ...] = (erf, gammaln, polygamma, powm1)

@@ -1,7 +1,7 @@
 """Sympy functions for the special ops: each states its exact derivative (`fdiff`) and
 prints, in the NumPy code the symbolic backend compiles, as a call of the adcore op.
 
-Calling the op from the compiled code keeps scipy's accuracy and logaddexp's stability,
+Calling the op from the compiled code keeps scipy's accuracy and powm1's (x**y - 1 cancels),
 and lets that code run on other backends' traced values too (a Hessian differentiates
 it again). sympy's own erf or polygamma would not print: the backend's printer knows
 NumPy, not scipy.
@@ -68,13 +68,14 @@ class polygamma(sp.Function):
         return sp.polygamma(*self.args).evalf(prec_to_dps(prec))
 
 
-class logaddexp(_OpCall):
-    op = "logaddexp"
+class powm1(_OpCall):
+    op = "powm1"
     nargs = 2
 
     def fdiff(self, argindex=1):
-        # d/dx = exp(x - logaddexp(x, y)) = sigmoid(x - y); the exponent is <= 0: no overflow
-        return sp.exp(self.args[argindex - 1] - self)
+        # in terms of powm1 itself, x**y = powm1 + 1, so the derivative keeps its accuracy
+        x, y = self.args
+        return y * (self + 1) / x if argindex == 1 else (self + 1) * sp.log(x)
 
     def in_sympy(self) -> sp.Expr:
-        return sp.log(sp.exp(self.args[0]) + sp.exp(self.args[1]))
+        return self.args[0] ** self.args[1] - 1

@@ -43,6 +43,6 @@ SYMPY_RULES: dict[str, Any] = {
     "erf":       lambda x: each(fn.erf, x),
     "gammaln":   lambda x: each(fn.gammaln, x),
     "polygamma": lambda x, n=0: each(lambda e: fn.polygamma(n, e), x),
-    "logaddexp": lambda x, y: each(fn.logaddexp, x, y),
+    "powm1":     lambda x, y: each(fn.powm1, x, y),
 }
 # fmt: on

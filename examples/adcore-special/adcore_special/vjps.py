@@ -6,8 +6,8 @@ Each entry maps an op name to a tuple with one rule per input of the op:
 
 `g` is the cotangent of the output, `ans` the output, `inputs` the op's inputs and
 `params` its params as the caller passed them (so a rule gives each param its default).
-The cotangent has the input's shape: logaddexp broadcasts, so it `unbroadcast`s. Rules
-are written with adcore ops (`anp.exp`, `anp.sigmoid`, this plugin's `polygamma`), never
+The cotangent has the input's shape: powm1 broadcasts, so it `unbroadcast`s. Rules
+are written with adcore ops (`anp.exp`, `anp.log`, this plugin's `polygamma`), never
 raw NumPy, so the backward pass can itself be differentiated: second and higher
 derivatives come for free.
 """
@@ -28,8 +28,8 @@ VJPS: dict[str, tuple[Any, ...]] = {
     "erf":       (lambda g, ans, x: g * TWO_OVER_SQRT_PI * anp.exp(-(x * x)),),
     "gammaln":   (lambda g, ans, x: g * polygamma(x, n=0),),
     "polygamma": (lambda g, ans, x, n=0: g * polygamma(x, n=n + 1),),
-    # sigmoid(x - y) = exp(x) / (exp(x) + exp(y)), finite at +-1e3 where exp overflows
-    "logaddexp": (lambda g, ans, x, y: unbroadcast(g * anp.sigmoid(x - y), x),
-                  lambda g, ans, x, y: unbroadcast(g * anp.sigmoid(y - x), y)),
+    # x**y is ans + 1: d/dx = y x**(y - 1), d/dy = x**y log(x)
+    "powm1":     (lambda g, ans, x, y: unbroadcast(g * y * (ans + 1) / x, x),
+                  lambda g, ans, x, y: unbroadcast(g * (ans + 1) * anp.log(x), y)),
 }
 # fmt: on

@@ -20,7 +20,7 @@ from pathlib import Path
 import adcore_special
 import numpy as np
 import pytest
-from adcore_special import erf, gammaln, logaddexp, polygamma
+from adcore_special import erf, gammaln, polygamma, powm1
 from scipy import special
 
 import adcore
@@ -36,10 +36,6 @@ P = np.array([0.5, 1.0, 2.5, 7.0])  # gammaln's and polygamma's: away from the p
 
 def erf_prime(x):
     return 2 / math.sqrt(math.pi) * np.exp(-(x**2))
-
-
-def sigmoid(z):
-    return 0.5 * (1 + np.tanh(z / 2))
 
 
 def tol(backend: str, dtype, order: int = 1) -> dict:
@@ -68,14 +64,14 @@ def test_the_plugin_registers_four_ops_each_with_all_three_rule_kinds_and_a_case
     registry = get_registry()
     record = registry.plugins["special"]
     assert record.error == ""
-    assert sorted(record.ops) == ["erf", "gammaln", "logaddexp", "polygamma"]
+    assert sorted(record.ops) == ["erf", "gammaln", "polygamma", "powm1"]
     assert sorted(record.rules) == sorted((k, op) for k in ("vjp", "jvp", "sympy") for op in record.ops)
     assert record.cases == ["special_chain"]
 
 
 def test_the_ops_are_reachable_by_name_attribute_and_package():
     assert adcore.ops.erf is adcore.ops["erf"] is adcore_special.erf
-    assert adcore.ops.logaddexp is logaddexp
+    assert adcore.ops.powm1 is powm1
 
 
 # --- values ---------------------------------------------------------------------------------------
@@ -93,11 +89,11 @@ def test_values_match_scipy_and_known_constants():
     assert polygamma(0.5) == pytest.approx(-np.euler_gamma - 2 * math.log(2), rel=1e-15)
     assert polygamma(1.0, n=1) == pytest.approx(math.pi**2 / 6, rel=1e-15)
     assert polygamma(1.0, 2) == pytest.approx(-2 * ZETA3, rel=1e-15)  # n positionally too
-    assert logaddexp(0.0, 0.0) == pytest.approx(math.log(2), rel=1e-15)
-    np.testing.assert_array_equal(logaddexp(P[:, None], X), np.logaddexp(P[:, None], X))
+    assert powm1(2.0, 3.0) == 7.0 and powm1(4.0, -0.5) == -0.5
+    np.testing.assert_array_equal(powm1(P[:, None], X), special.powm1(P[:, None], X))
 
 
-@pytest.mark.parametrize("op", [erf, gammaln, polygamma, lambda x: logaddexp(x, np.float32(1.0))])
+@pytest.mark.parametrize("op", [erf, gammaln, polygamma, lambda x: powm1(x, np.float32(1.5))])
 def test_values_keep_float32(op):
     assert op(P.astype(np.float32)).dtype == np.float32
 
@@ -109,8 +105,8 @@ def test_polygamma_refuses_an_order_that_is_not_a_non_negative_int(n):
 
 
 def test_a_call_with_the_wrong_number_of_inputs_names_the_op():
-    with pytest.raises(TypeError, match="logaddexp"):
-        logaddexp(P)
+    with pytest.raises(TypeError, match="powm1"):
+        powm1(P)
 
 
 # --- first derivatives on every backend --------------------------------------------------------
@@ -142,22 +138,22 @@ def test_gammaln_derivative_at_1_is_minus_euler_gamma(backend):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_logaddexp_gradients_are_sigmoids_summed_over_broadcasting(backend, dtype):
-    x = np.array([[0.5], [-1.0]], dtype=dtype)  # (2, 1) against (2, 3)
+def test_powm1_gradients_are_summed_over_broadcasting(backend, dtype):
+    x = np.array([[0.5], [2.0]], dtype=dtype)  # (2, 1) against (2, 3)
     y = np.array([[0.0, 1.0, -2.0], [3.0, 0.5, -1.0]], dtype=dtype)
-    gx, gy = adcore.grad(lambda a, b: logaddexp(a, b).sum(), argnums=(0, 1), backend=backend)(x, y)
-    s = sigmoid(x.astype(float) - y)  # d/dx logaddexp(x, y) = exp(x) / (exp(x) + exp(y))
+    gx, gy = adcore.grad(lambda a, b: powm1(a, b).sum(), argnums=(0, 1), backend=backend)(x, y)
+    x64, y64 = x.astype(float), y.astype(float)  # d/dx x**y = y x**(y - 1), d/dy x**y = x**y log x
     assert (gx.dtype, gy.dtype) == (dtype, dtype)
-    np.testing.assert_allclose(gx, s.sum(axis=1, keepdims=True), **tol(backend, dtype))
-    np.testing.assert_allclose(gy, 1 - s, **tol(backend, dtype))
+    np.testing.assert_allclose(gx, (y64 * x64 ** (y64 - 1)).sum(axis=1, keepdims=True), **tol(backend, dtype))
+    np.testing.assert_allclose(gy, x64**y64 * np.log(x64), **tol(backend, dtype))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_scipy_and_numpy_functions_are_differentiable_as_written(backend):
     def f(x):
-        return (special.erf(x) + special.gammaln(x + 3) + np.logaddexp(x, 0.0)).sum()
+        return (special.erf(x) + special.gammaln(x + 3) + special.powm1(2.0, x)).sum()
 
-    expected = erf_prime(X) + special.digamma(X + 3) + sigmoid(X)
+    expected = erf_prime(X) + special.digamma(X + 3) + 2.0**X * math.log(2.0)
     np.testing.assert_allclose(adcore.grad(f, backend=backend)(X), expected, **tol(backend, np.float64))
 
 
@@ -188,33 +184,24 @@ def test_third_derivative_of_gammaln_at_1_is_minus_two_zeta_3(backend):
     assert third(1.0) == pytest.approx(-2 * ZETA3, rel=1e-14)
 
 
-# --- logaddexp's stability -------------------------------------------------------------------------
+# --- powm1's accuracy -----------------------------------------------------------------------------
 
-# (x, y) -> logaddexp, its gradient, d2/dx2 = s (1 - s) with s = sigmoid(x - y)
-LARGE = [
-    ((1e3, -1e3), 1e3, (1.0, 0.0), 0.0),
-    ((-1e3, 1e3), 1e3, (0.0, 1.0), 0.0),
-    ((1e3, 1e3), 1e3 + math.log(2), (0.5, 0.5), 0.25),
-    ((-1e3, -1e3), -1e3 + math.log(2), (0.5, 0.5), 0.25),
-]
+# (x, y) where x**y is within 1e-12 of 1, so x**y - 1 would keep about 4 of its 16 digits:
+# powm1 = expm1(y log x), and its derivatives d/dx = y x**(y-1), d/dy = x**y log x, d2/dy2 = x**y log(x)**2
+NEAR_ONE = [(1 + 2e-12, 0.5), (1 - 3e-12, 2.0), (4.0, 1e-12), (0.25, -7e-13)]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_logaddexp_is_finite_with_finite_derivatives_at_1e3_without_warnings(backend, dtype):
-    # inputs of size 1e3 are only known to 1e3 eps: values are held to that, absolutely
-    close = {"rtol": 1e-6, "atol": 1e3 * np.finfo(dtype).eps}
-    for (x, y), value, gradient, curvature in LARGE:
-        x, y = dtype(x), dtype(y)
+@pytest.mark.parametrize("backend", EXACT)  # a finite difference of a value near 1e-12 is noise
+def test_powm1_keeps_its_digits_where_x_to_the_y_is_near_one(backend):
+    for x, y in NEAR_ONE:
+        log_x = math.log1p(x - 1) if abs(x - 1) < 0.5 else math.log(x)
         with strict_numpy():
-            got = logaddexp(x, y)
-            g = adcore.grad(logaddexp, argnums=(0, 1), backend=backend)(x, y)
-            h = adcore.grad(adcore.grad(logaddexp, backend=backend), backend=backend)(x, y)
-        np.testing.assert_allclose(got, value, **close)
-        np.testing.assert_allclose(g, gradient, **close)
-        assert np.isfinite(h)
-        if backend != "numeric":  # a second difference at 1e3 is noise, finite but not accurate
-            np.testing.assert_allclose(h, curvature, **close)
+            got = powm1(x, y)
+            g = adcore.grad(powm1, argnums=(0, 1), backend=backend)(x, y)
+            h = adcore.grad(adcore.grad(powm1, argnums=1, backend=backend), argnums=1, backend=backend)(x, y)
+        assert got == pytest.approx(math.expm1(y * log_x), rel=1e-14)
+        np.testing.assert_allclose(g, (y * x ** (y - 1), x**y * log_x), rtol=1e-14)
+        assert h == pytest.approx(x**y * log_x**2, rel=1e-13)
 
 
 # --- the symbolic backend -----------------------------------------------------------------------
@@ -246,11 +233,12 @@ def test_the_special_chain_case_matches_its_closed_form(backend):
     case = get_registry().cases["special_chain"]
     x = np.array([[0.3], [-1.2]])  # (2, 1) against (2, 3)
     y = np.array([[0.5, -1.0, 2.0], [0.0, 1.5, -0.7]])
-    a, b = special.erf(x), special.gammaln(1 + y**2)
-    s = sigmoid(a - b)
+    a, b = 1 + special.erf(x) ** 2, special.gammaln(1 + y**2)  # the sum of a**b - 1
     gx, gy = adcore.grad(case.fn, argnums=case.argnums, backend=backend)(x, y)
-    np.testing.assert_allclose(gx, (s * erf_prime(x)).sum(axis=1, keepdims=True), **tol(backend, np.float64))
-    np.testing.assert_allclose(gy, (1 - s) * special.digamma(1 + y**2) * 2 * y, **tol(backend, np.float64))
+    da = b * a ** (b - 1) * 2 * special.erf(x) * erf_prime(x)
+    db = a**b * np.log(a) * special.digamma(1 + y**2) * 2 * y
+    np.testing.assert_allclose(gx, da.sum(axis=1, keepdims=True), **tol(backend, np.float64))
+    np.testing.assert_allclose(gy, db, **tol(backend, np.float64))
 
 
 # --- the walk-through -------------------------------------------------------------------------
@@ -277,7 +265,7 @@ def test_the_walk_through_quotes_the_examples_actual_lines():
         lambda x: adcore.ops.clip(
             adcore.ops.polygamma(adcore.ops.relu(x)), a_min=-1.0, a_max=1.0
         ),  # pole at 0
-        lambda x: adcore.ops.maximum(adcore.ops.erf(x - x), adcore.ops.logaddexp(x - x, x - x)) * x,
+        lambda x: adcore.ops.maximum(adcore.ops.erf(x - x), adcore.ops.powm1(x / x, x - x)) * x,
     ],
 )
 def test_constants_built_from_special_ops_compare_in_symbolic(f):
