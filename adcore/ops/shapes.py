@@ -197,12 +197,11 @@ def _pad(array, pad_width, mode="constant", constant_values=0, reflect_type="eve
         )
     if mode == "constant":
         return np.pad(array, pad_width, mode, constant_values=constant_values)
-    if mode in ("reflect", "symmetric"):
-        if reflect_type != "even":
-            raise UnsupportedFunctionError(
-                f"op 'pad': reflect_type={reflect_type!r} is not supported; only 'even' (the default)"
-            )
-        return np.pad(array, pad_width, mode)
+    if mode in ("reflect", "symmetric") and reflect_type != "even":
+        # 'odd' is 2 * edge - reflection: linear, but not a move of elements
+        raise UnsupportedFunctionError(
+            f"op 'pad': reflect_type={reflect_type!r} is not supported; only 'even' (the default)"
+        )
     return np.pad(array, pad_width, mode)
 
 
