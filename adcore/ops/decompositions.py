@@ -19,7 +19,7 @@ import numpy as np
 from adcore import core
 from adcore.core import concrete
 from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
-from adcore.spec import Domain, OpSpec, Sample
+from adcore.spec import Domain, Kink, OpSpec, Sample
 
 # --- input checks ------------------------------------------------------------------
 
@@ -280,6 +280,13 @@ svdvals = OpSpec(
     _svdvals,
     numpy=(np.linalg.svdvals,),
     samples=_matrix_samples(),
+    kinks=(
+        Kink(
+            ([[1.0, 2.0], [2.0, 4.0]],),
+            (np.array([[[0.2, 0.4], [0.4, 0.8]], [[0.0, 0.0], [0.0, 0.0]]]),),
+            why="a zero singular value has derivative 0 (abs'(0) = 0); the other u v^T",
+        ),
+    ),
     doc="singular values (np.linalg.svd(x, compute_uv=False)); exact at repeated ones",
 )
 qr_packed = OpSpec(
@@ -294,6 +301,12 @@ norm = OpSpec(
     params=("ord", "axis", "keepdims"),
     numpy=(np.linalg.norm,),
     samples=_norm_samples,
+    kinks=(
+        Kink((np.zeros(3),), (np.zeros(3),), why="the 2-norm's gradient at 0 is 0, a subgradient"),
+        Kink((np.zeros((2, 2)),), (np.zeros((2, 2)),), {"ord": "fro"}, why="'fro' at 0: gradient 0"),
+        Kink(([-1.0, 0.0, 2.0],), (np.array([-1.0, 0.0, 1.0]),), {"ord": 1}, why="ord 1: abs'(0) = 0"),
+        Kink(([3.0, -3.0, 1.0],), (np.array([0.5, -0.5, 0.0]),), {"ord": np.inf}, why="ord inf: ties split"),
+    ),
     doc="vector ords and 'fro', 'nuc', ±1, ±2, ±inf; the gradient at x = 0 is 0 (a subgradient); "
     "'nuc' at rank-deficient x: U V^T on the nonzero singular values",
 )

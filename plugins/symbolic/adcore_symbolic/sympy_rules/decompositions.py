@@ -2,10 +2,10 @@
 
 norm: vector ords as sums of |x|**p (None, 2 and 'fro' as sqrt(sum x**2), whose derivative at
 x = 0 is 0 here too: see _safe_sqrt), inf/-inf and the matrix ±1/±inf through amax/amin (ties
-split); ord 0 and the singular-value norms ('nuc', ±2) refuse. eigh, eigvalsh, svd and svdvals
-have no sympy form for a symbolic matrix, and the closed forms of qr (Gram-Schmidt), pinv and
-lstsq ((A^T A)^-1 A^T) pass the symbolic backend's expression budget from 3x3 on: their rules
-raise MissingRuleError, which conformance counts as unsupported.
+split), ord 0 as a count of Piecewise steps; the singular-value norms ('nuc', ±2) refuse. eigh,
+eigvalsh, svd and svdvals have no sympy form for a symbolic matrix, and the closed forms of qr
+(Gram-Schmidt), pinv and lstsq ((A^T A)^-1 A^T) pass the symbolic backend's expression budget
+from 3x3 on: their rules raise MissingRuleError, which conformance counts as unsupported.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ def _vector_norm(ord: Any):
     def norm(*xs: Any) -> Any:
         if ord in (None, 2, "fro"):
             return _safe_sqrt()(sp.Add(*(x * x for x in xs)))
+        if ord == 0:  # the count of nonzero entries, derivative 0
+            return sp.Add(*(sp.Piecewise((0, sp.Eq(x, 0)), (1, True)) for x in xs))
         if ord == 1:
             return sp.Add(*(sp.Abs(x) for x in xs))
         if ord == np.inf:
@@ -72,8 +74,6 @@ def _vector_norm(ord: Any):
 def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     x = np.asarray(x, dtype=object)
     axes, matrix = norm_axes(x, ord, axis)
-    if ord == 0 and not matrix:
-        _refuse("norm", "ord=0 counts nonzero entries, which a symbolic x does not tell")()
     if not matrix:
         return reduce_with(_vector_norm(ord), x, axes, keepdims)
     if ord in ("nuc", 2, -2):
