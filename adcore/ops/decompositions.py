@@ -421,8 +421,34 @@ def linalg_matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, **kwarg
     return np.linalg.matrix_rank(concrete(A), tol=tol, hermitian=hermitian, **kwargs)
 
 
+def linalg_vector_norm(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    """np.linalg.vector_norm on a traced value: norm over `axis`, every axis of any ndim for None."""
+    if axis is None:
+        out = norm(core.OPS.reshape(x, shape=(-1,)), ord=ord)
+        return core.OPS.reshape(out, shape=(1,) * x.ndim) if keepdims else out
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if len(axes) == 1:
+        return norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
+    ndim = x.ndim
+    axes = tuple(int(a) % ndim for a in axes)
+    rest = tuple(i for i in range(ndim) if i not in axes)
+    moved = core.OPS.transpose(x, axes=rest + axes)
+    flat = core.OPS.reshape(moved, shape=tuple(x.shape[i] for i in rest) + (-1,))
+    out = norm(flat, ord=ord, axis=-1)
+    if keepdims:
+        out = core.OPS.reshape(out, shape=tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
+    return out
+
+
+def linalg_matrix_norm(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """np.linalg.matrix_norm on a traced value: norm over the last two axes."""
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
 core.NUMPY_FUNCTIONS.update(
     {
+        np.linalg.vector_norm: linalg_vector_norm,
+        np.linalg.matrix_norm: linalg_matrix_norm,
         np.linalg.eigh: linalg_eigh,
         np.linalg.svd: linalg_svd,
         np.linalg.qr: linalg_qr,

@@ -109,6 +109,32 @@ def test_norm_values_match_numpy(ord, axis, shape):
         np.testing.assert_allclose(anp.norm(x, ord=ord, axis=axis, keepdims=keepdims), expected)
 
 
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: np.linalg.vector_norm(x),
+        lambda x: np.linalg.vector_norm(x, ord=3, axis=(0, 2), keepdims=True),
+        lambda x: np.linalg.vector_norm(x, ord=1, axis=1),
+        lambda x: np.linalg.vector_norm(x, axis=None, keepdims=True),
+        lambda x: np.linalg.matrix_norm(x),
+        lambda x: np.linalg.matrix_norm(x, ord="nuc", keepdims=True),
+        lambda x: np.linalg.matrix_norm(x, ord=-np.inf),
+    ],
+)
+def test_numpy_2_vector_and_matrix_norms_on_traced_values(backend, call):
+    x = np.random.default_rng(7).standard_normal((2, 3, 4))
+    seen = []
+
+    def f(x):
+        seen.append(adcore.concrete(call(x)))
+        return anp.sum(call(x))
+
+    g = adcore.grad(f, backend=backend)(x)
+    np.testing.assert_allclose(seen[0], call(x))
+    np.testing.assert_allclose(g, central_difference(lambda x: np.sum(call(x)), x), atol=1e-6)
+
+
 # --- gradients at generic points ----------------------------------------------------------------
 
 
