@@ -456,8 +456,8 @@ _SINC_SERIES_BELOW = 0.1
 # sinc(x) = sum_k (-1)**k (pi x)**(2k) / (2k+1)!, so sinc'(x) = x sum_k>=1 c_k x**(2k-2) with
 # c_k = (-1)**k pi**(2k) 2k / (2k+1)!: seven terms are exact to rounding below 0.1, where the closed
 # form cancels (and is 0/0 at 0)
-_SINC_SLOPE_SERIES = tuple(
-    (-1) ** k * np.pi ** (2 * k) * 2 * k / np.prod(np.arange(1.0, 2 * k + 2)) for k in range(1, 8)
+_SINC_SLOPE_SERIES = tuple(  # Python floats: float32 inputs stay float32
+    float((-1) ** k * np.pi ** (2 * k) * 2 * k / np.prod(np.arange(1.0, 2 * k + 2))) for k in range(1, 8)
 )
 
 

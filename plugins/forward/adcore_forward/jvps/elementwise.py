@@ -64,6 +64,9 @@ defjvp("where",      None,
 
 
 # === elementwise ops added in issue 17 (conventions at their kinks: docs/conventions.md) ===
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))  # Python floats keep float32 tangents float32
+
+
 def _upcast(v):
     """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
     return v * np.float64(1.0)
@@ -76,9 +79,9 @@ defjvp("arccosh",      lambda t, ans, x: t / anp.sqrt((x - 1) * (x + 1)))
 defjvp("arctanh",      lambda t, ans, x: t / (1 - x * x))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defjvp("log2",         lambda t, ans, x: t / (x * np.log(2.0)))
-defjvp("log10",        lambda t, ans, x: t / (x * np.log(10.0)))
-defjvp("exp2",         lambda t, ans, x: t * (ans * np.log(2.0)))
+defjvp("log2",         lambda t, ans, x: t / (x * _LN2))
+defjvp("log10",        lambda t, ans, x: t / (x * _LN10))
+defjvp("exp2",         lambda t, ans, x: t * (ans * _LN2))
 defjvp("logaddexp",    lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans),
                        lambda t, ans, x, y: lift(t, ans) * ew.exp_share(y, x, ans))
 defjvp("logaddexp2",   lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans, anp.exp2),

@@ -65,6 +65,9 @@ VJPS["where"] = MaskingRules((None,  # untaken positions are structural zeros (z
 
 
 # === elementwise ops added in issue 17 (conventions at their kinks: docs/conventions.md) ===
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))  # Python floats keep float32 tangents float32
+
+
 def _upcast(v):
     """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
     return v * np.float64(1.0)
@@ -77,9 +80,9 @@ defvjp("arccosh",      lambda g, ans, x: g / anp.sqrt((x - 1) * (x + 1)))
 defvjp("arctanh",      lambda g, ans, x: g / (1 - x * x))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defvjp("log2",         lambda g, ans, x: g / (x * np.log(2.0)))
-defvjp("log10",        lambda g, ans, x: g / (x * np.log(10.0)))
-defvjp("exp2",         lambda g, ans, x: g * ans * np.log(2.0))
+defvjp("log2",         lambda g, ans, x: g / (x * _LN2))
+defvjp("log10",        lambda g, ans, x: g / (x * _LN10))
+defvjp("exp2",         lambda g, ans, x: g * ans * _LN2)
 defvjp("logaddexp",    lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans), x),
                        lambda g, ans, x, y: unbroadcast(g * ew.exp_share(y, x, ans), y))
 defvjp("logaddexp2",   lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans, anp.exp2), x),
