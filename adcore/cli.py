@@ -48,7 +48,10 @@ def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from adcore.conformance import engine, report
 
     console = _console(out)
-    _, work = engine.plan(args.backend, args.op, args.case, args.dtype or engine.DTYPES, args.seed)
+    # the plan main() made while checking the names, else made here: once per run either way
+    work = getattr(args, "work", None) or engine.plan(
+        args.backend, args.op, args.case, args.dtype or engine.DTYPES, args.seed
+    )
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # the bar goes to stderr, so a report written to stdout stays clean
     with Progress(*columns, console=_stderr_console(), transient=True) as progress:
@@ -57,16 +60,7 @@ def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
         def advance(unit: engine.Unit) -> None:
             progress.update(task, advance=1, description=f"{unit.name} ({unit.dtype})")
 
-        result = engine.run(
-            args.backend,
-            args.op,
-            args.case,
-            args.dtype or engine.DTYPES,
-            fuzz=args.fuzz,
-            jobs=args.jobs,
-            seed=args.seed,
-            progress=advance,
-        )
+        result = engine.run(work=work, fuzz=args.fuzz, jobs=args.jobs, progress=advance)
     report.write(result, args.format, args.output, console=console)
     if args.output or args.format != "table":
         print(result.summary(), file=sys.stderr)
@@ -228,8 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(problem)
         from adcore.conformance import engine
 
-        try:  # an unknown op, backend, case or dtype is a usage error
-            engine.plan(args.backend, args.op, args.case, args.dtype or engine.DTYPES)
+        try:  # an unknown op, backend, case or dtype is a usage error; the plan is the run's
+            args.work = engine.plan(args.backend, args.op, args.case, args.dtype or engine.DTYPES, args.seed)
         except (KeyError, ValueError) as e:
             # the message itself, not str(e): a plain KeyError quotes it, and stripping those
             # quotes also ate the closing quote of "no op named 'x'"

@@ -1,10 +1,10 @@
 """adcore.check_grads: f's derivatives on every installed backend, against the engine's reference.
 
 The user-facing counterpart of a conformance run (JAX's `check_grads`, torch's `gradcheck`):
-the reference is the engine's, chosen the same way (`engine.reference_for`: symbolic, reverse
+the reference is the engine's, chosen the same way (`reference_for`: symbolic, reverse
 or forward corroborated by another backend or by numeric's Richardson estimate, else that
 estimate with its error), and so are the tolerances (`tolerances.py`) and the comparison
-(`engine.deviation`).
+(`deviation`).
 
 First order, in the arguments' own dtypes: each backend's Jacobian of f with respect to every
 float leaf of every argument; for a backend with a pullback or a JVP of its own, also the
@@ -31,8 +31,13 @@ import numpy as np
 
 import adcore
 from adcore import ops
-from adcore.conformance import engine, tolerances
+from adcore.conformance import abilities, tolerances
+from adcore.conformance.abilities import estimates
+from adcore.conformance.calls import Call
+from adcore.conformance.checks import second_estimate
 from adcore.conformance.probe import JointProbe, Outputs, Probe, flatten
+from adcore.conformance.reference import Estimate, Reference, choose_reference, reference_for
+from adcore.conformance.results import Results, deviation
 from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError, UnsupportedByBackendError
 
 MODES: tuple[str, ...] = ("fwd", "rev")
@@ -109,13 +114,13 @@ def check_grads(
     installed, chosen = adcore.backends(), _chosen(backends, modes)
     # the estimate is checked whatever `backends` says: it corroborates the reference, and backends
     # sharing a rule (a custom_jvp's, by forward and reverse) agree with each other even when it is wrong
-    estimators = [b for b in installed if engine.estimates(b) and b not in chosen]
+    estimators = [b for b in installed if estimates(b) and b not in chosen]
     run = _Runner(GradCheckReport(), named=backends is not None, unasked=estimators)
     rng = np.random.default_rng(seed)
     probe = Probe.build(flat, leaves, names, FULL_SIZE, DIRECTIONS, rng)
     failures = _first_order(probe, outputs, chosen + estimators, installed, run, rng)
     if order == 2:
-        outers = [o for o in engine.SECOND_OUTER if o in installed and _mode(o) in modes]
+        outers = [o for o in abilities.outers(installed) if _mode(o) in modes]
         if len(probe.active) <= SECOND_DIMENSIONS:  # each leaf its share of the dimensions
             share = SECOND_DIMENSIONS // max(1, len(probe.active))
             second = Probe.build(flat, leaves, names, share, share, rng)
@@ -202,7 +207,7 @@ class _Runner:
 def _something_was_checked(report: GradCheckReport, named: bool) -> None:
     """A backend that differentiates by rules was checked (or, if named, whatever was named):
     an estimate alone, compared with itself, proves nothing."""
-    if report.checked and (named or any(not engine.estimates(b) for b in report.checked)):
+    if report.checked and (named or any(not estimates(b) for b in report.checked)):
         return
     why = "; ".join(f"{b}: {reason}" for b, reason in report.skipped.items())
     raise UnsupportedByBackendError(
@@ -211,7 +216,7 @@ def _something_was_checked(report: GradCheckReport, named: bool) -> None:
     )
 
 
-def _reference(reference: engine.Reference | None, order: int, report: GradCheckReport) -> engine.Reference:
+def _reference(reference: Reference | None, order: int, report: GradCheckReport) -> Reference:
     """The engine's reference, provided something independent corroborates it."""
     if reference is None or "uncorroborated" in reference.source:
         found = f"only {reference.source}" if reference else "no backend could differentiate f"
@@ -230,16 +235,16 @@ def _reference(reference: engine.Reference | None, order: int, report: GradCheck
 def _first_order(
     probe: Probe, outputs: Outputs, chosen: list, installed: list, run: _Runner, rng
 ) -> list[Failure]:
-    at64 = engine.Results(probe.call(np.float64))
-    reference = _reference(engine.reference_for(at64, installed, lambda b: True), 1, run.report)
+    at64 = Results(probe.call(np.float64))
+    reference = _reference(reference_for(at64, installed, lambda b: True), 1, run.report)
     same = all(probe.dtype(n) == np.float64 for n in range(len(probe.active)))
-    here = at64 if same else engine.Results(probe.call())
+    here = at64 if same else Results(probe.call())
     failures = []
     for backend in chosen:
         result = run(backend, "jacobian", lambda b=backend: here.jacobians(b))
         if result is None:
             continue
-        estimator = engine.estimates(backend)
+        estimator = estimates(backend)
         jacobians, errors = result if estimator else (result[0], (0.0,) * len(result[0]))
         for n, jac in enumerate(jacobians):
             table = tolerances.ESTIMATE if estimator else tolerances.EXACT
@@ -263,9 +268,7 @@ def _first_order(
     return failures
 
 
-def _dot_products(
-    backend: str, probe: Probe, call: engine.Call, reference, run: _Runner, rng
-) -> list[Failure]:
+def _dot_products(backend: str, probe: Probe, call: Call, reference, run: _Runner, rng) -> list[Failure]:
     """<vjp(u), v_n> or <u, jvp(v_n)> against <u, J_n v_n> of the reference, for each leaf n."""
     mode = _mode(backend)
     if not mode or not call.args:
@@ -313,13 +316,11 @@ def _second_order(
     weights = rng.uniform(0.5, 1.5, np.shape(probe.fn(*probe.leaves)))
     at64 = _Hessians(probe.call(np.float64), weights)
     estimator, estimate = _second_estimate(at64, installed)
-    reference = _reference(
-        engine.choose_reference(_second_candidates(at64, installed), estimate), 2, run.report
-    )
+    reference = _reference(choose_reference(_second_candidates(at64, installed), estimate), 2, run.report)
     same = all(probe.dtype(n) == np.float64 for n in range(len(probe.active)))
     here = at64 if same else _Hessians(probe.call(), weights)
     results = []  # (backend, check, hessians, their errors)
-    for inner in (b for b in chosen if not engine.estimates(b)):
+    for inner in (b for b in chosen if not estimates(b)):
         for outer in outers:
             check = f"second by {outer}"
             hessians = run(inner, check, lambda i=inner, o=outer: here.result(i, o))
@@ -350,27 +351,27 @@ def _second_order(
 def _second_candidates(at64: _Hessians, installed: list) -> dict[str, tuple]:
     """One float64 Hessian per exact backend, by the first outer backend that takes it (as the engine)."""
     candidates = {}
-    for inner in (b for b in installed if not engine.estimates(b)):
-        found = (at64(inner, o) for o in engine.SECOND_OUTER if o in installed)
+    for inner in (b for b in installed if not estimates(b)):
+        found = (at64(inner, o) for o in abilities.outers(installed))
         hessians = next((h for h in found if not isinstance(h, Exception)), None)
         if hessians is not None:
             candidates[inner] = hessians
     return candidates
 
 
-def _second_estimate(at64: _Hessians, installed: list) -> tuple[str | None, engine.Estimate | None]:
+def _second_estimate(at64: _Hessians, installed: list) -> tuple[str | None, Estimate | None]:
     """The estimating backend over itself (numeric's Richardson twice), if one is installed."""
-    estimator = next((b for b in installed if engine.estimates(b)), None)
+    estimator = next((b for b in installed if estimates(b)), None)
     if estimator is None:
         return None, None
-    return estimator, engine.second_estimate(at64.phi, at64.call.args, estimator)
+    return estimator, second_estimate(at64.phi, at64.call.args, estimator)
 
 
 class _Hessians:
     """The Hessians of phi = <w, f> of one call, by (inner, outer) backend pair, each computed once:
     the flat tuple H[0][0], H[0][1], ..., or the exception it raised."""
 
-    def __init__(self, call: engine.Call, weights: np.ndarray) -> None:
+    def __init__(self, call: Call, weights: np.ndarray) -> None:
         w = weights.astype(np.result_type(*call.args))
         self.call, self.memo = call, {}
         self.phi = lambda *ps: ops.sum(call.fn(*ps) * w)
@@ -415,13 +416,13 @@ class _Comparison:
         error: Any = 0.0,
         scale: float | None = None,
     ) -> list[Failure]:
-        """[] if `actual` agrees with `expected` entry by entry (engine.deviation), else its worst entry."""
+        """[] if `actual` agrees with `expected` entry by entry (deviation), else its worst entry."""
         actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
         if actual.shape != expected.shape:
             return [self.mismatch(f"the derivative has shape {actual.shape}", f"shape {expected.shape}")]
         if expected.size == 0:
             return []
-        diff, limit = engine.deviation(actual, expected, tolerance, error, scale)
+        diff, limit = deviation(actual, expected, tolerance, error, scale)
         ratios = np.where(np.isnan(diff / limit), np.inf, diff / limit)
         outside = int(np.sum(ratios > 1))
         if not outside:
@@ -463,7 +464,7 @@ def _message(failures: list[Failure]) -> str:
     lines = [f"  {f}" for f in ranked[:MAX_LINES]]
     if len(ranked) > MAX_LINES:
         lines.append(f"  ... and {len(ranked) - MAX_LINES} more")
-    estimated = next((f for f in ranked if engine.estimates(f.backend)), None)
+    estimated = next((f for f in ranked if estimates(f.backend)), None)
     if estimated is not None:
         lines.append(
             f"{estimated.backend}'s estimate disagrees with {estimated.reference}: either those backends "

@@ -69,8 +69,8 @@ def targets(
 
     registry = get_registry()
     ops, cases = _subjects(registry, _names(plugins))
-    chosen, work = engine.plan(backends or None, ops, cases, list(dtypes), seed)
-    return [Target(unit, backend) for unit in work.units for backend in chosen]
+    work = engine.plan(backends or None, ops, cases, list(dtypes), seed)
+    return [Target(unit, backend) for unit in work.units for backend in work.backends]
 
 
 def _names(plugins: str | Iterable[str]) -> list[str]:

@@ -1,14 +1,23 @@
-"""What a conformance run found: one Cell per (subject, backend, dtype), gathered in a Report.
+"""What a conformance run found: one Cell per (subject, backend, dtype), gathered in a Report;
+the Tally of comparisons a cell is made from; and Results, each backend's derivatives of one
+call, computed once.
 
 A *subject* is what is checked: an op, a composite case, or the random programs of
-`--fuzz`. The renderers in `adcore.conformance.report` read only these classes.
+`--fuzz`. The renderers in `adcore.conformance.report` read only Cell, Subject and Report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
+
+import adcore
+from adcore.conformance import tolerances
+from adcore.conformance.abilities import estimate_options, estimates
+from adcore.conformance.calls import Call
 
 Status = Literal["agrees", "disagrees", "unsupported", "error"]
 STATUSES: tuple[Status, ...] = ("agrees", "disagrees", "unsupported", "error")
@@ -120,3 +129,153 @@ def merge(cells: Iterable[Cell]) -> Cell | None:
         worst=worst.worst,
         message=worst.message,
     )
+
+
+# --- the comparisons of one cell ------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """The comparisons made for one cell, and the worst of them."""
+
+    checks: int = 0
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    worst: Worst | None = None
+    worst_ratio: float = -1.0  # |a - r| / allowed of the worst comparison; > 1 fails
+    error: str = ""
+    unsupported: str = ""
+    declined: list[str] = field(default_factory=list)  # samples the backend said it cannot do
+
+    @property
+    def open(self) -> bool:
+        """Still being checked: neither unsupported nor errored."""
+        return not (self.unsupported or self.error)
+
+    def add(self, worst: Worst, ratio: float) -> None:
+        self.checks += 1
+        self.max_abs_error = max(self.max_abs_error, worst.abs_error)
+        self.max_rel_error = max(self.max_rel_error, worst.rel_error)
+        if not ratio <= self.worst_ratio:  # nan ranks worst
+            self.worst, self.worst_ratio = worst, ratio
+
+    def decline(self, what: str, error: Exception) -> None:
+        """The backend said it cannot do `what` (an UnsupportedByBackendError: symbolic's work budget,
+        ...): not checked there, and said so in the cell."""
+        self.declined.append(f"{what}: {type(error).__name__}: {error}")
+
+    def cell(self, subject: str, backend: str, dtype: str) -> Cell:
+        if self.unsupported or (self.declined and not self.checks and not self.error):
+            message = self.unsupported or f"declined every sample; {self.declined[0]}"
+            return Cell(subject, backend, dtype, "unsupported", message=message)
+        failed = not self.worst_ratio <= 1.0 and self.worst is not None
+        status = "error" if self.error else "disagrees" if failed else "agrees"
+        message = self.error
+        if status == "disagrees":
+            message = f"{self.worst.check} differs at sample {self.worst.sample}"
+        elif status == "agrees" and self.declined:
+            message = f"declined {len(self.declined)} check(s), not made; {self.declined[0]}"
+        return Cell(
+            subject,
+            backend,
+            dtype,
+            status,
+            self.checks,
+            self.max_abs_error,
+            self.max_rel_error,
+            self.worst,
+            message,
+        )
+
+
+def compare(
+    tally: Tally,
+    label: str,
+    check: str,
+    actual: Any,
+    expected: np.ndarray,
+    tolerance: tolerances.Tolerance,
+    error: Any = 0.0,
+    source: str = "",
+    scale: float | None = None,
+) -> None:
+    """Add one comparison of `actual` with `expected` (element by element) to the tally.
+
+    With `scale`, the allowed difference is (rtol + atol) * scale + atol instead (a dot
+    product is judged against the sum of its terms' sizes, so cancellation in the sum is no
+    failure; atol is the floor when the Jacobian is 0, as for x / x)."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape:
+        detail = f"shape {actual.shape}, expected {expected.shape}"
+        tally.add(Worst(label, check, float("inf"), float("inf"), detail), float("inf"))
+        return
+    diff, limit = deviation(actual, expected, tolerance, error, scale)
+    ratios = diff / limit
+    if ratios.size == 0:
+        tally.add(Worst(label, check, 0.0, 0.0, "empty"), 0.0)
+        return
+    where = np.unravel_index(np.argmax(ratios), ratios.shape)
+    abs_error = float(diff.max())
+    scale = float(np.max(np.abs(expected)))
+    rel_error = abs_error / scale if scale > 0 else (0.0 if abs_error == 0 else float("inf"))
+    at = f"at {tuple(map(int, where))}: " if where else ""
+    detail = f"{at}got {float(actual[where])!r}, expected {float(expected[where])!r}"
+    if source:
+        detail += f" (reference: {source})"
+    tally.add(Worst(label, check, abs_error, rel_error, detail), float(ratios[where]))
+
+
+def deviation(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    tolerance: tolerances.Tolerance,
+    error: Any = 0.0,
+    scale: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """|actual - expected| and the largest difference allowed, entry by entry (same shapes, float64),
+    as `compare` judges them (adcore.check_grads reports from them too)."""
+    with np.errstate(invalid="ignore"):  # inf - inf
+        diff = np.abs(actual - expected)
+    diff = np.where(np.isnan(diff), np.inf, diff)  # nan where a number was expected is wrong
+    diff = np.where(actual == expected, 0.0, diff)  # equal infinities agree
+    if scale is None:
+        limit = tolerances.allowed(expected, tolerance, np.broadcast_to(error, expected.shape))
+    else:
+        limit = np.full(expected.shape, (tolerance.rtol + tolerance.atol) * scale + tolerance.atol)
+    return diff, limit
+
+
+# --- each backend's derivatives of one call -------------------------------------------------
+
+
+class Results:
+    """Each backend's Jacobians of one call, computed once (the reference and the cells share them)."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self._memo: dict[str, Any] = {}
+
+    def jacobians(self, backend: str) -> tuple:
+        """(jacobians for argnums, jacobians for zeros); for an estimator (jacobians, errors)."""
+        if backend not in self._memo:
+            try:
+                self._memo[backend] = self._compute(backend)
+            except Exception as e:
+                self._memo[backend] = e
+        result = self._memo[backend]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _compute(self, backend: str) -> tuple:
+        call = self.call
+        if estimates(backend):
+            estimate = adcore.jacobian(
+                call.fn, argnums=call.argnums, backend=backend, **estimate_options(backend)
+            )
+            jacs, errors = estimate(*call.args)
+            return tuple(jacs), tuple(errors)
+        argnums = call.argnums + call.zeros
+        jacs = adcore.jacobian(call.fn, argnums=argnums, backend=backend)(*call.args)
+        return tuple(jacs[: len(call.argnums)]), tuple(jacs[len(call.argnums) :])

@@ -12,10 +12,9 @@ import adcore
 import adcore.numpy as anp
 from adcore.conformance import engine, tolerances
 from adcore.conformance.engine import Call, Estimate, Tally, choose_reference, compare
-from adcore.conformance.kinks import Kink
 from adcore.errors import UnknownBackendError, UnknownOpError
 from adcore.plugins import get_registry
-from adcore.spec import REAL, OpSpec, elementwise_samples
+from adcore.spec import REAL, Kink, OpSpec, elementwise_samples
 
 CUBE_SAMPLES = elementwise_samples(REAL)
 
@@ -145,8 +144,8 @@ def test_a_backend_that_raises_is_an_error_cell_and_the_next_run_is_clean(regist
 
 
 def test_a_kink_convention_is_checked_on_rule_backends_only(monkeypatch):
-    # plant a wrong convention: sin'(0) "should" be 2
-    monkeypatch.setattr(engine, "KINKS", (Kink("sin", ([0.0],), (np.array([[2.0]]),), why="planted"),))
+    # plant a wrong convention on sin's OpSpec: sin'(0) "should" be 2
+    monkeypatch.setattr(adcore.ops.sin, "kinks", (Kink(([0.0],), (np.array([[2.0]]),), why="planted"),))
     report = engine.run(ops=["sin"], dtypes=["float64"])
     assert _failing(report) == {("sin", "reverse"), ("sin", "forward"), ("sin", "symbolic")}
     assert report.cell("sin", "reverse").worst.check == "kink"
@@ -173,7 +172,7 @@ def test_progress_is_reported_once_per_unit():
 
 
 def test_naming_ops_runs_no_cases_and_bad_names_say_what_exists():
-    _, plan = engine.plan(ops=["sin"])
+    plan = engine.plan(ops=["sin"])
     assert [s.name for s in plan.subjects] == ["sin"]
     with pytest.raises(UnknownOpError, match="did you mean 'sin'"):
         engine.plan(ops=["sinn"])

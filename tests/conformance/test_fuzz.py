@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
 import adcore.numpy as anp
@@ -17,6 +18,8 @@ from adcore.conformance import engine
 from adcore.conformance.fuzz import (
     KINK_MARGIN,
     MAX_VALUE,
+    SPD,
+    SQUARE,
     Builder,
     FuzzRun,
     Program,
@@ -26,7 +29,7 @@ from adcore.conformance.fuzz import (
     sampled_domains,
 )
 from adcore.errors import MissingDependencyError
-from adcore.spec import NONZERO, POSITIVE, REAL, OpSpec, elementwise_samples
+from adcore.spec import NONZERO, POSITIVE, REAL, OpSpec, Sample, elementwise_samples
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -118,9 +121,14 @@ def _choice(name: str):
     return next(c for c in catalogue([name]))
 
 
+def _call(builder: Builder, name: str, operands, positive: bool = True, signature: int = 0) -> bool:
+    choice = _choice(name)
+    return builder.call(choice, operands, choice.signatures[signature], positive)
+
+
 def test_a_value_outside_a_positive_domain_is_squashed_in_log_of_a_softplus():
     builder = Builder([np.array([-5.0, 0.2, 1.0])])
-    assert builder.call(_choice("log"), [0], {}, positive=True)
+    assert _call(builder, "log", [0])
     assert [line.op for line in builder.lines] == ["softplus", "add", "log"]
     (log,) = sampled_domains(adcore.ops.log)
     assert np.all(builder.values[-2] >= log.low)
@@ -129,7 +137,7 @@ def test_a_value_outside_a_positive_domain_is_squashed_in_log_of_a_softplus():
 
 def test_a_value_near_zero_is_pushed_to_one_side_for_ops_sampled_away_from_it():
     builder = Builder([np.array([-1.0, 0.01, 2.0])])
-    assert builder.call(_choice("reciprocal"), [0], {}, positive=False)
+    assert _call(builder, "reciprocal", [0], positive=False)
     assert builder.lines[-1].op == "reciprocal"
     inputs = builder.values[-2]
     assert np.all(inputs <= -NONZERO.away_from_zero)
@@ -138,17 +146,49 @@ def test_a_value_near_zero_is_pushed_to_one_side_for_ops_sampled_away_from_it():
 def test_an_op_is_skipped_near_its_kinks_and_ties():
     x = np.array([0.01, 1.0, -0.7])
     builder = Builder([x, x + KINK_MARGIN / 2])
-    assert not builder.call(_choice("relu"), [0], {}, positive=True)  # 0.01 is near relu's kink
-    assert not builder.call(_choice("maximum"), [0, 1], {}, positive=True)  # near ties
-    assert not builder.call(_choice("floor"), [0], {}, positive=True)  # 0.01 is near 0
+    assert not _call(builder, "relu", [0])  # 0.01 is near relu's kink
+    assert not _call(builder, "maximum", [0, 1])  # near ties
+    assert not _call(builder, "floor", [0])  # 0.01 is near 0
     assert builder.lines == []
-    assert builder.call(_choice("maximum"), [0, 0], {}, positive=True) is False  # exact ties
-    assert builder.call(_choice("sin"), [0], {}, positive=True)
+    assert _call(builder, "maximum", [0, 0]) is False  # exact ties
+    assert _call(builder, "sin", [0])
 
 
 def test_catalogue_refuses_an_op_programs_cannot_call():
-    with pytest.raises(ValueError, match="where"):
-        catalogue(["sin", "where"])
+    with pytest.raises(ValueError, match="stop_gradient"):
+        catalogue(["sin", "stop_gradient"])  # no input a derivative flows through
+
+
+def test_the_catalogue_is_read_off_the_samples_not_a_list_of_names(register_plugin):
+    # an op of a plugin, not elementwise: called as its samples call it, its operand mixed to shape
+    gram = OpSpec(
+        "gram", lambda a: a.T @ a, samples=lambda rng, dtype: [Sample((REAL.draw(rng, (3, 2), dtype),))]
+    )
+    register_plugin(_plugin([gram], vjps={"gram": (lambda g, ans, a: a @ (g + g.T),)}), "grams")
+    (choice,) = catalogue(["gram"])
+    assert [s.shapes for s in choice.signatures] == [((3, 2),)]
+    builder = Builder([np.array([0.5, -1.0, 2.0])])
+    assert builder.call(choice, [0], choice.signatures[0], positive=True)
+    assert [line.op for line in builder.lines] == ["reshape", "matmul", "reshape", "gram"]
+    assert builder.values[-1].shape == (2, 2)
+
+
+def test_matrices_are_squashed_into_the_structure_their_samples_have():
+    cholesky, inv = _choice("cholesky"), _choice("inv")
+    assert cholesky.domains[0].structure == SPD and inv.domains[0].structure == SQUARE
+    builder = Builder([np.array([[3.0, -2.0, 0.5], [0.1, 2.0, -3.0], [1.0, 1.0, 1.0]])])
+    for name, choice in (("cholesky", cholesky), ("inv", inv)):
+        signature = next(s for s in choice.signatures if s.shapes[0] == (3, 3))
+        assert builder.call(choice, [0], signature, positive=True), name
+        fed = builder.values[builder.lines[-1].args[0]]
+        singular = np.linalg.svd(fed, compute_uv=False)
+        assert singular.min() >= 0.5 and singular.max() <= 4.0, name  # well conditioned
+        if choice is cholesky:
+            np.testing.assert_allclose(fed, fed.T)
+    program = builder.program()
+    for backend in ("reverse", "forward"):
+        (jac,) = adcore.jacobian(program, backend=backend)(*program.inputs)
+        assert np.all(np.isfinite(jac))
 
 
 # --- catching a wrong rule --------------------------------------------------------------------

@@ -1,0 +1,44 @@
+"""What each backend can do, read off its class (adcore.backend.Backend's ability attributes):
+the engine decides everything by these, and names no backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from adcore.backend import Backend
+from adcore.plugins import get_registry
+
+
+def backend(name: str) -> Backend:
+    return get_registry().backend(name)
+
+
+def estimates(name: str) -> bool:
+    """Whether the backend's derivatives are estimates with an error bound (Backend.estimates):
+    compared within that bound, never a reference by themselves when an exact one agrees."""
+    return backend(name).estimates
+
+
+def estimate_options(name: str) -> dict[str, Any]:
+    """The options that ask an estimating backend for its best estimate and its error bound."""
+    return dict(backend(name).estimate_options)
+
+
+def reference_order(names: Iterable[str]) -> list[str]:
+    """`names` in the order they are tried as the reference: highest reference_priority first,
+    then by name."""
+    return sorted(names, key=lambda name: (-backend(name).reference_priority, name))
+
+
+def outers(names: Iterable[str]) -> list[str]:
+    """The backends among `names` that can take the outer derivative of a second derivative,
+    preferred first (highest outer_priority, then by name)."""
+    able = [name for name in names if backend(name).can_be_outer]
+    return sorted(able, key=lambda name: (-backend(name).outer_priority, name))
+
+
+def products(name: str) -> tuple[str, ...]:
+    """The products with the Jacobian the backend computes itself ("vjp", "jvp"), which the
+    dot-product test checks: what its derivatives are built from (Backend.builds)."""
+    return tuple(kind for kind in ("vjp", "jvp") if backend(name).builds == kind)

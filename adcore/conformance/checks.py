@@ -1,0 +1,298 @@
+"""The checks of one subject (an op, a case, a random program) in one dtype, one function each,
+and `check_subject`, which runs them on every backend and makes the cells.
+
+- jacobians: d f / d x for each differentiable float input, in the input's dtype, against the
+  reference (and the derivative's dtype against the input's);
+- zeros: 0 for float inputs the op declares not differentiable (not for an estimating backend,
+  which sees only the impl);
+- dot products: <vjp(u), v> or <u, jvp(v)> (what the backend builds on) against <u, J v> of the
+  reference, with dense random u and v;
+- second (float64): the second derivatives of <w, f(x + s v + t u)> in (s, t) at 0, for random
+  w, v, u (v'Hv, u'Hu and u'Hv of <w, f>): each backend's first derivative differentiated again
+  by the outer backend, so a rule must itself be differentiable (written with adcore ops);
+- kinks: the op's Kinks (OpSpec.kinks, docs/conventions.md) on the exact backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import adcore
+from adcore.conformance import tolerances
+from adcore.conformance.abilities import estimate_options, estimates, outers, products
+from adcore.conformance.calls import Call
+from adcore.conformance.reference import Estimate, Reference, choose_reference, reference_for
+from adcore.conformance.results import Cell, Results, Tally, Worst, compare
+from adcore.errors import MissingRuleError, UnsupportedByBackendError
+from adcore.registry import Registry
+from adcore.spec import OpSpec
+
+SECOND_MAX_SIZE = 12  # second derivatives are taken at the largest call with this many elements at most
+
+
+def check_subject(
+    subject: str,
+    calls: list[Call],
+    backends: Sequence[str],
+    dtype: str,
+    supported: Callable[[str], str],
+    *,
+    second: bool = False,
+    op: OpSpec | None = None,
+    seed: int = 0,
+) -> list[Cell]:
+    """The cells of one subject in one dtype: every backend in `backends` at every call; with
+    `second`, second derivatives too (float64); with `op`, its kinks.
+
+    `supported(backend)` is "" or why the backend cannot take the subject (a missing rule).
+    """
+    installed = adcore.backends()
+    tallies = {b: Tally(unsupported=supported(b)) for b in backends}
+    for k, call in enumerate(calls):
+        here = Results(call)
+        at64 = here if dtype == "float64" else Results(call.in_float64())
+        reference = reference_for(at64, installed, lambda b: not supported(b))
+        rng = np.random.default_rng([seed, k])
+        u, vs = _directions(call, reference, rng) if reference is not None else (None, [])
+        for backend, tally in tallies.items():
+            if not tally.open:
+                continue
+            try:
+                if reference is None:
+                    raise RuntimeError(
+                        "no installed backend could differentiate it, so there is no reference"
+                    )
+                check_jacobians(tally, backend, here, reference, dtype)
+                check_zeros(tally, backend, here, dtype)
+                check_dot_products(tally, backend, call, reference, dtype, u, vs)
+            except MissingRuleError as e:
+                tally.unsupported = str(e)
+            except UnsupportedByBackendError as e:
+                tally.decline(f"sample {call.label}", e)
+            except Exception as e:
+                tally.error = f"sample {call.label}: {type(e).__name__}: {e}"
+    if second and dtype == "float64":
+        check_second(tallies, calls, installed, supported, seed)
+    for kink in op.kinks if op is not None else ():
+        check_kink(tallies, op, kink, dtype)
+    return [tally.cell(subject, backend, dtype) for backend, tally in tallies.items()]
+
+
+def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
+    """supported(backend): "" if the backend can differentiate `op`, else why not."""
+
+    def supported(backend: str) -> str:
+        if not op.variadic and op.differentiable == () and estimates(backend):
+            return f"{backend} differentiates the impl, which cannot say that no input of {op.name!r} is differentiable"
+        be = registry.backend(backend)
+        missing = [kind for kind in getattr(be, "kinds", ()) if op.name not in registry.rules[kind]]
+        if missing and (op.variadic or op.differentiable != ()):  # else no input needs a rule
+            return f"no {' or '.join(map(repr, missing))} rule for op {op.name!r}"
+        return ""
+
+    return supported
+
+
+# --- first derivatives ------------------------------------------------------------------------
+
+
+def check_jacobians(tally: Tally, backend: str, results: Results, reference: Reference, dtype: str) -> None:
+    """Each differentiated input's Jacobian against the reference, and its dtype against the input's."""
+    call = results.call
+    if estimates(backend):
+        jacs, errors = results.jacobians(backend)
+        tolerance = tolerances.ESTIMATE[dtype]
+    else:
+        jacs = results.jacobians(backend)[0]
+        errors = (0.0,) * len(jacs)
+        tolerance = tolerances.EXACT[dtype]
+    for n, (i, jac) in enumerate(zip(call.argnums, jacs)):
+        error = errors[n] + reference.error(n)
+        compare(
+            tally, call.label, "jacobian", jac, reference.jacobians[n], tolerance, error, reference.source
+        )
+        if np.result_type(jac) != call.args[i].dtype:
+            detail = f"input {i} is {call.args[i].dtype}, its derivative {np.result_type(jac)}"
+            tally.add(Worst(call.label, "dtype", 0.0, 0.0, detail), float("inf"))
+
+
+def check_zeros(tally: Tally, backend: str, results: Results, dtype: str) -> None:
+    """0 for each float input the op declares not differentiable (exact backends)."""
+    call = results.call
+    if estimates(backend) or not call.zeros:
+        return
+    for i, jac in zip(call.zeros, results.jacobians(backend)[1]):
+        zero = np.zeros(np.shape(jac))
+        source = f"input {i} is not differentiable"
+        compare(tally, call.label, "zero", jac, zero, tolerances.EXACT[dtype], source=source)
+
+
+def _directions(call: Call, reference: Reference, rng: np.random.Generator) -> tuple[Any, list]:
+    """Dense random u (output-shaped) and v (one per differentiated input) in the call's dtypes."""
+    if not call.argnums:
+        return None, []
+    xs = [call.args[i] for i in call.argnums]
+    first = reference.jacobians[0]
+    out_shape = np.shape(first)[: np.ndim(first) - np.ndim(xs[0])]
+    u = rng.uniform(-1, 1, out_shape).astype(np.result_type(*xs))
+    return u, [rng.uniform(-1, 1, np.shape(x)).astype(x.dtype) for x in xs]
+
+
+def check_dot_products(
+    tally: Tally, backend: str, call: Call, reference: Reference, dtype: str, u: Any, vs: list
+) -> None:
+    """<vjp(u), v> and <u, jvp(v)> against <u, J v> of the reference, for the products the
+    backend computes itself (exact backends)."""
+    own = products(backend)
+    if estimates(backend) or not own or u is None:
+        return
+    xs = [call.args[i] for i in call.argnums]
+    fn = call.of(call.argnums)
+    expected, scale = 0.0, 0.0
+    for jac, v in zip(reference.jacobians, vs):
+        flat = np.reshape(jac, (u.size, v.size))
+        expected += float(u.reshape(-1).astype(np.float64) @ flat @ v.reshape(-1))
+        scale += float(np.abs(u.reshape(-1)) @ np.abs(flat) @ np.abs(v.reshape(-1)))
+    source = f"<u, J v> of {reference.source}"
+    tolerance = tolerances.EXACT[dtype]
+    if "vjp" in own:
+        _, vjp_fn = adcore.vjp(fn, *xs, backend=backend)
+        cotangents = vjp_fn(u)
+        got = sum(float(np.sum(np.asarray(ct, dtype=np.float64) * v)) for ct, v in zip(cotangents, vs))
+        compare(tally, call.label, "vjp", got, expected, tolerance, source=source, scale=scale)
+    if "jvp" in own:
+        _, tangent = adcore.jvp(fn, tuple(xs), tuple(vs), backend=backend)
+        got = float(np.sum(u.astype(np.float64) * np.asarray(tangent, dtype=np.float64)))
+        compare(tally, call.label, "jvp", got, expected, tolerance, source=source, scale=scale)
+
+
+# --- second derivatives -----------------------------------------------------------------------
+
+
+def second_call(calls: Sequence[Call]) -> Call | None:
+    """The call second derivatives are taken at: the largest with at most SECOND_MAX_SIZE
+    differentiated elements (the first of equals), else the smallest; none empty."""
+    candidates = [c for c in calls if c.argnums and all(np.size(c.args[i]) > 0 for i in c.argnums)]
+    small = [c for c in candidates if c.size <= SECOND_MAX_SIZE]
+    if small:
+        return max(small, key=lambda c: c.size)
+    return min(candidates, key=lambda c: c.size, default=None)
+
+
+def along_directions(call: Call, rng: np.random.Generator) -> Callable[..., Any]:
+    """psi(s, t) = <w, f(x + s v + t u)> for random w (positive), v and u (one per differentiated
+    input): its Hessian in (s, t) at 0 holds v'Hv, v'Hu and u'Hu of <w, f> at the call."""
+    xs = [call.args[i] for i in call.argnums]
+    vs = [rng.uniform(-1, 1, np.shape(x)).astype(x.dtype) for x in xs]
+    us = [rng.uniform(-1, 1, np.shape(x)).astype(x.dtype) for x in xs]
+    weights = rng.uniform(0.5, 1.5, np.shape(call.fn(*call.args))).astype(np.result_type(*xs))
+    ops = adcore.ops
+
+    def psi(s: Any, t: Any) -> Any:
+        args = list(call.args)
+        for i, x, v, u in zip(call.argnums, xs, vs, us):
+            args[i] = ops.add(x, ops.add(ops.multiply(s, v), ops.multiply(t, u)))
+        return ops.sum(ops.multiply(call.fn(*args), weights))
+
+    return psi
+
+
+def check_second(
+    tallies: dict[str, Tally], calls: list[Call], installed: list[str], supported, seed: int
+) -> None:
+    """The Hessian of psi (along_directions) at second_call: the derivative of each exact
+    backend's first derivative, taken by the preferred outer backend (abilities.outers) that
+    supports the subject. One outer for all, so a wrong first-order rule fails only its own op:
+    under reverse over reverse a wrong sin rule would fail cos too, whose VJP calls sin."""
+    call = second_call(calls)
+    outer = next((o for o in outers(installed) if not supported(o)), None)
+    if call is None or outer is None:
+        return
+    psi = along_directions(call, np.random.default_rng([seed, 2]))
+    point = (np.zeros(()), np.zeros(()))
+    hessians: dict[str, Any] = {}
+    for name in installed:
+        if supported(name) or estimates(name):
+            continue
+        try:
+            rows = adcore.hessian(psi, argnums=(0, 1), inner=name, outer=outer)(*point)
+            hessians[name] = (_square([h for row in rows for h in row]),)
+        except Exception as e:
+            hessians[name] = e
+    estimator = next((name for name in installed if estimates(name)), None)
+    estimate = second_estimate(psi, point, estimator) if estimator is not None else None
+    if estimate is not None:  # the four 0-d blocks as one 2 x 2 Hessian, like the exact backends'
+        estimate = Estimate((_square(estimate.jacobians),), (_square(estimate.errors),), estimator)
+    exact = {k: v for k, v in hessians.items() if not isinstance(v, Exception)}
+    reference = choose_reference(exact, estimate)
+    label = f"{call.label}, along random directions"
+    for backend, tally in tallies.items():
+        if not tally.open or estimates(backend) or reference is None:
+            continue
+        result = hessians.get(backend)
+        if isinstance(result, MissingRuleError):
+            continue  # a second-order rule may be missing; first order is what the cell is about
+        if isinstance(result, UnsupportedByBackendError):
+            tally.decline(f"second derivatives at sample {label}", result)
+            continue
+        if isinstance(result, Exception):
+            tally.error = f"second derivatives at sample {label}: {type(result).__name__}: {result}"
+            continue
+        for n, h in enumerate(result or ()):
+            error = reference.error(n)
+            compare(
+                tally, label, "second", h, reference.jacobians[n], tolerances.SECOND, error, reference.source
+            )
+
+
+def _square(blocks: Sequence[Any]) -> np.ndarray:
+    """The 0-d blocks H[0][0], H[0][1], H[1][0], H[1][1] as a 2 x 2 float64 array."""
+    return np.array([float(np.asarray(h, dtype=np.float64)) for h in blocks]).reshape(2, 2)
+
+
+def second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> Estimate | None:
+    """d^2 weighted / dx_i dx_j by the estimating backend over itself (its best estimate both
+    times; the inner one without its error, which the outer cannot take through): the blocks
+    H[0][0], H[0][1], ... in a flat tuple."""
+    nums = tuple(range(len(xs)))
+    options = estimate_options(estimator)
+    inner = {k: v for k, v in options.items() if k != "return_error"}
+    jacobians, errors = [], []
+    try:
+        for i in nums:
+            gradient = adcore.grad(weighted, argnums=i, backend=estimator, **inner)
+            hs, es = adcore.jacobian(gradient, argnums=nums, backend=estimator, **options)(*xs)
+            jacobians += list(hs)
+            errors += list(es)
+    except Exception:
+        return None
+    return Estimate(tuple(jacobians), tuple(errors), estimator)
+
+
+# --- kinks ------------------------------------------------------------------------------------
+
+
+def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> None:
+    """The derivative at one of the op's kinks (docs/conventions.md), on the exact backends."""
+    inputs = tuple(np.asarray(x, dtype=dtype) for x in kink.inputs)
+    nums = tuple(range(len(inputs)))
+    label = f"kink {kink.why}: {op.name}({', '.join(map(repr, kink.inputs))})"
+    for backend, tally in tallies.items():
+        if not tally.open or estimates(backend):
+            continue
+        try:
+            fn = lambda *xs: op(*xs, **kink.params)  # noqa: E731
+            jacs = adcore.jacobian(fn, argnums=nums, backend=backend)(*inputs)
+        except UnsupportedByBackendError as e:
+            tally.decline(label, e)
+            continue
+        except Exception as e:
+            tally.error = f"{label}: {type(e).__name__}: {e}"
+            continue
+        for jac, expected in zip(jacs, kink.jacobians):
+            compare(
+                tally, label, "kink", jac, expected, tolerances.EXACT[dtype], source="docs/conventions.md"
+            )

@@ -1,0 +1,172 @@
+"""A whole run: the plan (subjects and units of work), each unit checked (in worker processes
+under `jobs`), and the report."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from adcore.conformance.calls import case_calls, op_calls
+from adcore.conformance.checks import check_subject, op_support
+from adcore.conformance.results import Cell, Report, Subject
+from adcore.plugins import get_registry
+from adcore.registry import Registry
+
+DTYPES: tuple[str, ...] = ("float64", "float32")
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of work for a process: one subject in one dtype, on every backend asked for."""
+
+    kind: str  # "op" or "case"
+    name: str
+    dtype: str
+    backends: tuple[str, ...]
+    seed: int = 0
+
+
+def check_unit(unit: Unit) -> list[Cell]:
+    """The cells of one unit (runs in a worker process under --jobs)."""
+    registry = get_registry()
+    if unit.kind == "op":
+        op = registry.op(unit.name)
+        calls = op_calls(op, unit.dtype, unit.seed)
+        supported = op_support(registry, op)
+        return check_subject(
+            unit.name, calls, unit.backends, unit.dtype, supported, second=True, op=op, seed=unit.seed
+        )
+    case = registry.cases[unit.name]
+    calls = case_calls(case, unit.dtype, unit.seed)
+    return check_subject(unit.name, calls, unit.backends, unit.dtype, lambda b: "", seed=unit.seed)
+
+
+@dataclass
+class Plan:
+    """What a run covers: the backends, the subjects (in report order) and the units to check them."""
+
+    backends: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=lambda: list(DTYPES))
+    subjects: list[Subject] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    seed: int = 0
+
+
+def plan(
+    backends: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
+    cases: Sequence[str] | None = None,
+    dtypes: Sequence[str] = DTYPES,
+    seed: int = 0,
+) -> Plan:
+    """The backends and the work of a run; unknown names raise the registry's errors.
+
+    `ops`/`cases` None means all of them, except that naming ops alone runs no cases."""
+    registry = get_registry()
+    backends = sorted(registry.backends) if backends is None else [registry.backend(b).name for b in backends]
+    # a custom_vjp / custom_jvp function's op (pseudo-plugin "user") has no samples to check it
+    # at: adcore.check_grads proves it, at the user's arguments
+    user = registry.plugins["user"].ops if "user" in registry.plugins else ()
+    op_names = sorted(set(registry.ops) - set(user)) if ops is None else [registry.op(o).name for o in ops]
+    if cases is None:
+        cases = sorted(registry.cases) if ops is None else []
+    for name in cases:
+        if name not in registry.cases:
+            raise KeyError(
+                f"no conformance case named {name!r}; registered cases: {', '.join(sorted(registry.cases))}"
+            )
+    for dtype in dtypes:
+        if dtype not in DTYPES:
+            raise ValueError(f"conformance runs dtypes {', '.join(DTYPES)}, not {dtype!r}")
+    owner = _owners(registry)
+    result = Plan(backends, list(dtypes), seed=seed)
+    for kind, names in (("op", op_names), ("case", list(cases))):
+        for name in names:
+            result.subjects.append(Subject(name, kind, owner.get((kind, name), "")))
+            result.units += [Unit(kind, name, dtype, tuple(backends), seed) for dtype in dtypes]
+    return result
+
+
+def _owners(registry: Registry) -> dict[tuple[str, str], str]:
+    owners = {}
+    for record in registry.plugins.values():
+        owners.update({("op", name): record.name for name in record.ops})
+        owners.update({("case", name): record.name for name in record.cases})
+    return owners
+
+
+def run(
+    backends: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
+    cases: Sequence[str] | None = None,
+    dtypes: Sequence[str] = DTYPES,
+    *,
+    fuzz: int = 0,
+    jobs: int = 1,
+    seed: int = 0,
+    progress: Callable[[Unit], None] | None = None,
+    work: Plan | None = None,
+) -> Report:
+    """Check every op and case (or those named) on every installed backend (or those named).
+
+    `work`, a Plan already made (the CLI makes it once), stands for the first four arguments
+    and the seed. `jobs` > 1 checks units in that many worker processes; `progress(unit)` is
+    called as each unit finishes; `fuzz` > 0 adds that many random programs
+    (adcore.conformance.fuzz)."""
+    start = time.perf_counter()
+    work = work or plan(backends, ops, cases, dtypes, seed)
+    cells: list[Cell] = []
+    for done in _map(check_units, _by_subject(work.units), jobs):
+        for unit, unit_cells in done:
+            cells += unit_cells
+            if progress is not None:
+                progress(unit)
+    subjects = list(work.subjects)
+    if fuzz:
+        from adcore.conformance.fuzz import run_fuzz
+
+        subject, fuzz_cells = run_fuzz(fuzz, work.backends, work.dtypes, work.seed)
+        subjects.append(subject)
+        cells += fuzz_cells
+    rows = {s.name: k for k, s in enumerate(subjects)}
+    order = (work.dtypes.index, work.backends.index)
+    cells.sort(key=lambda c: (rows[c.subject], order[0](c.dtype), order[1](c.backend)))
+    versions = {r.name: r.version for r in get_registry().plugins.values() if not r.error}
+    seconds = time.perf_counter() - start
+    return Report(subjects, work.backends, work.dtypes, cells, seconds, work.seed, versions)
+
+
+def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:
+    """Each unit with its cells, checked in order in this process."""
+    return [(unit, check_unit(unit)) for unit in units]
+
+
+def _by_subject(units: list[Unit]) -> list[list[Unit]]:
+    """The units of each subject together, float64 first: one process checks them in turn, so
+    what a backend compiles for a function (symbolic, per shapes and dtype) in the float64 unit
+    serves the float32 unit's float64 reference."""
+    groups: dict[tuple[str, str], list[Unit]] = {}
+    for unit in units:
+        groups.setdefault((unit.kind, unit.name), []).append(unit)
+    return [sorted(group, key=lambda u: DTYPES.index(u.dtype)) for group in groups.values()]
+
+
+def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterable[R]:
+    """fn(task) for each task as each finishes, in `jobs` forked processes (or here, for 1)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield fn(task)
+        return
+    # fork keeps what this process loaded (plugins registered by hand included); Windows and
+    # macOS' default spawn would load the entry-point plugins afresh, which is fine too
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        for future in as_completed([pool.submit(fn, task) for task in tasks]):
+            yield future.result()
