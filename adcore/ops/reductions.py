@@ -186,14 +186,26 @@ def _std(x, axis=None, ddof=0, keepdims=False):
     return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
 
 
-def _spread_samples(rng: np.random.Generator, dtype) -> list[Sample]:
-    out = []
-    for shape, axes in _SHAPE_AXES[1:]:
-        for axis in axes:
-            for keepdims in (False, True):
-                out.append(Sample((REAL.draw(rng, shape, dtype),), {"axis": axis, "keepdims": keepdims}))
-            out.append(Sample((REAL.draw(rng, shape, dtype),), {"axis": axis, "ddof": 1}))
-    return out
+# fewer and smaller calls than reduction_samples: symbolic's derivative of a spread is n^2 terms
+_SPREAD_SHAPE_AXES = (((3,), (None, 0)), ((2, 3), (None, 1, (0, 1))), ((2, 3, 4), ((0, 2), -1)))
+
+
+def spread_samples(domain: Domain):
+    """Every (shape, axis) above, with and without keepdims, and with ddof=1."""
+
+    def draw(rng: np.random.Generator, dtype) -> list[Sample]:
+        out = []
+        for shape, axes in _SPREAD_SHAPE_AXES:
+            for axis in axes:
+                for params in ({"keepdims": False}, {"keepdims": True}, {"ddof": 1}):
+                    out.append(Sample((domain.draw(rng, shape, dtype),), {"axis": axis, **params}))
+        return out
+
+    return draw
+
+
+def _ptp_samples(rng: np.random.Generator, dtype) -> list[Sample]:
+    return [s for s in spread_samples(DISTINCT)(rng, dtype) if "ddof" not in s.params]
 
 
 var = OpSpec(
@@ -201,7 +213,7 @@ var = OpSpec(
     _var,
     params=("axis", "ddof", "keepdims"),
     numpy=(np.var,),
-    samples=_spread_samples,
+    samples=spread_samples(REAL),
     doc="ddof >= n is refused (NumPy's inf/nan has no derivative)",
 )
 std = OpSpec(
@@ -209,7 +221,7 @@ std = OpSpec(
     _std,
     params=("axis", "ddof", "keepdims"),
     numpy=(np.std,),
-    samples=_spread_samples,
+    samples=spread_samples(REAL),
     doc="derivative 0 where std is 0 (all elements equal), as abs'(0) = 0; ddof >= n is refused",
     kinks=(
         Kink((np.array([1.5, 1.5, 1.5]),), (np.zeros(3),), why="std of equal elements is 0: derivative 0"),
@@ -220,7 +232,7 @@ ptp = OpSpec(
     np.ptp,
     params=("axis", "keepdims"),
     numpy=(np.ptp,),
-    samples=reduction_samples(DISTINCT),
+    samples=_ptp_samples,
     doc="max - min: the gradient is split equally among ties of the max and of the min",
 )
 
