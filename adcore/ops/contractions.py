@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import InvalidValueError, UnsupportedFunctionError
+from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
 from adcore.ops.einsum_forms import cross_form, multi_dot_form
 from adcore.ops.einsum_notation import EinsumPlan, einsum_plan
 from adcore.spec import Domain, OpSpec, Sample, fixed_samples
@@ -70,9 +70,10 @@ def _refusing_bad_shapes(name: str, impl: Callable[..., Any]) -> Callable[..., A
             return impl(*args, **params)
         except InvalidValueError:
             raise
-        except (ValueError, TypeError) as e:  # np.linalg.LinAlgError is a ValueError
+        except (ValueError, TypeError) as e:
             shapes = ", ".join(str(np.shape(x)) for x in args)
-            raise InvalidValueError(f"{name}: inputs of shapes {shapes} with {params}: {e}") from e
+            error = LinearAlgebraError if isinstance(e, np.linalg.LinAlgError) else InvalidValueError
+            raise error(f"{name}: inputs of shapes {shapes} with {params}: {e}") from e
 
     return call
 
@@ -90,7 +91,7 @@ def _matrix_power(a: Any, n: int = 1) -> np.ndarray:
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise InvalidValueError(f"matrix_power: n={n!r} must be an integer")
     if np.ndim(a) < 2 or np.shape(a)[-1] != np.shape(a)[-2]:
-        raise InvalidValueError(f"matrix_power: a has shape {np.shape(a)}, not a (stack of) square matrix")
+        raise LinearAlgebraError(f"matrix_power: a has shape {np.shape(a)}, not a (stack of) square matrix")
     return np.linalg.matrix_power(a, n)
 
 
@@ -246,6 +247,8 @@ class _SubscriptsFirst(OpSpec):
     """einsum's calls, NumPy's way: the subscripts first, then any number of operands."""
 
     def canonical_call(self, args: tuple, params: dict) -> tuple[tuple, dict]:
+        if len(args) == 1 and isinstance(args[0], list) and args[0] and isinstance(args[0][0], str):
+            args = tuple(args[0])  # np.einsum's arguments as one list (Tracer.__array_function__)
         if args and isinstance(args[0], str):
             args, params = args[1:], {**params, "subscripts": args[0]}
         if "subscripts" not in params:

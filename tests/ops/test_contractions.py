@@ -10,7 +10,7 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore import InvalidValueError, UnsupportedFunctionError
+from adcore import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
 from adcore.ops import contractions, einsum_forms
 from adcore.ops.einsum_notation import einsum_plan
 
@@ -357,6 +357,16 @@ def test_the_sublist_form_of_einsum_is_refused_by_name():
 def test_bad_inputs_are_a_typed_error_naming_the_op(call, says):
     with pytest.raises(InvalidValueError, match=says):
         call()
+
+
+@pytest.mark.parametrize(
+    "a, n", [(np.ones((2, 2)), -1), (np.ones((2, 3)), 2)], ids=["singular", "not square"]
+)
+def test_matrix_power_of_a_bad_matrix_is_numpys_linalg_error_too(a, n):
+    with pytest.raises(LinearAlgebraError, match="matrix_power"):
+        anp.matrix_power(a, n)
+    with pytest.raises(np.linalg.LinAlgError):  # what NumPy code catches
+        adcore.grad(lambda x: anp.sum(anp.matrix_power(x, n)))(a)
 
 
 def test_bad_input_on_a_traced_value_is_the_same_error():
