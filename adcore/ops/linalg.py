@@ -124,9 +124,10 @@ def is_transposed(trans: Any) -> bool:
     raise InvalidValueError(f"op 'solve_triangular': trans must be 0, 1, 2, 'N', 'T' or 'C'; got {trans!r}")
 
 
-def triangle_mask(n: int, lower: bool, unit_diagonal: bool = False) -> np.ndarray:
-    """1.0 on the entries of an n x n matrix a triangular solve reads, 0.0 elsewhere."""
-    mask = np.tri(n, k=-1 if unit_diagonal else 0)
+def triangle_mask(n: int, lower: bool, unit_diagonal: bool = False, dtype: Any = np.float64) -> np.ndarray:
+    """1 on the entries of an n x n matrix a triangular solve reads, 0 elsewhere (in `dtype`, so that a
+    float32 value stays float32 when masked)."""
+    mask = np.tri(n, k=-1 if unit_diagonal else 0, dtype=dtype)
     return mask if lower else mask.T
 
 

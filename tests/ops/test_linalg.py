@@ -380,3 +380,22 @@ def test_constant_arguments_may_be_lists(name, backend):
     ):
         expected = adcore.jacobian(g, backend=backend)(SPD)
         np.testing.assert_allclose(adcore.jacobian(f, backend=backend)(SPD), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "name", ["inv", "solve", "cholesky", "det", "logabsdet", "solve_triangular", "cho_solve"]
+)
+def test_rules_keep_float32_float32(name):
+    # the masks the rules multiply by are made in the cotangent's dtype, not NumPy's float64
+    from adcore_forward.jvps import JVPS
+    from adcore_reverse.vjps import VJPS
+
+    f32 = np.float32
+    a, spd = A.astype(f32), SPD.astype(f32)
+    args = {"cholesky": (spd,), "cho_solve": (np.linalg.cholesky(spd), V.astype(f32))}.get(name)
+    if args is None:
+        args = (a, V.astype(f32)) if name.startswith("solve") else (a,)
+    ans = getattr(anp, name)(*args)
+    for i, (vjp, jvp) in enumerate(zip(VJPS[name], JVPS[name])):
+        assert vjp(np.ones(np.shape(ans), f32), ans, *args).dtype == f32
+        assert jvp(np.ones((2,) + args[i].shape, f32), ans, *args).dtype == f32

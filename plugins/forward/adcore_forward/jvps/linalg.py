@@ -85,7 +85,7 @@ def _solve_triangular_jvp(argnum: int):
         if argnum == 1:
             return _like_solution(solve(_rhs_tangent(t, ans, b)), t, ans, b)
         x = _matrix(ans, b)
-        dt = t * triangle_mask(a.shape[-1], lower, unit_diagonal)
+        dt = t * triangle_mask(a.shape[-1], lower, unit_diagonal, t.dtype)
         dm = _swap(dt) if is_transposed(trans) else dt
         return _like_solution(-solve(anp.matmul(_lift_to(dm, x.ndim), x)), t, ans, b)
 
@@ -98,7 +98,7 @@ def _cho_solve_jvp(argnum: int):
         c, b = _array(c), _array(b)
         if argnum == 1:
             return _like_solution(anp.cho_solve(c, _rhs_tangent(t, ans, b), lower=lower), t, ans, b)
-        mask = triangle_mask(c.shape[-1], lower)
+        mask = triangle_mask(c.shape[-1], lower, dtype=t.dtype)
         factor, d_factor = c * mask, t * mask
         half = anp.matmul(d_factor, _swap(factor)) if lower else anp.matmul(_swap(d_factor), factor)
         x = _matrix(ans, b)
@@ -113,11 +113,11 @@ def _cholesky_jvp(t, ans, a, upper=False):
     # triangle (the upper one with upper=True)
     low = _swap(ans) if upper else ans
     t_low = _swap(t) if upper else t
-    n = ans.shape[-1]
-    da = t_low * np.tri(n) + _swap(t_low * np.tri(n, k=-1))
+    n, dtype = ans.shape[-1], t.dtype
+    da = t_low * np.tri(n, dtype=dtype) + _swap(t_low * np.tri(n, k=-1, dtype=dtype))
     half = anp.solve_triangular(low, da, lower=True)  # L^-1 dA
     inner = _swap(anp.solve_triangular(low, _swap(half), lower=True))  # L^-1 dA L^-T
-    dl = anp.matmul(low, inner * (np.tri(n) - 0.5 * np.eye(n)))
+    dl = anp.matmul(low, inner * (np.tri(n, dtype=dtype) - np.eye(n, dtype=dtype) / 2))
     return _swap(dl) if upper else dl
 
 

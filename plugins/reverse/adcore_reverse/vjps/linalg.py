@@ -87,7 +87,7 @@ def _solve_triangular_vjp(argnum: int):
             return _like_rhs(gb, b)
         x = _matrix(ans, b)
         ga = anp.matmul(x, _swap(gb)) if transposed else anp.matmul(gb, _swap(x))
-        return unbroadcast(-ga * triangle_mask(a.shape[-1], lower, unit_diagonal), a)
+        return unbroadcast(-ga * triangle_mask(a.shape[-1], lower, unit_diagonal, g.dtype), a)
 
     return rule
 
@@ -100,7 +100,7 @@ def _cho_solve_vjp(argnum: int):
         if argnum == 1:
             return _like_rhs(gb, b)
         n = c.shape[-1]
-        mask = triangle_mask(n, lower)
+        mask = triangle_mask(n, lower, dtype=g.dtype)
         factor = c * mask
         ga = -anp.matmul(gb, _swap(_matrix(ans, b)))
         both = ga + _swap(ga)
@@ -113,16 +113,16 @@ def _cholesky_vjp(g, ans, a, upper=False):
     # Murray's S = L^-T Phi(L^T gL) L^-1; np.linalg.cholesky reads only a's lower triangle, so the
     # gradient is Phi(S + S^T) there (the symmetric gradient S_sym = (S + S^T)/2 folded onto it)
     low, g_low = (_swap(ans), _swap(g)) if upper else (ans, g)
-    phi = _phi(ans.shape[-1])
+    phi = _phi(ans.shape[-1], g.dtype)
     inner = anp.solve_triangular(low, phi * anp.matmul(_swap(low), g_low), trans=1, lower=True)
     s = _swap(anp.solve_triangular(low, _swap(inner), trans=1, lower=True))
     grad = phi * (s + _swap(s))
     return _swap(grad) if upper else grad
 
 
-def _phi(n: int) -> np.ndarray:
+def _phi(n: int, dtype: Any) -> np.ndarray:
     """The lower triangle with the diagonal halved, as a mask."""
-    return np.tril(np.ones((n, n))) - 0.5 * np.eye(n)
+    return np.tri(n, dtype=dtype) - np.eye(n, dtype=dtype) / 2
 
 
 def _det_vjp(g, ans, a):
