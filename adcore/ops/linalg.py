@@ -294,7 +294,7 @@ def slogdet(a: Any) -> SlogdetResult:
 def cofactor(a: Any, det_a: Any) -> Any:
     """The cofactor matrix of a (..., n, n), d det(a) / d a, given det_a = det(a): det(a) inv(a)^T
     where every matrix of a is well conditioned, else each entry's signed minor, which is finite
-    and exact at a singular a (n^2 determinants of size n - 1). Written with ops: it nests."""
+    and exact at a singular a (n^2 determinants of size n - 1, one batched det). Written with ops: it nests."""
     ops = core.OPS
     n = a.shape[-1]
     if n == 1:
@@ -313,14 +313,11 @@ def cofactor(a: Any, det_a: Any) -> Any:
         return ops.reshape(det_a, shape=det_a.shape + (1, 1)) * ops.transpose(
             inverse, axes=tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2)
         )
-    rest = np.arange(n)
-    entries = []
-    for i in range(n):
-        for j in range(n):
-            index = (Ellipsis, rest[rest != i][:, None], rest[rest != j][None, :])
-            minor = ops.det(ops.getitem(a, index=index))
-            entries.append(minor if (i + j) % 2 == 0 else -minor)
-    return ops.reshape(ops.stack(entries, axis=-1), shape=a.shape)
+    # every minor at once, (..., n, n, n - 1, n - 1): minor (i, j) drops row i and column j
+    keep = np.array([[k for k in range(n) if k != i] for i in range(n)])
+    minors = ops.getitem(a, index=(Ellipsis, keep[:, None, :, None], keep[None, :, None, :]))
+    signs = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
+    return ops.det(minors) * signs.astype(a.dtype)
 
 
 # --- the ops ---------------------------------------------------------------------------------
