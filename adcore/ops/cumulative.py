@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from adcore.ops import elementwise, shapes
-from adcore.ops.reductions import DISTINCT, float_dtype
-from adcore.spec import REAL, Domain, OpSpec, Sample, fixed_samples
+from adcore.ops.reductions import DISTINCT, closest_pair, float_dtype
+from adcore.spec import REAL, Domain, Kink, OpSpec, Sample, fixed_samples
 
 
 def _cumsum(x, axis=None, dtype=None):
@@ -101,6 +101,10 @@ sort = OpSpec(
     samples=fixed_samples(*_AXES[1:], domain=DISTINCT),
     doc="the derivative permutes; ties follow the stable sort: equal values get the cotangent of "
     "their own sorted slot",
+    kinks=(
+        Kink(([2.0, 1.0, 2.0],), (np.eye(3)[[1, 0, 2]],), why="equal values keep their order: a slot each"),
+    ),
+    kink_distance=lambda x, axis=-1, kind=None: closest_pair(x, axis),
 )
 
 

@@ -73,6 +73,18 @@ def _tie_distance(x, axis=None, keepdims=False):
     return s[..., -1] - s[..., -2]
 
 
+def closest_pair(x, axis=None):
+    """How close the two nearest values of each slice along `axis` are (a tie is a kink of
+    sort, ptp and the order statistics); inf for a slice of one."""
+    x = np.asarray(x)
+    axes = list(range(x.ndim)) if axis is None else [int(a) % (x.ndim or 1) for a in np.atleast_1d(axis)]
+    x = np.moveaxis(x, axes, list(range(x.ndim - len(axes), x.ndim)))
+    x = x.reshape(x.shape[: x.ndim - len(axes)] + (-1,))
+    if x.shape[-1] < 2:
+        return np.array(np.inf)
+    return np.min(np.diff(np.sort(x, axis=-1), axis=-1), axis=-1)
+
+
 max = _reduction(
     "max",
     np.max,
@@ -226,6 +238,7 @@ std = OpSpec(
     kinks=(
         Kink((np.array([1.5, 1.5, 1.5]),), (np.zeros(3),), why="std of equal elements is 0: derivative 0"),
     ),
+    kink_distance=lambda x, axis=None, ddof=0, keepdims=False: np.std(x, axis=axis),
 )
 ptp = OpSpec(
     "ptp",
@@ -234,6 +247,16 @@ ptp = OpSpec(
     numpy=(np.ptp,),
     samples=_ptp_samples,
     doc="max - min: the gradient is split equally among ties of the max and of the min",
+    kinks=(
+        Kink(
+            ([3.0, 1.0, 3.0, 1.0],),
+            (np.array([0.5, -0.5, 0.5, -0.5]),),
+            why="ties of the max and of the min get 1/k each",
+        ),
+    ),
+    kink_distance=lambda x, axis=None, keepdims=False: np.minimum(
+        _tie_distance(x, axis), _tie_distance(-np.asarray(x), axis)
+    ),
 )
 
 
@@ -352,6 +375,7 @@ _ORDER_DOC = (
     "sort + interpolation: the derivative is the interpolation weights on the two order statistics; "
     "ties follow the stable sort (the weight goes to the element whose stable rank is the slot)"
 )
+_STABLE = "ties follow the stable sort: the weight goes to the element of the slot's stable rank"
 median = OpSpec(
     "median",
     np.median,
@@ -359,6 +383,8 @@ median = OpSpec(
     numpy=(np.median,),
     samples=reduction_samples(DISTINCT),
     doc=_ORDER_DOC,
+    kinks=(Kink(([2.0, 2.0, 2.0],), (np.array([0.0, 1.0, 0.0]),), why=_STABLE),),
+    kink_distance=lambda x, axis=None, keepdims=False: closest_pair(x, axis),
 )
 quantile = OpSpec(
     "quantile",
@@ -366,6 +392,8 @@ quantile = OpSpec(
     params=("q", "axis", "method", "keepdims"),
     numpy=(np.quantile,),
     samples=_quantile_samples(1.0),
+    kinks=(Kink(([1.0, 5.0, 1.0],), (np.array([0.6, 0.0, 0.4]),), {"q": 0.2}, why=_STABLE),),
+    kink_distance=lambda x, q, axis=None, method="linear", keepdims=False: closest_pair(x, axis),
     doc=f"q constant (cast to x's float dtype); methods {', '.join(QUANTILE_METHODS)}; {_ORDER_DOC}",
 )
 percentile = OpSpec(
@@ -374,5 +402,7 @@ percentile = OpSpec(
     params=("q", "axis", "method", "keepdims"),
     numpy=(np.percentile,),
     samples=_quantile_samples(100.0),
+    kinks=(Kink(([1.0, 5.0, 1.0],), (np.array([0.6, 0.0, 0.4]),), {"q": 20.0}, why=_STABLE),),
+    kink_distance=lambda x, q, axis=None, method="linear", keepdims=False: closest_pair(x, axis),
     doc=f"quantile with q in percent; {_ORDER_DOC}",
 )
