@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_symbolic.sympy_rules import NO_SYMPY_FORM
 from op_cases import float_inputs, has_differentiable_inputs, op_cases
 
 import adcore
+from adcore.errors import MissingRuleError
 from adcore.plugins import get_registry
 
 # every op that has a sympy rule (test_every_core_op_has_a_sympy_rule: every core op has one)
@@ -27,7 +29,12 @@ def test_symbolic_agrees_with_reverse(op, sample):
         def through_ops(x, i=i):
             return op(*args[:i], x, *args[i + 1 :], **params)
 
-        value, (symbolic,) = adcore.get_backend("symbolic").value_and_jacobian(through_ops, (args[i],), (0,))
+        try:
+            value, (symbolic,) = adcore.get_backend("symbolic").value_and_jacobian(
+                through_ops, (args[i],), (0,)
+            )
+        except MissingRuleError as e:  # a rule refusing some params by name (norm's 'nuc'): typed
+            pytest.skip(str(e))
         reverse = adcore.jacobian(through_ops, backend="reverse")(args[i])
         assert symbolic.shape == reverse.shape
         np.testing.assert_allclose(symbolic, reverse, rtol=1e-12, atol=1e-12, err_msg=f"{op.name} input {i}")
@@ -44,6 +51,7 @@ def test_every_core_op_has_a_sympy_rule():
         for n, op in registry.ops.items()
         if has_differentiable_inputs(op)
         and n not in registry.rules["sympy"]
+        and n not in NO_SYMPY_FORM  # sympy cannot express them (eigh, svd): refused, documented
         and (user is None or n not in user.ops)
     ]
     assert missing == []

@@ -5,7 +5,8 @@ x = 0 is 0 here too: see _safe_sqrt), inf/-inf and the matrix ±1/±inf through 
 split), ord 0 as a count of Piecewise steps; the singular-value norms ('nuc', ±2) refuse. eigh,
 eigvalsh, svd and svdvals have no sympy form for a symbolic matrix, and the closed forms of qr
 (Gram-Schmidt), pinv and lstsq ((A^T A)^-1 A^T) pass the symbolic backend's expression budget
-from 3x3 on: their rules raise MissingRuleError, which conformance counts as unsupported.
+from 3x3 on: they have no rule (NO_SYMPY_FORM says why), so the backend refuses them with
+MissingRuleError, which conformance counts as unsupported; so do norm's singular-value ords.
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ import numpy as np
 
 from adcore.errors import MissingRuleError
 from adcore.ops.decompositions import norm_axes
-from adcore_symbolic.sympy_rules.table import defsympy, each, fn, reduce_with, sp
+from adcore_symbolic.sympy_rules.table import NO_SYMPY_FORM, defsympy, each, fn, reduce_with, sp
 
 
-def _refuse(op: str, why: str):
-    def rule(*inputs: Any, **params: Any) -> Any:
-        raise MissingRuleError(
-            f"op {op!r} has no sympy form on backend 'symbolic': {why}. Differentiate it with "
-            "backend 'reverse', 'forward' or 'numeric'."
-        )
-
-    return rule
+def _refuse(op: str, why: str) -> MissingRuleError:
+    return MissingRuleError(
+        f"op {op!r} has no sympy form on backend 'symbolic': {why}. Differentiate it with "
+        "backend 'reverse', 'forward' or 'numeric'."
+    )
 
 
 @functools.cache
@@ -77,7 +75,7 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     if not matrix:
         return reduce_with(_vector_norm(ord), x, axes, keepdims)
     if ord in ("nuc", 2, -2):
-        _refuse("norm", f"ord={ord!r} is a function of the singular values, which sympy cannot express")()
+        raise _refuse("norm", f"ord={ord!r} is a function of the singular values, which sympy cannot express")
     rows, columns = axes
     along = rows if ord in (1, -1) else columns  # column sums for ±1, row sums for ±inf
     sums = reduce_with(sp.Add, each(sp.Abs, x), along, keepdims=True)
@@ -90,11 +88,15 @@ _TOO_LARGE = "its closed form (Gram-Schmidt, (A^T A)^-1 A^T) outgrows the expres
 
 # fmt: off
 defsympy("norm",           _norm)
-defsympy("qr_packed",      _refuse("qr_packed", _TOO_LARGE))
-defsympy("pinv",           _refuse("pinv", _TOO_LARGE))
-defsympy("lstsq_solution", _refuse("lstsq_solution", _TOO_LARGE))
-defsympy("eigh_packed",    _refuse("eigh_packed", _NO_SPECTRUM))
-defsympy("eigvalsh",       _refuse("eigvalsh", _NO_SPECTRUM))
-defsympy("svd_packed",     _refuse("svd_packed", _NO_SPECTRUM))
-defsympy("svdvals",        _refuse("svdvals", _NO_SPECTRUM))
 # fmt: on
+NO_SYMPY_FORM.update(
+    {
+        "eigh_packed": _NO_SPECTRUM,
+        "eigvalsh": _NO_SPECTRUM,
+        "svd_packed": _NO_SPECTRUM,
+        "svdvals": _NO_SPECTRUM,
+        "qr_packed": _TOO_LARGE,
+        "pinv": _TOO_LARGE,
+        "lstsq_solution": _TOO_LARGE,
+    }
+)

@@ -27,6 +27,8 @@ sp = _Module("sympy")
 fn = _Module("adcore_symbolic.functions")
 
 SYMPY_RULES: dict[str, Any] = {}
+# ops sympy has no form of, with why: they get no rule (the backend reports them unsupported)
+NO_SYMPY_FORM: dict[str, str] = {}
 
 
 def defsympy(op: str, rule: Any) -> None:
