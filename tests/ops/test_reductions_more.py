@@ -272,3 +272,14 @@ def test_an_unsupported_quantile_method_is_refused_naming_it():
         adcore.grad(lambda v: np.quantile(v, 0.5, method="inverted_cdf"))(X)
     with pytest.raises(UnsupportedFunctionError, match="weights"):
         adcore.grad(lambda v: np.quantile(v, 0.5, weights=np.ones(X.shape)))(X)
+
+
+def test_a_where_mask_computed_from_a_traced_value_is_refused_typed_on_symbolic():
+    # symbolic's x > 0 is a sympy condition with no number: the mask cannot pick elements
+    from adcore.errors import UnsupportedByBackendError
+
+    for reduce in (np.sum, np.mean):
+        with pytest.raises(UnsupportedByBackendError):
+            adcore.grad(lambda x: reduce(x**2, where=x > 0), backend="symbolic")(X)  # noqa: B023
+        g = adcore.grad(lambda x: reduce(x**2, where=x > 0), backend="reverse")(X)  # noqa: B023
+        assert np.all(g[X <= 0] == 0) and np.all(g[X > 0] != 0)

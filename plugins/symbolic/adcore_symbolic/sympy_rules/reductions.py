@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore.core import concrete
 from adcore.extend import reduced_axes
 from adcore.ops.ordering import slot_weights
 from adcore_symbolic.sympy_rules.table import _Module, defsympy, each, fn, reduce_with, sp
@@ -18,8 +19,15 @@ def _mean(*xs: Any) -> Any:
     return sp.Add(*xs) / len(xs) if xs else sp.nan
 
 
+def _mask(where: Any) -> Any:
+    """where= as plain booleans: a mask computed from a traced value (x > 0) has no number here,
+    so it raises SymbolicControlFlowError, as a traced mask in x[mask] does."""
+    return concrete(where)
+
+
 def _masked(x: Any, where: Any) -> Any:
     """x with the elements where= leaves out set to 0."""
+    where = _mask(where)
     x = np.asarray(x, dtype=object)
     return x if where is True else np.where(np.broadcast_to(where, x.shape), x, sp.S.Zero)
 
@@ -31,6 +39,7 @@ def _sum(x, axis=None, keepdims=False, dtype=None, where=True):
 def _mean_rule(x, axis=None, keepdims=False, dtype=None, where=True):
     if where is True:
         return reduce_with(_mean, x, axis, keepdims)
+    where = _mask(where)
     count = np.sum(np.broadcast_to(where, np.shape(x)), axis=axis, keepdims=keepdims)
     total = np.asarray(_sum(x, axis, keepdims, where=where), dtype=object)
     return np.asarray(
