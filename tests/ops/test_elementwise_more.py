@@ -315,3 +315,32 @@ def test_gradients_match_torch(name):
     (out * torch.tensor(weights)).sum().backward()
     for g, t in zip(ours, tensors):
         np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def _composite(x):
+    # maximum of fmax and logaddexp: sympy compares the two where their arguments are numbers
+    return anp.sum(anp.maximum(anp.fmax(x, 0.3), anp.logaddexp(x, -1.0)) + anp.hypot(x, 2.0) * anp.sinc(x))
+
+
+@pytest.mark.parametrize("backend", ["forward", "symbolic", "numeric"])
+def test_a_composite_agrees_with_reverse_to_second_order(backend):
+    x = np.array([-1.3, 0.0, 0.45, 2.2])
+    g = adcore.grad(_composite)(x)
+    np.testing.assert_allclose(
+        adcore.grad(_composite, backend=backend)(x), g, rtol=1e-6 if backend == "numeric" else 1e-12
+    )
+    if backend != "numeric":
+        h = adcore.hessian(_composite, inner="reverse", outer="forward")(x)
+        np.testing.assert_allclose(
+            adcore.hessian(_composite, inner=backend, outer="reverse")(x), h, rtol=1e-10, atol=1e-12
+        )
+
+
+def test_symbolic_functions_evaluate_at_numbers():
+    sp = pytest.importorskip("sympy")
+    from adcore_symbolic.sympy_rules.elementwise import _functions
+
+    f = _functions()
+    assert float(sp.Max(f.Fmax(sp.Integer(1), sp.Integer(2)), 1)) == 2.0  # comparable: no ValueError
+    assert float(f.LogAddExp(sp.Integer(0), sp.Integer(0))) == pytest.approx(np.log(2.0), rel=1e-15)
+    assert float(f.Hypot(sp.Integer(3), sp.Integer(4))) == 5.0

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore.ops import elementwise as ew
 from adcore_symbolic.sympy_rules.table import defsympy, each, fn, sp
 
 
@@ -84,12 +85,25 @@ def _functions() -> SimpleNamespace:
     """The sympy functions of these rules, made when a rule first runs (sympy is imported then)."""
 
     class _Call(sp.Function):
-        """A function printed to NumPy by `code`, a format string of its printed arguments a0, a1..."""
+        """A function printed to NumPy by `code`, a format string of its printed arguments a0, a1...,
+        and evaluated at numbers by `evaluate` (so sympy can compare it: Max(fmax(1, 2), 1))."""
 
         code = ""
+        evaluate: Any = None
 
         def _numpycode(self, printer) -> str:
             return self.code.format(**{f"a{i}": printer._print(a) for i, a in enumerate(self.args)})
+
+        def _eval_evalf(self, prec):
+            if self.evaluate is None or not all(a.is_number for a in self.args):
+                return None
+            from mpmath.libmp import prec_to_dps  # sympy's, imported with it
+
+            try:
+                numbers = [np.float64(float(a)) for a in self.args]
+            except TypeError:  # not real
+                return None
+            return sp.Float(float(self.evaluate(*numbers)), prec_to_dps(prec))
 
     class Step(_Call):
         """A concrete 0/1/0.5 weight: no derivative."""
@@ -99,15 +113,19 @@ def _functions() -> SimpleNamespace:
 
     class FmaxWeight(Step):
         code = "ops.elementwise.fmax_weight({a0}, {a1}, numpy.greater)"
+        evaluate = staticmethod(lambda x, y: ew.fmax_weight(x, y, np.greater))
 
     class FminWeight(Step):
         code = "ops.elementwise.fmax_weight({a0}, {a1}, numpy.less)"
+        evaluate = staticmethod(lambda x, y: ew.fmax_weight(x, y, np.less))
 
     class Finite(Step):
         code = "ops.elementwise.finite_weight({a0})"
+        evaluate = staticmethod(ew.finite_weight)
 
     class Fmax(_Call):
         code = "ops.fmax({a0}, {a1})"
+        evaluate = staticmethod(np.fmax)
 
         def fdiff(self, argindex=1):
             x, y = self.args if argindex == 1 else reversed(self.args)
@@ -115,6 +133,7 @@ def _functions() -> SimpleNamespace:
 
     class Fmin(_Call):
         code = "ops.fmin({a0}, {a1})"
+        evaluate = staticmethod(np.fmin)
 
         def fdiff(self, argindex=1):
             x, y = self.args if argindex == 1 else reversed(self.args)
@@ -124,6 +143,7 @@ def _functions() -> SimpleNamespace:
         """exp(x - ans) (2**(x - ans) with `base2`), args (x, y, ans): its limit where ans is infinite."""
 
         code = "ops.elementwise.exp_share({a0}, {a1}, {a2})"
+        evaluate = staticmethod(ew.exp_share)
         scale = sp.S.One
 
         def fdiff(self, argindex=1):
@@ -131,10 +151,12 @@ def _functions() -> SimpleNamespace:
 
     class ExpShare2(ExpShare):
         code = "ops.elementwise.exp_share({a0}, {a1}, {a2}, ops.exp2)"
+        evaluate = staticmethod(lambda x, y, ans: ew.exp_share(x, y, ans, np.exp2))
         scale = sp.log(2)
 
     class LogAddExp(_Call):
         code = "ops.logaddexp({a0}, {a1})"
+        evaluate = staticmethod(np.logaddexp)
         share = ExpShare
 
         def fdiff(self, argindex=1):
@@ -143,12 +165,14 @@ def _functions() -> SimpleNamespace:
 
     class LogAddExp2(LogAddExp):
         code = "ops.logaddexp2({a0}, {a1})"
+        evaluate = staticmethod(np.logaddexp2)
         share = ExpShare2
 
     class HypotShare(_Call):
         """x / ans, args (x, y, ans): 0 at (0, 0), the limit at an infinite input."""
 
         code = "ops.elementwise.hypot_share({a0}, {a1}, {a2})"
+        evaluate = staticmethod(ew.hypot_share)
 
         def fdiff(self, argindex=1):
             x, _, ans = self.args
@@ -159,13 +183,20 @@ def _functions() -> SimpleNamespace:
 
     class Hypot(_Call):
         code = "ops.hypot({a0}, {a1})"
+        evaluate = staticmethod(np.hypot)
 
         def fdiff(self, argindex=1):
             x, y = self.args if argindex == 1 else reversed(self.args)
             return HypotShare(x, y, self)
 
     return SimpleNamespace(
-        Fmax=Fmax, Fmin=Fmin, LogAddExp=LogAddExp, LogAddExp2=LogAddExp2, Hypot=Hypot, Finite=Finite
+        Call=_Call,
+        Fmax=Fmax,
+        Fmin=Fmin,
+        LogAddExp=LogAddExp,
+        LogAddExp2=LogAddExp2,
+        Hypot=Hypot,
+        Finite=Finite,
     )
 
 
@@ -173,9 +204,12 @@ def _functions() -> SimpleNamespace:
 def _nan_to_num(nan: float, posinf: Any, neginf: Any) -> Any:
     """x where finite, as a call of the op with these params (NumPy replaces the rest); derivative
     1 where x is finite, 0 elsewhere."""
-    finite = _functions().Finite
+    f = _functions()
+    finite = f.Finite
 
-    class NanToNum(sp.Function):
+    class NanToNum(f.Call):
+        evaluate = staticmethod(lambda x: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf))
+
         def _numpycode(self, printer) -> str:
             x = printer._print(self.args[0])
             return f"ops.nan_to_num({x}, nan={nan!r}, posinf={posinf!r}, neginf={neginf!r})"
