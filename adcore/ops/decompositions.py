@@ -475,6 +475,19 @@ def nonzero_singular_values(s: Any, tol: np.ndarray) -> np.ndarray:
     return (concrete(s) > tol).astype(concrete(s).dtype)
 
 
+def qr_r_inverse(r: Any) -> Any:
+    """R^-1 for qr's rules, or a LinearAlgebraError where R's diagonal has a 0 (a rank-deficient a:
+    Q's columns past the rank are not determined by a, so they have no derivative)."""
+    diagonal = np.abs(np.diagonal(concrete(r), axis1=-2, axis2=-1))
+    if np.any(diagonal <= degenerate_tolerance(diagonal, r.shape[-1])):
+        raise LinearAlgebraError(
+            "op 'qr_packed': no derivative at a rank-deficient a (R has a zero on its diagonal, "
+            f"{np.array2string(diagonal, precision=3)}): Q's columns past the rank are not determined "
+            "by a. Differentiate at a full-rank a, or use svd/pinv, whose derivatives hold the rank fixed"
+        )
+    return core.OPS.inv(r)
+
+
 def refuse_second_order(op: str, values: Any, tol: np.ndarray, *inputs: Any, zeros: bool = False) -> None:
     """Refuse a rule run under an outer derivative (a traced input: second order) at a point where
     two values coincide (or, with `zeros`, one is 0): the first derivative there is a convention

@@ -346,6 +346,28 @@ def test_rebuilding_a_from_its_eigenvectors_at_a_repeated_eigenvalue_is_the_know
     np.testing.assert_allclose(adcore.grad(f)(np.eye(3)), lower_read((c + c.T) / 2), atol=1e-12)
 
 
+@pytest.mark.xfail(
+    strict=True, reason="known limit (docs/conventions.md): U S Vh rebuilt through a zero singular value"
+)
+def test_rebuilding_a_from_its_svd_at_a_rank_deficient_matrix_is_the_known_limit():
+    # sum(C * U S Vh) is sum(C * A), gradient C; at a zero singular value the rule's 1/s and the
+    # derivative of s (|.| at 0) lose the null space's share
+    a, c = with_singular_values([2.0, 1.0], 4, 3), np.arange(12.0).reshape(4, 3)
+
+    def f(a):
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        return anp.sum(c * ((u * s) @ vh))
+
+    np.testing.assert_allclose(adcore.grad(f)(a), c, atol=1e-8)
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+def test_qr_of_a_rank_deficient_matrix_refuses(backend):
+    a = with_singular_values([2.0, 1.0], 4, 3)
+    with pytest.raises(LinearAlgebraError, match="'qr_packed': no derivative at a rank-deficient a"):
+        adcore.grad(lambda a: anp.sum(np.linalg.qr(a).Q ** 4), backend=backend)(a)
+
+
 @pytest.mark.parametrize("backend", RULE_BACKENDS)
 @pytest.mark.parametrize("shape, values", [((3, 3), (2.0, 1.0)), ((4, 3), (3.0, 1.0)), ((2, 4), (2.0,))])
 def test_svd_of_a_rank_deficient_matrix(backend, shape, values):

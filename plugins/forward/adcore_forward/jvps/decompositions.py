@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore import core
 from adcore.core import concrete
 from adcore.extend import batched_axis
 from adcore.ops.decompositions import (
@@ -25,6 +24,7 @@ from adcore.ops.decompositions import (
     nonzero_singular_values,
     norm_axes,
     norm_direction,
+    qr_r_inverse,
     refuse_second_order,
     swap_last,
     symmetric_read,
@@ -89,8 +89,7 @@ def _qr_jvp(t, ans, a):
     # C = Q^T dA R^-1 = Omega + dR R^-1 (Omega antisymmetric, dR R^-1 upper triangular)
     m = a.shape[-2]
     q, r = ans[..., :m, :], ans[..., m:, :]
-    ops = core.get_registry().ops
-    r_inv = (ops.get("inv") or ops["pinv"])(r)
+    r_inv = qr_r_inverse(r)
     t_r = anp.matmul(t, r_inv)  # dA R^-1
     c = anp.matmul(swap_last(q), t_r)
     n = r.shape[-1]

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore import core
 from adcore.core import concrete
 from adcore.ops.decompositions import (
     degenerate_tolerance,
@@ -24,6 +23,7 @@ from adcore.ops.decompositions import (
     nonzero_singular_values,
     norm_axes,
     norm_direction,
+    qr_r_inverse,
     read_triangle,
     refuse_second_order,
     swap_last,
@@ -89,12 +89,6 @@ def _svdvals_vjp(g, ans, a):
     return anp.matmul(u * anp.expand_dims(weights, axis=-2), swap_last(v))
 
 
-def _inverse(r: Any) -> Any:
-    """R^-1: the op inv where it is installed, else pinv (the same for an invertible R)."""
-    ops = core.get_registry().ops
-    return (ops.get("inv") or ops["pinv"])(r)
-
-
 def _qr_vjp(g, ans, a):
     # Liao et al. (2019), m >= n: M = R gR^T - gQ^T Q; gA = (gQ + Q copyltu(M)) R^-T
     m = a.shape[-2]
@@ -104,7 +98,7 @@ def _qr_vjp(g, ans, a):
     n = r.shape[-1]
     lower = np.tril(np.ones((n, n), concrete(r).dtype), -1)
     copyltu = mm * lower + swap_last(mm * lower) + mm * np.eye(n, dtype=concrete(r).dtype)
-    return anp.matmul(gq + anp.matmul(q, copyltu), swap_last(_inverse(r)))
+    return anp.matmul(gq + anp.matmul(q, copyltu), swap_last(qr_r_inverse(r)))
 
 
 def _norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
