@@ -16,19 +16,18 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import batched_axis
-from adcore.ops.decompositions import (
+from adcore.ops.decomposition_rules import (
     degenerate_tolerance,
     diagonal_of,
     gap_inverse,
-    lstsq_rcond,
     nonzero_singular_values,
-    norm_axes,
     norm_direction,
     qr_r_inverse,
     refuse_second_order,
     swap_last,
     symmetric_read,
 )
+from adcore.ops.decompositions import lstsq_rcond, norm_axes
 from adcore_forward.jvps.table import defjvp
 
 

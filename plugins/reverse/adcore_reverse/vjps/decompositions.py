@@ -15,19 +15,18 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.ops.decompositions import (
+from adcore.ops.decomposition_rules import (
     degenerate_tolerance,
     diagonal_matrix,
     gap_inverse,
-    lstsq_rcond,
     nonzero_singular_values,
-    norm_axes,
     norm_direction,
     qr_r_inverse,
     read_triangle,
     refuse_second_order,
     swap_last,
 )
+from adcore.ops.decompositions import lstsq_rcond, norm_axes
 from adcore_reverse.vjps.table import defvjp
 
 

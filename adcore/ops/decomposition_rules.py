@@ -1,0 +1,179 @@
+"""What the decompositions' rule packages share (adcore/ops/decompositions.py): the masked
+1 / gap matrices, the degenerate tolerance, the second-order refusal at degenerate points, the
+triangle eigh reads, norm's (sub)gradient. Written with adcore ops looked up at call time
+(core.OPS), so the rules built from them nest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adcore import core
+from adcore.core import concrete
+from adcore.errors import InvalidValueError, LinearAlgebraError
+from adcore.ops.decompositions import norm_axes, svd_packed
+
+
+def degenerate_tolerance(values: Any, n: int) -> np.ndarray:
+    """The gap under which two eigen- or singular values count as equal: 32 n eps of the largest
+    (per matrix of a batch, kept as a trailing axis), from the concrete values."""
+    values = concrete(values)
+    eps = np.finfo(values.dtype).eps
+    return 32 * max(n, 1) * eps * np.max(np.abs(values), axis=-1, initial=0.0, keepdims=True)
+
+
+def nonzero_singular_values(s: Any, tol: np.ndarray) -> np.ndarray:
+    """1 where a singular value is above tol, 0 where it counts as 0: a zero singular value is
+    |.| at 0 of the input (s = |u^T a v|), whose derivative is abs'(0) = 0 (docs/conventions.md)."""
+    return (concrete(s) > tol).astype(concrete(s).dtype)
+
+
+def qr_r_inverse(r: Any) -> Any:
+    """R^-1 for qr's rules, or a LinearAlgebraError where R's diagonal has a 0 (a rank-deficient a:
+    Q's columns past the rank are not determined by a, so they have no derivative)."""
+    diagonal = np.abs(np.diagonal(concrete(r), axis1=-2, axis2=-1))
+    if np.any(diagonal <= degenerate_tolerance(diagonal, r.shape[-1])):
+        raise LinearAlgebraError(
+            "op 'qr_packed': no derivative at a rank-deficient a (R has a zero on its diagonal, "
+            f"{np.array2string(diagonal, precision=3)}): Q's columns past the rank are not determined "
+            "by a. Differentiate at a full-rank a, or use svd/pinv, whose derivatives hold the rank fixed"
+        )
+    return core.OPS.inv(r)
+
+
+def refuse_second_order(op: str, values: Any, tol: np.ndarray, *inputs: Any, zeros: bool = False) -> None:
+    """Refuse a rule run under an outer derivative (a traced input: second order) at a point where
+    two values coincide (or, with `zeros`, one is 0): the first derivative there is a convention
+    (docs/conventions.md), so differentiating it again would give a plausible wrong number."""
+    if not any(isinstance(x, core.Tracer) for x in inputs):
+        return
+    v = concrete(values)
+    n = v.shape[-1]
+    pairs = (np.abs(v[..., None, :] - v[..., :, None]) <= tol[..., None]) & ~np.eye(n, dtype=bool)
+    if np.any(pairs) or (zeros and np.any(np.abs(v) <= tol)):
+        raise InvalidValueError(
+            f"op {op!r}: no second derivative at repeated{' or zero' if zeros else ''} "
+            f"{'singular ' if zeros else 'eigen'}values ({np.array2string(v, precision=4)}): the "
+            "first derivative there is a convention, exact for functions invariant in the degenerate "
+            "subspace (docs/conventions.md), and not differentiable again; take second derivatives "
+            "where the values are distinct"
+        )
+
+
+def gap_inverse(values: Any, tol: np.ndarray, sign: int = -1) -> Any:
+    """F[..., i, j] = 1 / (v_j - v_i) (sign -1) or 1 / (v_j + v_i) (sign +1), 0 where that is at
+    most tol (degenerate pairs, the diagonal): the rules' masked F matrix."""
+    ops = core.OPS
+    row = ops.expand_dims(values, axis=-2)  # v_j along the last axis
+    column = ops.expand_dims(values, axis=-1)  # v_i
+    gap = row - column if sign < 0 else row + column
+    n = concrete(values).shape[-1]
+    masked = (np.abs(concrete(gap)) <= tol[..., None]) | np.eye(n, dtype=bool)
+    safe = ops.where(masked, np.ones((), concrete(values).dtype), gap)
+    return ops.where(masked, np.zeros((), concrete(values).dtype), 1.0 / safe)
+
+
+def swap_last(x: Any) -> Any:
+    """x with its last two axes swapped (the transpose of each matrix of a batch)."""
+    return core.OPS.transpose(x, axes=tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2))
+
+
+def diagonal_of(x: Any) -> Any:
+    """The diagonal of each square matrix (..., n, n) as (..., n)."""
+    n = x.shape[-1]
+    return core.OPS.sum(x * np.eye(n, dtype=concrete(x).dtype), axis=-2)
+
+
+def diagonal_matrix(d: Any) -> Any:
+    """(..., n) as diagonal matrices (..., n, n)."""
+    n = d.shape[-1]
+    return core.OPS.expand_dims(d, axis=-2) * np.eye(n, dtype=concrete(d).dtype)
+
+
+def read_triangle(a: Any, uplo: str) -> np.ndarray:
+    """The weights w with <G, dM> = <w G, dA> for the symmetric M eigh reads from the triangle
+    `uplo` of A (G symmetric): 2 off the diagonal on that triangle, 1 on it, 0 on the other."""
+    n = a.shape[-1]
+    ones = np.ones((n, n), dtype=concrete(a).dtype)
+    return (np.tril(ones) + np.tril(ones, -1)) if uplo == "L" else (np.triu(ones) + np.triu(ones, 1))
+
+
+def symmetric_read(t: Any, uplo: str) -> Any:
+    """The symmetric matrix eigh reads from the triangle `uplo` of t (a tangent, batched or not)."""
+    n = t.shape[-1]
+    dtype = concrete(t).dtype
+    triangle = np.tril(np.ones((n, n), dtype)) if uplo == "L" else np.triu(np.ones((n, n), dtype))
+    part = t * triangle
+    return part + swap_last(part) - t * np.eye(n, dtype=dtype)
+
+
+def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
+    """D with d norm = sum over the reduced axes of D * dx: norm's (sub)gradient, shaped as x.
+
+    0 where the norm is 0 (2-norm, 'fro'), sign(x) on the ties of inf/1 norms split equally, U V^T
+    over the nonzero singular values ('nuc'), u v^T of the extreme singular value (±2, ties split).
+    """
+    ops = core.OPS
+    axes, matrix = norm_axes(x, ord, axis)
+    value = concrete(x)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    n_kept = ops.reshape(ans, shape=kept)
+    if matrix:
+        return _matrix_norm_direction(x, ord, axes)
+    if ord in (None, 2, "fro"):
+        zero = concrete(n_kept) == 0
+        safe = ops.where(zero, np.ones((), value.dtype), n_kept)
+        return x * ops.where(zero, np.zeros((), value.dtype), 1.0 / safe)
+    signs = np.sign(value)
+    if ord == 0:
+        return np.zeros_like(value)
+    if ord == 1:
+        return signs
+    if ord in (np.inf, -np.inf):
+        hit = np.abs(value) == concrete(n_kept)
+        return signs * (hit / np.sum(hit, axis=axes, keepdims=True)).astype(value.dtype)
+    if ord < 1 and np.any(value == 0):
+        raise InvalidValueError(
+            f"op 'norm': ord={ord!r} has no derivative at an x with zero entries (|x|**{ord} has an "
+            "infinite slope at 0); differentiate where every entry is nonzero"
+        )
+    zero = concrete(n_kept) == 0
+    safe = ops.where(zero, np.ones((), value.dtype), n_kept)
+    scale = ops.where(zero, np.zeros((), value.dtype), safe ** (1.0 - ord))
+    return signs * ops.abs(x) ** (ord - 1.0) * scale
+
+
+def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
+    """norm_direction for 'nuc', ±1, ±2, ±inf over the two axes `axes` (rows, columns)."""
+    ops = core.OPS
+    others = [i for i in range(len(x.shape)) if i not in axes]
+    order = (*others, *axes)
+    inverse = tuple(int(i) for i in np.argsort(order))
+    x2 = ops.transpose(x, axes=order)
+    value = concrete(x2)
+    if ord in ("nuc", 2, -2):
+        m, n = value.shape[-2:]
+        packed = svd_packed(x2)
+        u, s, v = packed[..., :m, :], concrete(packed[..., m, :]), packed[..., m + 1 :, :]
+        tol = degenerate_tolerance(s, max(m, n))
+        refuse_second_order("norm", s, tol, x, zeros=True)
+        if ord == "nuc":
+            weights = s > tol
+        else:
+            extreme = np.max(s, axis=-1, keepdims=True) if ord == 2 else np.min(s, axis=-1, keepdims=True)
+            weights = np.abs(s - extreme) <= tol
+            weights = weights / np.sum(weights, axis=-1, keepdims=True)
+        d2 = ops.matmul(u * weights.astype(value.dtype)[..., None, :], swap_last(v))
+    else:
+        along = -2 if ord in (1, -1) else -1  # column sums for ±1, row sums for ±inf
+        sums = np.sum(np.abs(value), axis=along, keepdims=True)
+        extreme = (
+            np.max(sums, axis=(-2, -1), keepdims=True)
+            if ord > 0
+            else np.min(sums, axis=(-2, -1), keepdims=True)
+        )
+        hit = sums == extreme
+        d2 = np.sign(value) * (hit / np.sum(hit, axis=(-2, -1), keepdims=True)).astype(value.dtype)
+    return ops.transpose(d2, axes=inverse)

@@ -1,0 +1,152 @@
+"""np.linalg's functions on traced values whose result is not one op's output: eigh, svd and qr
+(NumPy's namedtuples of slices of one packed op), lstsq ((x, residuals, rank, s)), matrix_rank
+(a plain int), vector_norm and matrix_norm (NumPy 2, through the norm op). Each takes NumPy's
+arguments; `core.NUMPY_FUNCTIONS` maps the NumPy function to it (docs/conventions.md,
+"decompositions").
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from adcore import core
+from adcore.core import concrete
+from adcore.errors import UnsupportedFunctionError
+from adcore.ops.decompositions import (
+    eigh_packed,
+    lstsq_rcond,
+    lstsq_solution,
+    norm,
+    qr_packed,
+    svd_packed,
+    svdvals,
+)
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+class LstsqResult(NamedTuple):
+    x: Any
+    residuals: Any
+    rank: int
+    s: Any
+
+
+def _swap_last(x: Any) -> Any:
+    return core.OPS.transpose(x, axes=tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+def linalg_eigh(a: Any, UPLO: str = "L") -> EighResult:
+    """np.linalg.eigh on a traced value: one eigh_packed, unpacked."""
+    packed = eigh_packed(a, UPLO=UPLO)
+    return EighResult(packed[..., 0, :], packed[..., 1:, :])
+
+
+def linalg_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    """np.linalg.svd on a traced value: svdvals, or one svd_packed unpacked (thin, or square)."""
+    if hermitian:
+        raise UnsupportedFunctionError(
+            "np.linalg.svd(x, hermitian=True) on a traced value: leave hermitian out"
+        )
+    if not compute_uv:
+        return svdvals(a)
+    m, n = a.shape[-2:]
+    if full_matrices and m != n:
+        raise UnsupportedFunctionError(
+            f"np.linalg.svd(x) of a traced {m}x{n} x with full_matrices=True (NumPy's default): the "
+            "columns of U or V beyond min(m, n) are not determined by x, so they have no derivative. "
+            "Pass full_matrices=False."
+        )
+    packed = svd_packed(a)
+    return SVDResult(packed[..., :m, :], packed[..., m, :], _swap_last(packed[..., m + 1 :, :]))
+
+
+def linalg_qr(a: Any, mode: str = "reduced") -> Any:
+    """np.linalg.qr on a traced value: Q and R of qr_packed; a wide a as Q [R1, Q^T a2]."""
+    if mode not in ("reduced", "r"):
+        raise UnsupportedFunctionError(
+            f"np.linalg.qr(x, mode={mode!r}) on a traced value: only mode='reduced' (and 'r') are supported"
+        )
+    m, n = a.shape[-2:]
+    if m < n:
+        q, r1 = linalg_qr(a[..., :, :m])
+        r = core.OPS.concatenate([r1, core.OPS.matmul(_swap_last(q), a[..., :, m:])], axis=-1)
+        return r if mode == "r" else QRResult(q, r)
+    packed = qr_packed(a)
+    q, r = packed[..., :m, :], packed[..., m:, :]
+    return r if mode == "r" else QRResult(q, r)
+
+
+def linalg_lstsq(a: Any, b: Any, rcond: Any = None) -> LstsqResult:
+    """np.linalg.lstsq on traced values: x, residuals and s traced, rank a plain int."""
+    x = lstsq_solution(a, b, rcond=rcond)
+    cut = lstsq_rcond(a, rcond)
+    rank = int(np.linalg.matrix_rank(concrete(a), rtol=cut))
+    m, n = a.shape
+    s = svdvals(a)
+    if rank == n and m > n:
+        r = core.OPS.matmul(a, x) - b
+        residuals = core.OPS.sum(r * r, axis=0)
+        if residuals.ndim == 0:
+            residuals = core.OPS.reshape(residuals, shape=(1,))
+    else:
+        residuals = np.zeros((0,), dtype=np.result_type(concrete(a), concrete(b)))
+    return LstsqResult(x, residuals, rank, s)
+
+
+def linalg_matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, **kwargs: Any) -> Any:
+    """np.linalg.matrix_rank on a traced value: a plain integer from its concrete value (no derivative)."""
+    return np.linalg.matrix_rank(concrete(A), tol=tol, hermitian=hermitian, **kwargs)
+
+
+def linalg_vector_norm(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    """np.linalg.vector_norm on a traced value: norm over `axis`, every axis of any ndim for None."""
+    if axis is None:
+        out = norm(core.OPS.reshape(x, shape=(-1,)), ord=ord)
+        return core.OPS.reshape(out, shape=(1,) * x.ndim) if keepdims else out
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if len(axes) == 1:
+        return norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
+    ndim = x.ndim
+    axes = tuple(int(a) % ndim for a in axes)
+    rest = tuple(i for i in range(ndim) if i not in axes)
+    moved = core.OPS.transpose(x, axes=rest + axes)
+    flat = core.OPS.reshape(moved, shape=tuple(x.shape[i] for i in rest) + (-1,))
+    out = norm(flat, ord=ord, axis=-1)
+    if keepdims:
+        out = core.OPS.reshape(out, shape=tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
+    return out
+
+
+def linalg_matrix_norm(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """np.linalg.matrix_norm on a traced value: norm over the last two axes."""
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+core.NUMPY_FUNCTIONS.update(
+    {
+        np.linalg.vector_norm: linalg_vector_norm,
+        np.linalg.matrix_norm: linalg_matrix_norm,
+        np.linalg.eigh: linalg_eigh,
+        np.linalg.svd: linalg_svd,
+        np.linalg.qr: linalg_qr,
+        np.linalg.lstsq: linalg_lstsq,
+        np.linalg.matrix_rank: linalg_matrix_rank,
+    }
+)
