@@ -179,3 +179,32 @@ def test_int_dtype_and_in_place_sort_are_refused():
         adcore.grad(lambda v: anp.sum(np.cumprod(v, dtype=np.int64)))(A)
     with pytest.raises(UnsupportedFunctionError, match="np.sort"):
         adcore.grad(lambda v: (v.sort(), anp.sum(v))[1])(A)
+
+
+# --- a program: discounted returns by cumsum --------------------------------------------------
+
+
+def discounted_returns(rewards, gamma: float):
+    """G_t = sum_{k >= t} gamma^(k - t) r_k, plain NumPy: a reversed cumsum of discounted rewards."""
+    scale = gamma ** np.arange(rewards.shape[-1])
+    return np.cumsum((rewards * scale)[..., ::-1], axis=-1)[..., ::-1] / scale
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_discounted_returns_gradient_against_the_closed_form_and_torch(backend):
+    rewards = RNG.normal(size=6)
+    values = RNG.normal(size=6)
+    gamma = 0.9
+    steps = np.arange(6)
+    discount = np.triu(gamma ** (steps[None, :] - steps[:, None]))  # G = discount @ r
+    np.testing.assert_allclose(discounted_returns(rewards, gamma), discount @ rewards)
+    loss = lambda r: anp.sum((discounted_returns(r, gamma) - values) ** 2)  # noqa: E731
+    expected = 2 * discount.T @ (discount @ rewards - values)
+    g = adcore.grad(loss, backend=backend)(rewards)
+    np.testing.assert_allclose(g, expected, rtol=1e-6 if backend == "numeric" else 1e-12)
+    torch = pytest.importorskip("torch")
+    r = torch.tensor(rewards, requires_grad=True)
+    scale = torch.tensor(gamma**steps)
+    returns = torch.flip(torch.cumsum(torch.flip(r * scale, [0]), 0), [0]) / scale
+    ((returns - torch.tensor(values)) ** 2).sum().backward()
+    np.testing.assert_allclose(g, r.grad.numpy(), rtol=1e-6 if backend == "numeric" else 1e-12)
