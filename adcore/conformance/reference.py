@@ -75,11 +75,12 @@ def agree(a: tuple, b: tuple, tolerance: tolerances.Tolerance, errors: tuple = (
 
 
 def reference_for(
-    results: Results, backends: Iterable[str], supported: Callable[[str], bool]
+    results: Results, backends: Iterable[str], supported: Callable[[str], bool], *, every: bool = False
 ) -> Reference | None:
     """The reference Jacobians of `results.call` (a float64 call) from the installed backends, as
     choose_reference picks it, computing no more than it takes: the exact backends in reference
-    order until the first that computed agrees with another, the estimate only if none does."""
+    order until the first that computed agrees with another, the estimate only if none does
+    (`every`: all of them, the source then naming every exact backend that agrees)."""
     candidates = [name for name in backends if supported(name)]
     exact: dict[str, tuple] = {}
     for name in reference_order(b for b in candidates if not estimates(b)):
@@ -89,7 +90,7 @@ def reference_for(
             continue
         first = next(iter(exact))
         agreeing = [o for o in exact if o != first and agree(exact[first], exact[o], tolerances.CONSENSUS)]
-        if agreeing:
+        if agreeing and not every:
             return Reference(exact[first], f"{first} = {' = '.join(agreeing)}")
     estimate = None
     for name in (b for b in candidates if estimates(b)):
