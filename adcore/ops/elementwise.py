@@ -203,7 +203,15 @@ def _quotient_distance(x, y):
 
 # Pairs away from the jumps of mod, fmod and floor_divide: x / y = k + f, k an integer in [-2, 2] and
 # |f| in [0.2, 0.8]; one input broadcasts over the other, which has the full shape.
-_QUOTIENT_SHAPES = (((), ()), ((3,), (3,)), ((2, 2), (2, 1)), ((2, 3), ()), ((2, 3), (3,)), ((2, 1), (2, 2)))
+_QUOTIENT_SHAPES = (
+    ((), ()),
+    ((3,), (3,)),
+    ((2, 2), (2, 1)),
+    ((2, 3), ()),
+    ((2, 3), (3,)),
+    ((2, 1), (2, 2)),
+    ((0,), ()),
+)
 
 
 def _quotient_samples(rng: np.random.Generator, dtype) -> list[Sample]:
