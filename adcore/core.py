@@ -512,47 +512,47 @@ class Tracer:
         return OPS.squeeze(self, axis=axis)
 
     # ndarray's reductions: NumPy's positional order (x.sum(0, float32)), `out` refused by name
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False, where=True):
-        _no_out(self, "sum", out)
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, where=True, **more):
+        _no_out(self, "sum", out, more)
         return OPS.sum(self, axis=axis, keepdims=keepdims, **_given(dtype=dtype, where=where))
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=True):
-        _no_out(self, "mean", out)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=True, **more):
+        _no_out(self, "mean", out, more)
         return OPS.mean(self, axis=axis, keepdims=keepdims, **_given(dtype=dtype, where=where))
 
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
-        _no_out(self, "prod", out)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **more):
+        _no_out(self, "prod", out, more)
         _same_dtype(self, "prod", dtype)
         return OPS.prod(self, axis=axis, keepdims=keepdims)
 
-    def max(self, axis=None, out=None, keepdims=False):
-        _no_out(self, "max", out)
+    def max(self, axis=None, out=None, keepdims=False, **more):
+        _no_out(self, "max", out, more)
         return OPS.max(self, axis=axis, keepdims=keepdims)
 
-    def min(self, axis=None, out=None, keepdims=False):
-        _no_out(self, "min", out)
+    def min(self, axis=None, out=None, keepdims=False, **more):
+        _no_out(self, "min", out, more)
         return OPS.min(self, axis=axis, keepdims=keepdims)
 
-    def ptp(self, axis=None, out=None, keepdims=False):
-        _no_out(self, "ptp", out)
+    def ptp(self, axis=None, out=None, keepdims=False, **more):
+        _no_out(self, "ptp", out, more)
         return OPS.ptp(self, axis=axis, keepdims=keepdims)
 
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        _no_out(self, "var", out)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **more):
+        _no_out(self, "var", out, more)
         _same_dtype(self, "var", dtype)
         return OPS.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        _no_out(self, "std", out)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **more):
+        _no_out(self, "std", out, more)
         _same_dtype(self, "std", dtype)
         return OPS.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
-    def cumsum(self, axis=None, dtype=None, out=None):
-        _no_out(self, "cumsum", out)
+    def cumsum(self, axis=None, dtype=None, out=None, **more):
+        _no_out(self, "cumsum", out, more)
         return OPS.cumsum(self, axis=axis, **_given(dtype=dtype))
 
-    def cumprod(self, axis=None, dtype=None, out=None):
-        _no_out(self, "cumprod", out)
+    def cumprod(self, axis=None, dtype=None, out=None, **more):
+        _no_out(self, "cumprod", out, more)
         return OPS.cumprod(self, axis=axis, **_given(dtype=dtype))
 
     def clip(self, min=None, max=None, out=None, **kwargs):
@@ -723,7 +723,15 @@ def _given(**params: Any) -> dict:
     return {k: v for k, v in params.items() if v is not None and not (k == "where" and v is True)}
 
 
-def _no_out(tracer: Tracer, method: str, out: Any) -> None:
+def _no_out(tracer: Tracer, method: str, out: Any, more: dict | None = None) -> None:
+    """A method's out= refused (a write into a plain array), and the NumPy keywords its op lacks
+    (initial=, a reduction's where= on max, var's mean=, ...) refused by name."""
+    if more:
+        raise UnsupportedFunctionError(
+            f"x.{method}(..., {', '.join(f'{k}=...' for k in sorted(more))}) on a traced value "
+            f"({_where(tracer)}): adcore's {method} op does not take {sorted(more)}; leave them out "
+            "(for initial=, combine the result with the initial value yourself)."
+        )
     if out is not None:
         raise conversion_error(tracer, f"x.{method}(..., out=z)", f"Write z = x.{method}(...): a new value. ")
 

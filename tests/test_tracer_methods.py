@@ -52,6 +52,8 @@ METHODS = [
     ("diagonal", lambda x: x.diagonal(1)),
     ("trace", lambda x: x.trace()),
     ("round", lambda x: x.round(1)),
+    ("np.sort stable", lambda x: np.sort(x, axis=0, stable=True)),
+    ("np.sort kind", lambda x: np.sort(x, axis=None, kind="quicksort")),
 ]
 
 
@@ -181,6 +183,8 @@ def test_where_with_one_argument_on_a_plain_array_is_numpys():
         (lambda x: x.var(dtype=np.float32), UnsupportedFunctionError, ["var", "dtype=float32"]),
         (lambda x: x.sum(dtype=np.int64), InvalidValueError, ["op 'sum'", "dtype=int64"]),
         (lambda x: x.std(ddof=12), InvalidValueError, ["op 'std'", "ddof=12"]),
+        (lambda x: x.max(initial=3.0), UnsupportedFunctionError, ["x.max(..., initial=...)"]),
+        (lambda x: x.var(mean=np.zeros(1)), UnsupportedFunctionError, ["x.var(..., mean=...)"]),
     ],
 )
 def test_what_has_no_op_is_refused_by_name(f, error, words):

@@ -28,7 +28,7 @@ def _diff(x, n=1, axis=-1, prepend=None, append=None):
     return np.diff(x, n=n, axis=axis, **ends)
 
 
-def _sort(x, axis=-1, kind=None):
+def _sort(x, axis=-1, kind=None, stable=None):
     return np.sort(x, axis=axis, kind="stable")  # the values are the same for every kind
 
 
@@ -96,7 +96,7 @@ diff = OpSpec(
 sort = OpSpec(
     "sort",
     _sort,
-    params=("axis", "kind"),
+    params=("axis", "kind", "stable"),
     numpy=(np.sort,),
     samples=fixed_samples(*_AXES[1:], domain=DISTINCT),
     doc="the derivative permutes; ties follow the stable sort: equal values get the cotangent of "
@@ -104,7 +104,7 @@ sort = OpSpec(
     kinks=(
         Kink(([2.0, 1.0, 2.0],), (np.eye(3)[[1, 0, 2]],), why="equal values keep their order: a slot each"),
     ),
-    kink_distance=lambda x, axis=-1, kind=None: closest_pair(x, axis),
+    kink_distance=lambda x, axis=-1, kind=None, stable=None: closest_pair(x, axis),
 )
 
 

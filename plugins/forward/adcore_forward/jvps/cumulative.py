@@ -49,7 +49,7 @@ def _diff_jvp(t, ans, x, n=1, axis=-1, prepend=None, append=None):
     return anp.diff(t, n=n, axis=batched_axis(axis, x.ndim), **ends)
 
 
-def _sort_jvp(t, ans, x, axis=-1, kind=None):
+def _sort_jvp(t, ans, x, axis=-1, kind=None, stable=None):
     perm = sorting_permutation(x, axis)
     if axis is None:
         return permute_rows(to_rows(t, None, lead=1), perm)[:, 0]

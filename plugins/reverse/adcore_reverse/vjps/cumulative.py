@@ -50,7 +50,7 @@ def _diff_vjp(g, ans, x, n=1, axis=-1, prepend=None, append=None):
     return anp.getitem(g, index=(slice(None),) * ax + (slice(start, start + x.shape[ax]),))
 
 
-def _sort_vjp(g, ans, x, axis=-1, kind=None):
+def _sort_vjp(g, ans, x, axis=-1, kind=None, stable=None):
     perm = sorting_permutation(x, axis)
     return from_rows(permute_rows(to_rows(g, axis), inverse(perm)), x.shape, axis)
 

@@ -44,6 +44,6 @@ def _sort_rows(x: np.ndarray, axis: int) -> np.ndarray:
 defsympy("cumsum",  _cumulative(np.add))
 defsympy("cumprod", _cumulative(np.multiply))
 defsympy("diff",    _diff)
-defsympy("sort",    lambda x, axis=-1, kind=None: _along(_sort_rows, x, axis))
+defsympy("sort",    lambda x, axis=-1, kind=None, stable=None: _along(_sort_rows, x, axis))
 
 # fmt: on
