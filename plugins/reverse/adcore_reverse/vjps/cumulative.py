@@ -24,11 +24,11 @@ def _cumsum_vjp(g, ans, x, axis=None, dtype=None):
 
 
 def _cumprod_vjp(g, ans, x, axis=None, dtype=None):
-    ax = 0 if axis is None else axis % x.ndim
     if x.ndim == 0:
-        return g
+        return anp.reshape(g, x.shape)  # cumprod of a 0-d x is (1,)
     if axis is None:
         return anp.reshape(_cumprod_vjp(g, ans, anp.reshape(x, (-1,)), 0), x.shape)
+    ax = axis % x.ndim
     if not np.any(concrete(x) == 0):
         return reverse_cumsum(g * ans, ax) / x
     rows = move_axis(x, ax, -1)
