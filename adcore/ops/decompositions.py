@@ -169,6 +169,53 @@ def lstsq_rcond(a: Any, rcond: Any) -> Any:
     return max(a.shape[-2:]) * np.finfo(np.result_type(a.dtype, np.float32)).eps if rcond is None else rcond
 
 
+# --- distances from kinks (for random programs: OpSpec.kink_distance) ----------------------------
+
+
+def _gaps(values: np.ndarray) -> np.ndarray:
+    """The least distance between two of the values along the last axis (inf for one value)."""
+    values = np.sort(values, axis=-1)
+    return np.min(np.diff(values, axis=-1), axis=-1, initial=np.inf)
+
+
+def _symmetric_distance(a: Any, UPLO: str = "L") -> np.ndarray:
+    return _gaps(np.linalg.eigvalsh(np.asarray(a), UPLO=UPLO))
+
+
+def _singular_distance(a: Any, *rest: Any, **params: Any) -> np.ndarray:
+    s = np.linalg.svd(np.asarray(a), compute_uv=False)
+    return np.minimum(_gaps(s), np.min(s, axis=-1))
+
+
+def _qr_distance(a: Any) -> np.ndarray:
+    return np.abs(np.diagonal(np.linalg.qr(np.asarray(a))[1], axis1=-2, axis2=-1))
+
+
+def _extreme_gap(values: np.ndarray, axes: tuple[int, ...], largest: bool) -> np.ndarray:
+    """Per slice over `axes`, how far the extreme value is from the next one (ties: 0)."""
+    others = [i for i in range(values.ndim) if i not in axes]
+    rows = np.transpose(values, others + list(axes)).reshape([values.shape[i] for i in others] + [-1])
+    rows = np.sort(rows if largest else -rows, axis=-1)
+    return rows[..., -1] - rows[..., -2] if rows.shape[-1] > 1 else np.full(rows.shape[:-1], np.inf)
+
+
+def _norm_distance(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    x = np.asarray(x)
+    axes, matrix = norm_axes(x, ord, axis)
+    if ord in (None, 2, "fro") and not matrix:
+        return np.asarray(np.linalg.norm(x.reshape(-1) if axis is None and ord is None else x, ord, axis))
+    if matrix and ord in ("nuc", 2, -2):
+        return _singular_distance(np.moveaxis(x, axes, (-2, -1)))
+    distance = np.abs(x)  # ord 1, 0, p, ±inf: |x| at 0 is a kink
+    if ord in (np.inf, -np.inf) and not matrix:
+        return np.minimum(np.min(distance), np.min(_extreme_gap(distance, axes, ord > 0)))
+    if matrix:  # ±1, ±inf: ties between the column or row sums
+        along = axes[0] if ord in (1, -1) else axes[1]
+        sums = np.sum(distance, axis=along, keepdims=True)
+        return np.minimum(np.min(distance), np.min(_extreme_gap(sums, axes, ord > 0)))
+    return distance
+
+
 # --- samples -----------------------------------------------------------------------
 
 
@@ -255,6 +302,7 @@ eigh_packed = OpSpec(
     _eigh_packed,
     params=("UPLO",),
     samples=_symmetric_samples,
+    kink_distance=_symmetric_distance,
     doc="eigenvalues over eigenvectors, (..., n+1, n), of the triangle UPLO names (np.linalg.eigh "
     "unpacks it); degenerate eigenvalues: docs/conventions.md",
 )
@@ -264,12 +312,14 @@ eigvalsh = OpSpec(
     params=("UPLO",),
     numpy=(np.linalg.eigvalsh,),
     samples=_symmetric_samples,
+    kink_distance=_symmetric_distance,
     doc="exact at repeated eigenvalues (I at A = I for sum(eigvalsh(A)))",
 )
 svd_packed = OpSpec(
     "svd_packed",
     _svd_packed,
     samples=_matrix_samples(),
+    kink_distance=_singular_distance,
     doc="U over s over V, (..., m+1+n, min(m, n)) (np.linalg.svd unpacks it, full_matrices=False); "
     "repeated or zero singular values: docs/conventions.md",
 )
@@ -278,6 +328,7 @@ svdvals = OpSpec(
     _svdvals,
     numpy=(np.linalg.svdvals,),
     samples=_matrix_samples(),
+    kink_distance=_singular_distance,
     kinks=(
         Kink(
             ([[1.0, 2.0], [2.0, 4.0]],),
@@ -291,6 +342,7 @@ qr_packed = OpSpec(
     "qr_packed",
     _qr_packed,
     samples=_matrix_samples((((), 1, 1), ((), 3, 3), ((), 4, 2), ((2,), 3, 2))),
+    kink_distance=_qr_distance,
     doc="Q over R, (..., m+n, n), m >= n, R's diagonal positive (np.linalg.qr unpacks it)",
 )
 norm = OpSpec(
@@ -299,6 +351,7 @@ norm = OpSpec(
     params=("ord", "axis", "keepdims"),
     numpy=(np.linalg.norm,),
     samples=_norm_samples,
+    kink_distance=_norm_distance,
     kinks=(
         Kink((np.zeros(3),), (np.zeros(3),), why="the 2-norm's gradient at 0 is 0, a subgradient"),
         Kink((np.zeros((2, 2)),), (np.zeros((2, 2)),), {"ord": "fro"}, why="'fro' at 0: gradient 0"),
@@ -314,6 +367,7 @@ pinv = OpSpec(
     params=("rcond", "hermitian", "rtol"),
     numpy=(np.linalg.pinv,),
     samples=_matrix_samples(),
+    kink_distance=_singular_distance,
     doc="the derivative holds the rank fixed (Golub & Pereyra): singular values under the cutoff stay 0",
 )
 lstsq_solution = OpSpec(
@@ -322,6 +376,7 @@ lstsq_solution = OpSpec(
     nin=2,
     params=("rcond",),
     samples=_lstsq_samples,
+    kink_distance=_singular_distance,
     doc="np.linalg.lstsq's x, pinv(a) @ b (the least-norm solution); its derivative holds a's rank fixed",
 )
 
