@@ -23,6 +23,9 @@ amin = globals()["min"]
 # np.linalg.slogdet's (sign, logabsdet) on traced values, around op logabsdet
 from adcore.ops.linalg import slogdet  # noqa: E402, F401
 
+# np.average's signature (weights optional, after axis) around ops mean and average
+from adcore.ops.reductions import numpy_average as average  # noqa: E402, F401
+
 # NumPy's shape functions that are Python over ops (not ops), and array building from traced values
 from adcore.ops.shape_functions import (  # noqa: E402, F401
     array,
