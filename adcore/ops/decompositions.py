@@ -178,13 +178,32 @@ def _gaps(values: np.ndarray) -> np.ndarray:
     return np.min(np.diff(values, axis=-1), axis=-1, initial=np.inf)
 
 
+def _sign_margin(vectors: np.ndarray) -> np.ndarray:
+    """Per column (..., n, k), how far its largest |entry| is ahead of the next: where they tie,
+    the sign convention (the largest entry positive) can jump."""
+    if vectors.shape[-2] < 2:
+        return np.full(vectors.shape[:-2] + vectors.shape[-1:], np.inf)
+    magnitudes = np.sort(np.abs(vectors), axis=-2)
+    return magnitudes[..., -1, :] - magnitudes[..., -2, :]
+
+
 def _symmetric_distance(a: Any, UPLO: str = "L") -> np.ndarray:
     return _gaps(np.linalg.eigvalsh(np.asarray(a), UPLO=UPLO))
+
+
+def _eigh_distance(a: Any, UPLO: str = "L") -> np.ndarray:
+    w, v = np.linalg.eigh(np.asarray(a), UPLO=UPLO)
+    return np.minimum(_gaps(w), np.min(_sign_margin(v), axis=-1))
 
 
 def _singular_distance(a: Any, *rest: Any, **params: Any) -> np.ndarray:
     s = np.linalg.svd(np.asarray(a), compute_uv=False)
     return np.minimum(_gaps(s), np.min(s, axis=-1))
+
+
+def _svd_distance(a: Any) -> np.ndarray:
+    u, s, _ = np.linalg.svd(np.asarray(a), full_matrices=False)
+    return np.minimum(_singular_distance(a), np.min(_sign_margin(u), axis=-1))
 
 
 def _qr_distance(a: Any) -> np.ndarray:
@@ -220,7 +239,11 @@ def _norm_distance(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = F
 
 
 def _orthogonal(rng: np.random.Generator, n: int, batch: tuple[int, ...]) -> np.ndarray:
-    q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
+    """A random orthogonal matrix whose columns are 0.1 clear of the sign convention's jump."""
+    for _ in range(200):
+        q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
+        if np.min(_sign_margin(q)) >= 0.1:
+            break
     return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
 
 
@@ -314,7 +337,7 @@ eigh_packed = OpSpec(
     _eigh_packed,
     params=("UPLO",),
     samples=_symmetric_samples,
-    kink_distance=_symmetric_distance,
+    kink_distance=_eigh_distance,
     doc="eigenvalues over eigenvectors, (..., n+1, n), of the triangle UPLO names (np.linalg.eigh "
     "unpacks it); degenerate eigenvalues: docs/conventions.md",
 )
@@ -331,7 +354,7 @@ svd_packed = OpSpec(
     "svd_packed",
     _svd_packed,
     samples=_matrix_samples(),
-    kink_distance=_singular_distance,
+    kink_distance=_svd_distance,
     doc="U over s over V, (..., m+1+n, min(m, n)) (np.linalg.svd unpacks it, full_matrices=False); "
     "repeated or zero singular values: docs/conventions.md",
 )
