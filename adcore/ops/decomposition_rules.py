@@ -24,6 +24,13 @@ def degenerate_tolerance(values: Any, n: int) -> np.ndarray:
     return 32 * max(n, 1) * eps * np.max(np.abs(values), axis=-1, initial=0.0, keepdims=True)
 
 
+def inverse_singular_values(s: Any, tol: np.ndarray) -> Any:
+    """1 / s, 0 where s is at most tol (a pseudo-inverse's)."""
+    small = concrete(s) <= tol
+    safe = core.OPS.where(small, np.ones((), concrete(s).dtype), s)
+    return core.OPS.where(small, np.zeros((), concrete(s).dtype), 1.0 / safe)
+
+
 def nonzero_singular_values(s: Any, tol: np.ndarray) -> np.ndarray:
     """1 where a singular value is above tol, 0 where it counts as 0: a zero singular value is
     |.| at 0 of the input (s = |u^T a v|), whose derivative is abs'(0) = 0 (docs/conventions.md)."""

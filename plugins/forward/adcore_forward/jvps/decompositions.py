@@ -9,8 +9,6 @@ broadcasts the decomposition's factors over the batch axis.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 import adcore.numpy as anp
@@ -20,6 +18,7 @@ from adcore.ops.decomposition_rules import (
     degenerate_tolerance,
     diagonal_of,
     gap_inverse,
+    inverse_singular_values,
     nonzero_singular_values,
     norm_direction,
     qr_r_inverse,
@@ -47,13 +46,6 @@ def _eigvalsh_jvp(t, ans, a, UPLO="L"):
     return diagonal_of(anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v))
 
 
-def _inverse_singular_values(s: Any, tol: np.ndarray) -> Any:
-    """1 / s, 0 where s is at most tol (a pseudo-inverse's)."""
-    small = concrete(s) <= tol
-    safe = anp.where(small, np.ones((), concrete(s).dtype), s)
-    return anp.where(small, np.zeros((), concrete(s).dtype), 1.0 / safe)
-
-
 def _svd_jvp(t, ans, a):
     m = a.shape[-2]
     u, s, v = ans[..., :m, :], ans[..., m, :], ans[..., m + 1 :, :]
@@ -64,7 +56,7 @@ def _svd_jvp(t, ans, a):
     p = anp.matmul(swap_last(u), tv)  # U^T dA V
     sym, anti = (p + swap_last(p)) * 0.5, (p - swap_last(p)) * 0.5
     minus, plus = gap_inverse(s, tol), gap_inverse(s, tol, +1)
-    s_inv = anp.expand_dims(_inverse_singular_values(s, tol), axis=-2)
+    s_inv = anp.expand_dims(inverse_singular_values(s, tol), axis=-2)
     du = anp.matmul(u, minus * sym + plus * anti)
     dv = anp.matmul(v, minus * sym - plus * anti)
     if m > a.shape[-1]:  # (I - U U^T) dA V S^-1

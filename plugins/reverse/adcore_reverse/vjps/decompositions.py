@@ -9,8 +9,6 @@ subspace in the sense of docs/conventions.md ("decompositions").
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 import adcore.numpy as anp
@@ -19,6 +17,7 @@ from adcore.ops.decomposition_rules import (
     degenerate_tolerance,
     diagonal_matrix,
     gap_inverse,
+    inverse_singular_values,
     nonzero_singular_values,
     norm_direction,
     qr_r_inverse,
@@ -49,13 +48,6 @@ def _eigvalsh_vjp(g, ans, a, UPLO="L"):
     return gs * read_triangle(a, UPLO)
 
 
-def _inverse_singular_values(s: Any, tol: np.ndarray) -> Any:
-    """1 / s, 0 where s is at most tol (a pseudo-inverse's)."""
-    small = concrete(s) <= tol
-    safe = anp.where(small, np.ones((), concrete(s).dtype), s)
-    return anp.where(small, np.zeros((), concrete(s).dtype), 1.0 / safe)
-
-
 def _svd_vjp(g, ans, a):
     m = a.shape[-2]
     u, s, v = ans[..., :m, :], ans[..., m, :], ans[..., m + 1 :, :]
@@ -71,7 +63,7 @@ def _svd_vjp(g, ans, a):
         + (gap_inverse(s, tol) * (ja + ka) + gap_inverse(s, tol, +1) * (ja - ka)) * 0.5
     )
     out = anp.matmul(anp.matmul(u, inner), swap_last(v))
-    s_inv = _inverse_singular_values(s, tol)
+    s_inv = inverse_singular_values(s, tol)
     if m > a.shape[-1]:  # (I - U U^T) gU S^-1 V^T
         out = out + anp.matmul((gu - anp.matmul(u, j)) * anp.expand_dims(s_inv, axis=-2), swap_last(v))
     if a.shape[-1] > m:  # U S^-1 gV^T (I - V V^T)
