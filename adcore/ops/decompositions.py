@@ -348,7 +348,8 @@ eigvalsh = OpSpec(
     numpy=(np.linalg.eigvalsh,),
     samples=_symmetric_samples,
     kink_distance=_symmetric_distance,
-    doc="exact at repeated eigenvalues (I at A = I for sum(eigvalsh(A)))",
+    doc="of the triangle UPLO names; symmetric functions of them are exact at repeated eigenvalues "
+    "(sum(eigvalsh(A)) has gradient I at A = I), with no second derivative there",
 )
 svd_packed = OpSpec(
     "svd_packed",
@@ -371,7 +372,8 @@ svdvals = OpSpec(
             why="a zero singular value has derivative 0 (abs'(0) = 0); the other u v^T",
         ),
     ),
-    doc="singular values (np.linalg.svd(x, compute_uv=False)); exact at repeated ones",
+    doc="singular values (np.linalg.svd(x, compute_uv=False)); symmetric functions of them are exact at "
+    "repeated ones; a zero one has derivative 0; no second derivative at either",
 )
 qr_packed = OpSpec(
     "qr_packed",
