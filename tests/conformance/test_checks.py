@@ -1,0 +1,155 @@
+"""The checks of adcore/conformance/checks.py: second derivatives of every op along random
+directions, samples a backend declines, and what a backend's abilities decide."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from adcore_reverse.backend import ReverseBackend
+from throwaway_plugin import throwaway_plugin as _plugin
+
+import adcore
+import adcore.numpy as anp
+from adcore import cli
+from adcore.conformance import engine
+from adcore.conformance.abilities import outers, reference_order
+from adcore.conformance.calls import Call
+from adcore.conformance.checks import along_directions, second_call
+from adcore.errors import UnsupportedByBackendError
+from adcore.spec import OpSpec, fixed_samples
+
+GRAM_SAMPLES = fixed_samples((((3, 2),), {}), (((2, 2),), {}))
+
+
+def _gram(vjp=None, jvp=None) -> tuple[OpSpec, dict, dict]:
+    """gram(a) = a^T a (not elementwise), its right rules unless others are given."""
+    gram = OpSpec("gram", lambda a: a.T @ a, samples=GRAM_SAMPLES)
+    vjps = {"gram": vjp or (lambda g, ans, a: anp.matmul(a, g + anp.transpose(g)),)}
+    jvps = {"gram": jvp or (lambda t, ans, a: _gram_jvp(t, a),)}
+    return gram, vjps, jvps
+
+
+def _gram_jvp(t, a):
+    ta = anp.matmul(anp.swapaxes(t, -1, -2), a)  # t has a leading batch axis
+    return ta + anp.swapaxes(ta, -1, -2)
+
+
+def test_second_derivatives_are_checked_for_an_op_that_is_not_elementwise(register_plugin):
+    # forward's rule is right at first order but not differentiable again (a frozen a)
+    frozen = (lambda t, ans, a: _gram_jvp(t, adcore.ops.stop_gradient(a)),)
+    gram, vjps, jvps = _gram(jvp=frozen)
+    register_plugin(_plugin([gram], vjps=vjps, jvps=jvps), "grams")
+    report = engine.run(ops=["gram"], dtypes=["float64"])
+    forward = report.cell("gram", "forward")
+    assert forward.status == "disagrees" and forward.worst.check == "second"
+    assert "along random directions" in forward.worst.sample
+    assert report.cell("gram", "reverse").status == "agrees"
+
+
+def test_right_rules_of_an_op_that_is_not_elementwise_pass_to_second_order(register_plugin):
+    gram, vjps, jvps = _gram()
+    register_plugin(_plugin([gram], vjps=vjps, jvps=jvps), "grams")
+    report = engine.run(ops=["gram"], dtypes=["float64"])
+    assert report.cell("gram", "reverse").status == "agrees"
+    assert report.cell("gram", "forward").status == "agrees"
+
+
+def test_the_second_derivative_call_is_the_largest_small_one():
+    def call(*shapes):
+        return Call(np.add, tuple(np.ones(s) for s in shapes), tuple(range(len(shapes))))
+
+    small, large, empty = call((2, 3)), call((4, 4)), call((0,))
+    assert second_call([call(()), small, large, empty]) is small
+    assert second_call([large, call((5, 5))]) is large  # none small: the smallest
+    assert second_call([empty]) is None
+
+
+def test_along_directions_holds_the_hessian_in_two_directions():
+    a = np.array([[1.0, 2.0], [0.5, -1.0]])
+    call = Call(lambda x: anp.sum(x**3), (a,), (0,))
+    psi = along_directions(call, np.random.default_rng(0))
+    rows = adcore.hessian(psi, argnums=(0, 1))(np.zeros(()), np.zeros(()))
+    # psi(s, t) = w * sum((a + s v + t u)^3): its Hessian at 0 is 6 w sum(a * [v v, v u; u v, u u])
+    rng = np.random.default_rng(0)
+    v, u = rng.uniform(-1, 1, a.shape), rng.uniform(-1, 1, a.shape)
+    w = rng.uniform(0.5, 1.5, ())
+    expected = (
+        6 * w * np.array([[np.sum(a * v * v), np.sum(a * v * u)], [np.sum(a * u * v), np.sum(a * u * u)]])
+    )
+    np.testing.assert_allclose(np.array([[float(h) for h in row] for row in rows]), expected)
+
+
+class Declining(ReverseBackend):
+    """reverse, but it says it cannot do inputs with more than three elements."""
+
+    name = "declining"
+
+    def vjp(self, f, args, argnums):
+        if any(np.size(a) > 3 for a in args):
+            raise UnsupportedByBackendError("declining: too big for me")
+        return super().vjp(f, args, argnums)
+
+
+def test_a_sample_the_backend_declines_is_left_out_and_said_not_failed(register_plugin):
+    register_plugin(_plugin(backends=[Declining()]), "declining")
+    report = engine.run(ops=["sin"], dtypes=["float64"], backends=["declining", "forward", "symbolic"])
+    cell = report.cell("sin", "declining")
+    assert cell.status == "agrees" and cell.checks > 0
+    assert cell.message.startswith("declined") and "too big for me" in cell.message
+
+
+class Refusing(ReverseBackend):
+    """reverse, but it says it cannot do anything."""
+
+    name = "refusing"
+
+    def vjp(self, f, args, argnums):
+        raise UnsupportedByBackendError("refusing: not today")
+
+
+def test_a_backend_that_declines_every_sample_is_unsupported(register_plugin):
+    register_plugin(_plugin(backends=[Refusing()]), "refusing")
+    report = engine.run(ops=["sin"], dtypes=["float64"], backends=["refusing"])
+    cell = report.cell("sin", "refusing")
+    assert cell.status == "unsupported" and "declined every sample" in cell.message
+    assert "not today" in cell.message
+
+
+# --- abilities --------------------------------------------------------------------------------
+
+
+def test_the_first_party_backends_abilities_order_the_reference_and_the_outer():
+    assert reference_order(["forward", "reverse", "symbolic"]) == ["symbolic", "reverse", "forward"]
+    assert outers(adcore.backends()) == ["forward", "reverse"]
+
+
+class Preferred(ReverseBackend):
+    """reverse under another name, ranked first as the reference."""
+
+    name = "preferred"
+    reference_priority = 100
+
+
+def test_a_backend_that_ranks_itself_first_is_the_reference_when_corroborated(register_plugin):
+    register_plugin(_plugin(backends=[Preferred()]), "preferred")
+    report = engine.run(ops=["sin"], dtypes=["float64"], backends=["preferred"])
+    cell = report.cell("sin", "preferred")
+    assert cell.status == "agrees"
+    assert "(reference: preferred = " in cell.worst.detail
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def test_the_command_plans_a_run_once(monkeypatch, capsys):
+    plans = []
+    real = engine.plan
+    monkeypatch.setattr(engine, "plan", lambda *a, **k: plans.append(a) or real(*a, **k))
+    assert cli.main(["conformance", "--op", "sin", "--backend", "reverse", "--dtype", "float64"]) == 0
+    assert len(plans) == 1
+
+
+@pytest.fixture(autouse=True)
+def _quiet_warnings():
+    with np.errstate(all="ignore"):
+        yield
