@@ -82,7 +82,7 @@ def test_params_may_come_positionally_after_the_inputs():
 
 def test_too_many_positional_params_is_a_type_error():
     with pytest.raises(TypeError, match="'sum'.*axis"):
-        adcore.ops.sum(np.ones(3), 0, False, "extra")
+        adcore.ops.sum(np.ones(3), 0, False, None, True, "extra")  # axis, keepdims, dtype, where
 
 
 def test_variadic_op_takes_a_sequence_or_separate_inputs():
