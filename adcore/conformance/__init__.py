@@ -1,8 +1,11 @@
 """Conformance: every op and case, on every installed backend, against one reference.
 
-`engine` runs the checks, `results` holds what they found, `report` renders it (table, JSON,
-Markdown, HTML), `cases` are the built-in composite cases, `fuzz` draws random programs,
-and `pytest_plugin` turns it all into pytest items for plugin authors.
+The engine's pipeline: `calls` (what is differentiated), `reference` (what it is compared
+with), `checks` (one function per check), `results` (tallies, cells, the report), `run` (the
+plan and worker processes); `engine` gathers their names, `abilities` reads what each backend
+can do off its class. `report` renders a run (table, JSON, Markdown, HTML), `cases` are the
+built-in composite cases, `fuzz` draws random programs, `check` is adcore.check_grads, and
+`pytest_plugin` turns it all into pytest items for plugin authors.
 """
 
 from adcore.conformance.engine import run
