@@ -94,7 +94,9 @@ def test_markdown_escapes_pipes_and_shows_names_kinks_and_docs(register_plugin):
     assert "| `abs` | `numpy.absolute` | rule | rule | rule |" in md
     for spec in CORE_OPS:
         for kink in spec.kinks:
-            assert kink.why.replace("|", "\\|") in md, f"{spec.name}'s kink {kink.why!r} is not in the catalogue"
+            assert kink.why.replace("|", "\\|") in md, (
+                f"{spec.name}'s kink {kink.why!r} is not in the catalogue"
+            )
 
 
 def test_numpy_functions_served_by_a_function_over_ops_are_listed(clean_plugins):
