@@ -321,3 +321,33 @@ def test_gp_nlml_hessian_in_the_hyperparameters_matches_torch():
     assert H.shape == (3, 3)
     np.testing.assert_allclose(H, H.T, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(H, theirs.numpy(), rtol=1e-8, atol=1e-10)
+
+
+# --- where a program has no derivative: a typed error, never NaN -------------------------------
+
+
+def _singular_gp_args():
+    """Two pairs of identical points and noise e^-80: K is singular to rounding, no Cholesky."""
+    theta, X, y = _gp_args(np.random.default_rng(17))
+    return np.array([0.0, 0.0, -80.0]), np.vstack([X[:2], X[:2]]), y
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "reverse",
+        "forward",
+        "numeric",
+        pytest.param(
+            "symbolic",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the symbolic cholesky's compiled sqrt of a negative pivot gives NaN, not an error",
+            ),
+        ),
+    ],
+)
+def test_gp_nlml_of_a_kernel_that_is_not_positive_definite_is_an_error_not_nan(backend):
+    # adcore's LinearAlgebraError is also numpy.linalg.LinAlgError, which plain NumPy raises here
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        adcore.grad(gp_nlml, backend=backend)(*_singular_gp_args())
