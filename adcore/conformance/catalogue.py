@@ -93,15 +93,17 @@ def entries(registry: Registry) -> list[OpEntry]:
         )
 
     def order(e: OpEntry) -> tuple:
-        core = e.group in group_order
-        rank = group_order.index(e.group) if core else len(group_order) + plugin_order.index(e.plugin)
-        return (rank, e.name)
+        if e.group in group_order:
+            return (group_order.index(e.group), e.name)
+        plugin = plugin_order.index(e.plugin) if e.plugin in plugin_order else len(plugin_order)
+        return (len(group_order) + plugin, e.name)
 
     return sorted(found, key=order)
 
 
 def _kink_point(kink: Any) -> str:
-    return f"at {kink.inputs!r}"
+    """A kink without a `why`, by its inputs."""
+    return "at " + " ".join(repr(kink.inputs).split())
 
 
 def core_modules() -> dict[str, str]:
