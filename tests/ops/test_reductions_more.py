@@ -286,3 +286,15 @@ def test_a_where_mask_computed_from_a_traced_value_is_refused_typed_on_symbolic(
             adcore.grad(lambda x: reduce(x**2, where=x > 0), backend="symbolic")(X)  # noqa: B023
         g = adcore.grad(lambda x: reduce(x**2, where=x > 0), backend="reverse")(X)  # noqa: B023
         assert np.all(g[X <= 0] == 0) and np.all(g[X > 0] != 0)
+
+
+def test_median_of_an_odd_count_against_torch():
+    # torch.median takes the lower middle of an even count (NumPy the mean of the two): odd here
+    torch = pytest.importorskip("torch")
+    x = RNG.normal(size=(4, 5))
+    cot = RNG.normal(size=4)
+    t = torch.tensor(x, requires_grad=True)
+    (torch.median(t, dim=1).values * torch.tensor(cot)).sum().backward()
+    for backend in RULE_BACKENDS:
+        g = grad(lambda v: anp.sum(np.median(v, axis=1) * cot), backend, x)
+        np.testing.assert_array_equal(g, t.grad.numpy())
