@@ -68,9 +68,9 @@ def check_subject(
                 check_jacobians(tally, backend, here, reference, dtype)
                 check_zeros(tally, backend, here, dtype)
                 check_dot_products(tally, backend, call, reference, dtype, u, vs)
-            except MissingRuleError as e:
-                tally.unsupported = str(e)
-            except UnsupportedByBackendError as e:
+            except (MissingRuleError, UnsupportedByBackendError) as e:
+                # the backend has the subject's rules (else `supported` said so) but cannot do this
+                # sample: a rule refusing it (norm's ord='nuc' in sympy), symbolic's work budget
                 tally.decline(f"sample {call.label}", e)
             except Exception as e:
                 tally.error = f"sample {call.label}: {type(e).__name__}: {e}"
@@ -233,9 +233,9 @@ def check_second(
         if not tally.open or estimates(backend) or reference is None:
             continue
         result = hessians.get(backend)
-        if isinstance(result, MissingRuleError):
-            continue  # a second-order rule may be missing; first order is what the cell is about
-        if isinstance(result, UnsupportedByBackendError):
+        if isinstance(result, (MissingRuleError, UnsupportedByBackendError)):
+            # a rule of the derivative's derivative may be missing: said, but first order is what
+            # the cell is about
             tally.decline(f"second derivatives at sample {label}", result)
             continue
         if isinstance(result, Exception):
@@ -286,7 +286,7 @@ def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> 
         try:
             fn = lambda *xs: op(*xs, **kink.params)  # noqa: E731
             jacs = adcore.jacobian(fn, argnums=nums, backend=backend)(*inputs)
-        except UnsupportedByBackendError as e:
+        except (MissingRuleError, UnsupportedByBackendError) as e:
             tally.decline(label, e)
             continue
         except Exception as e:
