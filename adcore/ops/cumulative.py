@@ -6,9 +6,12 @@ they answer with the plain integer array (adcore.core, like comparisons).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from adcore.ops import elementwise, shapes
+from adcore.core import concrete
+from adcore.ops import elementwise, reductions
 from adcore.ops.reductions import DISTINCT, closest_pair, float_dtype
 from adcore.spec import REAL, Domain, Kink, OpSpec, Sample, fixed_samples
 
@@ -108,23 +111,42 @@ sort = OpSpec(
 )
 
 
-def move_axis(x, source: int, destination: int):
-    """x with axis `source` moved to `destination` (np.moveaxis, as a transpose)."""
-    order = [a for a in range(x.ndim) if a != source % x.ndim]
-    order.insert(destination % x.ndim, source % x.ndim)
-    return shapes.transpose(x, axes=tuple(order))
+@dataclass(frozen=True)
+class ZeroSplit:
+    """cumprod(x) along an axis split at each slice's first zero z (z = n: no zero), for exact
+    derivatives without dividing by a zero. d out_k / d x_i is out_k / x_i for i <= k < z;
+    `before_zero * after_zero[k]` for i = z <= k; and x_z times the same derivative of `rest`
+    (x with x_z set to 1, so one zero fewer) for the other pairs with k >= z, whose value is 0
+    but whose derivative by x_z is not (second derivatives). O(n) per slice and zero; written
+    with ops, so a rule built on it can be differentiated again."""
+
+    before: np.ndarray  # i < z
+    at: np.ndarray  # i == z
+    past: np.ndarray  # i > z
+    from_zero: np.ndarray  # k >= z
+    x_before: object  # x where i < z, else 1: nonzero, to divide by
+    zero: object  # x_z (0, traced), kept shape
+    before_zero: object  # prod(x[:z]), kept shape
+    after_zero: object  # [k]: prod(x[z+1 : k+1]), 1 for k <= z
+    rest: object  # x with x_z set to 1
 
 
-def cumprod_jacobian(rows):
-    """d cumprod / d x along the last axis of rows (..., n), as (..., n_out, n_in), with no
-    division: J[k, i] = prod(x[:i]) * prod(x[i+1:k+1]) for i <= k, 0 above, so exact at zeros.
-    Written with ops (cumprod itself), so a rule built on it can be differentiated again."""
-    n = rows.shape[-1]
-    later = np.arange(n)[None, :] > np.arange(n)[:, None]  # [i, k]: k > i
-    spans = cumprod(elementwise.where(later, shapes.expand_dims(rows, axis=-2), 1.0), axis=-1)  # prod x(i, k]
-    first = np.ones(rows.shape[:-1] + (1,), dtype=rows.dtype)
-    before = cumprod(
-        shapes.concatenate(first, shapes.getitem(rows, index=(Ellipsis, slice(0, -1))), axis=-1), axis=-1
+def zero_split(x, axis: int) -> ZeroSplit:
+    """The pieces of cumprod(x, axis)'s derivative at its first zeros (x has one somewhere)."""
+    n = x.shape[axis]
+    zero = np.asarray(concrete(x)) == 0
+    first = np.where(zero.any(axis=axis, keepdims=True), np.argmax(zero, axis=axis, keepdims=True), n)
+    index = np.arange(n).reshape([n if a == axis else 1 for a in range(x.ndim)])
+    at = np.broadcast_to(index == first, x.shape)
+    x_before = elementwise.where(index < first, x, 1.0)
+    return ZeroSplit(
+        before=np.broadcast_to(index < first, x.shape),
+        at=at,
+        past=np.broadcast_to(index > first, x.shape),
+        from_zero=np.broadcast_to(index >= first, x.shape),
+        x_before=x_before,
+        zero=reductions.sum(elementwise.where(at, x, 0.0), axis=axis, keepdims=True),
+        before_zero=reductions.prod(x_before, axis=axis, keepdims=True),
+        after_zero=cumprod(elementwise.where(index <= first, 1.0, x), axis=axis),
+        rest=elementwise.where(at, 1.0, x),
     )
-    jac = elementwise.multiply(move_axis(spans, -1, -2), shapes.expand_dims(before, axis=-2))
-    return elementwise.where(~later, jac, 0.0)  # [k, i]: i <= k

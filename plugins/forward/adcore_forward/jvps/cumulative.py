@@ -7,11 +7,10 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import batched_axis
-from adcore.ops.cumulative import cumprod_jacobian
+from adcore.ops.cumulative import zero_split
 from adcore.ops.ordering import from_rows, permute_rows, sorting_permutation, to_rows
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp
-from adcore_forward.jvps.table import move_axis as _move_axis
 
 
 def _flat(t):
@@ -32,9 +31,17 @@ def _cumprod_jvp(t, ans, x, axis=None, dtype=None):
     ax = axis % x.ndim
     if not np.any(concrete(x) == 0):
         return anp.cumsum(t / x, axis=ax + 1) * ans
-    jac = cumprod_jacobian(_move_axis(anp.expand_dims(x, 0), ax + 1, x.ndim))  # (1, ..., n_out, n_in)
-    rows = anp.expand_dims(_move_axis(t, ax + 1, x.ndim), -2)  # (B, ..., 1, n_in)
-    return _move_axis(anp.sum(rows * jac, axis=-1), x.ndim, ax + 1)
+    # with zeros: sum over i <= k of d out_k / d x_i t_i, by the pieces of zero_split
+    split = zero_split(x, ax)
+    up_to_zero = ans * anp.cumsum(anp.where(split.before, t / split.x_before, 0.0), axis=ax + 1)  # k < z
+    at_zero = (
+        split.before_zero
+        * split.after_zero
+        * anp.sum(anp.where(split.at, t, 0.0), axis=ax + 1, keepdims=True)
+    )
+    rest = anp.where(split.at, 0.0, t)  # the others, through x_z (0, x_z's slope)
+    past_zero = split.zero * _cumprod_jvp(rest, anp.cumprod(split.rest, axis=ax), split.rest, ax)
+    return anp.where(split.before, up_to_zero, 0.0) + anp.where(split.from_zero, at_zero + past_zero, 0.0)
 
 
 def _diff_jvp(t, ans, x, n=1, axis=-1, prepend=None, append=None):

@@ -6,7 +6,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.ops.cumulative import cumprod_jacobian, move_axis
+from adcore.ops.cumulative import zero_split
 from adcore.ops.ordering import from_rows, inverse, permute_rows, sorting_permutation, to_rows
 from adcore_reverse.vjps.table import defvjp
 
@@ -31,9 +31,20 @@ def _cumprod_vjp(g, ans, x, axis=None, dtype=None):
     ax = axis % x.ndim
     if not np.any(concrete(x) == 0):
         return reverse_cumsum(g * ans, ax) / x
-    rows = move_axis(x, ax, -1)
-    jac = cumprod_jacobian(rows)
-    return move_axis(anp.sum(anp.expand_dims(move_axis(g, ax, -1), -1) * jac, axis=-2), -1, ax)
+    # with zeros: sum over k >= i of g_k d out_k / d x_i, by the pieces of zero_split
+    split = zero_split(x, ax)
+    up_to_zero = reverse_cumsum(g * ans, ax) / split.x_before  # i < z
+    at_zero = split.before_zero * anp.sum(
+        anp.where(split.from_zero, g * split.after_zero, 0.0), axis=ax, keepdims=True
+    )
+    past_zero = split.zero * _cumprod_vjp(
+        g, anp.cumprod(split.rest, axis=ax), split.rest, ax
+    )  # 0, x_z's slope
+    return (
+        anp.where(split.before, up_to_zero, 0.0)
+        + anp.where(split.at, at_zero, 0.0)
+        + anp.where(split.past, past_zero, 0.0)
+    )
 
 
 def end_length(end, ndim: int, axis: int) -> int:
