@@ -4,6 +4,8 @@ sort, and argsort/argmax/argmin as plain indices. Derivatives against exact Jaco
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -94,6 +96,20 @@ def test_cumprod_second_derivative_with_zeros(backend):
                         (k + 1) * np.prod(np.delete(x[r, : k + 1], [i, j])) for k in range(max(i, j), 4)
                     )
     np.testing.assert_allclose(adcore.hessian(f, backend=backend)(x), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "outer, inner", [("reverse", "reverse"), ("forward", "forward"), ("reverse", "forward")]
+)
+def test_cumprod_with_zeros_nests_to_third_order(outer, inner):
+    # cumprod(x)[-1] is x0 x1 x2 x3: at (0, 0, 2, 0), d3 / dx0 dx1 dx3 = x2 = 2, every other third 0
+    x = np.array([0.0, 0.0, 2.0, 0.0])
+    f = lambda v: np.cumprod(v)[-1]  # noqa: E731
+    third = adcore.jacobian(adcore.jacobian(adcore.grad(f, backend=inner), backend=outer), backend=outer)(x)
+    expected = np.zeros((4, 4, 4))
+    for i, j, k in itertools.permutations([0, 1, 3]):
+        expected[i, j, k] = 2.0
+    np.testing.assert_array_equal(third, expected)
 
 
 def test_cumsum_cumprod_diff_against_torch():
