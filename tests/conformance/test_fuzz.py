@@ -187,7 +187,7 @@ def test_matrices_are_squashed_into_the_structure_their_samples_have():
             np.testing.assert_allclose(fed, fed.T)
     program = builder.program()
     for backend in ("reverse", "forward"):
-        (jac,) = adcore.jacobian(program, backend=backend)(*program.inputs)
+        jac = adcore.jacobian(program, backend=backend)(*program.inputs)
         assert np.all(np.isfinite(jac))
 
 
