@@ -9,7 +9,7 @@ The pipeline, one module a stage (this module gathers their public names):
 3. `checks`: each backend's derivatives against it, one function per check (jacobians, zeros,
    dot products, second derivatives along random directions, kinks), tallied per cell;
 4. `results`: the tallies, cells and report;
-5. `run`: the plan (subjects × dtypes as units), the units checked in worker processes.
+5. `runner`: the plan (subjects × dtypes as units), the units checked in worker processes.
 
 What a backend can do (exact or estimating, its estimate options, its reference priority,
 whether it can be the outer derivative, what it builds on) is data on its class
@@ -24,7 +24,7 @@ from adcore.conformance.calls import Call, case_calls, describe, op_calls
 from adcore.conformance.checks import SECOND_MAX_SIZE, check_subject, op_support, second_estimate
 from adcore.conformance.reference import Estimate, Reference, choose_reference, reference_for
 from adcore.conformance.results import Results, Tally, compare, deviation
-from adcore.conformance.run import DTYPES, Plan, Unit, check_unit, plan, run
+from adcore.conformance.runner import DTYPES, Plan, Unit, check_unit, plan, run
 
 __all__ = [
     "DTYPES",
