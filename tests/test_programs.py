@@ -338,13 +338,7 @@ def _singular_gp_args():
         "reverse",
         "forward",
         "numeric",
-        pytest.param(
-            "symbolic",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the symbolic cholesky's compiled sqrt of a negative pivot gives NaN, not an error",
-            ),
-        ),
+        "symbolic",
     ],
 )
 def test_gp_nlml_of_a_kernel_that_is_not_positive_definite_is_an_error_not_nan(backend):

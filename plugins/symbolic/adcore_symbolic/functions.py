@@ -18,6 +18,7 @@ __all__ = [
     "Round",
     "amax",
     "amin",
+    "cholesky_pivot",
     "expm1",
     "floor",
     "log1p",
@@ -93,6 +94,22 @@ class power(_OpCall):
 
     def elementary(self) -> sp.Expr:
         return sp.Pow(*self.args)
+
+
+class cholesky_pivot(sp.Function):
+    """sqrt of a Cholesky pivot: the compiled code raises LinearAlgebraError where the pivot is not
+    positive (the matrix is not positive definite), as np.linalg.cholesky does, instead of nan."""
+
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        return 1 / (2 * self)
+
+    def _numpycode(self, printer) -> str:
+        return f"checks.cholesky_pivot({printer._print(self.args[0])})"
+
+    def _eval_evalf(self, prec):
+        return sp.sqrt(self.args[0]).evalf(prec_to_dps(prec))
 
 
 class stop_gradient(_OpCall):

@@ -15,6 +15,7 @@ import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 
 from adcore import ops
+from adcore_symbolic import checks
 
 
 class AdcoreNumPyPrinter(NumPyPrinter):
@@ -136,7 +137,7 @@ def compile_numpy(
     fn = sp.lambdify(
         [rename.get(s, s) for s in inputs],
         [sp.sympify(e) for e in outputs],
-        modules=[{"ops": ops}, "numpy"],
+        modules=[{"ops": ops, "checks": checks}, "numpy"],
         printer=printer,
         cse=lambda exprs: (definitions, exprs),
         docstring_limit=0,
@@ -151,10 +152,10 @@ def _code_names(inputs: Sequence[Any]) -> dict:
     taken = {s.name for s in inputs}
     rename = {}
     for s in inputs:
-        if s.name.isidentifier() and s.name not in ("numpy", "ops"):
+        if s.name.isidentifier() and s.name not in ("numpy", "ops", "checks"):
             continue
         name = re.sub(r"\W+", "_", s.name).strip("_") or "_"
-        while name in taken or name in ("numpy", "ops"):
+        while name in taken or name in ("numpy", "ops", "checks"):
             name += "_"
         taken.add(name)
         rename[s] = sp.Symbol(name, **s.assumptions0)

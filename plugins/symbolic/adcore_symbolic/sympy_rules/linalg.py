@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from adcore.ops.linalg import check_right_hand_side, check_square, is_transposed, triangle_mask
-from adcore_symbolic.sympy_rules.table import defsympy, reduce_with, sp
+from adcore_symbolic.sympy_rules.table import defsympy, fn, reduce_with, sp
 
 
 def _matmul(a: Any, b: Any) -> np.ndarray:
@@ -59,7 +59,7 @@ def _cholesky_lower(m: Any) -> Any:
     for i in range(n):
         for j in range(i + 1):
             rest = m[i, j] - sum((low[i, k] * low[j, k] for k in range(j)), sp.S.Zero)
-            low[i, j] = sp.sqrt(rest) if i == j else rest / low[j, j]
+            low[i, j] = fn.cholesky_pivot(rest) if i == j else rest / low[j, j]
     return low
 
 
