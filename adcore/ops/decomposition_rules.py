@@ -69,6 +69,61 @@ def refuse_second_order(op: str, values: Any, tol: np.ndarray, *inputs: Any, zer
         )
 
 
+def degenerate_blocks(values: Any, tol: np.ndarray) -> np.ndarray:
+    """same[..., i, j]: values i and j (sorted, ascending or descending) are in one run whose
+    neighbours are at most tol apart: one repeated eigen- or singular value (the diagonal too)."""
+    v = concrete(values)
+    steps = np.abs(np.diff(v, axis=-1)) > tol
+    ids = np.concatenate([np.zeros(v.shape[:-1] + (1,), dtype=int), np.cumsum(steps, axis=-1)], axis=-1)
+    return ids[..., :, None] == ids[..., None, :]
+
+
+def block_average(x: Any, same: np.ndarray) -> Any:
+    """x (..., n) averaged within each block of `same` (..., n, n): ties split equally, as max's."""
+    weights = (same / np.sum(same, axis=-1, keepdims=True)).astype(concrete(x).dtype)
+    return core.OPS.matmul(core.OPS.expand_dims(x, axis=-2), weights)[..., 0, :]
+
+
+def _negligible(part: np.ndarray, scale: float, dtype: Any) -> bool:
+    """Whether every entry of `part` is rounding next to `scale` (the cotangent's or tangent's)."""
+    return not np.any(np.abs(part) > 64 * max(part.shape[-1:] or (1,)) * np.finfo(dtype).eps * scale)
+
+
+def refuse_undetermined(
+    op: str, values: Any, what: str, advice: str, *checks: tuple[Any, np.ndarray], scale: float
+) -> None:
+    """An InvalidValueError naming op and the degenerate values unless each quantity of `checks`
+    (a concrete array and the mask of its entries whose factor the rule cannot know) is rounding
+    there: where it is not, the derivative is undetermined by the cotangent or tangent."""
+    dtype = concrete(values).dtype
+    for quantity, mask in checks:
+        q = np.asarray(concrete(quantity))
+        part = np.where(np.broadcast_to(mask, q.shape), q, 0)
+        if not _negligible(part, scale, dtype):
+            raise InvalidValueError(
+                f"op {op!r}: no derivative at the degenerate values "
+                f"{np.array2string(concrete(values), precision=4)}: {what}. {advice}"
+            )
+
+
+EIGH_ADVICE = (
+    "For functions of the eigenvalues only use np.linalg.eigvalsh (on forward too: its tangent does "
+    "not need the eigenvectors); for a matrix function V f(w) V^T (sqrtm, expm, logm) use a form "
+    "without eigenvectors (a Newton or Schur iteration, a series) or perturb a so that its eigenvalues "
+    "are distinct. Eigenvectors inside a repeated eigenvalue's eigenspace have no derivative, and "
+    "functions of them (V f(w) V^T, the eigenspace's projector) cannot be told apart from their "
+    "cotangents there (docs/conventions.md, decompositions)"
+)
+SVD_ADVICE = (
+    "For functions of the singular values only use np.linalg.svd(a, compute_uv=False) (svdvals) or "
+    "np.linalg.norm(a, 'nuc' or 2) (on forward too: their tangents do not need U and V); to rebuild "
+    "a or a function U f(s) V^T use a itself, a form without the SVD, or perturb a so that its "
+    "singular values are distinct and nonzero. Singular vectors of a repeated or zero singular value "
+    "have no derivative, and functions of them cannot be told apart from their cotangents there "
+    "(docs/conventions.md, decompositions)"
+)
+
+
 def gap_inverse(values: Any, tol: np.ndarray, sign: int = -1) -> Any:
     """F[..., i, j] = 1 / (v_j - v_i) (sign -1) or 1 / (v_j + v_i) (sign +1), 0 where that is at
     most tol (degenerate pairs, the diagonal): the rules' masked F matrix."""
@@ -162,10 +217,11 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
     value = concrete(x2)
     if ord in ("nuc", 2, -2):
         m, n = value.shape[-2:]
+        s = np.linalg.svd(value, compute_uv=False)
+        tol = degenerate_tolerance(s, max(m, n))
+        refuse_second_order("norm", s, tol, x, zeros=True)  # before svd_packed's own rules see x
         packed = svd_packed(x2)
         u, s, v = packed[..., :m, :], concrete(packed[..., m, :]), packed[..., m + 1 :, :]
-        tol = degenerate_tolerance(s, max(m, n))
-        refuse_second_order("norm", s, tol, x, zeros=True)
         if ord == "nuc":
             weights = s > tol
         else:

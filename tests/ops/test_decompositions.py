@@ -286,8 +286,17 @@ def test_second_derivatives_at_distinct_values(inner, outer):
 def test_sum_of_eigenvalues_at_the_identity_has_gradient_identity(backend):
     g = adcore.grad(lambda a: anp.sum(np.linalg.eigvalsh(a)), backend=backend)(np.eye(3))
     np.testing.assert_array_equal(g, np.eye(3))
-    g = adcore.grad(lambda a: anp.sum(np.linalg.eigh(a).eigenvalues), backend=backend)(np.eye(3))
-    np.testing.assert_array_equal(g, np.eye(3))
+
+
+def test_eigenvalues_of_eigh_at_the_identity_reverse_gives_identity_forward_refuses():
+    # reverse sees that the eigenvectors' cotangent is 0; forward computes their tangent, which is
+    # not determined inside the eigenspace of 1, whether or not they are used: eigvalsh is the way
+    f = lambda a: anp.sum(np.linalg.eigh(a).eigenvalues)  # noqa: E731
+    np.testing.assert_array_equal(adcore.grad(f, backend="reverse")(np.eye(3)), np.eye(3))
+    with pytest.raises(
+        InvalidValueError, match="'eigh_packed': no derivative at the degenerate.*use np.linalg.eigvalsh"
+    ):
+        adcore.grad(f, backend="forward")(np.eye(3))
 
 
 def trace_of_exp(a):
@@ -308,57 +317,171 @@ def numpy_projector_loss(a):
     return np.sum((v[:, :2] @ v[:, :2].T) * np.arange(9.0).reshape(3, 3))
 
 
+REPEATED = [(1.0, 1.0, 1.0), (1.0, 1.0, 3.0), (2.0, -1.0, -1.0)]
+
+
+def at_eigenvalues(eigenvalues) -> np.ndarray:
+    return np.eye(3) if eigenvalues == (1.0, 1.0, 1.0) else with_eigenvalues(sorted(eigenvalues))
+
+
+@pytest.mark.parametrize(
+    "backends, f, numpy_f",
+    [
+        (["reverse"], trace_of_exp, lambda a: np.sum(np.exp(np.linalg.eigvalsh(a)))),
+        (
+            RULE_BACKENDS,
+            lambda a: anp.sum(anp.exp(np.linalg.eigvalsh(a))),
+            lambda a: np.sum(np.exp(np.linalg.eigvalsh(a))),
+        ),
+        (
+            RULE_BACKENDS,
+            lambda a: anp.sum(np.linalg.eigvalsh(a) ** 2),
+            lambda a: np.sum(np.linalg.eigvalsh(a) ** 2),
+        ),
+        (
+            ["reverse"],
+            lambda a: anp.sum(np.linalg.eigh(a)[0] ** 3),
+            lambda a: np.sum(np.linalg.eigvalsh(a) ** 3),
+        ),
+    ],
+    ids=["trace_of_exp", "sum_of_exp", "sum_of_squares", "sum_of_cubes"],
+)
+@pytest.mark.parametrize("eigenvalues", REPEATED)
+def test_eigh_at_repeated_eigenvalues_is_right_for_invariant_functions(backends, f, numpy_f, eigenvalues):
+    a = at_eigenvalues(eigenvalues)
+    for backend in backends:
+        g = adcore.grad(f, backend=backend)(a)
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, central_difference(numpy_f, a), atol=2e-6)
+
+
+@pytest.mark.parametrize("eigenvalues", REPEATED)
+@pytest.mark.parametrize(
+    "f", [trace_of_exp, lambda a: anp.sum(np.linalg.eigh(a)[0] ** 3)], ids=["trace_of_exp", "sum_of_cubes"]
+)
+def test_eigenvectors_at_repeated_eigenvalues_refuse_on_forward(f, eigenvalues):
+    with pytest.raises(InvalidValueError, match="'eigh_packed'.*tangent's projection"):
+        adcore.grad(f, backend="forward")(at_eigenvalues(eigenvalues))
+
+
+def test_the_projector_onto_a_repeated_eigenspace_refuses():
+    # its cotangent has a part inside the eigenspace of 1, as P A P's has: the two cannot be told
+    # apart from their cotangents, and P A P's derivative there needs what they do not carry
+    a = with_eigenvalues([1.0, 1.0, 3.0])
+    with pytest.raises(InvalidValueError, match="'eigh_packed'.*cotangent has a part inside"):
+        adcore.grad(projector_loss, backend="reverse")(a)
+    with pytest.raises(InvalidValueError, match="'eigh_packed'.*tangent's projection"):
+        adcore.grad(projector_loss, backend="forward")(a)
+    # away from the repeated eigenvalue it is right
+    b = with_eigenvalues([1.0, 1.5, 3.0])
+    for backend in RULE_BACKENDS:
+        g = adcore.grad(projector_loss, backend=backend)(b)
+        np.testing.assert_allclose(g, central_difference(numpy_projector_loss, b), atol=1e-6)
+
+
+def rebuilt(c, f):
+    """sum(C * V f(w) V^T): a matrix function through the eigenvectors (f = identity rebuilds a)."""
+
+    def loss(a):
+        w, v = np.linalg.eigh(a)
+        return anp.sum(c * ((v * f(w)) @ v.T))
+
+    return loss
+
+
+C = np.arange(9.0).reshape(3, 3)
+
+
 @pytest.mark.parametrize("backend", RULE_BACKENDS)
 @pytest.mark.parametrize(
-    "f, numpy_f",
+    "f, a",
     [
-        (trace_of_exp, lambda a: np.sum(np.exp(np.linalg.eigvalsh(a)))),
-        (projector_loss, numpy_projector_loss),
-        (lambda a: anp.sum(np.linalg.eigvalsh(a) ** 2), lambda a: np.sum(np.linalg.eigvalsh(a) ** 2)),
-        (lambda a: anp.sum(np.linalg.eigh(a)[0] ** 3), lambda a: np.sum(np.linalg.eigvalsh(a) ** 3)),
+        (
+            rebuilt(C, lambda w: w),
+            np.eye(3),
+        ),  # sum(C * a): gradient lower_read(sym(C)), not what the mask gives
+        (rebuilt(C, anp.exp), np.eye(3)),  # expm: f'(1) != 0 inside the eigenspace
+        (rebuilt(C, anp.sqrt), with_eigenvalues([2.0, 2.0, 5.0])),  # sqrtm
+        (rebuilt(C, anp.log), np.eye(3)),  # logm at I: f(1) = 0, V's cotangent vanishes, w's differs
+        (lambda a: np.linalg.eigh(a)[1][0, 0], with_eigenvalues([1.0, 1.0, 3.0])),  # no derivative at all
+        (lambda a: np.linalg.eigh(a)[0][0], np.eye(3)),  # the smallest eigenvalue through eigh
     ],
-    ids=["trace_of_exp", "projector", "sum_of_squares", "sum_of_cubes"],
+    ids=["rebuild", "expm", "sqrtm", "logm", "entry", "smallest"],
 )
-@pytest.mark.parametrize("eigenvalues", [(1.0, 1.0, 1.0), (1.0, 1.0, 3.0), (2.0, -1.0, -1.0)])
-def test_eigh_at_repeated_eigenvalues_is_right_for_invariant_functions(backend, f, numpy_f, eigenvalues):
-    if f is projector_loss and eigenvalues[0] == eigenvalues[2]:
-        pytest.skip("the two smallest eigenvalues' eigenspace is not separated from the third")
-    a = with_eigenvalues(sorted(eigenvalues))
-    if eigenvalues == (1.0, 1.0, 1.0):
-        a = np.eye(3)
-    g = adcore.grad(f, backend=backend)(a)
-    assert np.all(np.isfinite(g))
-    np.testing.assert_allclose(g, central_difference(numpy_f, a), atol=2e-6)
+def test_functions_the_cotangent_cannot_settle_at_repeated_eigenvalues_refuse(backend, f, a):
+    # the rule's masked 1 / (w_j - w_i) would silently drop a term here (F's strict xfail before)
+    with pytest.raises(InvalidValueError, match="'eigh_packed': no derivative at the degenerate values"):
+        adcore.grad(f, backend=backend)(a)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="known limit (docs/conventions.md): V f(w) V^T with f' != 0 at a repeated eigenvalue"
+def test_the_rebuild_is_right_where_the_eigenvalues_are_distinct():
+    a = with_eigenvalues([1.0, 2.0, 4.0])
+    for backend in RULE_BACKENDS:
+        np.testing.assert_allclose(
+            adcore.grad(rebuilt(C, lambda w: w), backend=backend)(a), lower_read((C + C.T) / 2), atol=1e-10
+        )
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+def test_eigvalsh_ties_split_at_a_repeated_eigenvalue(backend):
+    # w[0] of a repeated eigenvalue has no derivative: eigvalsh gives the average over the tie (as
+    # max's), I / 2 on the eigenspace of 1 at diag(1, 1, 3) rotated, independent of LAPACK's basis
+    a = with_eigenvalues([1.0, 1.0, 3.0])
+    v = np.linalg.eigh(a)[1]
+    projector = v[:, :2] @ v[:, :2].T
+    for k in (0, 1):
+        g = adcore.grad(lambda a, k=k: np.linalg.eigvalsh(a)[k], backend=backend)(a)
+        np.testing.assert_allclose(g, lower_read(projector / 2), atol=1e-12)
+    g = adcore.grad(lambda a: np.linalg.eigvalsh(a)[2], backend=backend)(a)
+    np.testing.assert_allclose(g, lower_read(np.outer(v[:, 2], v[:, 2])), atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+def test_svdvals_ties_split_at_a_repeated_singular_value(backend):
+    a = with_singular_values([2.0, 2.0, 1.0], 4, 3)
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    g = adcore.grad(lambda a: np.linalg.svd(a, compute_uv=False)[0], backend=backend)(a)
+    np.testing.assert_allclose(g, u[:, :2] @ vh[:2] / 2, atol=1e-12)
+    g = adcore.grad(lambda a: anp.sum(np.linalg.svd(a, compute_uv=False)), backend=backend)(a)
+    np.testing.assert_allclose(g, u @ vh, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+@pytest.mark.parametrize(
+    "f, a",
+    [
+        # U S Vh rebuilt: sum(C * a) has gradient C (F's strict xfail before)
+        (
+            lambda a: anp.sum(
+                np.arange(12.0).reshape(4, 3)
+                * ((lambda u, s, vh: (u * s) @ vh)(*np.linalg.svd(a, full_matrices=False)))
+            ),
+            with_singular_values([2.0, 1.0], 4, 3),
+        ),
+        (
+            lambda a: anp.sum(
+                np.arange(9.0).reshape(3, 3) * ((lambda u, s, vh: (u * s) @ vh)(*np.linalg.svd(a)))
+            ),
+            with_singular_values([1.0, 1.0, 1.0], 3, 3),
+        ),
+        (
+            lambda a: anp.sum(
+                np.arange(8.0).reshape(2, 4)
+                * ((lambda u, s, vh: (u * s) @ vh)(*np.linalg.svd(a, full_matrices=False)))
+            ),
+            with_singular_values([2.0], 2, 4),
+        ),
+        (
+            lambda a: np.linalg.svd(a, full_matrices=False)[0][0, 0],
+            with_singular_values([2.0, 2.0, 1.0], 4, 3),
+        ),
+        (lambda a: np.linalg.svd(a)[1][0], with_singular_values([2.0, 2.0, 1.0], 3, 3)),
+    ],
+    ids=["rebuild-rank-deficient", "rebuild-orthogonal", "rebuild-wide", "entry", "largest"],
 )
-def test_rebuilding_a_from_its_eigenvectors_at_a_repeated_eigenvalue_is_the_known_limit():
-    # sum(C * V diag(w) V^T) is sum(C * A): its gradient is lower_read(sym(C)), but the
-    # within-eigenspace term (w_i - w_j) / (w_i - w_j) is 0 / 0 there and the rule drops it
-    c = np.arange(9.0).reshape(3, 3)
-
-    def f(a):
-        w, v = np.linalg.eigh(a)
-        return anp.sum(c * ((v * w) @ v.T))
-
-    np.testing.assert_allclose(adcore.grad(f)(np.eye(3)), lower_read((c + c.T) / 2), atol=1e-12)
-
-
-@pytest.mark.xfail(
-    strict=True, reason="known limit (docs/conventions.md): U S Vh rebuilt through a zero singular value"
-)
-def test_rebuilding_a_from_its_svd_at_a_rank_deficient_matrix_is_the_known_limit():
-    # sum(C * U S Vh) is sum(C * A), gradient C; at a zero singular value the rule's 1/s and the
-    # derivative of s (|.| at 0) lose the null space's share
-    a, c = with_singular_values([2.0, 1.0], 4, 3), np.arange(12.0).reshape(4, 3)
-
-    def f(a):
-        u, s, vh = np.linalg.svd(a, full_matrices=False)
-        return anp.sum(c * ((u * s) @ vh))
-
-    np.testing.assert_allclose(adcore.grad(f)(a), c, atol=1e-8)
+def test_functions_the_cotangent_cannot_settle_at_degenerate_singular_values_refuse(backend, f, a):
+    with pytest.raises(InvalidValueError, match="'svd_packed': no derivative at the degenerate values"):
+        adcore.grad(f, backend=backend)(a)
 
 
 @pytest.mark.parametrize("backend", RULE_BACKENDS)
@@ -377,7 +500,7 @@ def test_svd_of_a_rank_deficient_matrix(backend, shape, values):
     subgradient = u[:, :r] @ vh[:r]
     # the nuclear norm and the sum of singular values: U_r V_r^T, which central differences also give
     # (the zero singular values' |.| cancels), and a subgradient
-    for f in (lambda a: np.linalg.norm(a, "nuc"), lambda a: anp.sum(np.linalg.svd(a, full_matrices=False).S)):
+    for f in (lambda a: np.linalg.norm(a, "nuc"), lambda a: anp.sum(np.linalg.svd(a, compute_uv=False))):
         g = adcore.grad(f, backend=backend)(a)
         np.testing.assert_allclose(g, subgradient, atol=1e-10)
         np.testing.assert_allclose(g, central_difference(lambda a: np.linalg.norm(a, "nuc"), a), atol=1e-6)
@@ -393,8 +516,18 @@ def test_svd_of_a_rank_deficient_matrix(backend, shape, values):
         u = np.linalg.svd(a, full_matrices=False)[0][:, :1]
         return np.sum((u @ (u.T @ a)) * np.arange(a.size).reshape(a.shape))
 
-    g = adcore.grad(top, backend=backend)(a)
-    np.testing.assert_allclose(g, central_difference(numpy_top, a), atol=1e-6)
+    s_of_svd = lambda a: anp.sum(np.linalg.svd(a, full_matrices=False).S)  # noqa: E731
+    if backend == "reverse":  # the cotangents show U and V unused past the top one, S used alone
+        np.testing.assert_allclose(
+            adcore.grad(top, backend=backend)(a), central_difference(numpy_top, a), atol=1e-6
+        )
+        np.testing.assert_allclose(adcore.grad(s_of_svd, backend=backend)(a), subgradient, atol=1e-10)
+    else:  # forward computes U's and V's tangents whether or not they are used: svdvals, norm are the way
+        for f in (top, s_of_svd):
+            with pytest.raises(
+                InvalidValueError, match="'svd_packed'.*use np.linalg.svd\\(a, compute_uv=False\\)"
+            ):
+                adcore.grad(f, backend=backend)(a)
 
 
 @pytest.mark.parametrize("backend", [*RULE_BACKENDS, "symbolic"])
@@ -444,7 +577,10 @@ def test_norm_second_derivative_at_zero_is_the_derivative_of_the_zero_convention
     ids=["eigvalsh-identity", "eigh-repeated", "svdvals-rank-deficient", "nuc-repeated"],
 )
 def test_second_derivatives_at_degenerate_points_refuse(inner, outer, f, x):
-    with pytest.raises(InvalidValueError, match="no second derivative at repeated"):
+    # an outer forward's tangent of the eigenvectors is refused first, at first order
+    with pytest.raises(
+        InvalidValueError, match="no second derivative at repeated|no derivative at the degenerate"
+    ):
         adcore.hessian(f, inner=inner, outer=outer)(x)
 
 

@@ -15,6 +15,10 @@ import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import batched_axis
 from adcore.ops.decomposition_rules import (
+    EIGH_ADVICE,
+    SVD_ADVICE,
+    block_average,
+    degenerate_blocks,
     degenerate_tolerance,
     diagonal_of,
     gap_inverse,
@@ -23,6 +27,7 @@ from adcore.ops.decomposition_rules import (
     norm_direction,
     qr_r_inverse,
     refuse_second_order,
+    refuse_undetermined,
     swap_last,
     symmetric_read,
 )
@@ -35,15 +40,67 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
     x = anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v)
     tol = degenerate_tolerance(w, w.shape[-1])
     refuse_second_order("eigh_packed", w, tol, ans, t)
+    same = degenerate_blocks(w, tol)
+    repeated = same & ~np.eye(same.shape[-1], dtype=bool)
+    if np.any(repeated):
+        refuse_undetermined(
+            "eigh_packed",
+            w,
+            "the tangent's projection V^T dA V has entries off the diagonal inside a repeated "
+            "eigenvalue's eigenspace, where the eigenvectors' tangent is not determined (forward "
+            "computes it whether or not np.linalg.eigh's eigenvectors are used)",
+            EIGH_ADVICE,
+            (x, repeated),
+            scale=float(np.max(np.abs(concrete(t)), initial=0.0)),
+        )
     f = gap_inverse(w, tol)
     dw = anp.expand_dims(diagonal_of(x), axis=-2)
     return anp.concatenate([dw, anp.matmul(v, f * x)], axis=-2)
 
 
 def _eigvalsh_jvp(t, ans, a, UPLO="L"):
-    refuse_second_order("eigvalsh", ans, degenerate_tolerance(ans, ans.shape[-1]), a, t)
+    tol = degenerate_tolerance(ans, ans.shape[-1])
+    refuse_second_order("eigvalsh", ans, tol, a, t)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
-    return diagonal_of(anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v))
+    return _ties_split(
+        diagonal_of(anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v)), ans, tol
+    )
+
+
+def _ties_split(dv, values, tol):
+    """dv averaged within each repeated value (ties split equally, as the VJPs do): exact for
+    symmetric functions of the values, whose gradient is equal within a block."""
+    same = degenerate_blocks(values, tol)
+    return block_average(dv, same) if np.any(same & ~np.eye(same.shape[-1], dtype=bool)) else dv
+
+
+def _refuse_svd_tangent(s, tol, t, p, tv, tu, u, v, m, n) -> None:
+    """At repeated or zero singular values, refuse a tangent whose masked part the rule cannot
+    know (forward computes U's and V's tangents whether or not they are used): U^T dA V off the
+    diagonal inside a block of equal singular values, the (I - U U^T) dA V or (I - V V^T) dA^T U
+    columns a zero singular value would divide, and a zero singular value's own tangent (its
+    abs'(0) = 0 is the convention of functions of the singular values only)."""
+    same = degenerate_blocks(s, tol)
+    zero = concrete(s) <= tol
+    repeated = same & ~np.eye(same.shape[-1], dtype=bool)
+    if not (np.any(repeated) or np.any(zero)):
+        return
+    scale = float(np.max(np.abs(concrete(t)), initial=0.0))
+    checks = [(p, repeated), (diagonal_of(p), zero)]
+    if m > n:
+        checks.append((tv - anp.matmul(u, p), zero[..., None, :]))
+    if n > m:
+        checks.append((tu - anp.matmul(v, swap_last(p)), zero[..., None, :]))
+    refuse_undetermined(
+        "svd_packed",
+        s,
+        "the tangent has a part inside a repeated or zero singular value's block (U^T dA V there, "
+        "or what a zero singular value would divide), where U's and V's tangents are not "
+        "determined (forward computes them whether or not they are used)",
+        SVD_ADVICE,
+        *checks,
+        scale=scale,
+    )
 
 
 def _svd_jvp(t, ans, a):
@@ -54,6 +111,7 @@ def _svd_jvp(t, ans, a):
     tv = anp.matmul(t, v)  # dA V
     tu = anp.matmul(swap_last(t), u)  # dA^T U
     p = anp.matmul(swap_last(u), tv)  # U^T dA V
+    _refuse_svd_tangent(s, tol, t, p, tv, tu, u, v, m, a.shape[-1])
     sym, anti = (p + swap_last(p)) * 0.5, (p - swap_last(p)) * 0.5
     minus, plus = gap_inverse(s, tol), gap_inverse(s, tol, +1)
     s_inv = anp.expand_dims(inverse_singular_values(s, tol), axis=-2)
@@ -73,7 +131,8 @@ def _svdvals_jvp(t, ans, a):
     packed = anp.svd_packed(a)
     u, v = packed[..., :m, :], packed[..., m + 1 :, :]
     tol = degenerate_tolerance(ans, max(a.shape[-2:]))
-    return diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v)) * nonzero_singular_values(ans, tol)
+    ds = _ties_split(diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v)), ans, tol)
+    return ds * nonzero_singular_values(ans, tol)
 
 
 def _qr_jvp(t, ans, a):

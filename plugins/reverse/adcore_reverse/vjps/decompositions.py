@@ -14,6 +14,10 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.ops.decomposition_rules import (
+    EIGH_ADVICE,
+    SVD_ADVICE,
+    block_average,
+    degenerate_blocks,
     degenerate_tolerance,
     diagonal_matrix,
     gap_inverse,
@@ -23,6 +27,7 @@ from adcore.ops.decomposition_rules import (
     qr_r_inverse,
     read_triangle,
     refuse_second_order,
+    refuse_undetermined,
     swap_last,
 )
 from adcore.ops.decompositions import lstsq_rcond, norm_axes
@@ -36,16 +41,107 @@ def _eigh_vjp(g, ans, a, UPLO="L"):
     refuse_second_order("eigh_packed", w, tol, ans, g)
     f = gap_inverse(w, tol)
     x = anp.matmul(swap_last(v), gv)
+    _refuse_eigh_cotangent(w, tol, x, gw, gv)
     inner = diagonal_matrix(gw) + f * (x - swap_last(x)) * 0.5
     gs = anp.matmul(anp.matmul(v, inner), swap_last(v))
     return gs * read_triangle(a, UPLO)
 
 
+def _refuse_eigh_cotangent(w, tol, x, gw, gv) -> None:
+    """At repeated eigenvalues, refuse a cotangent whose masked part the rule cannot know: V^T gV
+    off the diagonal inside a repeated eigenvalue's block (the 1 / gap factor is 0 / 0 there, and
+    its limit, f'(w) for V f(w) V^T, is not in the cotangent) or gw differing inside one (no
+    derivative for a function not symmetric in them; V f(w) V^T with f(w) = 0 there, logm at I)."""
+    same = degenerate_blocks(w, tol)
+    repeated = same & ~np.eye(same.shape[-1], dtype=bool)
+    if not np.any(repeated):
+        return
+    scale = float(max(np.max(np.abs(concrete(gw)), initial=0.0), np.max(np.abs(concrete(gv)), initial=0.0)))
+    refuse_undetermined(
+        "eigh_packed",
+        w,
+        "the eigenvectors' cotangent has a part inside a repeated eigenvalue's eigenspace (V^T dL/dV "
+        "off its diagonal there)",
+        EIGH_ADVICE,
+        (x, repeated),
+        scale=scale,
+    )
+    gw_ = concrete(gw)
+    refuse_undetermined(
+        "eigh_packed",
+        w,
+        "the eigenvalues' cotangent differs between equal eigenvalues (a function not symmetric in "
+        "them, such as w[0], or a V f(w) V^T whose eigenvector cotangent vanishes there)",
+        EIGH_ADVICE,
+        (gw_[..., :, None] - gw_[..., None, :], repeated),
+        scale=scale,
+    )
+
+
 def _eigvalsh_vjp(g, ans, a, UPLO="L"):
-    refuse_second_order("eigvalsh", ans, degenerate_tolerance(ans, ans.shape[-1]), a, g)
+    tol = degenerate_tolerance(ans, ans.shape[-1])
+    refuse_second_order("eigvalsh", ans, tol, a, g)
+    g = _ties_split(g, ans, tol)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
     gs = anp.matmul(v * anp.expand_dims(g, axis=-2), swap_last(v))
     return gs * read_triangle(a, UPLO)
+
+
+def _ties_split(g, values, tol):
+    """g averaged within each repeated value (ties split equally, as max's): the gradient of a
+    symmetric function of the values is unchanged, and the others (w[0] at a repeated eigenvalue,
+    no derivative) get a subgradient that does not depend on LAPACK's basis of the eigenspace."""
+    same = degenerate_blocks(values, tol)
+    return block_average(g, same) if np.any(same & ~np.eye(same.shape[-1], dtype=bool)) else g
+
+
+def _refuse_svd_cotangent(s, tol, j, k, gu, gs, gv, u, v, m, n) -> None:
+    """At repeated or zero singular values, refuse a cotangent whose masked part the rule cannot
+    know: U^T gU or V^T gV off the diagonal inside a block of equal singular values, gs differing
+    inside a block of nonzero ones, the (I - U U^T) gU or (I - V V^T) gV columns a zero singular
+    value would divide, and gs at a zero singular value (abs'(0) = 0 is the convention of functions
+    of the singular values only) when U or V are used."""
+    same = degenerate_blocks(s, tol)
+    zero = concrete(s) <= tol
+    repeated = same & ~np.eye(same.shape[-1], dtype=bool)
+    if not (np.any(repeated) or np.any(zero)):
+        return
+    sizes = [np.max(np.abs(concrete(c)), initial=0.0) for c in (gu, gs, gv)]
+    scale = float(max(sizes))
+    what = "the singular vectors' cotangent has a part inside a repeated or zero singular value's block"
+    refuse_undetermined("svd_packed", s, what, SVD_ADVICE, (j, repeated), (k, repeated), scale=scale)
+    gs_ = concrete(gs)
+    refuse_undetermined(
+        "svd_packed",
+        s,
+        "the singular values' cotangent differs between equal singular values (a function not "
+        "symmetric in them, or U f(s) V^T)",
+        SVD_ADVICE,
+        (gs_[..., :, None] - gs_[..., None, :], repeated & ~zero[..., :, None]),
+        scale=scale,
+    )
+    if not np.any(zero):
+        return
+    if m > n:
+        refuse_undetermined(
+            "svd_packed", s, "(I - U U^T) dL/dU would be divided by a zero singular value", SVD_ADVICE,
+            (gu - anp.matmul(u, j), zero[..., None, :]), scale=scale,
+        )  # fmt: skip
+    if n > m:
+        refuse_undetermined(
+            "svd_packed", s, "(I - V V^T) dL/dV would be divided by a zero singular value", SVD_ADVICE,
+            (gv - anp.matmul(v, k), zero[..., None, :]), scale=scale,
+        )  # fmt: skip
+    if max(sizes[0], sizes[2]) > 64 * max(m, n) * np.finfo(gs_.dtype).eps * scale:
+        refuse_undetermined(
+            "svd_packed",
+            s,
+            "a zero singular value has a cotangent while U or V are used too (abs'(0) = 0 holds for "
+            "functions of the singular values only; U S Vh rebuilt through it is smooth)",
+            SVD_ADVICE,
+            (gs_, zero),
+            scale=scale,
+        )
 
 
 def _svd_vjp(g, ans, a):
@@ -56,6 +152,7 @@ def _svd_vjp(g, ans, a):
     refuse_second_order("svd_packed", s, tol, ans, g, zeros=True)
     j = anp.matmul(swap_last(u), gu)
     k = anp.matmul(swap_last(v), gv)
+    _refuse_svd_cotangent(s, tol, j, k, gu, gs, gv, u, v, m, a.shape[-1])
     ja, ka = j - swap_last(j), k - swap_last(k)
     # (F o Ja) S + S (F o Ka) with F = 1/(s_j^2 - s_i^2), split so that each factor is masked alone
     inner = (
@@ -73,10 +170,11 @@ def _svd_vjp(g, ans, a):
 
 def _svdvals_vjp(g, ans, a):
     m = a.shape[-2]
-    refuse_second_order("svdvals", ans, degenerate_tolerance(ans, max(a.shape[-2:])), a, g, zeros=True)
+    tol = degenerate_tolerance(ans, max(a.shape[-2:]))
+    refuse_second_order("svdvals", ans, tol, a, g, zeros=True)
     packed = anp.svd_packed(a)
     u, v = packed[..., :m, :], packed[..., m + 1 :, :]
-    weights = g * nonzero_singular_values(ans, degenerate_tolerance(ans, max(a.shape[-2:])))
+    weights = _ties_split(g, ans, tol) * nonzero_singular_values(ans, tol)
     return anp.matmul(u * anp.expand_dims(weights, axis=-2), swap_last(v))
 
 
