@@ -339,7 +339,8 @@ eigh_packed = OpSpec(
     samples=_symmetric_samples,
     kink_distance=_eigh_distance,
     doc="eigenvalues over eigenvectors, (..., n+1, n), of the triangle UPLO names (np.linalg.eigh "
-    "unpacks it); degenerate eigenvalues: docs/conventions.md",
+    "unpacks it); at repeated eigenvalues an InvalidValueError where the cotangent (tangent, on "
+    "forward) reaches inside the repeated eigenspace: docs/conventions.md",
 )
 eigvalsh = OpSpec(
     "eigvalsh",
@@ -348,8 +349,21 @@ eigvalsh = OpSpec(
     numpy=(np.linalg.eigvalsh,),
     samples=_symmetric_samples,
     kink_distance=_symmetric_distance,
+    kinks=(
+        Kink(
+            (np.eye(2),),
+            (np.array([np.diag([0.5, 0.5]), np.diag([0.5, 0.5])]),),
+            why="a repeated eigenvalue: ties split equally (the eigenspace's projector over its size)",
+        ),
+        Kink(
+            (np.diag([3.0, 1.0, 1.0]),),
+            (np.array([np.diag([0.0, 0.5, 0.5]), np.diag([0.0, 0.5, 0.5]), np.diag([1.0, 0.0, 0.0])]),),
+            why="ties split within the repeated eigenvalue 1, v v^T for the simple 3",
+        ),
+    ),
     doc="of the triangle UPLO names; symmetric functions of them are exact at repeated eigenvalues "
-    "(sum(eigvalsh(A)) has gradient I at A = I), with no second derivative there",
+    "(sum(eigvalsh(A)) has gradient I at A = I), a single one of a repeated eigenvalue gets the tie "
+    "split equally (as max); no second derivative there",
 )
 svd_packed = OpSpec(
     "svd_packed",
@@ -357,7 +371,8 @@ svd_packed = OpSpec(
     samples=_matrix_samples(),
     kink_distance=_svd_distance,
     doc="U over s over V, (..., m+1+n, min(m, n)) (np.linalg.svd unpacks it, full_matrices=False); "
-    "repeated or zero singular values: docs/conventions.md",
+    "at repeated or zero singular values an InvalidValueError where the cotangent (tangent, on "
+    "forward) reaches inside them: docs/conventions.md",
 )
 svdvals = OpSpec(
     "svdvals",
@@ -371,9 +386,15 @@ svdvals = OpSpec(
             (np.array([[[0.2, 0.4], [0.4, 0.8]], [[0.0, 0.0], [0.0, 0.0]]]),),
             why="a zero singular value has derivative 0 (abs'(0) = 0); the other u v^T",
         ),
+        Kink(
+            (2 * np.eye(2),),
+            (np.array([np.eye(2) / 2, np.eye(2) / 2]),),
+            why="a repeated singular value: ties split equally (U V^T of the block over its size)",
+        ),
     ),
     doc="singular values (np.linalg.svd(x, compute_uv=False)); symmetric functions of them are exact at "
-    "repeated ones; a zero one has derivative 0; no second derivative at either",
+    "repeated ones, a single one of a repeated value gets the tie split equally; a zero one has "
+    "derivative 0; no second derivative at either",
 )
 qr_packed = OpSpec(
     "qr_packed",
