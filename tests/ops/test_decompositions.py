@@ -414,6 +414,25 @@ def test_functions_the_cotangent_cannot_settle_at_repeated_eigenvalues_refuse(ba
         adcore.grad(f, backend=backend)(a)
 
 
+@pytest.mark.xfail(
+    strict=True, reason="known limit (docs/conventions.md): first-order cotangents cannot show it"
+)
+@pytest.mark.parametrize(
+    "f, a",
+    [
+        # logm at I with C's diagonal constant: V's cotangent is 0 (log 1 = 0), w's is equal, as for
+        # a constant times sum(log(w)); the derivative lower_read(sym(C)) needs log'(1) inside the block
+        (rebuilt(np.array([[1.0, 2.0, 3.0], [4.0, 1.0, 5.0], [6.0, 7.0, 1.0]]), anp.log), np.eye(3)),
+        # V[0, 0] at exactly I, where LAPACK's V is I: its cotangent e0 e0^T is that of |v_0|^2 / 2
+        (lambda a: np.linalg.eigh(a)[1][0, 0], np.eye(3)),
+    ],
+    ids=["logm-constant-diagonal", "entry-at-identity"],
+)
+def test_what_reverse_cannot_tell_at_repeated_eigenvalues_is_the_known_limit(f, a):
+    with pytest.raises(InvalidValueError):
+        adcore.grad(f, backend="reverse")(a)
+
+
 def test_the_rebuild_is_right_where_the_eigenvalues_are_distinct():
     a = with_eigenvalues([1.0, 2.0, 4.0])
     for backend in RULE_BACKENDS:
