@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import adcore
-from adcore.errors import MissingRuleError, UnsupportedByBackendError
+from adcore.errors import AdcoreError, MissingRuleError, UnsupportedByBackendError
 
 BACKENDS = ("reverse", "forward", "symbolic", "numeric")
 # exact backends agree to rounding; numeric's finite differences to about 1e-8 relative
@@ -345,3 +345,32 @@ def test_gp_nlml_of_a_kernel_that_is_not_positive_definite_is_an_error_not_nan(b
     # adcore's LinearAlgebraError is also numpy.linalg.LinAlgError, which plain NumPy raises here
     with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
         adcore.grad(gp_nlml, backend=backend)(*_singular_gp_args())
+
+
+def _rank_deficient():
+    """A 3x3 matrix whose second row is twice its first: singular exactly."""
+    return np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+
+
+def _singular_solve(A, b):
+    return np.sum(np.linalg.solve(A, b))
+
+
+SYMBOLIC_NAN = pytest.mark.xfail(
+    strict=True, reason="symbolic's compiled inverse/solve/slogdet of a singular matrix is nan, not an error"
+)
+
+
+@pytest.mark.parametrize(
+    "backend", ["reverse", "forward", "numeric", pytest.param("symbolic", marks=SYMBOLIC_NAN)]
+)
+@pytest.mark.parametrize(
+    "f, args",
+    [(log_abs_det, (_rank_deficient(),)), (_singular_solve, (_rank_deficient(), np.ones(3)))],
+    ids=["slogdet", "solve"],
+)
+def test_a_singular_matrix_is_an_error_not_nan(f, args, backend):
+    # log|det| = -inf and A^-1 b have no derivative there: LinearAlgebraError (also numpy's
+    # LinAlgError, which plain NumPy raises under numeric), or numeric's InvalidOutputError for -inf
+    with pytest.raises((np.linalg.LinAlgError, AdcoreError)):
+        adcore.grad(f, backend=backend)(*args)
