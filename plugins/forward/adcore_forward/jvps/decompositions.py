@@ -3,7 +3,8 @@ norm, pinv, lstsq_solution.
 
 The tangent of each output of a decomposition, from the same literature as the VJPs (Giles 2008,
 Seeger et al. 2017, Townsend 2016, Walter & Lehmann 2018, Golub & Pereyra 1973), with the same
-masked 1 / (gap) factors (docs/conventions.md, "decompositions"). `t` is (B,) + a.shape; matmul
+masked 1 / (gap) factors, and the same refusal where the tangent's part they multiply is not
+rounding (docs/conventions.md, "decompositions"). `t` is (B,) + a.shape; matmul
 broadcasts the decomposition's factors over the batch axis.
 """
 

@@ -3,8 +3,9 @@ norm, pinv, lstsq_solution.
 
 eigh: Giles (2008), Seeger et al. (2017); svd: Townsend (2016); qr: Walter & Lehmann (2018),
 Liao et al. (2019); pinv: Golub & Pereyra (1973). The 1 / (gap) factors are masked to 0 where
-eigen- or singular values coincide: exact for functions invariant within the degenerate
-subspace in the sense of docs/conventions.md ("decompositions").
+eigen- or singular values coincide, and what they multiply is checked on the concrete cotangent:
+where it is not rounding the derivative is not in the cotangent, and the rule raises an
+InvalidValueError saying what to use instead (docs/conventions.md, "decompositions").
 """
 
 from __future__ import annotations
