@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -261,13 +262,13 @@ def _jacobians(be, f, args, argnums, scalar, want_value, options, purpose="jacob
     builds = be.builds
     if builds == "jacobian":
         return _direct(be, f, args, argnums, scalar, want_value, options, purpose)
-    thawed = _freeze([args[i] for i in argnums])
+    frozen = _freeze([args[i] for i in argnums])
     try:
         if builds == "vjp":
             return (*_by_vjp(be, f, args, argnums, scalar), None)
         return (*_by_jvp(be, f, args, argnums, scalar, **options), None)
     except ValueError as e:
-        if thawed and "read-only" in str(e):
+        if any(_FROZEN[id(a)].thaw for a in frozen) and "read-only" in str(e):
             raise StateChangedError(
                 f"backend {be.name!r}: f wrote into an array it is differentiated with respect to ({e}); "
                 "the derivative would be taken at values that changed under it. Compute on a copy "
@@ -275,24 +276,61 @@ def _jacobians(be, f, args, argnums, scalar, want_value, options, purpose="jacob
             ) from e
         raise
     finally:
-        for a in reversed(thawed):
-            a.flags.writeable = True
+        _thaw(frozen)
+
+
+class _Frozen:
+    """An array made read-only by calls still running (`holders`), and whether to make it
+    writable again when the last ends; views to thaw after it (their base must be writable first)."""
+
+    __slots__ = ("array", "holders", "thaw", "views")
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array, self.holders, self.thaw, self.views = array, 0, array.flags.writeable, []
+
+
+_FROZEN: dict[int, _Frozen] = {}  # by id: the arrays calls hold read-only, across threads
+_FROZEN_LOCK = threading.Lock()
 
 
 def _freeze(arrays: list) -> list:
     """Make the differentiated arrays, and the arrays they are views of, read-only while f runs
-    and the backward pass reads them; return those that were writable, to thaw afterwards.
-    Copying them instead on every call costs more than the sweep of a small MLP (fresh pages
-    for every weight matrix), and a write from inside f (through a global naming the same
-    array) would change the values the derivative is taken at."""
-    thawed = []
-    for a in arrays:
-        while isinstance(a, np.ndarray):
-            if a.flags.writeable:
-                a.flags.writeable = False
-                thawed.append(a)
-            a = a.base
-    return thawed
+    and the backward pass reads them; return them all, for _thaw. Copying them instead on every
+    call costs more than the sweep of a small MLP (fresh pages for every weight matrix), and a
+    write from inside f (through a global naming the same array) would change the values the
+    derivative is taken at. Calls in several threads may hold the same array or base: the last
+    to end thaws it."""
+    held = []
+    with _FROZEN_LOCK:
+        for a in arrays:
+            while isinstance(a, np.ndarray):
+                entry = _FROZEN.get(id(a))
+                if entry is None:
+                    entry = _FROZEN[id(a)] = _Frozen(a)
+                    a.flags.writeable = False
+                entry.holders += 1
+                held.append(a)
+                a = a.base
+    return held
+
+
+def _thaw(held: list) -> None:
+    """Let go of the arrays _freeze held: each that no other call holds is writable again, as it
+    was, once the array it is a view of is (else it waits in that array's `views`)."""
+    with _FROZEN_LOCK:
+        for a in held:
+            entry = _FROZEN[id(a)]
+            entry.holders -= 1
+            if entry.holders:
+                continue
+            del _FROZEN[id(a)]
+            base = _FROZEN.get(id(a.base)) if isinstance(a.base, np.ndarray) else None
+            if base is not None:  # its base is still held: thaw it (and its waiting views) after that
+                base.views += [entry, *entry.views]
+                continue
+            for e in (entry, *entry.views):
+                if e.thaw:
+                    e.array.flags.writeable = True
 
 
 def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:

@@ -274,3 +274,22 @@ def test_an_empty_output_has_an_empty_jacobian_and_zero_cotangents(backend):
     np.testing.assert_array_equal(vjp_fn(np.zeros(0))[0], np.zeros(4))  # no output weighs anything
     out, tangent = adcore.jvp(empty, (X0,), (V,), backend=backend)
     assert out.shape == tangent.shape == (0,)
+
+
+def test_arrays_held_read_only_by_overlapping_calls_are_writable_again_after_the_last():
+    # two calls (threads) differentiating views of one base: the first to end cannot make its
+    # view writable while the other holds the base read-only (NumPy refuses); it must wait for it
+    from adcore.derivatives import _freeze, _thaw
+
+    base = np.arange(6.0)
+    x, y = base[:3], base[3:]
+    first, second = _freeze([x]), _freeze([y])
+    assert not (x.flags.writeable or y.flags.writeable or base.flags.writeable)
+    _thaw(first)
+    assert not (x.flags.writeable or base.flags.writeable)  # the base is still held
+    _thaw(second)
+    assert x.flags.writeable and y.flags.writeable and base.flags.writeable
+    frozen_by_user = np.arange(3.0)
+    frozen_by_user.flags.writeable = False
+    _thaw(_freeze([frozen_by_user]))
+    assert not frozen_by_user.flags.writeable  # read-only before: read-only after
