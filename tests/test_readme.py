@@ -26,6 +26,8 @@ def test_readme_examples_run_and_print_the_commented_values():
     assert "array(-0.25)" in printed and "array(-0.95892427)" in printed
     # pytrees with has_aux, hvp of sum(v**4) at ones (12 v^2), a custom_jvp rule where the body overflows
     assert "['b', 'w'] (3,)" in printed and "[12. 12.]" in printed and "1.0 1.0" in printed
+    # plain NumPy linear algebra: the GP NLML's gradient (torch: -0.1654, 0.4729, 1.5823), einsum
+    assert "[-0.165432  0.472937  1.582275]" in printed and "\n1.0\n" in printed
     # numeric: Richardson to about 14 digits with its error estimate, the complex step exact
     assert "4.05342789389862" in printed and "4.053427893898621" in printed
     # symbolic: the seed's derivatives as expressions, and a loss over a million points
