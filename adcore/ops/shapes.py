@@ -19,8 +19,24 @@ def _getitem(x, index):
 def _scatter_add(values, index, shape):
     """zeros(shape) with `values` added at `index` (repeated indices accumulate): getitem's transpose."""
     out = np.zeros(shape, dtype=np.result_type(values))
-    np.add.at(out, index, values)
+    if is_basic_index(index):  # no element is hit twice: assignment, 7-20x faster than np.add.at
+        out[index] = values
+    else:
+        np.add.at(out, index, values)
     return out
+
+
+def is_basic_index(index: Any) -> bool:
+    """Whether index is NumPy basic indexing (ints, slices, Ellipsis, None, or a tuple of them), which
+    selects each element at most once. Bools and arrays (even 0-d) are advanced indexing."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(
+        part is None
+        or part is Ellipsis
+        or isinstance(part, slice)
+        or (isinstance(part, (int, np.integer)) and not isinstance(part, (bool, np.bool_)))
+        for part in parts
+    )
 
 
 def _concatenate(*arrays, axis=0):
