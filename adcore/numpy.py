@@ -20,7 +20,7 @@ absolute = globals()["abs"]
 true_divide = globals()["divide"]
 amax = globals()["max"]
 amin = globals()["min"]
-# np.linalg.slogdet's (sign, logabsdet) on traced values, around op logabsdet
+# np.linalg.slogdet's (sign, logabsdet) on traced values, from one op slogdet_packed
 from adcore.ops.linalg import slogdet  # noqa: E402, F401
 
 # np.average's signature (weights optional, after axis) around ops mean and average

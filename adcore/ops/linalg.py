@@ -1,5 +1,5 @@
 """Linear algebra: matmul (NumPy's batch broadcasting and 1-d promotion) and the solve family
-(inv, solve, cholesky, det, logabsdet for np.linalg.slogdet, solve_triangular, cho_solve)."""
+(inv, solve, cholesky, det, logabsdet, slogdet_packed for np.linalg.slogdet, solve_triangular, cho_solve)."""
 
 from __future__ import annotations
 
@@ -112,6 +112,13 @@ def _logabsdet(a):
     a = np.asarray(a)
     check_square("logabsdet", "a", a)
     return np.linalg.slogdet(a).logabsdet
+
+
+def _slogdet_packed(a):
+    a = np.asarray(a)
+    check_square("slogdet_packed", "a", a)
+    sign, log = np.linalg.slogdet(a)
+    return np.stack((sign, log), axis=-1)
 
 
 def is_transposed(trans: Any) -> bool:
@@ -280,7 +287,7 @@ _TRIANGULAR_PARAMS = (
 
 class SlogdetResult(NamedTuple):
     """np.linalg.slogdet's result on a traced value: `sign` a plain array (derivative 0),
-    `logabsdet` the differentiable output of op `logabsdet`."""
+    `logabsdet` the differentiable part of op `slogdet_packed`'s output."""
 
     sign: Any
     logabsdet: Any
@@ -288,12 +295,13 @@ class SlogdetResult(NamedTuple):
 
 def slogdet(a: Any) -> SlogdetResult:
     """np.linalg.slogdet for traced values: (sign, logabsdet), so `sign, logdet = slogdet(a)`
-    and `slogdet(a).logabsdet` both work."""
-    log = bind(logabsdet, a)
+    and `slogdet(a).logabsdet` both work. One LU: both come from one slogdet_packed."""
+    packed = bind(slogdet_packed, a)
+    log = bind(core.OPS.getitem, packed, index=(Ellipsis, 1))
     try:
-        sign = np.linalg.slogdet(concrete(a)).sign
+        sign = concrete(packed)[..., 0]
     except UnsupportedByBackendError:  # the symbolic backend traces no numbers: sign(det), derivative 0
-        sign = bind(core.OPS.sign, bind(det, a))
+        sign = bind(core.OPS.getitem, packed, index=(Ellipsis, 0))
     return SlogdetResult(sign, log)
 
 
@@ -363,8 +371,15 @@ logabsdet = OpSpec(
     "logabsdet",
     _logabsdet,
     samples=_logabsdet_samples,
-    doc="log|det a|; np.linalg.slogdet(x) on a traced x is (sign, logabsdet(x)), sign a constant; "
+    doc="log|det a| (np.linalg.slogdet(x) on a traced x reads sign and log|det x| off one slogdet_packed); "
     "at a singular a (-inf) the derivative does not exist: LinearAlgebraError",
+)
+slogdet_packed = OpSpec(
+    "slogdet_packed",
+    _slogdet_packed,
+    samples=_logabsdet_samples,
+    doc="sign and log|det a| stacked on a last axis of 2, one LU (np.linalg.slogdet unpacks it); the "
+    "sign's derivative is 0; at a singular a (-inf) the derivative does not exist: LinearAlgebraError",
 )
 solve_triangular = OpSpec(
     "solve_triangular",

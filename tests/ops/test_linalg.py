@@ -399,3 +399,78 @@ def test_rules_keep_float32_float32(name):
     for i, (vjp, jvp) in enumerate(zip(VJPS[name], JVPS[name])):
         assert vjp(np.ones(np.shape(ans), f32), ans, *args).dtype == f32
         assert jvp(np.ones((2,) + args[i].shape, f32), ans, *args).dtype == f32
+
+
+# --- slogdet in one LU: op slogdet_packed ------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ("reverse", "forward"))
+def test_slogdet_of_a_traced_value_runs_one_lu(backend, monkeypatch):
+    calls = []
+    numpy_slogdet = np.linalg.slogdet
+
+    def counted(a):
+        calls.append(np.shape(a))
+        return numpy_slogdet(a)
+
+    monkeypatch.setattr(np.linalg, "slogdet", counted)  # the impl looks it up per call
+    got = adcore.grad(lambda a: anp.sum(anp.slogdet(a).logabsdet), backend=backend)(A_BATCH)
+    assert calls == [A_BATCH.shape]  # once for sign and log|det| together, not once each
+    np.testing.assert_allclose(got, np.linalg.inv(A_BATCH).swapaxes(-1, -2), rtol=1e-12)
+
+
+def test_slogdet_packed_stacks_numpys_sign_and_logabsdet():
+    flipped = np.stack([np.diag([-1.0, 1.0, 1.0]) @ A, A])
+    packed = anp.slogdet_packed(flipped)
+    sign, log = np.linalg.slogdet(flipped)
+    assert packed.shape == (2, 2)
+    np.testing.assert_array_equal(packed[..., 0], sign)
+    np.testing.assert_array_equal(packed[..., 1], log)
+    assert anp.slogdet_packed(A.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("backend", ("reverse", "forward"))
+def test_slogdet_sign_of_a_traced_value_is_a_plain_array(backend):
+    seen = {}
+
+    def f(a):
+        sign, logdet = np.linalg.slogdet(a)
+        seen["sign"] = sign
+        return np.sum(logdet)
+
+    flipped = np.stack([np.diag([-1.0, 1.0, 1.0]) @ A, A])
+    adcore.grad(f, backend=backend)(flipped)
+    assert type(seen["sign"]) is np.ndarray
+    np.testing.assert_array_equal(seen["sign"], [-1.0, 1.0])
+
+
+@pytest.mark.parametrize("backend", ("reverse", "forward", "symbolic", "numeric"))
+def test_slogdet_packed_jacobian_has_a_zero_sign_row(backend):
+    flipped = np.diag([-1.0, 1.0, 1.0]) @ A
+    jac = adcore.jacobian(anp.slogdet_packed, backend=backend)(flipped)
+    assert jac.shape == (2, 3, 3)
+    tol = 1e-6 if backend == "numeric" else 1e-12
+    np.testing.assert_allclose(jac[0], 0.0, atol=tol)
+    np.testing.assert_allclose(jac[1], np.linalg.inv(flipped).T, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize(
+    "outer, inner", [("forward", "reverse"), ("reverse", "reverse"), ("forward", "forward")]
+)
+def test_slogdet_hessian_equals_logabsdets(outer, inner):
+    def via_slogdet(a):
+        sign, logdet = np.linalg.slogdet(a)
+        return sign * logdet
+
+    # d2 log|det A| / dA_ij dA_kl = -(A^-1)_jk (A^-1)_li, and sign(det A) is a constant
+    inverse = np.linalg.inv(A)
+    want = -np.einsum("jk,li->ijkl", inverse, inverse) * np.sign(np.linalg.det(A))
+    got = adcore.jacobian(adcore.grad(via_slogdet, backend=inner), backend=outer)(A)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ("reverse", "forward"))
+def test_slogdet_of_a_singular_matrix_names_slogdet_packed(backend):
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    with pytest.raises(LinearAlgebraError, match="op 'slogdet_packed'.*singular"):
+        adcore.grad(lambda a: np.linalg.slogdet(a)[1], backend=backend)(singular)

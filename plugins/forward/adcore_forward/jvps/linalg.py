@@ -130,11 +130,17 @@ def _logabsdet_jvp(t, ans, a):
     return anp.sum(t * _swap(anp.inv(a)), axis=(-2, -1))
 
 
-def refuse_singular(logabsdet: Any) -> None:
+def _slogdet_packed_jvp(t, ans, a):
+    refuse_singular(concrete(ans)[..., 1], op="slogdet_packed")
+    log = anp.sum(t * _swap(anp.inv(a)), axis=(-2, -1))
+    return anp.stack([np.zeros(log.shape, dtype=log.dtype), log], axis=-1)  # the sign's tangent is 0
+
+
+def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
     """log|det a| = -inf has no derivative: say so rather than give inf or nan."""
     if np.any(np.isneginf(concrete(logabsdet))):
         raise LinearAlgebraError(
-            "op 'logabsdet' (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
+            f"op {op!r} (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
             "derivative; det(a) has one (the cofactor matrix) if that is what you need"
         )
 
@@ -148,4 +154,5 @@ defjvp("cho_solve",        _cho_solve_jvp(0), _cho_solve_jvp(1))
 defjvp("cholesky",         _cholesky_jvp)
 defjvp("det",              _det_jvp)
 defjvp("logabsdet",        _logabsdet_jvp)
+defjvp("slogdet_packed",   _slogdet_packed_jvp)
 # fmt: on

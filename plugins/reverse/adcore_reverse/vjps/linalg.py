@@ -134,11 +134,17 @@ def _logabsdet_vjp(g, ans, a):
     return _expand(g) * _swap(anp.inv(a))
 
 
-def refuse_singular(logabsdet: Any) -> None:
+def _slogdet_packed_vjp(g, ans, a):
+    # the sign's cotangent g[..., 0] meets a derivative of 0
+    refuse_singular(concrete(ans)[..., 1], op="slogdet_packed")
+    return _expand(g[..., 1]) * _swap(anp.inv(a))
+
+
+def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
     """log|det a| = -inf has no derivative: say so rather than give inf or nan."""
     if np.any(np.isneginf(concrete(logabsdet))):
         raise LinearAlgebraError(
-            "op 'logabsdet' (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
+            f"op {op!r} (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
             "derivative; det(a) has one (the cofactor matrix) if that is what you need"
         )
 
@@ -152,4 +158,5 @@ defvjp("cho_solve",        _cho_solve_vjp(0), _cho_solve_vjp(1))
 defvjp("cholesky",         _cholesky_vjp)
 defvjp("det",              _det_vjp)
 defvjp("logabsdet",        _logabsdet_vjp)
+defvjp("slogdet_packed",   _slogdet_packed_vjp)
 # fmt: on
