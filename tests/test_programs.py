@@ -356,14 +356,7 @@ def _singular_solve(A, b):
     return np.sum(np.linalg.solve(A, b))
 
 
-SYMBOLIC_NAN = pytest.mark.xfail(
-    strict=True, reason="symbolic's compiled inverse/solve/slogdet of a singular matrix is nan, not an error"
-)
-
-
-@pytest.mark.parametrize(
-    "backend", ["reverse", "forward", "numeric", pytest.param("symbolic", marks=SYMBOLIC_NAN)]
-)
+@pytest.mark.parametrize("backend", ["reverse", "forward", "numeric", "symbolic"])
 @pytest.mark.parametrize(
     "f, args",
     [(log_abs_det, (_rank_deficient(),)), (_singular_solve, (_rank_deficient(), np.ones(3)))],

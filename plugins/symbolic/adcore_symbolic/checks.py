@@ -28,3 +28,37 @@ def cholesky_pivot(x: Any) -> Any:
             "definite matrix; add a small multiple of the identity (jitter) if a is only positive semidefinite."
         )
     return ops.sqrt(x)
+
+
+_ADVICE = {
+    "inv": "Singular matrix. The matrix has no inverse; check it is well conditioned (np.linalg.cond).",
+    "solve": "Singular matrix. The matrix has no inverse; check it is well conditioned (np.linalg.cond).",
+    "solve_triangular": "Singular matrix. A zero on the triangle's diagonal makes it singular.",
+    "cho_solve": "Singular matrix. A zero on the Cholesky factor's diagonal makes it singular.",
+    "logabsdet": "a is singular, log|det a| = -inf (np.linalg.slogdet), which has no derivative; det(a) "
+    "has one (the cofactor matrix) if that is what you need.",
+}
+
+
+def nonsingular(d: Any, op: str) -> Any:
+    """d, a determinant or triangular pivot the symbolic forms of op divide by, if it is not 0.
+    d == 0 exactly is where NumPy's LU refuses the matrix; a nearly singular one gives huge
+    values, as NumPy's does. A determinant that underflows to 0 (entries near 1e-100 and less) is
+    refused too, and one that overflows to inf, which would give 0 for the inverse: the
+    adjugate/determinant form cannot compute those in floating point. Traced by an outer symbolic
+    derivative (a symbolic-over-symbolic Hessian), d has no number and is not checked."""
+    try:
+        value = np.asarray(concrete(d))
+    except SymbolicControlFlowError:
+        return d
+    if np.any(value == 0):
+        raise LinearAlgebraError(
+            f"op {op!r}: {_ADVICE[op]} (backend 'symbolic': a determinant or pivot it divides by is 0 in "
+            "floating point; if a is only badly scaled, its entries near 1e-100, scale it or use backend 'reverse')"
+        )
+    if op in ("inv", "solve", "logabsdet") and np.any(np.isinf(value)):
+        raise LinearAlgebraError(
+            f"op {op!r}: backend 'symbolic' computes a's inverse as adjugate / determinant, and the "
+            "determinant overflows to inf (entries near 1e100 and more); scale a or use backend 'reverse'"
+        )
+    return d

@@ -10,6 +10,8 @@ sympy.codegen, which prints them as numpy.expm1 and numpy.log1p.
 
 from __future__ import annotations
 
+import functools
+
 import sympy as sp
 from mpmath.libmp import prec_to_dps
 from sympy.codegen.cfunctions import expm1, log1p
@@ -22,7 +24,10 @@ __all__ = [
     "expm1",
     "floor",
     "log1p",
+    "logabs",
     "logsumexp",
+    "nonsingular",
+    "nonsingular_in",
     "power",
     "sigmoid",
     "sign",
@@ -209,3 +214,49 @@ class amax(_TiedExtremum):
 class amin(_TiedExtremum):
     numpy = "minimum"
     extremum = sp.Min
+
+
+class nonsingular(sp.Function):
+    """d, a determinant or pivot that the sympy forms of the op `op` divide by: the compiled code
+    raises LinearAlgebraError where d is 0, as NumPy's LU refuses the matrix ("Singular matrix"),
+    instead of inf or nan (a nearly singular matrix gives huge values, as NumPy does). The
+    derivative is 1: d's own. One subclass per op (nonsingular_in), so the error names it."""
+
+    nargs = 1
+    op = ""
+
+    @classmethod
+    def eval(cls, d):
+        if d.is_number and d.is_finite and d.is_nonzero:  # nothing to check at run time
+            return d
+
+    def fdiff(self, argindex=1):
+        return sp.S.One
+
+    def _numpycode(self, printer) -> str:
+        return f"checks.nonsingular({printer._print(self.args[0])}, {self.op!r})"
+
+    def _eval_evalf(self, prec):
+        return self.args[0].evalf(prec_to_dps(prec))
+
+
+@functools.cache
+def nonsingular_in(op: str) -> type[nonsingular]:
+    """The nonsingular function whose check names the op `op`."""
+    return type(f"nonsingular_{op}", (nonsingular,), {"op": op})
+
+
+class logabs(sp.Function):
+    """log|d| of a determinant d: -inf where d is 0, as np.linalg.slogdet gives, while its
+    derivative 1/d raises LinearAlgebraError there (log|det| = -inf has no derivative)."""
+
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        return 1 / nonsingular_in("logabsdet")(self.args[0])
+
+    def _numpycode(self, printer) -> str:
+        return printer._print(sp.log(sp.Abs(self.args[0])))
+
+    def _eval_evalf(self, prec):
+        return sp.log(sp.Abs(self.args[0])).evalf(prec_to_dps(prec))

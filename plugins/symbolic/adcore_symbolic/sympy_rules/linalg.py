@@ -48,8 +48,17 @@ def _with_rhs(fn: Any, a: Any, b: Any) -> np.ndarray:
     return _per_matrix(fn, a, b, core=b.shape[-2:])
 
 
-def _inverse(m: Any) -> Any:
-    return m.adjugate() / m.det(method="berkowitz")
+def _inverse(m: Any, op: str = "inv") -> Any:
+    """adjugate / determinant, the determinant checked (compiled code raises for a singular m)."""
+    return m.adjugate() / fn.nonsingular_in(op)(m.det(method="berkowitz"))
+
+
+def _checked_pivots(m: Any, op: str) -> Any:
+    """The triangle m with its diagonal, which the triangular solves divide by, checked."""
+    m = m.copy()
+    for i in range(m.rows):
+        m[i, i] = fn.nonsingular_in(op)(m[i, i])
+    return m
 
 
 def _cholesky_lower(m: Any) -> Any:
@@ -82,6 +91,7 @@ def _solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_
     solve_lower = lower != transposed  # the transpose of a lower triangle is upper
 
     def solve(m, rhs):
+        m = _checked_pivots(m, "solve_triangular")
         return m.lower_triangular_solve(rhs) if solve_lower else m.upper_triangular_solve(rhs)
 
     return _with_rhs(solve, triangle, b)
@@ -92,7 +102,12 @@ def _cho_solve(c: Any, b: Any, lower: bool = True) -> np.ndarray:
     factor = np.where(triangle_mask(c.shape[-1], lower) == 1, c, 0)
     if not lower:  # U^T U = L L^T with L = U^T
         factor = np.swapaxes(factor, -1, -2)
-    return _with_rhs(lambda m, rhs: m.T.upper_triangular_solve(m.lower_triangular_solve(rhs)), factor, b)
+
+    def solve(m, rhs):
+        m = _checked_pivots(m, "cho_solve")
+        return m.T.upper_triangular_solve(m.lower_triangular_solve(rhs))
+
+    return _with_rhs(solve, factor, b)
 
 
 def _square(op: str, a: Any) -> Any:
@@ -115,21 +130,14 @@ def _cholesky_checked(a: Any, upper: bool = False) -> np.ndarray:
     return _cholesky(_square("cholesky", a), upper)
 
 
-def _sign_and_log_abs_det(m: Any) -> Any:
-    """slogdet_packed of one matrix: (sign(det m), log|det m|)."""
-    d = m.det(method="berkowitz")
-    return sp.Matrix([fn.sign(d), sp.log(sp.Abs(d))])
-
-
 # fmt: off
 defsympy("matmul",           _matmul)
 defsympy("inv",              lambda a: _per_matrix(_inverse, _square("inv", a), core=np.shape(a)[-2:]))
-defsympy("solve",            _with_checks("solve", lambda a, b: _with_rhs(lambda m, rhs: _inverse(m) * rhs, a, b)))
+defsympy("solve",            _with_checks("solve", lambda a, b: _with_rhs(lambda m, rhs: _inverse(m, "solve") * rhs, a, b)))
 defsympy("solve_triangular", _with_checks("solve_triangular", _solve_triangular))
 defsympy("cho_solve",        _with_checks("cho_solve", _cho_solve, "c"))
 defsympy("cholesky",         _cholesky_checked)
 defsympy("det",              lambda a: _per_matrix(lambda m: m.det(method="berkowitz"), _square("det", a)))
-defsympy("logabsdet",        lambda a: _per_matrix(lambda m: sp.log(sp.Abs(m.det(method="berkowitz"))),
+defsympy("logabsdet",        lambda a: _per_matrix(lambda m: fn.logabs(m.det(method="berkowitz")),
                                                    _square("logabsdet", a)))
-defsympy("slogdet_packed",   lambda a: _per_matrix(_sign_and_log_abs_det, _square("slogdet_packed", a), core=(2,)))
 # fmt: on
