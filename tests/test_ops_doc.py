@@ -37,7 +37,10 @@ def test_docs_ops_md_is_current(clean_plugins):
 def test_every_op_is_in_the_catalogue_once_core_groups_first(clean_plugins):
     registry = get_registry()
     listed = catalogue.entries(registry)
-    assert sorted(e.name for e in listed) == sorted(registry.ops)
+    # custom_vjp/checkpoint functions earlier tests defined are ops of the running program, not listed
+    user = registry.plugins.get(catalogue.USER_PLUGIN)
+    catalogued = [name for name in registry.ops if user is None or name not in user.ops]
+    assert sorted(e.name for e in listed) == sorted(catalogued)
     groups = list(dict.fromkeys(e.group for e in listed))
     core_groups = [g for g in groups if not g.startswith("plugin ")]
     assert groups[: len(core_groups)] == core_groups  # plugin ops come after the catalogue's modules

@@ -130,6 +130,12 @@ def _cholesky_checked(a: Any, upper: bool = False) -> np.ndarray:
     return _cholesky(_square("cholesky", a), upper)
 
 
+def _sign_and_log_abs_det(m: Any) -> Any:
+    """slogdet_packed of one matrix: (sign(det m), log|det m|)."""
+    d = m.det(method="berkowitz")
+    return sp.Matrix([fn.sign(d), fn.logabs(d)])
+
+
 # fmt: off
 defsympy("matmul",           _matmul)
 defsympy("inv",              lambda a: _per_matrix(_inverse, _square("inv", a), core=np.shape(a)[-2:]))
@@ -140,4 +146,5 @@ defsympy("cholesky",         _cholesky_checked)
 defsympy("det",              lambda a: _per_matrix(lambda m: m.det(method="berkowitz"), _square("det", a)))
 defsympy("logabsdet",        lambda a: _per_matrix(lambda m: fn.logabs(m.det(method="berkowitz")),
                                                    _square("logabsdet", a)))
+defsympy("slogdet_packed",   lambda a: _per_matrix(_sign_and_log_abs_det, _square("slogdet_packed", a), core=(2,)))
 # fmt: on
