@@ -26,11 +26,16 @@ from adcore.conformance.abilities import estimate_options, estimates, outers, pr
 from adcore.conformance.calls import Call
 from adcore.conformance.reference import Estimate, Reference, agree, choose_reference, reference_for
 from adcore.conformance.results import Cell, Results, Tally, Worst, compare
-from adcore.errors import MissingRuleError, UnsupportedByBackendError
+from adcore.errors import MissingRuleError, UnreliableEstimateError, UnsupportedByBackendError
 from adcore.registry import Registry
 from adcore.spec import OpSpec
 
 SECOND_MAX_SIZE = 12  # second derivatives are taken at the largest call with this many elements at most
+
+# A backend that says it cannot do a sample declines it: a rule refusing a param (norm's ord='nuc'
+# in sympy), symbolic's work budget, numeric unable to resolve f from its rounding (a random program
+# whose value is 0 up to rounding, as cross(a x, b x) . b x is). Counted and shown, not an error.
+DECLINED = (MissingRuleError, UnsupportedByBackendError, UnreliableEstimateError)
 
 
 def check_subject(
@@ -68,9 +73,7 @@ def check_subject(
                 check_jacobians(tally, backend, here, reference, dtype)
                 check_zeros(tally, backend, here, dtype)
                 check_dot_products(tally, backend, call, reference, dtype, u, vs)
-            except (MissingRuleError, UnsupportedByBackendError) as e:
-                # the backend has the subject's rules (else `supported` said so) but cannot do this
-                # sample: a rule refusing it (norm's ord='nuc' in sympy), symbolic's work budget
+            except DECLINED as e:  # the backend has the subject's rules (else `supported` said so)
                 tally.decline(f"sample {call.label}", e)
             except Exception as e:
                 tally.error = f"sample {call.label}: {type(e).__name__}: {e}"
@@ -235,7 +238,7 @@ def check_second(
         if not tally.open or estimates(backend) or reference is None:
             continue
         result = hessians.get(backend)
-        if isinstance(result, (MissingRuleError, UnsupportedByBackendError)):
+        if isinstance(result, DECLINED):
             # a rule of the derivative's derivative may be missing: said, but first order is what
             # the cell is about
             tally.decline(f"second derivatives at sample {label}", result)
@@ -295,7 +298,7 @@ def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> 
         try:
             fn = lambda *xs: op(*xs, **kink.params)  # noqa: E731
             jacs = adcore.jacobian(fn, argnums=nums, backend=backend)(*inputs)
-        except (MissingRuleError, UnsupportedByBackendError) as e:
+        except DECLINED as e:
             tally.decline(label, e)
             continue
         except Exception as e:

@@ -160,8 +160,8 @@ class Tally:
             self.worst, self.worst_ratio = worst, ratio
 
     def decline(self, what: str, error: Exception) -> None:
-        """The backend said it cannot do `what` (a MissingRuleError or UnsupportedByBackendError
-        there: a rule refusing a param, symbolic's work budget): not checked, and said so in the cell."""
+        """The backend said it cannot do `what` (checks.DECLINED: a rule refusing a param, symbolic's
+        work budget, numeric unable to resolve f): not checked, and said so in the cell."""
         self.declined.append(f"{what}: {type(error).__name__}: {error}")
 
     def cell(self, subject: str, backend: str, dtype: str) -> Cell:
