@@ -41,11 +41,6 @@ def _matmul_jvp(argnum: int):
 # matrices: x and the tangents are made matrices (B, ..., n, k) for the algebra.
 
 
-def _swap(x: Any) -> Any:
-    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
-    return anp.transpose(x, axes)
-
-
 def _matrix(x: Any, b: Any) -> Any:
     """x (shaped like the solution of a system with right-hand side b) as a stack of matrices."""
     return anp.expand_dims(x, -1) if b.ndim == 1 else x
@@ -86,7 +81,7 @@ def _solve_triangular_jvp(argnum: int):
             return _like_solution(solve(_rhs_tangent(t, ans, b)), t, ans, b)
         x = _matrix(ans, b)
         dt = t * triangle_mask(a.shape[-1], lower, unit_diagonal, t.dtype)
-        dm = _swap(dt) if is_transposed(trans) else dt
+        dm = anp.swapaxes(dt, -1, -2) if is_transposed(trans) else dt
         return _like_solution(-solve(anp.matmul(_lift_to(dm, x.ndim), x)), t, ans, b)
 
     return rule
@@ -100,9 +95,13 @@ def _cho_solve_jvp(argnum: int):
             return _like_solution(anp.cho_solve(c, _rhs_tangent(t, ans, b), lower=lower), t, ans, b)
         mask = triangle_mask(c.shape[-1], lower, dtype=t.dtype)
         factor, d_factor = c * mask, t * mask
-        half = anp.matmul(d_factor, _swap(factor)) if lower else anp.matmul(_swap(d_factor), factor)
+        half = (
+            anp.matmul(d_factor, anp.swapaxes(factor, -1, -2))
+            if lower
+            else anp.matmul(anp.swapaxes(d_factor, -1, -2), factor)
+        )
         x = _matrix(ans, b)
-        da_x = anp.matmul(_lift_to(half + _swap(half), x.ndim), x)
+        da_x = anp.matmul(_lift_to(half + anp.swapaxes(half, -1, -2), x.ndim), x)
         return _like_solution(-anp.cho_solve(c, da_x, lower=lower), t, ans, b)
 
     return rule
@@ -111,14 +110,16 @@ def _cho_solve_jvp(argnum: int):
 def _cholesky_jvp(t, ans, a, upper=False):
     # dL = L Phi(L^-1 dA L^-T), dA the symmetric matrix np.linalg.cholesky reads from a's lower
     # triangle (the upper one with upper=True)
-    low = _swap(ans) if upper else ans
-    t_low = _swap(t) if upper else t
+    low = anp.swapaxes(ans, -1, -2) if upper else ans
+    t_low = anp.swapaxes(t, -1, -2) if upper else t
     n, dtype = ans.shape[-1], t.dtype
-    da = t_low * np.tri(n, dtype=dtype) + _swap(t_low * np.tri(n, k=-1, dtype=dtype))
+    da = t_low * np.tri(n, dtype=dtype) + anp.swapaxes(t_low * np.tri(n, k=-1, dtype=dtype), -1, -2)
     half = anp.solve_triangular(low, da, lower=True)  # L^-1 dA
-    inner = _swap(anp.solve_triangular(low, _swap(half), lower=True))  # L^-1 dA L^-T
+    inner = anp.swapaxes(
+        anp.solve_triangular(low, anp.swapaxes(half, -1, -2), lower=True), -1, -2
+    )  # L^-1 dA L^-T
     dl = anp.matmul(low, inner * (np.tri(n, dtype=dtype) - np.eye(n, dtype=dtype) / 2))
-    return _swap(dl) if upper else dl
+    return anp.swapaxes(dl, -1, -2) if upper else dl
 
 
 def _det_jvp(t, ans, a):
@@ -127,12 +128,12 @@ def _det_jvp(t, ans, a):
 
 def _logabsdet_jvp(t, ans, a):
     refuse_singular(ans)
-    return anp.sum(t * _swap(anp.inv(a)), axis=(-2, -1))
+    return anp.sum(t * anp.swapaxes(anp.inv(a), -1, -2), axis=(-2, -1))
 
 
 def _slogdet_packed_jvp(t, ans, a):
     refuse_singular(concrete(ans)[..., 1], op="slogdet_packed")
-    log = anp.sum(t * _swap(anp.inv(a)), axis=(-2, -1))
+    log = anp.sum(t * anp.swapaxes(anp.inv(a), -1, -2), axis=(-2, -1))
     return anp.stack([np.zeros(log.shape, dtype=log.dtype), log], axis=-1)  # the sign's tangent is 0
 
 

@@ -32,15 +32,10 @@ def _matmul_vjp(argnum: int):
         if a.ndim == 1:
             g2 = anp.expand_dims(g2, -2)
         if argnum == 0:
-            return anp.reshape(unbroadcast(anp.matmul(g2, _swap(b2)), a2), a.shape)
-        return anp.reshape(unbroadcast(anp.matmul(_swap(a2), g2), b2), b.shape)
+            return anp.reshape(unbroadcast(anp.matmul(g2, anp.swapaxes(b2, -1, -2)), a2), a.shape)
+        return anp.reshape(unbroadcast(anp.matmul(anp.swapaxes(a2, -1, -2), g2), b2), b.shape)
 
     return rule
-
-
-def _swap(x: Any) -> Any:
-    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
-    return anp.transpose(x, axes)
 
 
 # --- the solve family (Giles 2008; Murray 2016 for cholesky) ----------------------------------
@@ -66,10 +61,10 @@ def _expand(g: Any) -> Any:
 def _solve_vjp(argnum: int):
     def rule(g, ans, a, b):
         a, b = _array(a), _array(b)
-        gb = anp.solve(_swap(a), _matrix(g, b))  # A^-T g
+        gb = anp.solve(anp.swapaxes(a, -1, -2), _matrix(g, b))  # A^-T g
         if argnum == 1:
             return _like_rhs(gb, b)
-        return unbroadcast(-anp.matmul(gb, _swap(_matrix(ans, b))), a)  # -A^-T g x^T
+        return unbroadcast(-anp.matmul(gb, anp.swapaxes(_matrix(ans, b), -1, -2)), a)  # -A^-T g x^T
 
     return rule
 
@@ -86,7 +81,9 @@ def _solve_triangular_vjp(argnum: int):
         if argnum == 1:
             return _like_rhs(gb, b)
         x = _matrix(ans, b)
-        ga = anp.matmul(x, _swap(gb)) if transposed else anp.matmul(gb, _swap(x))
+        ga = (
+            anp.matmul(x, anp.swapaxes(gb, -1, -2)) if transposed else anp.matmul(gb, anp.swapaxes(x, -1, -2))
+        )
         return unbroadcast(-ga * triangle_mask(a.shape[-1], lower, unit_diagonal, g.dtype), a)
 
     return rule
@@ -102,8 +99,8 @@ def _cho_solve_vjp(argnum: int):
         n = c.shape[-1]
         mask = triangle_mask(n, lower, dtype=g.dtype)
         factor = c * mask
-        ga = -anp.matmul(gb, _swap(_matrix(ans, b)))
-        both = ga + _swap(ga)
+        ga = -anp.matmul(gb, anp.swapaxes(_matrix(ans, b), -1, -2))
+        both = ga + anp.swapaxes(ga, -1, -2)
         return unbroadcast(mask * (anp.matmul(both, factor) if lower else anp.matmul(factor, both)), c)
 
     return rule
@@ -112,12 +109,12 @@ def _cho_solve_vjp(argnum: int):
 def _cholesky_vjp(g, ans, a, upper=False):
     # Murray's S = L^-T Phi(L^T gL) L^-1; np.linalg.cholesky reads only a's lower triangle, so the
     # gradient is Phi(S + S^T) there (the symmetric gradient S_sym = (S + S^T)/2 folded onto it)
-    low, g_low = (_swap(ans), _swap(g)) if upper else (ans, g)
+    low, g_low = (anp.swapaxes(ans, -1, -2), anp.swapaxes(g, -1, -2)) if upper else (ans, g)
     phi = _phi(ans.shape[-1], g.dtype)
-    inner = anp.solve_triangular(low, phi * anp.matmul(_swap(low), g_low), trans=1, lower=True)
-    s = _swap(anp.solve_triangular(low, _swap(inner), trans=1, lower=True))
-    grad = phi * (s + _swap(s))
-    return _swap(grad) if upper else grad
+    inner = anp.solve_triangular(low, phi * anp.matmul(anp.swapaxes(low, -1, -2), g_low), trans=1, lower=True)
+    s = anp.swapaxes(anp.solve_triangular(low, anp.swapaxes(inner, -1, -2), trans=1, lower=True), -1, -2)
+    grad = phi * (s + anp.swapaxes(s, -1, -2))
+    return anp.swapaxes(grad, -1, -2) if upper else grad
 
 
 def _phi(n: int, dtype: Any) -> np.ndarray:
@@ -131,13 +128,13 @@ def _det_vjp(g, ans, a):
 
 def _logabsdet_vjp(g, ans, a):
     refuse_singular(ans)
-    return _expand(g) * _swap(anp.inv(a))
+    return _expand(g) * anp.swapaxes(anp.inv(a), -1, -2)
 
 
 def _slogdet_packed_vjp(g, ans, a):
     # the sign's cotangent g[..., 0] meets a derivative of 0
     refuse_singular(concrete(ans)[..., 1], op="slogdet_packed")
-    return _expand(g[..., 1]) * _swap(anp.inv(a))
+    return _expand(g[..., 1]) * anp.swapaxes(anp.inv(a), -1, -2)
 
 
 def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
@@ -151,7 +148,7 @@ def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
 
 # fmt: off
 defvjp("matmul",           _matmul_vjp(0), _matmul_vjp(1))
-defvjp("inv",              lambda g, ans, a: -anp.matmul(anp.matmul(_swap(ans), g), _swap(ans)))
+defvjp("inv",              lambda g, ans, a: -anp.matmul(anp.matmul(anp.swapaxes(ans, -1, -2), g), anp.swapaxes(ans, -1, -2)))
 defvjp("solve",            _solve_vjp(0), _solve_vjp(1))
 defvjp("solve_triangular", _solve_triangular_vjp(0), _solve_triangular_vjp(1))
 defvjp("cho_solve",        _cho_solve_vjp(0), _cho_solve_vjp(1))
