@@ -5,7 +5,7 @@ Two ways a finite-difference estimate can be wrong while its error bar says othe
 - **f is noisier than its dtype.** The round-off bound of `differences.quotient` takes each
   value of f to be off by a few ε·(|f| + |x·f'|). An f that casts to float32 inside, or that
   rounds by ε·|sum of its terms| (an FFT or winograd convolution, a sum that cancels), is
-  off by far more. `noise_level` measures it: f at seven points along a random direction, at
+  off by far more. `noise_level` measures it: f at eleven points along a random direction, at
   the scale of the central step, and the high-order divided differences of those values,
   which cancel f's smooth part and leave its noise (Moré and Wild's ECnoise). The points are
   jittered, not equally spaced: rounding x to float32 inside f is a sawtooth in x, linear
@@ -32,11 +32,13 @@ from adcore_numeric.points import Along, evaluate
 
 SEED = 15  # the random directions are fixed: the same call gives the same bits
 
-# Noise: f at x + u·t for seven u near -3..3, each moved by up to 0.3 (fixed); the divided
+# Noise: f at x + u·t for eleven u near -5..5, each moved by up to 0.3 (fixed); the divided
 # differences of order 4 to 6 of those values cancel polynomials below those degrees, so at the
 # central step's scale only f's noise is left. Scaled to unit 2-norm, each has variance σ² for
 # noise σ per value (ECnoise's normalisation, for unequal spacing).
-PROBE = np.arange(-3.0, 4.0) + np.random.default_rng(SEED).uniform(-0.3, 0.3, 7)
+# Eleven, not seven: seven values of an f that turns over thousands of times within the probe
+# (cos((1.97x)^2) at -7984) lay on a cubic to 3% of their size by chance, and passed as resolved.
+PROBE = np.arange(-5.0, 6.0) + np.random.default_rng(SEED).uniform(-0.3, 0.3, 11)
 ORDERS = (4, 5, 6)
 # The root-mean-square over a few correlated differences estimates σ; a single value of f
 # can be off by several σ, and the estimate itself varies by a factor of about two.
@@ -101,7 +103,7 @@ def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray]:
     values = values.reshape(len(PROBE), -1)
     with np.errstate(all="ignore"):
         each = [np.sqrt(np.mean((_DIFFERENCES[k] @ values) ** 2, axis=0)) for k in ORDERS]
-        # the scatter pools the orders: the smallest alone (order 6 has one window of seven values)
+        # the scatter pools the orders: the smallest alone (order 6 has five windows of seven values)
         # or even the middle one is 1/20 of an unresolved f's random values by chance about once
         # in ten draws (sin((1.9x)^3) at x = 5641 gave 0.007, 0.05 and 0.09, and 9.46 ± 54 for
         # -5.2e8); pooled, all six windows would have to be small together
