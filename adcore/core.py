@@ -835,10 +835,13 @@ def _split_numpy_call(op: Any, func: Any, args: tuple, kwargs: dict) -> tuple[tu
         rest = names[op.nin :]
     params = {}
     for name in rest:
-        if name not in op.params:
-            raise UnsupportedFunctionError(
-                f"numpy.{func.__name__}(..., {name}=...) is not supported by adcore op "
-                f"{op.name!r}, whose params are {list(op.params)}; leave {name!r} out."
-            )
-        params[name] = bound.arguments[name]
+        # a **kwargs of NumPy's signature (np.einsum's) holds keywords by their own names
+        var_keyword = _signature(func).parameters[name].kind is inspect.Parameter.VAR_KEYWORD
+        for key, value in bound.arguments[name].items() if var_keyword else [(name, bound.arguments[name])]:
+            if key not in op.params:
+                raise UnsupportedFunctionError(
+                    f"numpy.{func.__name__}(..., {key}=...) is not supported by adcore op "
+                    f"{op.name!r}, whose params are {list(op.params)}; leave {key!r} out."
+                )
+            params[key] = value
     return inputs, params

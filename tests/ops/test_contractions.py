@@ -328,7 +328,7 @@ def test_bad_subscripts_are_a_typed_error_naming_einsum_and_them(subscripts, sha
 def test_einsum_keywords_it_does_not_take_are_refused_by_name(backend):
     with pytest.raises(UnsupportedFunctionError, match="dtype"):
         anp.einsum("i,i", X, X, dtype=np.float32)
-    with pytest.raises(UnsupportedFunctionError, match="numpy.einsum"):  # (core names it 'kwargs')
+    with pytest.raises(UnsupportedFunctionError, match=r"numpy.einsum\(\.\.\., dtype=\.\.\.\)"):
         adcore.grad(lambda x: np.einsum("i,i", x, x, dtype=np.float32), backend=backend)(X)
 
 
