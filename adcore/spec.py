@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from adcore.core import bind
+from adcore.errors import InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,11 @@ class OpSpec:
         elif len(args) > self.nin:
             args, extra = args[: self.nin], args[self.nin :]
         else:
-            raise TypeError(f"op {self.name!r} takes {self.nin} input(s), got {len(args)}")
+            raise InvalidInputError(f"op {self.name!r} takes {self.nin} input(s), got {len(args)}")
         if len(extra) > len(self.params):
-            raise TypeError(f"op {self.name!r} takes {self.nin} input(s) and params {list(self.params)}")
+            raise InvalidInputError(
+                f"op {self.name!r} takes {self.nin} input(s) and params {list(self.params)}"
+            )
         return args, {**dict(zip(self.params, extra)), **params}
 
     def is_differentiable(self, argnum: int) -> bool:

@@ -81,8 +81,14 @@ def test_params_may_come_positionally_after_the_inputs():
 
 
 def test_too_many_positional_params_is_a_type_error():
-    with pytest.raises(TypeError, match="'sum'.*axis"):
+    # InvalidInputError is an AdcoreError and a TypeError, as Python's own for a wrong call
+    with pytest.raises(adcore.InvalidInputError, match="'sum'.*axis"):
         adcore.ops.sum(np.ones(3), 0, False, None, True, "extra")  # axis, keepdims, dtype, where
+
+
+def test_too_few_inputs_is_a_typed_error_naming_the_op():
+    with pytest.raises(adcore.InvalidInputError, match="op 'where' takes 3 input"):
+        adcore.numpy.where(np.array([True, False]))  # np.where(cond) alone: np.nonzero
 
 
 def test_variadic_op_takes_a_sequence_or_separate_inputs():
