@@ -314,7 +314,7 @@ class Program:
 
 
 def _array_source(a: np.ndarray) -> str:
-    return f"np.array({a.tolist()!r}, dtype=np.{a.dtype})"
+    return f"np.array({_source(a.tolist())}, dtype=np.{a.dtype})"
 
 
 def _source(value: Any) -> str:
@@ -326,6 +326,8 @@ def _source(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         inner = ", ".join(map(_source, value)) + ("," if isinstance(value, tuple) and len(value) == 1 else "")
         return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):  # nan_to_num's samples
+        return "np.nan" if np.isnan(value) else "np.inf" if value > 0 else "-np.inf"
     return repr(value)
 
 
