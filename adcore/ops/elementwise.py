@@ -469,6 +469,14 @@ _SINC_SLOPE_SERIES = tuple(  # Python floats: float32 inputs stay float32
 )
 
 
+LN2, LN10 = float(np.log(2.0)), float(np.log(10.0))  # Python floats keep float32 values float32
+
+
+def in_float64(v):
+    """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
+    return v * np.float64(1.0)
+
+
 def sinc_slope(x):
     """d sinc / dx = (cos(pi x) - sinc(x)) / x, by its series near 0: 0 at 0, with slope -pi**2/3 there."""
     small = np.abs(concrete(x)) < _SINC_SERIES_BELOW

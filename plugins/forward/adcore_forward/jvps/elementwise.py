@@ -64,14 +64,6 @@ defjvp("where",      None,
 
 
 # === elementwise ops added in issue 17 (conventions at their kinks: docs/conventions.md) ===
-_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))  # Python floats keep float32 tangents float32
-
-
-def _upcast(v):
-    """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
-    return v * np.float64(1.0)
-
-
 # fmt: off
 # --- inverse hyperbolic -------------------------------------------------------------
 defjvp("arcsinh",      lambda t, ans, x: t / anp.sqrt(x * x + 1))
@@ -79,9 +71,9 @@ defjvp("arccosh",      lambda t, ans, x: t / anp.sqrt((x - 1) * (x + 1)))
 defjvp("arctanh",      lambda t, ans, x: t / (1 - x * x))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defjvp("log2",         lambda t, ans, x: t / (x * _LN2))
-defjvp("log10",        lambda t, ans, x: t / (x * _LN10))
-defjvp("exp2",         lambda t, ans, x: t * (ans * _LN2))
+defjvp("log2",         lambda t, ans, x: t / (x * ew.LN2))
+defjvp("log10",        lambda t, ans, x: t / (x * ew.LN10))
+defjvp("exp2",         lambda t, ans, x: t * (ans * ew.LN2))
 defjvp("logaddexp",    lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans),
                        lambda t, ans, x, y: lift(t, ans) * ew.exp_share(y, x, ans))
 defjvp("logaddexp2",   lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans, anp.exp2),
@@ -115,8 +107,8 @@ defjvp("fmin",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, 
                        lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(y, x, np.less, t))
 
 # --- float_power, nan_to_num -------------------------------------------------------------
-defjvp("float_power",  lambda t, ans, x, y: lift(t, ans) * power_by_base(_upcast(x), _upcast(y)),
-                       lambda t, ans, x, y: lift(t, ans) * power_by_exponent(_upcast(x), _upcast(y), ans))
+defjvp("float_power",  lambda t, ans, x, y: lift(t, ans) * power_by_base(ew.in_float64(x), ew.in_float64(y)),
+                       lambda t, ans, x, y: lift(t, ans) * power_by_exponent(ew.in_float64(x), ew.in_float64(y), ans))
 defjvp("nan_to_num",   lambda t, ans, x, **params: t * ew.finite_weight(x, t))
 
 # fmt: on

@@ -65,14 +65,6 @@ VJPS["where"] = MaskingRules((None,  # untaken positions are structural zeros (z
 
 
 # === elementwise ops added in issue 17 (conventions at their kinks: docs/conventions.md) ===
-_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))  # Python floats keep float32 tangents float32
-
-
-def _upcast(v):
-    """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
-    return v * np.float64(1.0)
-
-
 # fmt: off
 # --- inverse hyperbolic -------------------------------------------------------------
 defvjp("arcsinh",      lambda g, ans, x: g / anp.sqrt(x * x + 1))
@@ -80,9 +72,9 @@ defvjp("arccosh",      lambda g, ans, x: g / anp.sqrt((x - 1) * (x + 1)))
 defvjp("arctanh",      lambda g, ans, x: g / (1 - x * x))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defvjp("log2",         lambda g, ans, x: g / (x * _LN2))
-defvjp("log10",        lambda g, ans, x: g / (x * _LN10))
-defvjp("exp2",         lambda g, ans, x: g * ans * _LN2)
+defvjp("log2",         lambda g, ans, x: g / (x * ew.LN2))
+defvjp("log10",        lambda g, ans, x: g / (x * ew.LN10))
+defvjp("exp2",         lambda g, ans, x: g * ans * ew.LN2)
 defvjp("logaddexp",    lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans), x),
                        lambda g, ans, x, y: unbroadcast(g * ew.exp_share(y, x, ans), y))
 defvjp("logaddexp2",   lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans, anp.exp2), x),
@@ -116,8 +108,8 @@ defvjp("fmin",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y,
                        lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(y, x, np.less, g), y))
 
 # --- float_power, nan_to_num -------------------------------------------------------------
-defvjp("float_power",  lambda g, ans, x, y: unbroadcast(g * power_by_base(_upcast(x), _upcast(y)), x),
-                       lambda g, ans, x, y: unbroadcast(g * power_by_exponent(_upcast(x), _upcast(y), ans), y))
+defvjp("float_power",  lambda g, ans, x, y: unbroadcast(g * power_by_base(ew.in_float64(x), ew.in_float64(y)), x),
+                       lambda g, ans, x, y: unbroadcast(g * power_by_exponent(ew.in_float64(x), ew.in_float64(y), ans), y))
 defvjp("nan_to_num",   lambda g, ans, x, **params: g * ew.finite_weight(x, g))
 
 # fmt: on
