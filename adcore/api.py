@@ -112,8 +112,8 @@ def hessian(
     The default is forward over reverse: one reverse sweep for the gradient, its
     derivative by forward mode with one tangent per input. `backend=` uses one backend
     for both, `inner=`/`outer=` pick each (they override `backend`). The result has
-    shape f(...).shape + x.shape + x.shape; with a tuple `argnums`, H[i][j] is
-    d^2 f / d args[i] d args[j]; for pytrees, H has x's structure of x's structure (JAX's).
+    shape f(...).shape + x.shape + x.shape; with a tuple `argnums`, `H[i][j]` is
+    `d^2 f / d args[i] d args[j]`; for pytrees, H has x's structure of x's structure (JAX's).
     """
     inner, outer = _inner_outer(f, backend, inner, outer)
     return differentiate(differentiate(f, inner, argnums), outer, argnums)

@@ -79,8 +79,8 @@ def map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
 
 
 def paths(treedef: TreeDef, prefix: str = "") -> list[str]:
-    """Each leaf's path as a string for messages: paths(structure(p), "argument 0") gives
-    "argument 0['layers'][1]['w']"."""
+    """Each leaf's path as a string for messages: `paths(structure(p), "argument 0")` gives
+    `"argument 0['layers'][1]['w']"`."""
     return [accessor.codify(prefix) for accessor in optree.treespec_accessors(treedef)]
 
 
