@@ -25,30 +25,19 @@ the table is registered.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from adcore.errors import InvalidValueError
+from adcore.extend import LazyModule
 from adcore_kernels import _geometry, reference
 from adcore_kernels.ops import PoolGeometry
 from adcore_kernels.reference import conv2d_output_size, pair
 
-
-class _Module:
-    """A module imported on its first attribute access."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name), attr)
-
-
-sp = _Module("sympy")
-fn = _Module("adcore_symbolic.functions")
+sp = LazyModule("sympy")
+fn = LazyModule("adcore_symbolic.functions")
 
 Cell = tuple[int, int]
 

@@ -16,6 +16,8 @@ import sympy as sp
 from mpmath.libmp import prec_to_dps
 from sympy.codegen.cfunctions import expm1, log1p
 
+from adcore.extend.sympy_functions import OpCall
+
 __all__ = [
     "Round",
     "amax",
@@ -36,24 +38,7 @@ __all__ = [
 ]
 
 
-class _OpCall(sp.Function):
-    """A function printed to NumPy as a call of the adcore op named `op`."""
-
-    op = ""
-
-    def _numpycode(self, printer) -> str:
-        return f"ops.{self.op}({', '.join(printer._print(a) for a in self.args)})"
-
-    def elementary(self) -> sp.Expr | None:
-        """The same function in sympy's own terms, for numbers (None: not given)."""
-        return None
-
-    def _eval_evalf(self, prec):  # so sympy can compare constants, as Max(log(softplus(0)), 1) does
-        elementary = self.elementary()
-        return None if elementary is None else elementary.evalf(prec_to_dps(prec))
-
-
-class sigmoid(_OpCall):
+class sigmoid(OpCall):
     op = "sigmoid"
     nargs = 1
 
@@ -64,7 +49,7 @@ class sigmoid(_OpCall):
         return 1 / (1 + sp.exp(-self.args[0]))
 
 
-class softplus(_OpCall):
+class softplus(OpCall):
     op = "softplus"
     nargs = 1
 
@@ -75,7 +60,7 @@ class softplus(_OpCall):
         return sp.log(1 + sp.exp(self.args[0]))
 
 
-class power(_OpCall):
+class power(OpCall):
     """x**y. sympy's own derivatives are 0 * inf = nan where x**y is flat: y x**(y-1) at
     x = y = 0 (x**0 is 1) and x**y log(x) at x = 0 < y. Elsewhere they are the same as
     sympy's, so nan or -inf where no derivative exists."""
@@ -117,7 +102,7 @@ class cholesky_pivot(sp.Function):
         return sp.sqrt(self.args[0]).evalf(prec_to_dps(prec))
 
 
-class stop_gradient(_OpCall):
+class stop_gradient(OpCall):
     op = "stop_gradient"
     nargs = 1
 
@@ -133,7 +118,7 @@ class stop_gradient(_OpCall):
         return self.args[0]
 
 
-class Round(_OpCall):
+class Round(OpCall):
     """round(x, decimals), half to even as NumPy rounds."""
 
     op = "round"

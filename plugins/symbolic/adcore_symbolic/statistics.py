@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from adcore_symbolic.functions import _OpCall
+from adcore.extend.sympy_functions import OpCall
 
 __all__ = ["in_slot", "is_number", "order_statistic", "skip_nan", "std_root", "variance"]
 
@@ -55,7 +55,7 @@ class order_statistic(sp.Function):
         return f"ops.sort(ops.stack([{xs}]), axis=0)[{int(self.args[0])}]"
 
 
-class std_root(_OpCall):
+class std_root(OpCall):
     """sqrt(v), whose derivative is 0 at v = 0, where std has a kink (all values equal)."""
 
     op = "sqrt"

@@ -22,12 +22,11 @@ import numpy as np
 import sympy as sp
 
 from adcore.core import Trace, Tracer
-from adcore.extend import reduced_axes
+from adcore.extend import each, reduced_axes
 from adcore.plugins import get_registry
 from adcore_symbolic.budget import WorkBudget, tree_size
 from adcore_symbolic.errors import SymbolicControlFlowError
 from adcore_symbolic.functions import stop_gradient
-from adcore_symbolic.sympy_rules import each
 
 # The ops whose sympy rules are arithmetic and moving elements about (sympy_rules.py)
 UNEVALUATED = frozenset(

@@ -35,6 +35,6 @@ from adcore_symbolic.sympy_rules import (  # noqa: F401
     reductions,
     shapes,
 )
-from adcore_symbolic.sympy_rules.table import NO_SYMPY_FORM, SYMPY_RULES, each, reduce_with
+from adcore_symbolic.sympy_rules.table import NO_SYMPY_FORM, SYMPY_RULES
 
-__all__ = ["NO_SYMPY_FORM", "SYMPY_RULES", "each", "reduce_with"]
+__all__ = ["NO_SYMPY_FORM", "SYMPY_RULES"]

@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from adcore.extend import reduce_with
 from adcore.ops.contractions import power_program
 from adcore.ops.einsum_forms import einsum_form
 from adcore.ops.einsum_notation import einsum_plan
-from adcore_symbolic.sympy_rules.table import defsympy, reduce_with, sp
+from adcore_symbolic.sympy_rules.table import defsympy, sp
 
 
 def sympy_einsum(subscripts: str, *operands: Any) -> Any:

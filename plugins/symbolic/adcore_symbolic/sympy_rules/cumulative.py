@@ -6,9 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from adcore_symbolic.sympy_rules.table import _Module, defsympy
+from adcore.extend import LazyModule
+from adcore_symbolic.sympy_rules.table import defsympy
 
-stats = _Module("adcore_symbolic.statistics")
+stats = LazyModule("adcore_symbolic.statistics")
 
 
 def _along(func: Any, x: Any, axis: Any) -> np.ndarray:

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from adcore.errors import MissingRuleError
+from adcore.extend import each, reduce_with
 from adcore.ops.decompositions import norm_axes
-from adcore_symbolic.sympy_rules.table import NO_SYMPY_FORM, defsympy, each, fn, reduce_with, sp
+from adcore_symbolic.sympy_rules.table import NO_SYMPY_FORM, defsympy, fn, sp
 
 
 def _refuse(op: str, why: str) -> MissingRuleError:

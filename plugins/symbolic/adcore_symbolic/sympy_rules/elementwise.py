@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from adcore.extend import each
 from adcore.ops import elementwise as ew
-from adcore_symbolic.sympy_rules.table import defsympy, each, fn, sp
+from adcore_symbolic.sympy_rules.table import defsympy, fn, sp
 
 
 def _clip(x: Any, a_min: Any, a_max: Any) -> Any:

@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from adcore.extend import reduce_with
 from adcore.ops.linalg import check_right_hand_side, check_square, is_transposed, triangle_mask
-from adcore_symbolic.sympy_rules.table import defsympy, fn, reduce_with, sp
+from adcore_symbolic.sympy_rules.table import defsympy, fn, sp
 
 
 def _matmul(a: Any, b: Any) -> np.ndarray:

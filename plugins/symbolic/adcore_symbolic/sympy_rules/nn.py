@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore_symbolic.sympy_rules.table import defsympy, each, fn, reduce_with, sp
+from adcore.extend import each, reduce_with
+from adcore_symbolic.sympy_rules.table import defsympy, fn, sp
 
 
 def _relu(x: Any) -> Any:

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from adcore.core import concrete
-from adcore.extend import reduced_axes
+from adcore.extend import LazyModule, each, reduce_with, reduced_axes
 from adcore.ops.ordering import slot_weights
-from adcore_symbolic.sympy_rules.table import _Module, defsympy, each, fn, reduce_with, sp
+from adcore_symbolic.sympy_rules.table import defsympy, fn, sp
 
-stats = _Module("adcore_symbolic.statistics")
+stats = LazyModule("adcore_symbolic.statistics")
 
 
 def _mean(*xs: Any) -> Any:

@@ -1,12 +1,11 @@
-"""`adcore.extend`: the building blocks for people who write rules and backends (not for users of grad).
+"""The helpers of `vjp` and `jvp` rules (re-exported by `adcore.extend`).
 
 `unbroadcast` for VJP rules; `lift` and `batched_axis` for JVP rules, whose tangents carry a
 leading batch axis (one slice per tangent direction); `reduced_axes` and `kept_shape` for
 reductions; `tie_weights`, `tie_split`, `mask`, `inside_clip` for derivatives that are steps;
 `prod_partials` and `power_by_base` / `power_by_exponent` for the products and powers whose
 formulas break at zero. They are written with adcore ops, so a rule built from them can be
-differentiated again. What each kind of rule receives is the plugin contract's:
-`adcore.hookspecs.RULE_KINDS`. Layer 3 (docs/architecture.md): it imports core and ops only.
+differentiated again. Layer 3 (docs/architecture.md): it imports core and ops only.
 """
 
 from __future__ import annotations

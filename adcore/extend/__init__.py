@@ -1,0 +1,52 @@
+"""`adcore.extend`: the building blocks for people who write rules and backends (not for users of grad).
+
+For `vjp` and `jvp` rules, written with adcore ops so that a rule built from them can be
+differentiated again (`adcore.extend.rules`): `unbroadcast` for VJP rules; `lift` and
+`batched_axis` for JVP rules, whose tangents carry a leading batch axis; `reduced_axes` and
+`kept_shape` for reductions; `tie_weights`, `tie_split`, `mask`, `inside_clip` for
+derivatives that are steps; `prod_partials`, `power_by_base` and `power_by_exponent` for the
+products and powers whose formulas break at zero.
+
+For `sympy` rules, none of them importing sympy (`adcore.extend.sympy_rules`): `LazyModule`,
+`each`, `reduce_with`. The base of a plugin's own sympy functions, `OpCall`, is in
+`adcore.extend.sympy_functions`, which imports sympy and is not imported here.
+
+What each kind of rule receives is the plugin contract's: `adcore.hookspecs.RULE_KINDS`.
+Layer 3 (docs/architecture.md): of adcore it imports core and ops only.
+"""
+
+from __future__ import annotations
+
+from adcore.extend.rules import (
+    batched_axis,
+    inside_clip,
+    kept_shape,
+    lift,
+    mask,
+    power_by_base,
+    power_by_exponent,
+    prod_partials,
+    reduced_axes,
+    tie_split,
+    tie_weights,
+    unbroadcast,
+)
+from adcore.extend.sympy_rules import LazyModule, each, reduce_with
+
+__all__ = [
+    "LazyModule",
+    "batched_axis",
+    "each",
+    "inside_clip",
+    "kept_shape",
+    "lift",
+    "mask",
+    "power_by_base",
+    "power_by_exponent",
+    "prod_partials",
+    "reduce_with",
+    "reduced_axes",
+    "tie_split",
+    "tie_weights",
+    "unbroadcast",
+]
