@@ -160,6 +160,7 @@ class Domain:
 
 
 REAL = Domain()
+WIDE = Domain(-3.0, 3.0)  # out into the tails: sinc, arcsinh, a plugin's erf
 POSITIVE = Domain(0.5, 3.0)
 UNIT_OPEN = Domain(-0.9, 0.9)  # arcsin, arccos
 NONZERO = Domain(-2.0, 2.0, away_from_zero=0.3)  # abs, divide's denominator, kinks at 0

@@ -5,7 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from adcore.core import concrete
-from adcore.spec import NONZERO, POSITIVE, REAL, UNIT_OPEN, Domain, Kink, OpSpec, Sample, elementwise_samples
+from adcore.spec import (
+    NONZERO,
+    POSITIVE,
+    REAL,
+    UNIT_OPEN,
+    WIDE,
+    Domain,
+    Kink,
+    OpSpec,
+    Sample,
+    elementwise_samples,
+)
 
 
 def _unary(name: str, impl, domain: Domain = REAL, doc: str = "", **spec) -> OpSpec:
@@ -235,7 +246,7 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 # --- inverse hyperbolic -------------------------------------------------------------
-arcsinh = _elementwise("arcsinh", np.arcsinh, Domain(-3.0, 3.0))
+arcsinh = _elementwise("arcsinh", np.arcsinh, WIDE)
 arccosh = _elementwise("arccosh", np.arccosh, Domain(1.1, 4.0), doc="derivative +inf at 1, where it starts")
 arctanh = _elementwise("arctanh", np.arctanh, UNIT_OPEN, doc="derivative +inf at -1 and 1")
 
@@ -269,8 +280,8 @@ logaddexp2 = _elementwise(
 sinc = _elementwise(
     "sinc",
     np.sinc,
-    Domain(-3.0, 3.0),
-    samples=_with_edges(elementwise_samples(Domain(-3.0, 3.0)), ([0.0, 0.05, -0.08, 1.5],)),
+    WIDE,
+    samples=_with_edges(elementwise_samples(WIDE), ([0.0, 0.05, -0.08, 1.5],)),
     kinks=(Kink(([0.0, 1.0],), (_diag(0.0, -1.0),), why="sinc'(0) = 0, the limit (no 0/0)"),),
     doc="sin(pi x) / (pi x); sinc'(0) = 0 and sinc''(0) = -pi**2/3 (a series near 0)",
 )
