@@ -119,7 +119,7 @@ def check_jacobians(tally: Tally, backend: str, results: Results, reference: Ref
         )
         if np.result_type(jac) != call.args[i].dtype:
             detail = f"input {i} is {call.args[i].dtype}, its derivative {np.result_type(jac)}"
-            tally.add(Worst(call.label, "dtype", 0.0, 0.0, detail), float("inf"))
+            tally.add(Worst(call.label, "dtype", 0.0, 0.0, 0.0, detail), float("inf"))
 
 
 def check_zeros(tally: Tally, backend: str, results: Results, dtype: str) -> None:

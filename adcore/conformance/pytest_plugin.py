@@ -137,12 +137,11 @@ def explain(target: Target, cell: Cell) -> str:
     what = "disagrees with the reference" if cell.status == "disagrees" else "raised an error"
     lines = [f"{unit.kind} {unit.name!r} on backend {cell.backend!r} in {cell.dtype} {what}"]
     if cell.status == "disagrees" and cell.worst is not None:
-        lines += [
-            f"  check:   {cell.worst.check}",
-            f"  sample:  {cell.worst.sample}",
-            f"  worst:   {cell.worst.detail}",
-            f"  error:   abs {cell.max_abs_error:.3g}, rel {cell.max_rel_error:.3g} over {cell.checks} comparisons",
-        ]
+        worst = cell.worst
+        lines += [f"  check:   {worst.check}", f"  sample:  {worst.sample}"]
+        if worst.error_text():  # the same relative error as every report (Worst.figure)
+            lines.append(f"  error:   {worst.error_text()}, the worst of {cell.checks} comparisons")
+        lines.append(f"  worst:   {worst.detail}")
     lines.append(f"  message: {cell.message}")
     flag = "--op" if unit.kind == "op" else "--case"
     lines.append(

@@ -1,8 +1,10 @@
 """Render a conformance Report as a terminal table, JSON, Markdown or a self-contained HTML page.
 
 Every format shows the same matrix: one row per subject (ops, then cases, then fuzz
-programs), one column per backend, each cell the worst verdict over the dtypes run; then
-the worst sample of each failing (subject, backend, dtype); then `Report.summary()`.
+programs; the HTML page puts the failing rows first), one column per backend, each cell the
+worst verdict over the dtypes run; then the worst sample of each failing (subject, backend,
+dtype); then `Report.summary()`. A failing cell's number is its relative error, Worst.figure(),
+the same in every format and in the pytest plugin's message.
 """
 
 from __future__ import annotations
@@ -57,27 +59,23 @@ def ordered_failures(report: Report) -> list[Cell]:
     )
 
 
-def format_error(value: float, digits: int = 1) -> str:
-    """A relative or absolute error in short scientific notation: 3.1e-01, inf, nan."""
-    return f"{value:.{digits}e}" if math.isfinite(value) else str(value)
-
-
 def cell_text(cell: Cell | None) -> str:
-    """What a matrix cell says: ✓, ✗ 3.1e-01, error, n/a, or nothing when not run."""
+    """What a matrix cell says: ✓, ✗ 3.1e-01 (the cell's relative error), error, n/a, or nothing
+    when not run."""
     if cell is None:
         return ""
     if cell.status == "disagrees":
-        return f"✗ {format_error(cell.max_rel_error)}"
+        return f"✗ {cell.worst.figure()}" if cell.worst is not None else "✗"
     return {"agrees": "✓", "error": "error", "unsupported": "n/a"}[cell.status]
 
 
 def failure_fields(cell: Cell) -> list[tuple[str, str]]:
     """The facts about one failing cell worth printing, as (label, text) pairs."""
     fields = []
-    if cell.worst is not None:
+    if cell.status == "disagrees" and cell.worst is not None:
         worst = cell.worst
-        errors = f"rel {format_error(worst.rel_error)}, abs {format_error(worst.abs_error)}"
-        fields += [("check", worst.check), ("sample", worst.sample), ("error", errors)]
+        fields += [("check", worst.check), ("sample", worst.sample)]
+        fields += [("error", worst.error_text())] if worst.error_text() else []
         fields += [("detail", worst.detail)] if worst.detail else []
     if cell.message:
         fields.append(("message", cell.message))
@@ -206,15 +204,21 @@ def longest_backtick_run(text: str) -> int:
 
 HTML_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; background: #fff; }
+h1 { margin: 0 0 0.3em; font-size: 1.5em; }
 #heatmap { border-collapse: separate; border-spacing: 3px; }
 #heatmap th { padding: 0 0.8em; text-align: left; font-weight: 600; }
 #heatmap thead th { text-align: center; }
 #heatmap td { min-width: 7em; height: 2.2em; text-align: center; font-family: monospace; }
 #heatmap td a { color: inherit; text-decoration: none; display: block; }
+#heatmap tr.group th { padding: 0.9em 0 0.2em; border-bottom: 2px solid #888; color: #555; font-size: 0.85em; letter-spacing: 0.05em; text-transform: uppercase; }
+#heatmap th[data-kind]::after { content: " · " attr(data-kind); color: #888; font-weight: 400; }
 td.agrees, td.disagrees, td.error { color: #fff; }
 td.notrun, .legend span.notrun { border: 1px dashed #bbb; }
+.legend { margin: 0.4em 0; }
 .legend span { display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin: 0 0.3em 0 1em; }
-#summary { font-weight: 600; }
+.legend span:first-child { margin-left: 0; }
+.legend small { display: block; margin-top: 0.3em; color: #555; }
+#summary { font-weight: 600; margin: 0.3em 0; }
 #summary.failed { color: #d62728; }
 details { margin: 0.6em 0; padding-left: 0.6em; border-left: 4px solid #ddd; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
@@ -222,10 +226,14 @@ dt { font-weight: 600; }
 dd { margin: 0; font-family: monospace; white-space: pre-wrap; }
 pre { background: #f5f5f5; padding: 0.6em; overflow-x: auto; }
 """
+# the heatmap's row groups after the failing one, each under its own header row
+GROUPS = {"op": "ops", "case": "composite cases", "fuzz": "random programs"}
 
 
 def to_html(report: Report) -> str:
-    """One self-contained HTML page: the matrix as a colored heatmap, a legend, the summary, the failures."""
+    """One self-contained HTML page: the summary and the legend, then the matrix as a colored
+    heatmap (failing rows first, then ops, cases and fuzz programs, each group under its own
+    header), then the failures."""
     failures = ordered_failures(report)
     summary_class = "" if report.ok else ' class="failed"'
     parts = [
@@ -234,8 +242,8 @@ def to_html(report: Report) -> str:
         f"<style>{HTML_STYLE}{html_status_colors()}</style>\n</head>\n<body>",
         "<h1>adcore conformance</h1>",
         f'<p id="summary"{summary_class}>{html.escape(report.summary())}</p>',
-        html_heatmap(report, failures),
         html_legend(),
+        html_heatmap(report, failures),
         f"<p>seed {report.seed}; plugins: {html.escape(html_versions(report))}</p>",
     ]
     if failures:
@@ -251,29 +259,47 @@ def html_status_colors() -> str:
 
 
 def html_heatmap(report: Report, failures: list[Cell]) -> str:
-    """The <table id="heatmap">: a row per subject, a colored cell per backend linking to its failure."""
+    """The <table id="heatmap">: a <tbody> per group of rows (failing, ops, cases, fuzz), a row
+    per subject, a colored cell per backend linking to its failure."""
     anchors: dict[tuple[str, str], int] = {}
     for i, cell in enumerate(failures):
         anchors.setdefault((cell.subject, cell.backend), i)
+    failing = {cell.subject for cell in failures}
+    subjects = ordered_subjects(report)
+    groups = [("failing", "failing", [s for s in subjects if s.name in failing])]
+    groups += [
+        (kind, title, [s for s in subjects if s.kind == kind and s.name not in failing])
+        for kind, title in GROUPS.items()
+    ]
     head = "".join(f"<th>{html.escape(b)}</th>" for b in report.backends)
-    rows = []
-    for subject in ordered_subjects(report):
-        tds = "".join(
-            html_cell(report.cell(subject.name, b), anchors.get((subject.name, b))) for b in report.backends
-        )
-        rows.append(f'<tr><th title="{html.escape(subject.kind)}">{html.escape(subject.name)}</th>{tds}</tr>')
-    body = "\n".join(rows)
-    return f'<table id="heatmap">\n<thead><tr><th>subject</th>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>'
+    bodies = []
+    for group, title, members in groups:
+        if not members:
+            continue
+        rows = [
+            f'<tr class="group"><th colspan="{len(report.backends) + 1}">{title} ({len(members)})</th></tr>'
+        ]
+        for subject in members:
+            tds = "".join(
+                html_cell(report.cell(subject.name, b), anchors.get((subject.name, b)))
+                for b in report.backends
+            )
+            kind = f' data-kind="{html.escape(subject.kind)}"' if group == "failing" else ""
+            rows.append(
+                f'<tr><th title="{html.escape(subject.kind)}"{kind}>{html.escape(subject.name)}</th>{tds}</tr>'
+            )
+        bodies.append(f'<tbody class="{group}">\n' + "\n".join(rows) + "\n</tbody>")
+    body = "\n".join(bodies)
+    return f'<table id="heatmap">\n<thead><tr><th>subject</th>{head}</tr></thead>\n{body}\n</table>'
 
 
 def html_cell(cell: Cell | None, anchor: int | None) -> str:
-    """One heatmap <td>: colored by status, its tooltip the dtypes, checks and largest errors."""
+    """One heatmap <td>: colored by status, its tooltip the dtypes, checks and worst comparison."""
     if cell is None:
         return '<td class="notrun" title="not run"></td>'
-    tooltip = (
-        f"{cell.status} ({cell.dtype}): {cell.checks} checks, max rel error "
-        f"{format_error(cell.max_rel_error)}, max abs error {format_error(cell.max_abs_error)}"
-    )
+    tooltip = f"{cell.status} ({cell.dtype}): {cell.checks} checks"
+    if cell.worst is not None and cell.worst.error_text():
+        tooltip += f"; worst: {cell.worst.check}, {cell.worst.error_text()}"
     text = html.escape(cell_text(cell))
     if anchor is not None:
         text = f'<a href="#failure-{anchor}">{text}</a>'
@@ -281,9 +307,13 @@ def html_cell(cell: Cell | None, anchor: int | None) -> str:
 
 
 def html_legend() -> str:
-    """A line of colored swatches naming each status."""
+    """A line of colored swatches naming each status, and what a red cell's number is."""
     items = "".join(f'<span class="{s}"></span>{s}' for s in COLORS)
-    return f'<p class="legend">{items}<span class="notrun"></span>not run</p>'
+    number = (
+        "✗ 1.4e-02: the cell's relative error, |got − expected| / the reference's largest |entry|, "
+        "at the entry furthest out of tolerance (docs/conformance.md)"
+    )
+    return f'<p class="legend">{items}<span class="notrun"></span>not run<small>{html.escape(number)}</small></p>'
 
 
 def html_versions(report: Report) -> str:

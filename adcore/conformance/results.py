@@ -8,8 +8,9 @@ A *subject* is what is checked: an op, a composite case, or the random programs 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -28,13 +29,42 @@ SubjectKind = Literal["op", "case", "fuzz"]
 
 @dataclass
 class Worst:
-    """The comparison furthest out of tolerance in a cell (or, for a cell that agrees, closest to it)."""
+    """The comparison furthest out of tolerance in a cell (or, for a cell that agrees, closest to
+    it), at its entry furthest out: the cell's relative error is this one's `rel_error`."""
 
     sample: str  # which input: "#2 x: float64 (2, 3), y: float64 (3,); axis=1"
     check: str  # jacobian, zero, jvp, vjp, second, dtype, kink
-    abs_error: float
-    rel_error: float
+    abs_error: float  # |got - expected| at that entry
+    rel_error: float  # abs_error / the reference's size (its largest |entry|; 1 if it is all 0)
+    tolerance: float  # the largest rel_error that entry was allowed (0 where no number is compared)
     detail: str  # where and what: "at (1,): got 0.84, expected -0.84 (reference: symbolic)"
+
+    @property
+    def ratio(self) -> float:
+        """rel_error / tolerance: > 1 is out of tolerance (for ranking; the verdict is the Tally's)."""
+        if self.tolerance == 0:
+            return math.inf  # nothing was allowed: a wrong dtype
+        ratio = self.rel_error / self.tolerance
+        return math.inf if math.isnan(ratio) else ratio
+
+    def figure(self) -> str:
+        """The relative error as every report shows it: 1.4e-02 (or the check, where no number is compared)."""
+        return self.check if self.tolerance == 0 else format_error(self.rel_error)
+
+    def error_text(self) -> str:
+        """rel 1.4e-02 > tol 2.0e-09 (abs 3.1e-02); "" where no number is compared."""
+        if self.tolerance == 0:
+            return ""
+        sign = ">" if self.ratio > 1 else "≤"
+        return (
+            f"rel {format_error(self.rel_error)} {sign} tol {format_error(self.tolerance)} "
+            f"(abs {format_error(self.abs_error)})"
+        )
+
+
+def format_error(value: float) -> str:
+    """A relative or absolute error in short scientific notation: 3.1e-01, inf, nan."""
+    return f"{value:.1e}" if math.isfinite(value) else str(value)
 
 
 @dataclass
@@ -46,14 +76,17 @@ class Cell:
     dtype: str  # "float64" or "float32"
     status: Status
     checks: int = 0  # comparisons made
-    max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
     worst: Worst | None = None  # set when status is "disagrees"; may be set otherwise
     message: str = ""  # unsupported: the missing rule; error: the exception; disagrees: a summary
 
     @property
     def failed(self) -> bool:
         return self.status in ("disagrees", "error")
+
+    @property
+    def rel_error(self) -> float:
+        """The cell's relative error: its worst comparison's (0 when nothing was compared)."""
+        return self.worst.rel_error if self.worst is not None else 0.0
 
 
 @dataclass
@@ -91,8 +124,8 @@ class Report:
         return {s: sum(c.status == s for c in self.cells) for s in STATUSES}
 
     def cell(self, subject: str, backend: str) -> Cell | None:
-        """The merged verdict over dtypes of (subject, backend): the worst status, the largest
-        errors and the worst sample of the worst dtype; None if nothing was run there."""
+        """The merged verdict over dtypes of (subject, backend): the worst dtype's cell (worst
+        status, then furthest out of tolerance); None if nothing was run there."""
         return merge(c for c in self.cells if c.subject == subject and c.backend == backend)
 
     def summary(self) -> str:
@@ -113,21 +146,17 @@ class Report:
 
 
 def merge(cells: Iterable[Cell]) -> Cell | None:
-    """One cell standing for several of the same subject and backend (e.g. both dtypes)."""
+    """One cell standing for several of the same subject and backend (e.g. both dtypes): the
+    worst of them (status, then how far out of tolerance), so its relative error and worst
+    sample are that cell's own, with all their dtypes and checks."""
     cells = list(cells)
     if not cells:
         return None
-    worst = max(cells, key=lambda c: (SEVERITY[c.status], c.max_rel_error))
-    return Cell(
-        subject=worst.subject,
-        backend=worst.backend,
+    worst = max(cells, key=lambda c: (SEVERITY[c.status], c.worst.ratio if c.worst else -1.0))
+    return replace(
+        worst,
         dtype="/".join(dict.fromkeys(c.dtype for c in cells)),
-        status=worst.status,
         checks=sum(c.checks for c in cells),
-        max_abs_error=max(c.max_abs_error for c in cells),
-        max_rel_error=max(c.max_rel_error for c in cells),
-        worst=worst.worst,
-        message=worst.message,
     )
 
 
@@ -139,8 +168,6 @@ class Tally:
     """The comparisons made for one cell, and the worst of them."""
 
     checks: int = 0
-    max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
     worst: Worst | None = None
     worst_ratio: float = -1.0  # |a - r| / allowed of the worst comparison; > 1 fails
     error: str = ""
@@ -154,8 +181,6 @@ class Tally:
 
     def add(self, worst: Worst, ratio: float) -> None:
         self.checks += 1
-        self.max_abs_error = max(self.max_abs_error, worst.abs_error)
-        self.max_rel_error = max(self.max_rel_error, worst.rel_error)
         if not ratio <= self.worst_ratio:  # nan ranks worst
             self.worst, self.worst_ratio = worst, ratio
 
@@ -175,17 +200,7 @@ class Tally:
             message = f"{self.worst.check} differs at sample {self.worst.sample}"
         elif status == "agrees" and self.declined:
             message = f"declined {len(self.declined)} check(s), not made; {self.declined[0]}"
-        return Cell(
-            subject,
-            backend,
-            dtype,
-            status,
-            self.checks,
-            self.max_abs_error,
-            self.max_rel_error,
-            self.worst,
-            message,
-        )
+        return Cell(subject, backend, dtype, status, self.checks, self.worst, message)
 
 
 def compare(
@@ -199,31 +214,43 @@ def compare(
     source: str = "",
     scale: float | None = None,
 ) -> None:
-    """Add one comparison of `actual` with `expected` (element by element) to the tally.
+    """Add one comparison of `actual` with `expected` (element by element) to the tally, as its
+    entry furthest out of tolerance: |a - r| there, and that and its allowed difference
+    divided by the reference's size (`reference_size`), the relative error and tolerance every report shows.
 
     With `scale`, the allowed difference is (rtol + atol) * scale + atol instead (a dot
     product is judged against the sum of its terms' sizes, so cancellation in the sum is no
-    failure; atol is the floor when the Jacobian is 0, as for x / x)."""
+    failure; atol is the floor when the Jacobian is 0, as for x / x), and `scale` is the size."""
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
+    nominal = tolerance.rtol + tolerance.atol  # what an entry of size 1 is allowed
     if actual.shape != expected.shape:
         detail = f"shape {actual.shape}, expected {expected.shape}"
-        tally.add(Worst(label, check, float("inf"), float("inf"), detail), float("inf"))
+        tally.add(Worst(label, check, math.inf, math.inf, nominal, detail), math.inf)
+        return
+    if expected.size == 0:
+        tally.add(Worst(label, check, 0.0, 0.0, nominal, "empty"), 0.0)
         return
     diff, limit = deviation(actual, expected, tolerance, error, scale)
-    ratios = diff / limit
-    if ratios.size == 0:
-        tally.add(Worst(label, check, 0.0, 0.0, "empty"), 0.0)
-        return
+    with np.errstate(invalid="ignore"):  # inf / inf: nan, which ranks worst
+        ratios = diff / limit
     where = np.unravel_index(np.argmax(ratios), ratios.shape)
-    abs_error = float(diff.max())
-    scale = float(np.max(np.abs(expected)))
-    rel_error = abs_error / scale if scale > 0 else (0.0 if abs_error == 0 else float("inf"))
+    reference = reference_size(expected) if scale is None else (scale if 0 < scale < math.inf else 1.0)
+    abs_error, allowed = float(diff[where]), float(limit[where])
     at = f"at {tuple(map(int, where))}: " if where else ""
     detail = f"{at}got {float(actual[where])!r}, expected {float(expected[where])!r}"
     if source:
         detail += f" (reference: {source})"
-    tally.add(Worst(label, check, abs_error, rel_error, detail), float(ratios[where]))
+    worst = Worst(label, check, abs_error, abs_error / reference, allowed / reference, detail)
+    tally.add(worst, float(ratios[where]))
+
+
+def reference_size(reference: np.ndarray) -> float:
+    """What a relative error is relative to: the largest finite |entry| of the reference, or 1
+    where that is 0 (a zero derivative: the relative error is then the absolute one)."""
+    magnitudes = np.abs(reference[np.isfinite(reference)])
+    largest = float(magnitudes.max(initial=0.0))
+    return largest if largest > 0 else 1.0
 
 
 def deviation(

@@ -33,10 +33,18 @@ EXPECTED_ROWS = {
     "mlp_loss": ["✓", "✓", "", "n/a"],
     "fuzz_7": ["✓", "✓", "✗ inf", ""],
 }
+# the HTML heatmap's rows: the failing subjects first, then each kind under its own header
+HTML_GROUPS = {
+    "failing (3)": ["log", "matmul", "fuzz_7"],
+    "ops (1)": ["sin"],
+    "composite cases (1)": ["mlp_loss"],
+}
+HTML_ROWS = [name for names in HTML_GROUPS.values() for name in names]
 
 
 def agreeing(subject: str, backend: str, dtype: str) -> Cell:
-    return Cell(subject, backend, dtype, "agrees", checks=6, max_abs_error=1e-16, max_rel_error=2e-16)
+    worst = Worst("#0 x: float64 (3,)", "jacobian", 1e-16, 2e-16, 2e-9, "at (0,): got 0.5, expected 0.5")
+    return Cell(subject, backend, dtype, "agrees", checks=6, worst=worst)
 
 
 def sample_report() -> Report:
@@ -54,24 +62,16 @@ def sample_report() -> Report:
         cells += [agreeing(s, b, dtype) for s in ("sin", "log", "matmul") for b in BACKENDS]
         cells += [agreeing("mlp_loss", b, dtype) for b in ("reverse", "forward")]
         cells += [agreeing("fuzz_7", b, dtype) for b in ("reverse", "forward")]
-    log_worst = Worst("#2 x: float32 (3,)", "jacobian", 0.2, 0.31, LOG_DETAIL)
-    fuzz_worst = Worst("#0 x: float64 (4,)", "jvp", math.nan, math.inf, "at (3,): got nan, expected 1.0")
+    log_worst = Worst("#2 x: float32 (3,)", "jacobian", 0.2, 0.31, 2e-3, LOG_DETAIL)
+    fuzz_worst = Worst(
+        "#0 x: float64 (4,)", "jvp", math.nan, math.inf, 2e-9, "at (3,): got nan, expected 1.0"
+    )
     failing = [
-        Cell(
-            "log",
-            "forward",
-            "float32",
-            "disagrees",
-            6,
-            0.2,
-            0.31,
-            log_worst,
-            "1 of 6 checks out of tolerance",
-        ),
+        Cell("log", "forward", "float32", "disagrees", 6, log_worst, "1 of 6 checks out of tolerance"),
         Cell("matmul", "symbolic", "float64", "error", message=MATMUL_MESSAGE),
         Cell("matmul", "symbolic", "float32", "error", message=MATMUL_MESSAGE),
         Cell("mlp_loss", "symbolic", "float64", "unsupported", message="no sympy rule for conv2d"),
-        Cell("fuzz_7", "numeric", "float64", "disagrees", 3, math.inf, math.inf, fuzz_worst),
+        Cell("fuzz_7", "numeric", "float64", "disagrees", 3, fuzz_worst),
     ]
     replaced = {(c.subject, c.backend, c.dtype) for c in failing}
     cells = [c for c in cells if (c.subject, c.backend, c.dtype) not in replaced] + failing
@@ -174,8 +174,8 @@ def first_cell(document: dict) -> dict:
     [
         lambda d: first_cell(d).update(status="maybe"),
         lambda d: first_cell(d).pop("checks"),
-        lambda d: first_cell(d).update(max_rel_error="inf"),  # only "Infinity" and "NaN" are allowed
-        lambda d: first_cell(d).update(max_abs_error=-1.0),
+        lambda d: first_cell(d)["worst"].update(rel_error="inf"),  # only "Infinity" and "NaN" are allowed
+        lambda d: first_cell(d)["worst"].update(abs_error=-1.0),
         lambda d: d["subjects"][0].update(kind="test"),
         lambda d: d.pop("seed"),
         lambda d: d.update(seconds="fast"),
@@ -204,10 +204,11 @@ def test_schema_rejects_a_broken_document(breakage) -> None:
 def test_non_finite_errors_round_trip_through_their_string_names() -> None:
     document = strict_json(rep.to_json(sample_report()))
     fuzz = next(c for c in document["cells"] if c["subject"] == "fuzz_7" and c["status"] == "disagrees")
-    assert fuzz["max_rel_error"] == "Infinity" and fuzz["worst"]["abs_error"] == "NaN"
-    assert float(fuzz["max_rel_error"]) == math.inf  # as docs/conformance.md says: float() reads them back
+    assert fuzz["worst"]["rel_error"] == "Infinity" and fuzz["worst"]["abs_error"] == "NaN"
+    # as docs/conformance.md says: float() reads them back
+    assert float(fuzz["worst"]["rel_error"]) == math.inf
     assert math.isnan(float(fuzz["worst"]["abs_error"]))
-    assert first_cell(document)["max_rel_error"] == 2e-16  # finite numbers stay numbers
+    assert first_cell(document)["worst"]["rel_error"] == 2e-16  # finite numbers stay numbers
 
 
 # ---------------------------------------------------------------- Markdown
@@ -260,15 +261,18 @@ def test_markdown_code_spans_survive_backticks() -> None:
 
 
 class PageParser(HTMLParser):
-    """Collects the heatmap's body rows, the text of <pre> blocks and every tag with its attributes."""
+    """Collects the heatmap's body rows and group headers, the text of <pre> blocks and every tag
+    with its attributes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[tuple[str, dict]] = []
-        self.rows: list[dict] = []  # {"subject": str, "classes": [...], "texts": [...]}
+        self.rows: list[dict] = []  # {"subject": str, "group": tbody class, "classes": [...], "texts": [...]}
+        self.groups: list[str] = []  # the group header rows' texts, in order
         self.pre_text = ""
         self.text = ""
-        self._in = {"heatmap": False, "tbody": False, "th": False, "td": False, "pre": False}
+        self._in = {"heatmap": False, "tbody": False, "th": False, "td": False, "pre": False, "group": False}
+        self._tbody = ""
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         attributes = dict(attrs)
@@ -277,14 +281,21 @@ class PageParser(HTMLParser):
             self._in["heatmap"] = True
         if tag in ("tbody", "th", "td", "pre"):
             self._in[tag] = True
+        if tag == "tbody":
+            self._tbody = attributes.get("class", "")
         if self._in["heatmap"] and self._in["tbody"]:
-            if tag == "tr":
-                self.rows.append({"subject": "", "classes": [], "texts": []})
+            if tag == "tr" and attributes.get("class") == "group":
+                self._in["group"] = True
+                self.groups.append("")
+            elif tag == "tr":
+                self.rows.append({"subject": "", "group": self._tbody, "classes": [], "texts": []})
             elif tag == "td":
                 self.rows[-1]["classes"].append(attributes.get("class"))
                 self.rows[-1]["texts"].append("")
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "tr":
+            self._in["group"] = False
         if tag == "table":
             self._in["heatmap"] = False
         if tag in ("tbody", "th", "td", "pre"):
@@ -294,7 +305,9 @@ class PageParser(HTMLParser):
         self.text += data
         if self._in["pre"]:
             self.pre_text += data
-        if self._in["heatmap"] and self._in["tbody"] and self.rows:
+        if self._in["heatmap"] and self._in["tbody"] and self._in["group"]:
+            self.groups[-1] += data
+        elif self._in["heatmap"] and self._in["tbody"] and self.rows:
             if self._in["th"]:
                 self.rows[-1]["subject"] += data
             elif self._in["td"]:
@@ -310,12 +323,29 @@ def parse_page(text: str) -> PageParser:
 
 def test_html_heatmap_has_a_colored_cell_per_subject_and_backend() -> None:
     page = parse_page(rep.to_html(sample_report()))
-    assert [row["subject"] for row in page.rows] == list(EXPECTED_ROWS)
-    for row, marks in zip(page.rows, EXPECTED_ROWS.values()):
-        assert row["texts"] == marks
+    assert [row["subject"] for row in page.rows] == HTML_ROWS
     status_of = {"✓": "agrees", "error": "error", "n/a": "unsupported", "": "notrun"}
-    for row, marks in zip(page.rows, EXPECTED_ROWS.values()):
+    for row in page.rows:
+        marks = EXPECTED_ROWS[row["subject"]]
+        assert row["texts"] == marks
         assert row["classes"] == [status_of.get(m, "disagrees") for m in marks]
+
+
+def test_html_puts_failing_rows_first_and_each_kind_under_its_own_header() -> None:
+    page = parse_page(rep.to_html(sample_report()))
+    assert page.groups == list(HTML_GROUPS)
+    assert [row["group"] for row in page.rows] == ["failing"] * 3 + ["op", "case"]
+    # a failing row says its kind (shown by CSS after the name), so cases stay told apart from ops
+    kinds = [a["data-kind"] for tag, a in page.tags if tag == "th" and "data-kind" in a]
+    assert kinds == ["op", "op", "fuzz"]
+
+
+def test_html_has_the_summary_and_the_legend_above_the_heatmap() -> None:
+    report = sample_report()
+    text = rep.to_html(report)
+    grid = text.index('<table id="heatmap">')
+    assert text.index(report.summary()) < grid and text.index('class="legend"') < grid
+    assert text.index("<h2>Failures</h2>") > grid
 
 
 def test_html_shows_the_legend_summary_and_each_failure() -> None:
@@ -367,7 +397,7 @@ CHROMIUM_FLAGS = [
 
 
 def chromium_screenshot(
-    page: Path, png: Path, profile: Path, size: tuple[int, int] = (1200, 900)
+    page: Path, png: Path, profile: Path, size: tuple[int, int] = (1280, 800)
 ) -> Image.Image:
     """Render the file `page` in headless Chromium and return the screenshot."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -398,26 +428,33 @@ def horizontal_bands(mask: np.ndarray, min_width: int, min_height: int) -> list[
 def test_html_heatmap_renders_in_headless_chromium(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text(rep.to_html(sample_report()), encoding="utf-8")
+    # the first screen of a 1280 x 800 window
     image = np.asarray(chromium_screenshot(page, tmp_path / "shot.png", tmp_path / "profile"))
     masks = {status: pixels_of(image, color) for status, color in rep.COLORS.items()}
     # a heatmap cell is >= 7em wide and 2.2em tall; legend swatches (1em) are too small to count
     rows = horizontal_bands(np.logical_or.reduce(list(masks.values())), min_width=80, min_height=20)
-    assert len(rows) == len(EXPECTED_ROWS), (
-        f"expected one band of colored cells per subject, found {len(rows)}"
-    )
+    assert len(rows) == len(HTML_ROWS), f"expected one band of colored cells per subject, found {len(rows)}"
+
+    # the legend: a swatch of every status's color above the heatmap, in the first screen
+    above = {status: int(mask[: rows[0].start].sum()) for status, mask in masks.items()}
+    assert all(n >= 100 for n in above.values()), f"legend swatch pixels above the heatmap: {above}"
 
     def rows_with(status: str) -> list[int]:
         return [i for i, band in enumerate(rows) if masks[status][band.start : band.stop].sum() > 80 * 20]
 
+    # HTML_ROWS: log, matmul, fuzz_7 (the failing rows first), sin, mlp_loss
     assert rows_with("agrees") == [0, 1, 2, 3, 4]
-    assert rows_with("disagrees") == [1, 4]  # log and fuzz_7
-    assert rows_with("error") == [2]  # matmul
-    assert rows_with("unsupported") == [3]  # mlp_loss
+    assert rows_with("disagrees") == [0, 2]  # log and fuzz_7
+    assert rows_with("error") == [1]  # matmul
+    assert rows_with("unsupported") == [4]  # mlp_loss
+    # the group header rows set the groups apart: a wider gap before sin (ops) and mlp_loss (cases)
+    gaps = [rows[i + 1].start - rows[i].stop for i in range(len(rows) - 1)]
+    assert gaps[2] > gaps[0] + 10 and gaps[3] > gaps[0] + 10, f"gaps between the rows: {gaps}"
 
     def red_column_center(row: int) -> float:
         return np.flatnonzero(masks["disagrees"][rows[row].start : rows[row].stop].any(axis=0)).mean()
 
-    assert red_column_center(1) < red_column_center(4)  # forward's column is left of numeric's
+    assert red_column_center(0) < red_column_center(2)  # forward's column is left of numeric's
 
 
 # ---------------------------------------------------------------- write
