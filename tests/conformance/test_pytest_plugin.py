@@ -6,6 +6,8 @@ that run's own; the throwaway plugin is registered by the conftest.py the test w
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import pytest
@@ -116,6 +118,51 @@ def test_a_missing_rule_skips_with_its_name_and_a_wrong_vjp_fails_naming_op_back
     assert "op 'twice' on backend 'reverse' in float64 raised an error" in error
     assert "RuntimeError: planted error" in error and "check:" not in error
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+# writes the report of `cube` (both dtypes, every backend) in every format, beside the items
+WRITE_REPORTS = """
+from adcore.conformance import engine, report
+
+
+def test_write_reports():
+    result = engine.run(ops=["cube"])
+    for format in report.FORMATS:
+        report.write(result, format, f"report.{format}")
+"""
+
+
+def test_a_failing_cell_shows_one_relative_error_in_every_report_and_the_pytest_item(pytester):
+    pytester.makeconftest(THROWAWAY_CONFTEST)
+    pytester.makepyfile(test_write_reports=WRITE_REPORTS)
+    result = pytester.runpytest_subprocess(
+        "--adcore-conformance=throwaway", "-k", "write_reports or cube-reverse", "-v", *QUIET
+    )
+    assert _outcomes(result)["cube-reverse-float64"] == "FAILED"
+    read = {
+        f: (pytester.path / f"report.{f}").read_text(encoding="utf-8")
+        for f in ("table", "json", "markdown", "html")
+    }
+    # JSON: the table merges the dtypes into the cell furthest out of tolerance
+    cells = [
+        c for c in json.loads(read["json"])["cells"] if c["subject"] == "cube" and c["backend"] == "reverse"
+    ]
+    worst = max(cells, key=lambda c: c["worst"]["rel_error"] / c["worst"]["tolerance"])
+    figure = f"{worst['worst']['rel_error']:.1e}"  # e.g. 1.4e-02
+    judged = f"rel {figure} > tol {worst['worst']['tolerance']:.1e}"
+    # the table's cell, and the failure detail under it
+    header = next(line for line in read["table"].splitlines() if line.startswith("┃ subject"))
+    row = next(line for line in read["table"].splitlines() if line.startswith("│ cube "))
+    column = [c.strip() for c in header.strip("┃").split("┃")].index("reverse")
+    assert [c.strip() for c in row.strip("│").split("│")][column] == f"✗ {figure}"
+    detail = read["table"].split(f"cube · reverse · {worst['dtype']}: disagrees")[1]
+    assert f"error: {judged}" in detail.split("✗")[0]
+    # Markdown and HTML: the same cell text and the same error line
+    assert f"| ✗ {figure} |" in read["markdown"] and f"error: `{judged}" in read["markdown"]
+    assert f'">✗ {figure}</a></td>' in read["html"] and f"<dd>{html.escape(judged)}" in read["html"]
+    # the pytest item of that dtype
+    item = _section(result, f"cube-reverse-{worst['dtype']}")
+    assert f"error:   {judged}" in item
 
 
 def _section(result: pytest.RunResult, title: str) -> str:
