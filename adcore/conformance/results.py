@@ -55,7 +55,7 @@ class Worst:
         """rel 1.4e-02 > tol 2.0e-09 (abs 3.1e-02); "" where no number is compared."""
         if self.tolerance == 0:
             return ""
-        sign = ">" if self.ratio > 1 else "≤"
+        sign = ">" if self.rel_error > self.tolerance else "≤"  # |a - r| > allowed, both over one size
         return (
             f"rel {format_error(self.rel_error)} {sign} tol {format_error(self.tolerance)} "
             f"(abs {format_error(self.abs_error)})"
