@@ -6,7 +6,7 @@ A derivative `a` passes against the reference `r` when, element by element,
 
 where `error` is the estimated error of an estimate: numeric's own error estimate when
 `a` comes from numeric, the reference's when the reference itself had to be numeric
-(0 otherwise). The `atol` term is scaled by the largest reference entry, so an entry
+(0 otherwise). The `atol` term is scaled by the largest finite reference entry, so an entry
 that cancels to nearly 0 is judged against the size of the Jacobian it sits in.
 """
 
@@ -49,6 +49,8 @@ SECOND: Tolerance = Tolerance(rtol=1e-6, atol=1e-6)
 
 
 def allowed(reference: np.ndarray, tolerance: Tolerance, error: np.ndarray | float = 0.0) -> np.ndarray:
-    """The largest |a - reference| each entry may have."""
-    scale = max(1.0, float(np.max(np.abs(reference), initial=0.0)))
+    """The largest |a - reference| each entry may have. The atol term's scale is the largest
+    finite entry: an infinite one (log' at 0) must not allow every other entry anything."""
+    finite = np.abs(reference[np.isfinite(reference)])
+    scale = max(1.0, float(np.max(finite, initial=0.0)))
     return tolerance.rtol * np.abs(reference) + tolerance.atol * scale + SAFETY * np.asarray(error)

@@ -63,3 +63,12 @@ def test_the_merged_cell_is_the_dtype_furthest_out_of_tolerance_with_its_own_num
 def test_a_wrong_dtype_has_no_number_and_says_so():
     worst = Worst("#0", "dtype", 0.0, 0.0, 0.0, "input 0 is float32, its derivative float64")
     assert worst.ratio > 1 and worst.figure() == "dtype" and worst.error_text() == ""
+
+
+def test_an_infinite_reference_entry_does_not_let_the_finite_ones_pass_anything():
+    # log' at 0 is inf and agrees; entry 1 is 0.5 off a reference of 1: it must fail, not be
+    # allowed atol * inf because the Jacobian holds an infinity
+    tally = _tally([np.inf, 1.5], [np.inf, 1.0])
+    assert tally.worst.detail.startswith("at (1,): got 1.5")
+    assert tally.worst_ratio > 1
+    assert _tally([np.inf, 1.0 + 1e-6], [np.inf, 1.0]).worst_ratio <= 1
