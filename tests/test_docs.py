@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import adcore
+from adcore import hookspecs
 from adcore.conformance.check import check_grads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,11 +115,25 @@ def test_mkdocs_build_strict_passes_and_renders_the_docstrings(tmp_path):
     # strict, with mkdocs.yml's validation: a page left out of the nav, a broken link or anchor fails it
     result = run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")], ROOT)
     assert result.returncode == 0 and "WARNING" not in result.stderr, result.stderr
-    api = html.unescape(re.sub(r"<[^>]+>", "", (tmp_path / "site/api/adcore/index.html").read_text()))
-    api = re.sub(r"\s+", " ", api)
-    for documented in (adcore.grad, adcore.custom_vjp, check_grads):
-        first_line = inspect.getdoc(documented).partition("\n")[0].replace("`", "")
-        assert first_line in api, f"{documented.__name__}'s docstring is not on the API page: {first_line!r}"
+    documented = {
+        "api/adcore": [
+            adcore.grad,
+            adcore.hessian,
+            adcore.hvp,
+            adcore.custom_vjp,
+            adcore.checkpoint,
+            check_grads,
+        ],
+        "api/spec": [adcore.OpSpec, adcore.Domain],
+        "api/extend": [adcore.unbroadcast],
+        "api/hookspecs": [hookspecs.adcore_register_rules],
+    }
+    for page, objects in documented.items():
+        text = html.unescape(re.sub(r"<[^>]+>", "", (tmp_path / "site" / page / "index.html").read_text()))
+        text = re.sub(r"\s+", " ", text)
+        for obj in objects:
+            first_line = inspect.getdoc(obj).partition("\n")[0].replace("`", "")
+            assert first_line in text, f"{obj.__qualname__}'s docstring is not on {page}: {first_line!r}"
 
 
 def page_script(page: str, tmp_path: Path) -> str:
