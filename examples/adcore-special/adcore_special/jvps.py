@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import adcore.numpy as anp
-from adcore import lift
+from adcore.extend import lift
 from adcore_special.ops import polygamma
 from adcore_special.vjps import TWO_OVER_SQRT_PI
 

@@ -13,11 +13,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from adcore import Domain, OpSpec
-from adcore.spec import POSITIVE, REAL, elementwise_samples
+from adcore.spec import POSITIVE, REAL, WIDE, OpSpec, elementwise_samples
 
-WIDE = Domain(-3.0, 3.0)  # erf: out into the tails, where it flattens
-# gammaln and polygamma have poles at 0, -1, -2, ...: they draw from POSITIVE (0.5 to 3)
+# erf draws from WIDE (-3 to 3): out into the tails, where it flattens; gammaln and polygamma
+# have poles at 0, -1, -2, ...: they draw from POSITIVE (0.5 to 3)
 
 
 def _order(n: Any) -> int:

@@ -12,21 +12,10 @@ from __future__ import annotations
 import sympy as sp
 from mpmath.libmp import prec_to_dps
 
-
-class _OpCall(sp.Function):
-    """A function printed to NumPy as a call of the adcore op named `op`."""
-
-    op = ""
-
-    def _numpycode(self, printer) -> str:
-        return f"ops.{self.op}({', '.join(printer._print(a) for a in self.args)})"
-
-    def _eval_evalf(self, prec):
-        """A number, for constant arguments (sympy compares constants in max, clip, where)."""
-        return self.in_sympy().evalf(prec_to_dps(prec))
+from adcore.extend.sympy_functions import OpCall
 
 
-class erf(_OpCall):
+class erf(OpCall):
     op = "erf"
     nargs = 1
 
@@ -34,18 +23,18 @@ class erf(_OpCall):
         (x,) = self.args
         return 2 / sp.sqrt(sp.pi) * sp.exp(-(x**2))
 
-    def in_sympy(self) -> sp.Expr:
+    def elementary(self) -> sp.Expr:
         return sp.erf(*self.args)
 
 
-class gammaln(_OpCall):
+class gammaln(OpCall):
     op = "gammaln"
     nargs = 1
 
     def fdiff(self, argindex=1):
         return polygamma(0, self.args[0])
 
-    def in_sympy(self) -> sp.Expr:
+    def elementary(self) -> sp.Expr:
         return sp.loggamma(*self.args)
 
 
@@ -68,7 +57,7 @@ class polygamma(sp.Function):
         return sp.polygamma(*self.args).evalf(prec_to_dps(prec))
 
 
-class powm1(_OpCall):
+class powm1(OpCall):
     op = "powm1"
     nargs = 2
 
@@ -77,5 +66,5 @@ class powm1(_OpCall):
         x, y = self.args
         return y * (self + 1) / x if argindex == 1 else (self + 1) * sp.log(x)
 
-    def in_sympy(self) -> sp.Expr:
+    def elementary(self) -> sp.Expr:
         return self.args[0] ** self.args[1] - 1

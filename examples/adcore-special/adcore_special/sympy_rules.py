@@ -5,38 +5,21 @@ Each entry maps an op name to one rule:
     rule(*inputs, **params) -> the op's output
 
 Each input is a NumPy object array of sympy expressions (a constant input comes as it
-is); the rule returns the output as an object array, built here elementwise with `each`.
-The rule builds the op's value, not its derivative: sympy differentiates it, through the
-functions of `adcore_special.sympy_functions`, which state their exact derivatives and
-compile to calls of the ops. That module imports sympy, so it is looked up when a rule
-first runs: loading the plugin (and any non-symbolic use of adcore) stays sympy-free.
+is); the rule returns the output as an object array, built here elementwise with `each`
+(from adcore.extend). The rule builds the op's value, not its derivative: sympy
+differentiates it, through the functions of `adcore_special.sympy_functions`, which state
+their exact derivatives and compile to calls of the ops. That module imports sympy, so it
+is a `LazyModule`, imported when a rule first runs: loading the plugin (and any
+non-symbolic use of adcore) stays sympy-free.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-import numpy as np
+from adcore.extend import LazyModule, each
 
-
-class _LazyModule:
-    """A module imported on its first attribute access."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name), attr)
-
-
-fn = _LazyModule("adcore_special.sympy_functions")
-
-
-def each(func: Any, *inputs: Any) -> np.ndarray:
-    """func applied to the inputs element by element, broadcasting them: an object array."""
-    return np.asarray(np.frompyfunc(func, len(inputs), 1)(*inputs), dtype=object)
-
+fn = LazyModule("adcore_special.sympy_functions")
 
 # fmt: off
 SYMPY_RULES: dict[str, Any] = {

@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 import adcore.numpy as anp
-from adcore import unbroadcast
+from adcore.extend import unbroadcast
 from adcore_special.ops import polygamma
 
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # erf'(0)

@@ -10,12 +10,10 @@ zeta(n+1)), 7.1 (erf' = 2/sqrt(pi) exp(-x^2)); zeta(2) = pi^2/6, zeta(3) = 1.202
 from __future__ import annotations
 
 import math
-import re
 import subprocess
 import sys
 import warnings
 from contextlib import contextmanager
-from pathlib import Path
 
 import adcore_special
 import numpy as np
@@ -215,6 +213,26 @@ def test_the_symbolic_derivative_is_exact_and_compiles_to_calls_of_the_ops():
     assert "ops.erf(x)" in d.source
 
 
+def test_the_plugin_loads_and_differentiates_without_sympy_until_a_sympy_rule_runs():
+    # sympy blocked as if it were not installed: the rules name it through adcore.extend.LazyModule
+    script = (
+        "import sys\n"
+        "sys.modules['sympy'] = None\n"
+        "import numpy as np, adcore\n"
+        "assert adcore.plugins.get_registry().plugins['special'].error == ''\n"
+        "assert adcore.grad(adcore.ops.gammaln, backend='reverse')(2.0) == 1 - 0.5772156649015329\n"
+        "assert abs(adcore.grad(adcore.ops.erf, backend='forward')(0.0) - 2 / np.pi**0.5) < 1e-15\n"
+        "from adcore_special.sympy_rules import SYMPY_RULES\n"
+        "try:\n"
+        "    SYMPY_RULES['erf'](np.array([0.5], dtype=object))\n"
+        "except ImportError as e:\n"
+        "    assert 'sympy' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('a sympy rule ran without sympy')\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
 def test_loading_the_plugin_and_a_reverse_gradient_do_not_import_sympy():
     script = (
         "import sys, adcore\n"
@@ -239,23 +257,6 @@ def test_the_special_chain_case_matches_its_closed_form(backend):
     db = a**b * np.log(a) * special.digamma(1 + y**2) * 2 * y
     np.testing.assert_allclose(gx, da.sum(axis=1, keepdims=True), **tol(backend, np.float64))
     np.testing.assert_allclose(gy, db, **tol(backend, np.float64))
-
-
-# --- the walk-through -------------------------------------------------------------------------
-
-ROOT = Path(__file__).resolve().parents[1]
-WALK_THROUGH = ROOT.parents[1] / "docs" / "writing-an-op-plugin.md"
-
-
-def test_the_walk_through_quotes_the_examples_actual_lines():
-    if not WALK_THROUGH.exists():
-        pytest.skip("not in the adcore repository")
-    sources = [*ROOT.glob("adcore_special/*.py"), *ROOT.glob("tests/*.py"), ROOT / "pyproject.toml"]
-    lines = {line.strip() for path in sources for line in path.read_text().splitlines()}
-    blocks = re.findall(r"```(?:python|toml)\n(.*?)```", WALK_THROUGH.read_text(), flags=re.S)
-    quoted = [line.strip() for block in blocks if ">>>" not in block for line in block.splitlines()]
-    assert len(quoted) > 50
-    assert [line for line in quoted if line not in lines] == []
 
 
 @pytest.mark.parametrize(
