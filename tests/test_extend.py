@@ -1,6 +1,10 @@
-"""adcore.extend: the helpers rule and backend authors use, with values worked out by hand."""
+"""adcore.extend: the helpers rule and backend authors use, with values worked out by hand; the
+sympy-rule helpers import without sympy, and the lazy module imports it when used."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -51,3 +55,72 @@ def test_prod_partials_with_zeros_are_the_products_of_the_others():
     # d prod / d x_i = prod of the others: (0*3, 2*3, 2*0) at a lone zero; all 0 with two zeros
     np.testing.assert_array_equal(extend.prod_partials(np.array([2.0, 0.0, 3.0]), 0.0, None), [0.0, 6.0, 0.0])
     np.testing.assert_array_equal(extend.prod_partials(np.array([0.0, 0.0, 3.0]), 0.0, None), [0.0, 0.0, 0.0])
+
+
+# --- the sympy-rule helpers -------------------------------------------------------------------
+
+
+def test_the_sympy_rule_helpers_import_without_sympy_and_a_lazy_module_imports_it_when_used():
+    script = (
+        "import sys\n"
+        "import adcore.extend\n"
+        "from adcore.extend import LazyModule, each, reduce_with\n"
+        "assert 'sympy' not in sys.modules, 'adcore.extend imported sympy'\n"
+        "sp = LazyModule('sympy')\n"
+        "assert 'sympy' not in sys.modules, 'making a LazyModule imported it'\n"
+        "x = sp.Symbol('x')\n"
+        "assert 'sympy' in sys.modules and type(x).__module__.startswith('sympy.')\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_a_lazy_module_that_cannot_be_imported_fails_when_used_not_when_made():
+    missing = extend.LazyModule("adcore_no_such_module")
+    assert repr(missing) == "<lazy module 'adcore_no_such_module'>"
+    with pytest.raises(ModuleNotFoundError, match="adcore_no_such_module"):
+        missing.anything  # noqa: B018
+
+
+def test_each_applies_a_sympy_function_elementwise_broadcasting():
+    sp = pytest.importorskip("sympy")
+    x, y = sp.symbols("x y")
+    out = extend.each(sp.Max, np.array([[x], [y]], dtype=object), np.array([1, 2], dtype=object))
+    assert out.shape == (2, 2) and out.dtype == object
+    assert out[1, 0] == sp.Max(y, 1) and out[0, 1] == sp.Max(x, 2)
+    assert extend.each(sp.sin, np.array(x, dtype=object)) == sp.sin(x)  # 0-d in, 0-d out
+
+
+def test_reduce_with_reduces_each_slice_with_numpys_shapes():
+    sp = pytest.importorskip("sympy")
+    a = np.array(sp.symbols("a0:6"), dtype=object).reshape(2, 3)
+    rows = extend.reduce_with(sp.Add, a, axis=1)
+    assert rows.shape == (2,) and rows[1] == a[1, 0] + a[1, 1] + a[1, 2]
+    assert extend.reduce_with(sp.Add, a, axis=0, keepdims=True).shape == (1, 3)
+    assert extend.reduce_with(sp.Mul, a)[()] == sp.Mul(*a.ravel())
+
+
+def test_an_op_call_prints_as_a_call_of_the_op_and_differentiates_and_evaluates_as_it_says():
+    sp = pytest.importorskip("sympy")
+    from sympy.printing.numpy import NumPyPrinter
+
+    from adcore.extend.sympy_functions import OpCall
+
+    class cube(OpCall):
+        op = "cube"
+        nargs = 1
+
+        def fdiff(self, argindex=1):
+            return 3 * self.args[0] ** 2
+
+        def elementary(self):
+            return self.args[0] ** 3
+
+    class opaque(OpCall):
+        op = "opaque"
+        nargs = 1
+
+    x = sp.Symbol("x")
+    assert NumPyPrinter().doprint(cube(x) * sp.sin(x)) == "numpy.sin(x)*ops.cube(x)"
+    assert sp.diff(cube(x**2), x) == 6 * x**5
+    assert float(cube(sp.Integer(2)).evalf()) == 8.0 and sp.Max(cube(sp.Integer(2)), 7) == cube(2)
+    assert opaque(sp.Integer(2)).evalf() == opaque(2)  # no elementary form: left as it is
