@@ -58,6 +58,7 @@ PRINTED = {
         "reverse numeric -0.95892427",  # numeric's outer derivative, to about 1e-10
         "\n12.0\nInvalidInputError",
     ],
+    "custom-rules.md": ["[1. 1. 1.]\n[5. 5. 5.]\n1.0\n1.0\n"],  # the clipping rule, the body; log1pexp's rule
     "pytrees.md": ["(3, 4) float64 ()", "ndarray (5, 4) train"],
     "symbolic.md": ["-0.11079377 -0.17937937]", "S0 (-exp(-x)*sin(x) + exp(-x)*cos(x),)"],
     "numeric.md": ["richardson 4.053427893898627", "36.462854262572534", "0.5 0.0"],
