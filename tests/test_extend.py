@@ -3,8 +3,10 @@ sympy-rule helpers import without sympy, and the lazy module imports it when use
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,6 +74,23 @@ def test_the_sympy_rule_helpers_import_without_sympy_and_a_lazy_module_imports_i
         "assert 'sympy' in sys.modules and type(x).__module__.startswith('sympy.')\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_the_one_module_of_adcore_that_imports_sympy_is_extend_sympy_functions_and_adcore_never_imports_it():
+    imports = {}
+    for path in Path(adcore.__file__).parent.rglob("*.py"):
+        nodes = [
+            n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Import | ast.ImportFrom)
+        ]
+        names = {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names}
+        for n in nodes:
+            if isinstance(n, ast.ImportFrom) and n.module:  # the module and module.name, for each name
+                names |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+        imports[path.relative_to(Path(adcore.__file__).parent).as_posix()] = names
+    assert [m for m, names in imports.items() if any(n.split(".")[0] == "sympy" for n in names)] == [
+        "extend/sympy_functions.py"
+    ]
+    assert [m for m, names in imports.items() if "adcore.extend.sympy_functions" in names] == []
 
 
 def test_a_lazy_module_that_cannot_be_imported_fails_when_used_not_when_made():
