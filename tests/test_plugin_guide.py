@@ -8,7 +8,8 @@ its pyproject.toml); an untitled ```python block is a script, run by the environ
 python from another directory (so the plugin is imported as installed, not from its
 source); a ```text block right after one of those is what it prints on stdout.
 
-The environment is a venv with `--system-site-packages`, so adcore and its first-party
+The environment is a venv with `--system-site-packages` and a .pth file adding this
+environment's site directories (for tests run from a venv), so adcore and its first-party
 plugins are the development install's, and `pip install -e .` installs the plugin into the
 venv alone. The venv is made without pip: pip, adcore and pytest get console scripts there
 that run them on the venv's python, as installing them into it would. pip's build isolation
@@ -28,6 +29,7 @@ import difflib
 import importlib.util
 import os
 import re
+import site
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -128,6 +130,13 @@ def venv_with_scripts(path: Path) -> Path:
     """A venv seeing this environment's packages, with console scripts for SCRIPTS; its bin dir."""
     subprocess.run(
         [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True
+    )
+    # this environment's site directories, .pth files included (editable installs), also where the
+    # tests run in a venv of their own, whose packages --system-site-packages would not show
+    (site_packages,) = path.glob("lib/python*/site-packages")
+    dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    (site_packages / "this_environment.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n"
     )
     bin_dir = path / "bin"
     for name in SCRIPTS:
