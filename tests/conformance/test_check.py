@@ -397,7 +397,7 @@ def test_the_docs_example_runs_and_prints_the_report_it_shows(capsys):
     page = (Path(__file__).resolve().parents[2] / "docs" / "check-grads.md").read_text()
     block = re.findall(r"```python\n(.*?)```", page, flags=re.S)[1]
     exec(compile(block, "docs/check-grads.md", "exec"), {})
-    shown = re.search(r"print\(report\)\n```\n\n```\n(.*?)```", page, flags=re.S).group(1)
+    shown = re.search(r"print\(report\)\n```\n\n```text\n(.*?)```", page, flags=re.S).group(1)
     assert capsys.readouterr().out == shown
 
 
