@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit
 
 from adcore_kernels._geometry import Geometry
+from adcore_kernels._numba import frozen
 
 
 @njit(cache=True)
@@ -71,12 +72,12 @@ def _weight_grad(x, g, kh, kw, sh, sw, oh, ow, dh, dw):
 
 
 def forward(x: np.ndarray, w: np.ndarray, geometry: Geometry) -> np.ndarray:
-    return _forward(x, w, *geometry.ints())
+    return _forward(frozen(x), frozen(w), *geometry.ints())
 
 
 def input_grad(g: np.ndarray, w: np.ndarray, input_size: tuple[int, int], geometry: Geometry) -> np.ndarray:
-    return _input_grad(g, w, *input_size, *geometry.ints()[2:])
+    return _input_grad(frozen(g), frozen(w), *input_size, *geometry.ints()[2:])
 
 
 def weight_grad(x: np.ndarray, g: np.ndarray, kernel_size: tuple[int, int], geometry: Geometry) -> np.ndarray:
-    return _weight_grad(x, g, *kernel_size, *geometry.ints()[2:])
+    return _weight_grad(frozen(x), frozen(g), *kernel_size, *geometry.ints()[2:])

@@ -16,6 +16,7 @@ from numba import njit
 
 from adcore_kernels._direct import valid_range
 from adcore_kernels._geometry import Geometry
+from adcore_kernels._numba import frozen
 
 
 @njit(cache=True)
@@ -65,7 +66,7 @@ def _col2im(cols, n_in, height, width, kh, kw, out_h, out_w, sh, sw, oh, ow, dh,
 
 def forward(x: np.ndarray, w: np.ndarray, geometry: Geometry) -> np.ndarray:
     n_out, n_in, kh, kw = w.shape
-    cols = _im2col(x, kh, kw, *geometry.ints())
+    cols = _im2col(frozen(x), kh, kw, *geometry.ints())
     y = np.matmul(w.reshape(n_out, n_in * kh * kw), cols)  # (N, O, H'*W')
     return y.reshape(x.shape[0], n_out, *geometry.out)
 
@@ -75,12 +76,12 @@ def input_grad(g: np.ndarray, w: np.ndarray, input_size: tuple[int, int], geomet
     _, n_in, kh, kw = w.shape
     taps = g.reshape(n_batch, n_out, g.shape[2] * g.shape[3])
     cols = np.matmul(w.reshape(n_out, n_in * kh * kw).T, taps)  # (N, C*kh*kw, H'*W')
-    return _col2im(cols, n_in, *input_size, kh, kw, *geometry.ints())
+    return _col2im(frozen(cols), n_in, *input_size, kh, kw, *geometry.ints())
 
 
 def weight_grad(x: np.ndarray, g: np.ndarray, kernel_size: tuple[int, int], geometry: Geometry) -> np.ndarray:
     n_batch, n_out, out_h, out_w = g.shape
-    cols = _im2col(x, *kernel_size, *geometry.ints())
+    cols = _im2col(frozen(x), *kernel_size, *geometry.ints())
     per_image = np.matmul(
         g.reshape(n_batch, n_out, out_h * out_w), cols.transpose(0, 2, 1)
     )  # (N, O, C*kh*kw)

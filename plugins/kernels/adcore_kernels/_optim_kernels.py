@@ -16,13 +16,9 @@ from contextlib import contextmanager
 import numpy as np
 from numba import get_num_threads, njit, prange, set_num_threads
 
-import adcore_kernels._numba  # noqa: F401  (sets numba's threading layer before any compile)
+from adcore_kernels._numba import PARALLEL_FROM  # first: sets numba's threading layer
 
 kernel = njit(cache=True, parallel=True)
-
-# Elements below which a kernel runs on the calling thread alone: waking numba's other
-# threads costs more than they save on a small parameter (a bias, a small layer).
-PARALLEL_FROM = 1 << 15
 
 
 @contextmanager

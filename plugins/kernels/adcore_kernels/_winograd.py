@@ -16,10 +16,10 @@ gradient is a stride-1 3x3 convolution of the cotangent, so conv.py runs `forwar
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-import adcore_kernels._numba  # noqa: F401  (sets numba's threading layer before any compile)
 from adcore_kernels._geometry import Geometry
+from adcore_kernels._numba import SerialOrParallel, frozen  # first: sets numba's threading layer
 
 G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 KRON_G = np.kron(G, G)  # (16, 9): row 4a+b, column 3i+j is G[a, i] * G[b, j], so U[4a+b] = KRON_G @ w[3i+j]
@@ -29,7 +29,7 @@ def tile_counts(out: tuple[int, int]) -> tuple[int, int]:
     return (out[0] + 1) // 2, (out[1] + 1) // 2
 
 
-@njit(cache=True, parallel=True)
+@SerialOrParallel
 def _input_transform(x, tiles_h, tiles_w, oh, ow):
     """V (16, C, N*tiles): B^T d B of every 4x4 input patch d, read at rows 2*ty - oh + a (zeros outside)."""
     n_batch, n_in, height, width = x.shape
@@ -42,12 +42,14 @@ def _input_transform(x, tiles_h, tiles_w, oh, ow):
         rows = np.zeros((4, span), dtype=x.dtype)  # the 4 input rows of one row of tiles
         t = np.empty((4, span), dtype=x.dtype)
         for ty in range(tiles_h):
-            for a in range(4):
+            for a in range(4):  # element by element: an array slice assignment compiles ~2 s more
                 h = 2 * ty - oh + a
                 if 0 <= h < height:
-                    rows[a, inside_lo:inside_hi] = x[n, c, h, inside_lo - ow : inside_hi - ow]
+                    for col in range(inside_lo, inside_hi):
+                        rows[a, col] = x[n, c, h, col - ow]
                 else:
-                    rows[a, inside_lo:inside_hi] = 0
+                    for col in range(inside_lo, inside_hi):
+                        rows[a, col] = 0
             for col in range(span):  # t = B^T rows
                 t[0, col] = rows[0, col] - rows[2, col]
                 t[1, col] = rows[1, col] + rows[2, col]
@@ -64,7 +66,7 @@ def _input_transform(x, tiles_h, tiles_w, oh, ow):
     return v
 
 
-@njit(cache=True, parallel=True)
+@SerialOrParallel
 def _output_transform(m, n_batch, out_h, out_w, tiles_h, tiles_w):
     """y (N, O, H', W') from M (16, O, N*tiles): A^T m A of every tile, the part inside the output."""
     n_out = m.shape[1]
@@ -95,7 +97,7 @@ def _output_transform(m, n_batch, out_h, out_w, tiles_h, tiles_w):
     return y
 
 
-@njit(cache=True, parallel=True)
+@SerialOrParallel
 def _cotangent_transform(g, tiles_h, tiles_w):
     """(16, O, N*tiles): A e A^T of every 2x2 cotangent tile e (zeros past the output's edge)."""
     n_batch, n_out, out_h, out_w = g.shape
@@ -109,9 +111,11 @@ def _cotangent_transform(g, tiles_h, tiles_w):
             for a in range(2):
                 r = 2 * ty + a
                 if r < out_h:
-                    e[a, :out_w] = g[n, o, r, :]
+                    for col in range(out_w):
+                        e[a, col] = g[n, o, r, col]
                 else:
-                    e[a, :] = 0
+                    for col in range(out_w):
+                        e[a, col] = 0
             for col in range(span):  # t = A e
                 t[0, col] = e[0, col]
                 t[1, col] = e[0, col] + e[1, col]
@@ -136,15 +140,15 @@ def _kernel_transform(w: np.ndarray) -> np.ndarray:
 
 def forward(x: np.ndarray, w: np.ndarray, geometry: Geometry) -> np.ndarray:
     tiles_h, tiles_w = tile_counts(geometry.out)
-    v = _input_transform(x, tiles_h, tiles_w, *geometry.offset)
+    v = _input_transform(frozen(x), tiles_h, tiles_w, *geometry.offset)
     m = np.matmul(_kernel_transform(w), v)  # (16, O, N*tiles): 16 BLAS multiplies
-    return _output_transform(m, x.shape[0], *geometry.out, tiles_h, tiles_w)
+    return _output_transform(frozen(m), x.shape[0], *geometry.out, tiles_h, tiles_w)
 
 
 def weight_grad(x: np.ndarray, g: np.ndarray, geometry: Geometry) -> np.ndarray:
     tiles_h, tiles_w = tile_counts(geometry.out)
-    v = _input_transform(x, tiles_h, tiles_w, *geometry.offset)
-    gm = _cotangent_transform(g, tiles_h, tiles_w)
+    v = _input_transform(frozen(x), tiles_h, tiles_w, *geometry.offset)
+    gm = _cotangent_transform(frozen(g), tiles_h, tiles_w)
     du = np.matmul(gm, v.transpose(0, 2, 1))  # (16, O, C)
     n_out, n_in = du.shape[1:]
     return (du.reshape(16, n_out * n_in).T @ KRON_G.astype(x.dtype)).reshape(n_out, n_in, 3, 3)  # G^T dU G

@@ -29,15 +29,16 @@ behind it are there; `benchmarks/kernels_conv.py` reprints them). `applicable` l
 algorithms that apply to a geometry.
 
 The numba kernels compile on first use (`cache=True`: a later process loads them from
-disk), never at import. winograd's three tile transforms run in parallel over the
-(image, channel) planes (`parallel=True`, `prange`); the other kernels run on one thread,
-and the multiplies go to OpenBLAS, which has its own threads. numba's threading layer is
-the workqueue one (set in `_numba`, imported before any compile): GNU OpenMP's spinning
-threads got in OpenBLAS's way (on 2 cores with some other load, winograd's forward took
-a median 280 ms against 11 ms on one thread) and do not survive fork. The parallel
-transforms made winograd's forward + both gradients ~10% faster on 2 cores (also with a
-busy process on one core), and doubled their compile time (~10 s for both dtypes against
-~5 s; ~0.3 s from the cache).
+disk), never at import, once per dtype (`_numba.frozen`). winograd's three tile transforms
+run in parallel over the (image, channel) planes (`prange`) from `_numba.PARALLEL_FROM`
+elements on, on one thread below (`_numba.SerialOrParallel`: each variant compiles on its
+first use, so the conformance suite's tiny samples compile only the serial one, ~5 s of CPU
+for both dtypes against ~15 s); the other kernels run on one thread, and the multiplies go
+to OpenBLAS, which has its own threads. numba's threading layer is the workqueue one (set in
+`_numba`, imported before any compile): GNU OpenMP's spinning threads got in OpenBLAS's way
+(on 2 cores with some other load, winograd's forward took a median 280 ms against 11 ms on
+one thread) and do not survive fork. The parallel transforms made winograd's forward + both
+gradients ~10% faster on 2 cores (also with a busy process on one core).
 """
 
 from __future__ import annotations

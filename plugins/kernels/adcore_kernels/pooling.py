@@ -15,7 +15,10 @@ k of them on a tie (docs/conventions.md): `max_pool2d_gather` reads a tangent th
 and each takes a first input with more leading axes than x (a batch of tangents).
 
 numba is imported with this module, which only the ops' impls import, when they first run;
-each kernel compiles on its first call (`cache=True`: later processes load it from disk).
+each kernel compiles on its first call (`cache=True`: later processes load it from disk), once
+per dtype (its inputs are handed over read-only, `_numba.frozen`). The window helpers are plain
+calls, which LLVM inlines: numba's `inline="always"` made the kernels ~8% slower to compile and
+no faster to run (3x3/2 max pooling of a (32, 64, 32, 32) float64 array, scatter, gather, avg).
 
 The kernels run on one thread. `parallel=True` did not pay on the 2-core machine this was
 measured on: pooling reads memory more than it computes (max pooling 3x3/2 of a
@@ -31,6 +34,7 @@ import math
 import numpy as np
 from numba import njit
 
+from adcore_kernels._numba import frozen
 from adcore_kernels.reference import conv2d_output_size
 
 Pair = tuple[int, int]
@@ -40,13 +44,13 @@ Pair = tuple[int, int]
 # x is (L, H, W); a window is clipped to the input: rows y0 + i for i in range(i0, i1).
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clip(start: int, k: int, n: int) -> tuple[int, int]:
     """The kernel offsets i in [i0, i1) with start + i inside [0, n)."""
     return max(0, -start), min(k, n - start)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _window_max(x, n, y0, i0, i1, z0, j0, j1):
     """The largest value of x[n] in the window; NaN if the window holds a NaN (as np.max)."""
     m = -np.inf
@@ -60,12 +64,12 @@ def _window_max(x, n, y0, i0, i1, z0, j0, j1):
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _is_max(v, m) -> bool:
     return v == m or (v != v and m != m)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _count_max(x, n, y0, i0, i1, z0, j0, j1, top):
     """How many values of x[n] in the window equal its maximum `top` (at least 1)."""
     count = 0
@@ -169,12 +173,12 @@ def _avg_pool_grad(g, kh, kw, sh, sw, ph, pw, out):
 
 
 def _flat(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """x as a C-contiguous (L, H, W) array of `dtype`: one compiled kernel per dtype."""
-    return np.ascontiguousarray(x, dtype=dtype).reshape((math.prod(x.shape[:-2]), *x.shape[-2:]))
+    """x as a read-only C-contiguous (L, H, W) array of `dtype`: one compiled kernel per dtype."""
+    return frozen(x, dtype).reshape((math.prod(x.shape[:-2]), *x.shape[-2:]))
 
 
 def _batched(first: np.ndarray, x: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """first (..., h, w) and x (..., H, W) as (M, L, h, w) and (L, H, W), their leading axes
+    """first (..., h, w) and x (..., H, W) as read-only (M, L, h, w) and (L, H, W), their leading axes
     broadcast together; and the broadcast leading shape. x is copied out to the broadcast
     shape only where its own leading axes are not the trailing ones of that shape."""
     lead = np.broadcast_shapes(first.shape[:-2], x.shape[:-2])
@@ -183,7 +187,7 @@ def _batched(first: np.ndarray, x: np.ndarray, dtype: np.dtype) -> tuple[np.ndar
         x, own = np.broadcast_to(x, lead + x.shape[-2:]), lead
     first = np.broadcast_to(first, lead + first.shape[-2:])
     shape = (math.prod(lead[: len(lead) - len(own)]), math.prod(own), *first.shape[-2:])
-    return np.ascontiguousarray(first, dtype=dtype).reshape(shape), _flat(x, dtype), lead
+    return frozen(first, dtype).reshape(shape), _flat(x, dtype), lead
 
 
 # --- the ops' computations ------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from adcore_kernels import conv, reference
+from adcore_kernels import _winograd, conv, reference
+from adcore_kernels._numba import PARALLEL_FROM
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -132,6 +133,23 @@ def test_an_empty_batch_gives_empty_results():
         assert conv.conv2d_input_grad(g, w, (6, 6), padding=1, algorithm=algorithm).shape == (0, 3, 6, 6)
         gw = conv.conv2d_weight_grad(x, g, (3, 3), padding=1, algorithm=algorithm)
         assert gw.shape == (2, 3, 3, 3) and not gw.any()
+
+
+def test_winograd_on_large_arrays_runs_its_parallel_transforms_and_agrees_with_the_reference():
+    # x and g have PARALLEL_FROM elements: forward and both gradients go through the parallel
+    # variants of all three transforms, which the small arrays of the other tests never reach
+    case = ((2, 4, 64, 64), (4, 4, 3, 3), 1, 1, 1)
+    x, w, g = random_arrays(case, np.float64, seed=3)
+    assert x.size == g.size == PARALLEL_FROM
+    transforms = (_winograd._input_transform, _winograd._output_transform, _winograd._cotangent_transform)
+    assert_close(
+        conv.conv2d(x, w, 1, 1, 1, "winograd"), reference.conv2d(x, w, 1, 1, 1), np.float64, "forward"
+    )
+    got = conv.conv2d_input_grad(g, w, (64, 64), 1, 1, 1, "winograd")
+    assert_close(got, reference.conv2d_input_grad(g, w, (64, 64), 1, 1, 1), np.float64, "input grad")
+    got = conv.conv2d_weight_grad(x, g, (3, 3), 1, 1, 1, "winograd")
+    assert_close(got, reference.conv2d_weight_grad(x, g, (3, 3), 1, 1, 1), np.float64, "weight grad")
+    assert all(t.parallel.signatures for t in transforms)
 
 
 # ----------------------------------------------------------------------------- choosing
