@@ -53,6 +53,7 @@ def _report(run: FuzzRun) -> str:
 # --- the CI requirement -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_200_random_programs_agree_across_every_installed_backend_in_float64():
     # the first run of this found three bugs, all fixed: symbolic's sign(acos(x)) and its sum
     # over one argument beside another that does not broadcast, and the dot-product checks'

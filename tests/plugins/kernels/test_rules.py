@@ -74,6 +74,7 @@ def test_pooling_gradients_match_central_differences(op, params, backend):
     )
 
 
+@pytest.mark.slow
 def test_the_conformance_suite_finds_every_kernel_op_agreeing_on_every_backend():
     # as the command line runs it, in a fresh process: --jobs forks workers, and a process that
     # has run numba's OpenMP-threaded kernels (conv.py's) cannot run them in a forked child
