@@ -7,9 +7,11 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import adcore
 import adcore.numpy as anp
@@ -43,8 +45,6 @@ def _table(*columns: str, title: str | None = None):
 
 def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the conformance suite; exit status 1 if any cell disagrees or errs."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from adcore.conformance import engine, report
 
     console = _console(out)
@@ -52,14 +52,7 @@ def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
     work = getattr(args, "work", None) or engine.plan(
         args.backend, args.op, args.case, args.dtype or engine.DTYPES, args.seed
     )
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    # the bar goes to stderr, so a report written to stdout stays clean
-    with Progress(*columns, console=_stderr_console(), transient=True) as progress:
-        task = progress.add_task("conformance", total=len(work.units))
-
-        def advance(unit: engine.Unit) -> None:
-            progress.update(task, advance=1, description=f"{unit.name} ({unit.dtype})")
-
+    with _progress(len(work.units)) as advance:
         result = engine.run(work=work, fuzz=args.fuzz, jobs=args.jobs, progress=advance)
     report.write(result, args.format, args.output, console=console)
     if args.output or args.format != "table":
@@ -67,10 +60,52 @@ def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0 if result.ok else 1
 
 
-def _stderr_console():
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[Any], None]]:
+    """What to call as each of `total` units is done: on stderr, so that a report written to stdout
+    stays clean, a bar on a terminal, plain lines in a log (CI, a redirect), where a bar would
+    show nothing until the end."""
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Console(file=sys.stderr)
+    if not sys.stderr.isatty():
+        yield ProgressLines(total)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as progress:
+        task = progress.add_task("conformance", total=total)
+        yield lambda unit: progress.update(task, advance=1, description=f"{unit.name} ({unit.dtype})")
+
+
+class ProgressLines:
+    """Progress as plain lines on stderr, for a log: a line each time another tenth of the units
+    is done or, while units finish, SILENCE seconds after the last line; the last line at N/N."""
+
+    SILENCE = 10.0
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.tenths = total, 0, 0
+        self.start = self.last = time.perf_counter()
+
+    def __call__(self, unit: Any) -> None:
+        self.done += 1
+        now = time.perf_counter()
+        tenths = 10 * self.done // self.total
+        if tenths > self.tenths or now - self.last >= self.SILENCE:
+            self.tenths, self.last = tenths, now
+            print(
+                f"conformance: {self.done}/{self.total} units ({100 * self.done // self.total}%) "
+                f"{now - self.start:.1f} s  {unit.name} ({unit.dtype})",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def usable_cores() -> int:
+    """How many cores this process may run on (its CPU affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def example(out: TextIO | None = None) -> int:
@@ -202,7 +237,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--fuzz", type=int, default=0, metavar="N", help="also check N random programs")
     check.add_argument("--format", choices=FORMATS, default="table")
     check.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
-    check.add_argument("--jobs", type=int, default=1, metavar="N", help="check in N processes")
+    check.add_argument(
+        "--jobs",
+        type=int,
+        default=usable_cores(),
+        metavar="N",
+        help="check in N processes (default: the cores this process may use, here %(default)s; "
+        "1 checks in this process)",
+    )
     check.add_argument("--seed", type=int, default=0, help="seed of the samples and programs")
 
     commands.add_parser("example", help="differentiate the seeds' example with every installed backend")

@@ -101,6 +101,55 @@ def test_conformance_prints_the_matrix_and_the_summary_and_exits_0(capsys, clean
     assert re.search(r"in \d+\.\d s$", out.strip())  # the wall time ends the run
 
 
+ELEVEN_OPS = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "add", "multiply", "subtract", "negative"]
+
+
+def test_conformance_prints_plain_progress_lines_where_stderr_is_not_a_terminal(capsys, clean_plugins):
+    # CI and redirects: a line per tenth of the units (22 here), the last at N/N, not a bar
+    argv = ["conformance", "--backend", "reverse", "--jobs", "1"]
+    assert cli.main([*argv, *(f"--op={op}" for op in ELEVEN_OPS)]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    line = r"conformance: (\d+)/22 units \((\d+)%\) \d+\.\d s  \w+ \(float(64|32)\)"
+    assert all(re.fullmatch(line, text) for text in lines), lines
+    done = [int(re.fullmatch(line, text)[1]) for text in lines]
+    assert 2 <= len(lines) <= 10 and done == sorted(done) and done[-1] == 22
+    assert lines[-1].startswith("conformance: 22/22 units (100%) ")
+
+
+def test_plain_progress_also_prints_after_a_silence(monkeypatch, capsys, clean_plugins):
+    monkeypatch.setattr(cli.ProgressLines, "SILENCE", 0.0)  # every unit is "a while" after the last line
+    assert cli.main(["conformance", "--backend", "reverse", "--jobs", "1", "--op", "sin", "--op", "cos"]) == 0
+    assert [line.split(" units")[0] for line in capsys.readouterr().err.strip().splitlines()] == [
+        f"conformance: {k}/4" for k in range(1, 5)
+    ]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_conformance_shows_a_bar_on_a_terminal_and_no_lines(monkeypatch, clean_plugins):
+    stderr = Terminal()
+    monkeypatch.setattr("sys.stderr", stderr)
+    assert cli.main(["conformance", "--backend", "reverse", "--jobs", "1", "--op", "sin", "--op", "cos"]) == 0
+    shown = stderr.getvalue()
+    assert "━" in shown and "/4" in shown  # rich's bar and its M/N count
+    assert "units (" not in shown
+
+
+def test_jobs_default_to_the_cores_this_process_may_use(monkeypatch):
+    ran = []
+    monkeypatch.setattr(cli, "conformance", lambda args, out=None: ran.append(args.jobs) or 0)
+    monkeypatch.setattr(cli.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert cli.main(["conformance", "--op", "sin"]) == 0
+    monkeypatch.delattr(cli.os, "sched_getaffinity", raising=False)  # macOS, Windows
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 5)
+    assert cli.main(["conformance", "--op", "sin"]) == 0
+    assert cli.main(["conformance", "--op", "sin", "--jobs", "1"]) == 0
+    assert ran == [3, 5, 1]
+
+
 def test_conformance_exits_1_naming_the_wrong_rule_and_greys_a_missing_one(register_plugin, capsys):
     register_plugin(OnlyVJP(), "onlyvjp")
     assert cli.main(["conformance", "--op", "half", "--op", "wrong_sin", "--dtype", "float64"]) == 1

@@ -14,7 +14,7 @@ from typing import TypeVar
 from adcore.conformance.calls import case_calls, op_calls
 from adcore.conformance.checks import check_subject, op_support
 from adcore.conformance.results import Cell, Report, Subject
-from adcore.plugins import get_registry
+from adcore.plugins import ESSENTIAL, get_registry
 from adcore.registry import Registry
 
 DTYPES: tuple[str, ...] = ("float64", "float32")
@@ -123,7 +123,7 @@ def run(
     start = time.perf_counter()
     work = work or plan(backends, ops, cases, dtypes, seed)
     cells: list[Cell] = []
-    for done in _map(check_units, _by_subject(work.units), jobs):
+    for done in _map(check_units, batches(work), jobs):
         for unit, unit_cells in done:
             cells += unit_cells
             if progress is not None:
@@ -148,14 +148,30 @@ def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:
     return [(unit, check_unit(unit)) for unit in units]
 
 
-def _by_subject(units: list[Unit]) -> list[list[Unit]]:
-    """The units of each subject together, float64 first: one process checks them in turn, so
-    what a backend compiles for a function (symbolic, per shapes and dtype) in the float64 unit
-    serves the float32 unit's float64 reference."""
-    groups: dict[tuple[str, str], list[Unit]] = {}
-    for unit in units:
-        groups.setdefault((unit.kind, unit.name), []).append(unit)
-    return [sorted(group, key=lambda u: DTYPES.index(u.dtype)) for group in groups.values()]
+def batches(work: Plan) -> list[list[Unit]]:
+    """The units in the batches a process checks in turn, in the order they are handed out.
+
+    A subject's units go together, float64 first: what a backend compiles for a function
+    (symbolic, per shapes and dtype) in the float64 unit serves the float32 unit's float64
+    reference. A plugin's subjects go together too, all but the core catalogue's: they share
+    what is costly the first time a process runs them (adcore_kernels' numba kernels, compiled
+    or loaded from numba's cache once per process and dtype; side by side in two processes,
+    conv2d and conv2d_input_grad each compiled every convolution kernel). Those batches, the
+    longest, go first, so that no process is left checking one while the others idle."""
+    by_subject: dict[tuple[str, str], list[Unit]] = {}
+    for unit in work.units:
+        by_subject.setdefault((unit.kind, unit.name), []).append(unit)
+    for group in by_subject.values():
+        group.sort(key=lambda u: DTYPES.index(u.dtype))
+    by_plugin: dict[str, list[Unit]] = {}
+    spread: list[list[Unit]] = []
+    for subject in work.subjects:
+        group = by_subject.get((subject.kind, subject.name), [])
+        if subject.plugin and subject.plugin != ESSENTIAL:
+            by_plugin.setdefault(subject.plugin, []).extend(group)
+        else:
+            spread.append(group)
+    return [batch for batch in [*by_plugin.values(), *spread] if batch]
 
 
 def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterable[R]:

@@ -10,7 +10,7 @@ from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
 import adcore.numpy as anp
-from adcore.conformance import engine, tolerances
+from adcore.conformance import engine, runner, tolerances
 from adcore.conformance.engine import Call, Estimate, Tally, choose_reference, compare
 from adcore.errors import UnknownBackendError, UnknownOpError
 from adcore.plugins import get_registry
@@ -170,6 +170,19 @@ def test_jobs_give_the_same_cells_as_one_process():
     two = engine.run(ops=["sin", "matmul", "max"], jobs=2)
     assert [(c.subject, c.backend, c.dtype, c.status, c.checks, c.worst) for c in one.cells] == [
         (c.subject, c.backend, c.dtype, c.status, c.checks, c.worst) for c in two.cells
+    ]
+
+
+def test_a_plugins_subjects_are_one_batch_handed_out_first_and_the_core_ones_spread():
+    # adcore_kernels' subjects share numba kernels, compiled once per process: in one batch, not
+    # side by side in two processes each compiling them; a subject's float64 unit before its float32
+    work = engine.plan(ops=["sin", "conv2d", "add", "avg_pool2d"], cases=["small_cnn", "seed_tape"])
+    batches = [[(u.name, u.dtype) for u in batch] for batch in runner.batches(work)]
+    assert batches == [
+        [(name, dtype) for name in ("conv2d", "avg_pool2d", "small_cnn") for dtype in ("float64", "float32")],
+        [("sin", "float64"), ("sin", "float32")],
+        [("add", "float64"), ("add", "float32")],
+        [("seed_tape", "float64"), ("seed_tape", "float32")],
     ]
 
 
