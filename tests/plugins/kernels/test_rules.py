@@ -76,8 +76,8 @@ def test_pooling_gradients_match_central_differences(op, params, backend):
 
 @pytest.mark.slow
 def test_the_conformance_suite_finds_every_kernel_op_agreeing_on_every_backend():
-    # as the command line runs it, in a fresh process: --jobs forks workers, and a process that
-    # has run numba's OpenMP-threaded kernels (conv.py's) cannot run them in a forked child
+    # as the command line runs it, in a fresh process (a plugin's subjects are one batch for one
+    # process, so the kernel ops run in this one; the full run forks a worker for them)
     command = ["adcore", "conformance", *(f"--op={op}" for op in KERNEL_OPS), "--jobs=2", "--format=json"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     report = json.loads(result.stdout)
