@@ -1,4 +1,5 @@
-"""examples/train_digits.py: the CNN reaches 95% test accuracy on sklearn's digits within a minute."""
+"""examples/train_digits.py: the CNN reaches 95% test accuracy on sklearn's digits (its speed is the
+example's own printout, not a test: timed assertions fail on a loaded machine)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,10 @@ def _load_script():
 
 
 @pytest.mark.slow
-def test_the_digits_cnn_reaches_95_percent_in_under_a_minute(tmp_path):
+def test_the_digits_cnn_reaches_95_percent(tmp_path):
     out = tmp_path / "curves.png"
     history = _load_script().main(["--quiet", "--out", str(out)])
     assert history["test_accuracy"][-1] >= 0.95, history["test_accuracy"]
-    assert history["seconds"] < 60
     first_epoch = history["loss"][: history["steps_per_epoch"]]
     assert history["loss"][-1] < first_epoch[0] / 5  # it learned, not guessed
     from PIL import Image
