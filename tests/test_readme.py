@@ -32,3 +32,26 @@ def test_readme_examples_run_and_print_the_commented_values():
     assert "4.05342789389862" in printed and "4.053427893898621" in printed
     # symbolic: the seed's derivatives as expressions, and a loss over a million points
     assert "(x2 + 1/x1, x1 - cos(x2))" in printed and "[-1.00000e-06 -9.99998e-07]" in printed
+
+
+def quickstart_commands(readme: str) -> list[str]:
+    """The commands of the README's Quickstart block after the clone, comments stripped."""
+    section = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1)
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    commands = [line for line in lines if line]
+    assert commands[0].startswith("git clone"), "the Quickstart starts from the clone"
+    return commands[1:]
+
+
+def test_the_quickstart_is_two_commands_after_the_clone_and_ci_runs_both():
+    commands = quickstart_commands(README.read_text())
+    assert commands == ["pip install -r requirements-dev.txt && adcore conformance", "python -m pytest"]
+    ci_lines = [line.strip() for line in (README.parent / ".ci" / "run").read_text().splitlines()]
+    for command in commands:
+        assert command in ci_lines, f".ci/run does not run the README's {command!r} as written"
+
+
+def test_the_quickstart_parser_sees_a_third_command(tmp_path: Path):
+    readme = "## Quickstart\n\n```bash\ngit clone x && cd x\na  # one\nb\nc\n```\n\n## Next\n"
+    assert quickstart_commands(readme) == ["a", "b", "c"]
