@@ -248,8 +248,7 @@ def compare(
 def reference_size(reference: np.ndarray) -> float:
     """What a relative error is relative to: the largest finite |entry| of the reference, or 1
     where that is 0 (a zero derivative: the relative error is then the absolute one)."""
-    magnitudes = np.abs(reference[np.isfinite(reference)])
-    largest = float(magnitudes.max(initial=0.0))
+    largest = tolerances.largest_finite(reference)
     return largest if largest > 0 else 1.0
 
 

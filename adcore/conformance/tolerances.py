@@ -51,6 +51,10 @@ SECOND: Tolerance = Tolerance(rtol=1e-6, atol=1e-6)
 def allowed(reference: np.ndarray, tolerance: Tolerance, error: np.ndarray | float = 0.0) -> np.ndarray:
     """The largest |a - reference| each entry may have. The atol term's scale is the largest
     finite entry: an infinite one (log' at 0) must not allow every other entry anything."""
-    finite = np.abs(reference[np.isfinite(reference)])
-    scale = max(1.0, float(np.max(finite, initial=0.0)))
+    scale = max(1.0, largest_finite(reference))
     return tolerance.rtol * np.abs(reference) + tolerance.atol * scale + SAFETY * np.asarray(error)
+
+
+def largest_finite(reference: np.ndarray) -> float:
+    """The largest finite |entry| of `reference` (0 if it has none)."""
+    return float(np.max(np.abs(reference[np.isfinite(reference)]), initial=0.0))
