@@ -4,7 +4,7 @@ Every op call goes through `bind`; with a tracer among its arguments the innermo
 transformation's `Trace.process` handles it. This is the bottom layer of adcore
 (docs/architecture.md): it imports nothing of adcore but `adcore.errors`. What it needs
 from the layers above is filled in from there when they are imported: `OPS`, the ops
-the Tracer's operators stand for (by adcore.ops), `REAL_OPS` (likewise) and `get_registry`
+the Tracer's operators stand for (by adcore.ops) and `get_registry`
 (by adcore.plugins), through which a tracer finds the op a NumPy function stands for.
 """
 
@@ -75,47 +75,28 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
     if len(args) != op.nin:
         args, params = op.canonical_call(args, params)
     top = None
-    constants = False  # whether some argument may be complex: checked once a trace is found
     for arg in args:
         if isinstance(arg, Tracer):
             trace = arg._trace
-            if top is None:
-                top = trace
-            elif trace is not top:
-                constants = True  # the value of another transformation is a constant to the inner one
-                if trace.level > top.level:
-                    top = trace
-        elif arg.__class__ is not float and arg.__class__ is not int:  # the common, real constants
-            constants = True
+            if top is None or trace.level > top.level:
+                top = trace  # the value of another transformation is a constant to the inner one
     if top is None:
         return op.impl(*args, **params)
-    if constants:
-        _refuse_complex_constants(op, args, top)
-    out = top.process(op, args, params)
-    if op in REAL_OPS:
-        return out
-    # Another plugin's op may make a complex result of real inputs (an fft).
-    dtype = getattr(out, "dtype", None)
-    if dtype is not None and dtype.kind == "c":
-        raise complex_value_error(op.name, top, f"a complex result ({dtype})")
-    return out
+    if not op.accepts_complex:
+        _refuse_complex(op, args, top)
+    return top.process(op, args, params)
 
 
-# Ops known to give real results for real inputs: the core catalogue (NumPy gives nan, not a
-# complex number, for sqrt(-1)), added by adcore.ops. Since the arguments of a traced op
-# are checked, their results need no check: that keeps the per-op cost to a set lookup.
-REAL_OPS: set[Any] = set()
-
-
-def _refuse_complex_constants(op: Any, args: tuple, top: Trace) -> None:
-    """A rule backend differentiates real functions: a complex constant (or a complex value
-    of an outer transformation) in a traced op is refused."""
+def _refuse_complex(op: Any, args: tuple, top: Trace) -> None:
+    """An op whose rules are for real inputs refuses a complex argument, traced or constant:
+    its derivative would drop the imaginary part's (ComplexWarning) and give a wrong number."""
     for arg in args:
         if isinstance(arg, Tracer):
-            if arg._trace is not top and arg.dtype.kind == "c":
-                raise complex_value_error(
-                    op.name, top, f"a complex value ({arg.dtype}) of {backend_of(arg._trace)}"
-                )
+            if arg.dtype.kind == "c":
+                owner = "" if arg._trace is top else f" of {backend_of(arg._trace)}"
+                raise complex_value_error(op.name, top, f"a complex value ({arg.dtype}){owner}")
+        elif arg.__class__ is float or arg.__class__ is int:
+            continue  # the common, real constants
         elif _is_complex(arg):
             raise complex_value_error(op.name, top, f"a complex constant, {_describe(arg)}")
 
@@ -143,11 +124,11 @@ def backend_of(trace: Trace) -> str:
 
 def complex_value_error(op_name: str, trace: Trace, what: str) -> ComplexValueError:
     return ComplexValueError(
-        f"op {op_name!r} on {backend_of(trace)} got {what}: rule backends differentiate real "
-        "functions only, and a complex value inside f would lose its imaginary part's derivative "
-        "(ComplexWarning) and give a wrong number. Write the computation with real arrays (real and "
-        "imaginary parts apart: |a + ib| = anp.sqrt(a**2 + b**2)), or use backend='numeric', which "
-        "runs f on numbers."
+        f"op {op_name!r} on {backend_of(trace)} got {what}: its rules are for real inputs only "
+        "(its OpSpec does not set accepts_complex), and differentiating it on a complex value would "
+        "drop the imaginary part's derivative and give a wrong number. Take the value apart with "
+        "anp.real/anp.imag (or anp.abs) before this op, or write the op's complex rules (JAX's "
+        "convention, docs/complex.md) and set accepts_complex=True."
     )
 
 

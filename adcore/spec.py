@@ -55,6 +55,9 @@ class OpSpec:
     - `kinks`: the op's non-differentiable points and the derivative rules must give there.
     - `kink_distance(*inputs, **params)`: elementwise, how far the inputs are from a kink or jump
       (0 on one), so random programs keep clear of them; None for an op without any.
+    - `accepts_complex`: the op's rules hold for complex inputs, in JAX's convention
+      (docs/complex.md); conformance then checks it on complex128/complex64 too. Off, a complex
+      value reaching the op inside a traced function is a ComplexValueError naming the op.
     """
 
     name: str
@@ -71,6 +74,7 @@ class OpSpec:
     aliases: tuple[str, ...] = ()
     kinks: tuple[Kink, ...] = ()
     kink_distance: Callable[..., Any] | None = None
+    accepts_complex: bool = False
 
     def __post_init__(self) -> None:
         if self.variadic:
@@ -147,6 +151,11 @@ class Domain:
     distinct: bool = False
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """Values of `dtype`; a complex dtype draws its real and imaginary parts from the domain."""
+        dtype = np.dtype(dtype)
+        if dtype.kind == "c":
+            part = np.finfo(dtype).dtype
+            return (self.draw(rng, shape, part) + 1j * self.draw(rng, shape, part)).astype(dtype)
         values = rng.uniform(self.low, self.high, size=shape)
         if self.distinct:  # one value in each of n equal slots, jittered within the middle half
             n = values.size

@@ -24,9 +24,8 @@ CORE_OPS: tuple[OpSpec, ...] = tuple(
     }.values()
 )
 globals().update({spec.name: spec for spec in CORE_OPS})
-# the tracing core's operators call these (x + y is core.OPS.add), and their results are real
+# the tracing core's operators call these (x + y is core.OPS.add)
 vars(core.OPS).update({spec.name: spec for spec in CORE_OPS})
-core.REAL_OPS.update(CORE_OPS)
 
 
 def _registry():
