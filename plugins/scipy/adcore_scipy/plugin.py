@@ -1,0 +1,40 @@
+"""The plugin's hooks (entry point `scipy` in the "adcore" group): each SciPy module's ops, rules, cases."""
+
+from __future__ import annotations
+
+from adcore import hookimpl
+from adcore_scipy.integrate import ops as integrate_ops
+from adcore_scipy.integrate import rules as integrate_rules
+from adcore_scipy.linalg import ops as linalg_ops
+from adcore_scipy.linalg import rules as linalg_rules
+from adcore_scipy.signal import ops as signal_ops
+from adcore_scipy.signal import rules as signal_rules
+from adcore_scipy.special import ops as special_ops
+from adcore_scipy.special import rules as special_rules
+from adcore_scipy.stats import ops as stats_ops
+from adcore_scipy.stats import rules as stats_rules
+
+OPS_MODULES = (special_ops, stats_ops, linalg_ops, signal_ops, integrate_ops)
+RULE_MODULES = (special_rules, stats_rules, linalg_rules, signal_rules, integrate_rules)
+
+
+@hookimpl
+def adcore_register_ops(register) -> None:
+    for module in OPS_MODULES:
+        for spec in module.OPS:
+            register(spec)
+
+
+@hookimpl
+def adcore_register_rules(register) -> None:
+    for module in RULE_MODULES:
+        for kind, table in (("vjp", module.VJPS), ("jvp", module.JVPS), ("sympy", module.SYMPY_RULES)):
+            for op, rule in table.items():
+                register(kind, op, rule)
+
+
+@hookimpl
+def adcore_register_cases(register) -> None:
+    for module in OPS_MODULES:
+        for case in module.CASES:
+            register(case)

@@ -1,0 +1,8 @@
+"""The scipy.signal ops: what each computes and where the conformance checks draw its inputs."""
+
+from __future__ import annotations
+
+from adcore.spec import Case, OpSpec
+
+OPS: tuple[OpSpec, ...] = ()
+CASES: tuple[Case, ...] = ()

@@ -1,0 +1,1 @@
+"""`scipy.special`'s functions, differentiable: the same names and signatures as SciPy's."""

@@ -1,0 +1,1 @@
+"""`scipy.stats`'s functions, differentiable: the same names and signatures as SciPy's."""
