@@ -11,14 +11,34 @@ import types
 from collections.abc import Iterator
 
 from adcore import core
-from adcore.ops import contractions, cumulative, decompositions, elementwise, linalg, nn, reductions, shapes
+from adcore.ops import (
+    contractions,
+    cumulative,
+    decompositions,
+    eig,
+    elementwise,
+    linalg,
+    nn,
+    reductions,
+    shapes,
+)
 from adcore.spec import OpSpec
 
 # The core catalogue: registered first of all by the essential plugin "core" (adcore.plugins).
 CORE_OPS: tuple[OpSpec, ...] = tuple(
     {
         spec.name: spec
-        for module in (elementwise, reductions, cumulative, linalg, shapes, nn, contractions, decompositions)
+        for module in (
+            elementwise,
+            reductions,
+            cumulative,
+            linalg,
+            shapes,
+            nn,
+            contractions,
+            decompositions,
+            eig,
+        )
         for spec in vars(module).values()
         if isinstance(spec, OpSpec)
     }.values()
