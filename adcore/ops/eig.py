@@ -92,7 +92,7 @@ def refuse_degenerate(op: str, w: Any, v: Any) -> None:
         return
     eps = np.finfo(w.dtype).eps
     scale = np.max(np.abs(w), axis=-1, initial=0.0)[..., None, None]
-    gaps = np.abs(w[..., :, None] - w[..., None, :]) + np.eye(n) * np.inf
+    gaps = np.where(np.eye(n, dtype=bool), np.inf, np.abs(w[..., :, None] - w[..., None, :]))
     repeated = np.any(gaps <= 32 * n * eps * np.maximum(scale, np.finfo(w.dtype).tiny))
     condition = np.linalg.cond(v)
     if repeated or np.any(~(condition < 1 / np.sqrt(eps))):
@@ -167,7 +167,7 @@ def _nonsymmetric(rng: np.random.Generator, batch: tuple[int, ...], n: int, dtyp
             if complex_:
                 s = s + 1j * rng.uniform(-0.4, 0.4, (n, n))
             spectrum = _separated_spectrum(rng, n, complex_)
-            d = np.diag(spectrum)
+            d = np.diag(spectrum if complex_ else spectrum.real)
             if not complex_ and n >= 2:
                 re, im = spectrum[0].real, spectrum[0].imag
                 d = np.diag(spectrum.real)
@@ -189,7 +189,7 @@ def _samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
 def _eigenvalue_gaps(a: Any) -> np.ndarray:
     w = np.linalg.eigvals(np.asarray(a))
     n = w.shape[-1]
-    gaps = np.abs(w[..., :, None] - w[..., None, :]) + np.eye(n) * np.inf
+    gaps = np.where(np.eye(n, dtype=bool), np.inf, np.abs(w[..., :, None] - w[..., None, :]))
     return np.min(gaps, axis=(-2, -1), initial=np.inf)
 
 

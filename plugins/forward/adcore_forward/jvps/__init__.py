@@ -27,6 +27,7 @@ from adcore_forward.jvps import (  # noqa: F401
     contractions,
     cumulative,
     decompositions,
+    eig,
     elementwise,
     linalg,
     nn,

@@ -22,6 +22,7 @@ from adcore_reverse.vjps import (  # noqa: F401
     contractions,
     cumulative,
     decompositions,
+    eig,
     elementwise,
     linalg,
     nn,
