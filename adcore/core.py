@@ -592,7 +592,7 @@ class Tracer:
                 "Write z = z + x: a new value, not a write into z. ",
             )
         if method == "__call__" and not kwargs:
-            op = get_registry().numpy_ops.get(ufunc)
+            op = get_registry().numpy_op(ufunc)
             if op is not None:
                 return op(*inputs)
             if _is_predicate(ufunc):
@@ -609,7 +609,7 @@ class Tracer:
         if func in _INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
             # an index (argsort, argmax, np.where(cond), ...) has no derivative: the plain answer
             return func(*(concrete(a) for a in args), **{k: concrete(v) for k, v in kwargs.items()})
-        op = get_registry().numpy_ops.get(func)
+        op = get_registry().numpy_op(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
             # a variadic op's inputs as one list: else a first input that is a list (np.concatenate(
@@ -652,7 +652,7 @@ def _ufunc_method(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     """np.add.reduce(x) is sum(x, axis=0), np.add.accumulate cumsum, np.multiply.outer(a, b) is
     multiply(a[..., None, ...], b): the ops that stand for a ufunc's methods, or NotImplemented."""
     if method == "outer":
-        op = get_registry().numpy_ops.get(ufunc)
+        op = get_registry().numpy_op(ufunc)
         if kwargs or len(inputs) != 2 or not (_is_predicate(ufunc) or (op is not None and op.elementwise)):
             return NotImplemented
         a, b = inputs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import sys
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,9 @@ class Registry:
         self.rules: dict[str, dict[str, Any]] = defaultdict(dict)
         self.backends: dict[str, Any] = {}
         self.numpy_ops: dict[Any, OpSpec] = {}
+        # "scipy.special.erf" -> op: a function named, not imported, by its op's spec (so loading a
+        # plugin imports no SciPy); it joins numpy_ops once its module is imported (numpy_op)
+        self.numpy_names: dict[str, OpSpec] = {}
         self.cases: dict[str, Case] = {}
         self.optimizers: dict[str, Any] = {}
         self.plugins: dict[str, PluginRecord] = {}
@@ -60,8 +64,13 @@ class Registry:
             raise PluginError(f"plugin {plugin!r} registered {spec!r}; register() takes an adcore.OpSpec")
         # a NumPy function stands for one op only: a second mapping would silently lose to the first
         funcs = list(dict.fromkeys(spec.numpy))  # np.abs is np.absolute: listing both is one mapping
+        names = [f for f in funcs if isinstance(f, str)]
+        # a named function whose module is imported already is claimed as itself too, so a plugin
+        # that lists the function object and one that names it still clash
+        funcs = list(dict.fromkeys([f for f in funcs if not isinstance(f, str)] + _imported(names)))
         claims = [(("op", spec.name), f"op {spec.name!r}")]
         claims += [(("numpy", f), f"NumPy function {_numpy_name(f)} (for op {spec.name!r})") for f in funcs]
+        claims += [(("numpy", n), f"the function {n} (for op {spec.name!r})") for n in names]
         for key, what in claims:  # all checked before any is taken, so a refusal leaves nothing behind
             self._check_free(key, plugin, what)
         for key, _ in claims:
@@ -69,6 +78,8 @@ class Registry:
         self.ops[spec.name] = spec
         for func in funcs:
             self.numpy_ops[func] = spec
+        for name in names:
+            self.numpy_names[name] = spec
         self.plugins[plugin].ops.append(spec.name)
 
     def add_rule(self, kind: str, op: str, rule: Any, plugin: str) -> None:
@@ -153,9 +164,8 @@ class Registry:
         record = self.plugins[plugin]
         for name in record.ops:
             spec = self.ops.pop(name)
-            for func in spec.numpy:
-                if self.numpy_ops.get(func) is spec:
-                    del self.numpy_ops[func]
+            self.numpy_ops = {f: op for f, op in self.numpy_ops.items() if op is not spec}
+            self.numpy_names = {n: op for n, op in self.numpy_names.items() if op is not spec}
         for kind, op in record.rules:
             del self.rules[kind][op]
         for name in record.backends:
@@ -168,6 +178,19 @@ class Registry:
         record.ops, record.rules, record.backends, record.cases, record.optimizers = [], [], [], [], []
 
     # --- looking up -------------------------------------------------------------
+    def numpy_op(self, func: Any) -> OpSpec | None:
+        """The op a NumPy (or SciPy) function stands for, or None. A function named by a string
+        ("scipy.special.erf") is looked up once its module is imported: user code that calls it
+        has imported it, so a miss resolves the names whose modules are loaded now."""
+        op = self.numpy_ops.get(func)
+        if op is None and self.numpy_names:
+            for name in list(self.numpy_names):
+                resolved = _resolve(name)
+                if resolved is not None:
+                    self.numpy_ops.setdefault(resolved, self.numpy_names.pop(name))
+            op = self.numpy_ops.get(func)
+        return op
+
     def op(self, name: str) -> OpSpec:
         try:
             return self.ops[name]
@@ -267,6 +290,17 @@ class MissingRules:
         if self.op.is_differentiable(i):
             raise self.error()
         return None
+
+
+def _resolve(name: str) -> Any:
+    """The function a dotted name ("scipy.special.erf") names if its module is imported, else None."""
+    module, _, attr = name.rpartition(".")
+    return getattr(sys.modules.get(module), attr, None)
+
+
+def _imported(names: list[str]) -> list[Any]:
+    """The functions of `names` whose modules are imported (none is imported here)."""
+    return [f for f in map(_resolve, names) if f is not None]
 
 
 def _numpy_name(func: Any) -> str:

@@ -44,7 +44,9 @@ class OpSpec:
     - `differentiable` lists the inputs a derivative flows through (None: all);
       the others (a `where` condition) are treated as constants by every backend.
     - `params` name the static keyword params (axis, keepdims, shape, index, ...).
-    - `numpy` are the NumPy functions this op stands for when called on a tracer.
+    - `numpy` are the NumPy functions this op stands for when called on a tracer, each as the
+      function or by its dotted name ("scipy.special.erf"), which imports nothing: the name is
+      looked up once user code has imported its module.
     - `elementwise`: each output element depends only on the inputs' elements at the same
       (broadcast) position, as for sin or add; the symbolic backend then traces one scalar
       for a whole array.
@@ -65,7 +67,7 @@ class OpSpec:
     nin: int = 1
     differentiable: tuple[int, ...] | None = None
     params: tuple[str, ...] = ()
-    numpy: tuple[Callable[..., Any], ...] = ()
+    numpy: tuple[Callable[..., Any] | str, ...] = ()
     samples: SampleFn | None = None
     variadic: bool = False
     elementwise: bool = False

@@ -134,6 +134,8 @@ _HOMES = ("numpy", "numpy.linalg", "scipy.special", "scipy.linalg", "scipy.stats
 
 def function_name(func: Any) -> str:
     """numpy.cumsum, numpy.linalg.norm, scipy.special.erfc: a function by its public module."""
+    if isinstance(func, str):  # named, not imported, by its spec (the Registry's numpy_names)
+        return func
     name = getattr(func, "__name__", None)
     if name is None:
         return repr(func)
