@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from adcore import core
 from adcore.ops import (
     contractions,
+    convolution,
     cumulative,
     decompositions,
     eig,
     elementwise,
+    fft,
     linalg,
     nn,
     reductions,
@@ -38,6 +40,8 @@ CORE_OPS: tuple[OpSpec, ...] = tuple(
             contractions,
             decompositions,
             eig,
+            fft,
+            convolution,
         )
         for spec in vars(module).values()
         if isinstance(spec, OpSpec)

@@ -25,10 +25,12 @@ from __future__ import annotations
 # each module fills the one table with the rules of its part of the core catalogue
 from adcore_forward.jvps import (  # noqa: F401
     contractions,
+    convolution,
     cumulative,
     decompositions,
     eig,
     elementwise,
+    fft,
     linalg,
     nn,
     reductions,
