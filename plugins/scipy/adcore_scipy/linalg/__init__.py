@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adcore import ops
+from adcore import ops as core_ops
 from adcore.errors import InvalidValueError
+from adcore_scipy.linalg.ops import check_bands
 from adcore_scipy.linalg.ops import expm as _expm
 from adcore_scipy.linalg.ops import solve_banded as _solve_banded
 from adcore_scipy.linalg.ops import solve_sylvester as _solve_sylvester
@@ -36,19 +37,19 @@ def solve_triangular(
     check_finite: bool = True,
 ) -> Any:
     """x with T x = b (T^T x = b for trans 1, 'T', 'C'), T a's lower or upper triangle."""
-    return ops.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    return core_ops.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
 
 
 def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
     """(c, lower): c the Cholesky factor of a (U with a = U^T U from a's upper triangle, or L with
     a = L L^T from its lower one), zeros in its other triangle."""
-    return ops.cholesky(a, upper=not lower), bool(lower)
+    return core_ops.cholesky(a, upper=not lower), bool(lower)
 
 
 def cho_solve(c_and_lower: tuple, b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
     """x with a x = b, a given by cho_factor's (c, lower)."""
     c, lower = c_and_lower
-    return ops.cho_solve(c, b, lower=bool(lower))
+    return core_ops.cho_solve(c, b, lower=bool(lower))
 
 
 def expm(A: Any) -> Any:
@@ -80,4 +81,4 @@ def solve_banded(
     check_finite: bool = True,
 ) -> Any:
     """x with A x = b, A banded with l sub- and u superdiagonals stored as ab[u + i - j, j] = A[i, j]."""
-    return _solve_banded(ab, b, l_and_u=tuple(int(k) for k in l_and_u))
+    return _solve_banded(ab, b, l_and_u=check_bands(l_and_u, ab))

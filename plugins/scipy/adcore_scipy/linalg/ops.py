@@ -213,6 +213,7 @@ solve_banded = OpSpec(
     nin=2,
     params=("l_and_u",),
     samples=_banded_samples,
+    accepts_complex=True,
     doc="scipy.linalg.solve_banded((l, u), ab, b) as solve_banded(ab, b, l_and_u=(l, u)): A[i, j] = "
     "ab[u + i - j, j]; the gradient lives on the entries of ab that are A's (ab's unused corners get 0)",
 )
