@@ -106,12 +106,13 @@ def refuse_degenerate(op: str, w: Any, v: Any) -> None:
         )
 
 
-def gap_inverse(w: Any) -> np.ndarray:
-    """F[..., i, j] = 1 / (w_j - w_i), 0 on the diagonal (the eigenvalues checked distinct)."""
-    w = concrete(w)
+def gap_inverse(w: Any) -> Any:
+    """F[..., i, j] = 1 / (w_j - w_i), 0 on the diagonal (the eigenvalues checked distinct): written
+    with ops, so a second derivative sees F change with w."""
     n = w.shape[-1]
-    gap = w[..., None, :] - w[..., :, None] + np.eye(n, dtype=w.dtype)
-    return (1 / gap * (1 - np.eye(n))).astype(w.dtype)
+    eye = np.eye(n, dtype=concrete(w).real.dtype)
+    gap = core.OPS.expand_dims(w, axis=-2) - core.OPS.expand_dims(w, axis=-1) + eye
+    return (1 - eye) / gap
 
 
 def gauge_mask(v: Any) -> np.ndarray:

@@ -195,3 +195,23 @@ def test_np_linalg_eig_on_a_traced_value_differentiates_the_vectors_as_numeric_d
 
     expected = adcore.grad(f, backend="numeric")(a)
     np.testing.assert_allclose(adcore.grad(f, backend=backend)(a), expected, atol=1e-7)
+
+
+@needs_complex_getitem
+@pytest.mark.parametrize("outer", ["forward", "reverse"])
+def test_second_derivatives_see_the_gap_matrix_change_with_a(outer):
+    # a Hessian-vector product of an eigenvector loss against central differences of its gradient
+    a = NONSYMMETRIC
+    v = np.random.default_rng(3).uniform(-1, 1, a.shape)
+    weights = np.array([[0.3, -1.0, 2.0], [1.0, 0.5, -0.2], [0.7, 0.1, 1.5]])
+
+    def f(a):
+        packed = anp.eig_packed(a)
+        return anp.sum(weights * anp.real(packed[..., 1:, :])) + anp.sum(anp.imag(packed[..., 0, :]) ** 2)
+
+    grad = adcore.grad(f, backend="reverse")
+    expected = (grad(a + 1e-5 * v) - grad(a - 1e-5 * v)) / 2e-5
+    got = adcore.jvp(grad, (a,), (v,), backend="forward")[1] if outer == "forward" else None
+    if outer == "reverse":
+        got = adcore.grad(lambda a: anp.sum(grad(a) * v), backend="reverse")(a)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
