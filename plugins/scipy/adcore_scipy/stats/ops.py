@@ -1,8 +1,181 @@
-"""The scipy.stats ops: what each computes and where the conformance checks draw its inputs."""
+"""The scipy.stats ops: what each computes and where the conformance checks draw its inputs.
+
+Most of `adcore_scipy.stats` is compositions of other ops (`norm.logpdf` is arithmetic and a
+log); these are the pieces that are not: the normal log-CDF in its tails, Student's t CDF
+(its derivative is the density, which no composition of betainc gives at t = 0) and the
+multivariate normal log-density, an op of its own so that its gradient is one Cholesky
+factor and one inverse (O(d^3) once, not per sample) instead of the Cholesky's own rule.
+SciPy is imported when an op first runs, not when the plugin is loaded.
+"""
 
 from __future__ import annotations
 
-from adcore.spec import Case, OpSpec
+import math
+from typing import Any
 
-OPS: tuple[OpSpec, ...] = ()
-CASES: tuple[Case, ...] = ()
+import numpy as np
+
+import adcore.numpy as anp
+from adcore.errors import InvalidValueError, LinearAlgebraError
+from adcore.extend import LazyModule
+from adcore.spec import POSITIVE, REAL, WIDE, Case, Domain, OpSpec, Sample, elementwise_samples
+
+special = LazyModule("scipy.special")
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+DEGREES = Domain(0.5, 6.0)  # Student's t degrees of freedom: heavy tails to nearly normal
+
+
+def _float_dtype(*values: Any) -> np.dtype:
+    """The floating dtype of the result: float32 stays float32, integers become float64."""
+    return np.result_type(*values, 1.0)
+
+
+def _log_ndtr(x: Any) -> np.ndarray:
+    return np.asarray(special.log_ndtr(x), dtype=_float_dtype(x))
+
+
+def _stdtr(df: Any, t: Any) -> np.ndarray:
+    return np.asarray(special.stdtr(df, t), dtype=_float_dtype(df, t))
+
+
+def symmetric_part(cov: Any) -> Any:
+    """(cov + cov^T) / 2: the matrix every multivariate normal function reads."""
+    return 0.5 * (cov + anp.swapaxes(cov, -1, -2))
+
+
+def cholesky_of_covariance(cov: Any) -> Any:
+    """The lower Cholesky factor of the symmetric part of cov, or a LinearAlgebraError saying that
+    the covariance is not positive definite (a multivariate normal needs it; NaN is never returned)."""
+    try:
+        return anp.cholesky(symmetric_part(cov))
+    except LinearAlgebraError as e:
+        raise LinearAlgebraError(
+            "multivariate_normal: the covariance matrix is not positive definite (its Cholesky "
+            f"factorization failed: {e}). A singular covariance (allow_singular=True in SciPy) has "
+            "no density to differentiate; add a small multiple of the identity if it is only "
+            "positive semidefinite by rounding."
+        ) from e
+
+
+def _mvn_logpdf(x: Any, mean: Any, cov: Any) -> Any:
+    """log N(x; mean, cov) over the last axis of x: one Cholesky factor, one triangular solve with
+    every sample as a right-hand side. Written with adcore ops, so it runs on tracers too."""
+    d = check_dimensions(x, mean, cov)
+    low = cholesky_of_covariance(cov)
+    r = anp.reshape(x - mean, (-1, d))  # every sample a row
+    y = anp.solve_triangular(low, anp.transpose(r), lower=True)  # L^-1 r^T, (d, m)
+    half_log_det = anp.sum(anp.log(anp.diagonal(low)))
+    out = -0.5 * anp.sum(y * y, axis=0) - half_log_det - d * LOG_SQRT_2PI
+    return anp.reshape(out, np.broadcast_shapes(np.shape(x), np.shape(mean))[:-1])
+
+
+def check_dimensions(x: Any, mean: Any, cov: Any) -> int:
+    """d, the covariance's size, or an InvalidValueError unless cov is (d, d) and x and mean end in d."""
+    cov_shape, x_shape, mean_shape = np.shape(cov), np.shape(x), np.shape(mean)
+    d = cov_shape[-1] if cov_shape else 0
+    if len(cov_shape) != 2 or cov_shape[0] != d or x_shape[-1:] != (d,) or mean_shape[-1:] != (d,):
+        raise InvalidValueError(
+            f"multivariate_normal: cov must be (d, d) and x and mean end in d; got x {x_shape}, "
+            f"mean {mean_shape}, cov {cov_shape}"
+        )
+    return d
+
+
+# --- samples ---------------------------------------------------------------------------------
+
+
+def positive_definite(rng: np.random.Generator, d: int, dtype: Any) -> np.ndarray:
+    """B B^T / d + I, B uniform in [-2, 2]: well conditioned, symmetric."""
+    b = REAL.draw(rng, (d, d), np.float64)
+    return np.asarray(b @ b.T / d + np.eye(d), dtype=dtype)
+
+
+_MVN_SHAPES = (((1,), (1,), 1), ((3,), (3,), 3), ((4, 2), (2,), 2), ((2, 3, 3), (3,), 3), ((2, 3), (2, 3), 3))
+
+
+def _mvn_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    return [
+        Sample((REAL.draw(rng, x, dtype), REAL.draw(rng, m, dtype), positive_definite(rng, d, dtype)))
+        for x, m, d in _MVN_SHAPES
+    ]
+
+
+# --- the ops ---------------------------------------------------------------------------------
+
+log_ndtr = OpSpec(
+    "log_ndtr",
+    _log_ndtr,
+    numpy=("scipy.special.log_ndtr",),
+    samples=elementwise_samples(Domain(-40.0, 8.0)),
+    elementwise=True,
+    doc="log of the standard normal CDF (scipy.special.log_ndtr), finite far into the left tail "
+    "(-1e3 gives -500000.0 - log(1000) - 0.919); its derivative pdf/cdf is exp(log pdf - log_ndtr)",
+)
+stdtr = OpSpec(
+    "stdtr",
+    _stdtr,
+    nin=2,
+    numpy=("scipy.special.stdtr",),
+    samples=elementwise_samples(DEGREES, WIDE),
+    elementwise=True,
+    doc="Student's t CDF at t with df degrees of freedom (scipy.special.stdtr(df, t)); the derivative "
+    "in t is the density, in df not closed form: UnsupportedByBackendError naming df",
+)
+multivariate_normal_logpdf = OpSpec(
+    "multivariate_normal_logpdf",
+    _mvn_logpdf,
+    nin=3,
+    samples=_mvn_samples,
+    traceable=True,
+    doc="log N(x; mean, cov), x (..., d) (each sample a row, as SciPy's), mean (d,) or broadcasting "
+    "with x, cov (d, d): its symmetric part is read, so its gradient is symmetric; not positive "
+    "definite: LinearAlgebraError",
+)
+
+OPS: tuple[OpSpec, ...] = (log_ndtr, stdtr, multivariate_normal_logpdf)
+
+
+# --- cases: the compositions, as functions of their parameters --------------------------------
+
+
+def norm_logpdf_sum(x: Any, loc: Any, scale: Any) -> Any:
+    """sum(norm.logpdf(x, loc, scale)): a Gaussian log-likelihood."""
+    from adcore_scipy.stats import norm
+
+    return anp.sum(norm.logpdf(x, loc, scale))
+
+
+def norm_logcdf_sum(x: Any, loc: Any, scale: Any) -> Any:
+    """sum(norm.logcdf(x, loc, scale)) + sum(norm.cdf(x, loc, scale))."""
+    from adcore_scipy.stats import norm
+
+    return anp.sum(norm.logcdf(x, loc, scale)) + anp.sum(norm.cdf(x, loc, scale))
+
+
+def mvn_logpdf_sum(x: Any, mean: Any, cov: Any) -> Any:
+    """sum(multivariate_normal.logpdf(x, mean, cov)) over a batch of samples."""
+    from adcore_scipy.stats import multivariate_normal
+
+    return anp.sum(multivariate_normal.logpdf(x, mean, cov))
+
+
+def _norm_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    shapes = (((), (), ()), ((4,), (), ()), ((2, 3), (3,), (2, 1)))
+    return [
+        Sample((WIDE.draw(rng, x, dtype), REAL.draw(rng, m, dtype), POSITIVE.draw(rng, s, dtype)))
+        for x, m, s in shapes
+    ]
+
+
+def _mvn_case_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    return _mvn_samples(rng, dtype)[1:4]
+
+
+CASES: tuple[Case, ...] = (
+    Case("norm_logpdf", norm_logpdf_sum, _norm_samples, argnums=(0, 1, 2), doc=norm_logpdf_sum.__doc__ or ""),
+    Case("norm_logcdf", norm_logcdf_sum, _norm_samples, argnums=(0, 1, 2), doc=norm_logcdf_sum.__doc__ or ""),
+    Case(
+        "mvn_logpdf", mvn_logpdf_sum, _mvn_case_samples, argnums=(0, 1, 2), doc=mvn_logpdf_sum.__doc__ or ""
+    ),
+)
