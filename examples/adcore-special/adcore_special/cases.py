@@ -7,13 +7,13 @@ from typing import Any
 import adcore
 import adcore.numpy as anp
 from adcore.spec import REAL, elementwise_samples
-from adcore_special.ops import erf, gammaln, powm1
+from adcore_special.ops import erfcx, loggamma, powm1
 
 
 def special_chain(x: Any, y: Any) -> Any:
-    """sum(powm1(1 + erf(x)**2, gammaln(1 + y**2))): every op of the plugin through the chain
-    rule, broadcasting x with y (its second derivatives need polygamma)."""
-    return anp.sum(powm1(1 + erf(x) ** 2, gammaln(1 + y * y)))
+    """sum(powm1(erfcx(x), loggamma(1 + y**2))): every op of the plugin through the chain
+    rule, broadcasting x with y (its second derivatives need psi)."""
+    return anp.sum(powm1(erfcx(x), loggamma(1 + y * y)))
 
 
 SPECIAL_CHAIN = adcore.Case(

@@ -18,14 +18,14 @@ from typing import Any
 
 import adcore.numpy as anp
 from adcore.extend import lift
-from adcore_special.ops import polygamma
+from adcore_special.ops import psi
 from adcore_special.vjps import TWO_OVER_SQRT_PI
 
 # fmt: off
 JVPS: dict[str, tuple[Any, ...]] = {
-    "erf":       (lambda t, ans, x: t * (TWO_OVER_SQRT_PI * anp.exp(-(x * x))),),
-    "gammaln":   (lambda t, ans, x: t * polygamma(x, n=0),),
-    "polygamma": (lambda t, ans, x, n=0: t * polygamma(x, n=n + 1),),
+    "erfcx":     (lambda t, ans, x: t * (2 * x * ans - TWO_OVER_SQRT_PI),),
+    "loggamma":  (lambda t, ans, x: t * psi(x, n=0),),
+    "psi":       (lambda t, ans, x, n=0: t * psi(x, n=n + 1),),
     "powm1":     (lambda t, ans, x, y: lift(t, ans) * (y * (ans + 1) / x),
                   lambda t, ans, x, y: lift(t, ans) * ((ans + 1) * anp.log(x))),
 }

@@ -1,8 +1,10 @@
-"""The ops: what each computes (scipy.special or NumPy) and where the checks draw its inputs.
+"""The ops: what each computes (scipy.special) and where the checks draw its inputs.
 
-Each spec names the scipy or NumPy function it stands for (`numpy=`), so calling that
-function on a traced value runs the op: `scipy.special.erf(x)` in user code is
-differentiable as written.
+Each spec names the scipy function it stands for (`numpy=`), so calling that function on a
+traced value runs the op: `scipy.special.erfcx(x)` in user code is differentiable as written.
+An op's name is unique across every installed plugin, and so is the function it stands for:
+adcore-scipy has erf, gammaln and polygamma, so this plugin brings functions it does not
+(erfcx, loggamma, psi(x, n) and powm1), and both load side by side.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ from scipy import special
 
 from adcore.spec import POSITIVE, REAL, WIDE, OpSpec, elementwise_samples
 
-# erf draws from WIDE (-3 to 3): out into the tails, where it flattens; gammaln and polygamma
-# have poles at 0, -1, -2, ...: they draw from POSITIVE (0.5 to 3)
+# erfcx draws from WIDE (-3 to 3): out to where it grows as 2 exp(x**2) and where it decays as
+# 1 / (sqrt(pi) x); loggamma and psi have poles at 0, -1, -2, ...: they draw from POSITIVE (0.5 to 3)
 
 
 def _order(n: Any) -> int:
-    """polygamma's n, checked: a non-negative integer."""
+    """psi's n, checked: a non-negative integer."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"op 'polygamma': n must be a non-negative integer, got {n!r}")
+        raise ValueError(f"op 'psi': n must be a non-negative integer, got {n!r}")
     return int(n)
 
 
-def _polygamma(x: Any, n: int = 0) -> Any:
+def _psi(x: Any, n: int = 0) -> Any:
     # scipy.special.polygamma computes in float64 whatever x is; psi and zeta keep float32
     n = _order(n)
     if n == 0:
@@ -34,29 +36,29 @@ def _polygamma(x: Any, n: int = 0) -> Any:
     return (-1) ** (n + 1) * math.gamma(n + 1) * special.zeta(n + 1, x)
 
 
-erf = OpSpec(
-    "erf",
-    special.erf,
-    numpy=(special.erf,),
+erfcx = OpSpec(
+    "erfcx",
+    special.erfcx,
+    numpy=(special.erfcx,),
     samples=elementwise_samples(WIDE),
     elementwise=True,
-    doc="the error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x",
+    doc="the scaled complementary error function exp(x**2) erfc(x), without erfc's underflow",
 )
-gammaln = OpSpec(
-    "gammaln",
-    special.gammaln,
-    numpy=(special.gammaln,),
+loggamma = OpSpec(
+    "loggamma",
+    special.loggamma,
+    numpy=(special.loggamma,),
     samples=elementwise_samples(POSITIVE),
     elementwise=True,
-    doc="log|Gamma(x)|",
+    doc="log(Gamma(x)) for x > 0 (scipy's loggamma; nan for real x < 0)",
 )
-polygamma = OpSpec(
-    "polygamma",
-    _polygamma,
+psi = OpSpec(
+    "psi",
+    _psi,
     params=("n",),
     samples=elementwise_samples(POSITIVE, params=({}, {"n": 1}, {"n": 2})),
     elementwise=True,
-    doc="polygamma(x, n=0): the n-th derivative of the digamma function (scipy's polygamma(n, x))",
+    doc="psi(x, n=0): the n-th derivative of the digamma function (scipy's polygamma(n, x))",
 )
 powm1 = OpSpec(
     "powm1",
@@ -68,4 +70,4 @@ powm1 = OpSpec(
     doc="x**y - 1 for x > 0, accurate where x**y is near 1, broadcasting x with y",
 )
 
-OPS: tuple[OpSpec, ...] = (erf, gammaln, polygamma, powm1)
+OPS: tuple[OpSpec, ...] = (erfcx, loggamma, psi, powm1)

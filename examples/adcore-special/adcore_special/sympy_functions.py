@@ -3,7 +3,7 @@ prints, in the NumPy code the symbolic backend compiles, as a call of the adcore
 
 Calling the op from the compiled code keeps scipy's accuracy and powm1's (x**y - 1 cancels),
 and lets that code run on other backends' traced values too (a Hessian differentiates
-it again). sympy's own erf or polygamma would not print: the backend's printer knows
+it again). sympy's own functions would not print: the backend's printer knows
 NumPy, not scipy.
 """
 
@@ -15,31 +15,32 @@ from mpmath.libmp import prec_to_dps
 from adcore.extend.sympy_functions import OpCall
 
 
-class erf(OpCall):
-    op = "erf"
+class erfcx(OpCall):
+    op = "erfcx"
     nargs = 1
 
     def fdiff(self, argindex=1):
         (x,) = self.args
-        return 2 / sp.sqrt(sp.pi) * sp.exp(-(x**2))
+        return 2 * x * self - 2 / sp.sqrt(sp.pi)
 
     def elementary(self) -> sp.Expr:
-        return sp.erf(*self.args)
+        (x,) = self.args
+        return sp.exp(x**2) * sp.erfc(x)
 
 
-class gammaln(OpCall):
-    op = "gammaln"
+class loggamma(OpCall):
+    op = "loggamma"
     nargs = 1
 
     def fdiff(self, argindex=1):
-        return polygamma(0, self.args[0])
+        return psi(0, self.args[0])
 
     def elementary(self) -> sp.Expr:
         return sp.loggamma(*self.args)
 
 
-class polygamma(sp.Function):
-    """polygamma(n, x) in sympy's (and scipy's) argument order; n is a fixed integer."""
+class psi(sp.Function):
+    """psi(n, x) in sympy's (and scipy's polygamma's) argument order; n is a fixed integer."""
 
     nargs = 2
 
@@ -47,11 +48,11 @@ class polygamma(sp.Function):
         if argindex != 2:  # n is a param, never a variable
             raise sp.ArgumentIndexError(self, argindex)
         n, x = self.args
-        return polygamma(n + 1, x)
+        return psi(n + 1, x)
 
     def _numpycode(self, printer) -> str:
         n, x = self.args
-        return f"ops.polygamma({printer._print(x)}, n={int(n)})"
+        return f"ops.psi({printer._print(x)}, n={int(n)})"
 
     def _eval_evalf(self, prec):  # sympy's polygamma gives zoo at a pole, where mpmath's raises
         return sp.polygamma(*self.args).evalf(prec_to_dps(prec))

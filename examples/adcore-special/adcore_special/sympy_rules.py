@@ -23,9 +23,9 @@ fn = LazyModule("adcore_special.sympy_functions")
 
 # fmt: off
 SYMPY_RULES: dict[str, Any] = {
-    "erf":       lambda x: each(fn.erf, x),
-    "gammaln":   lambda x: each(fn.gammaln, x),
-    "polygamma": lambda x, n=0: each(lambda e: fn.polygamma(n, e), x),
+    "erfcx":     lambda x: each(fn.erfcx, x),
+    "loggamma":  lambda x: each(fn.loggamma, x),
+    "psi":       lambda x, n=0: each(lambda e: fn.psi(n, e), x),
     "powm1":     lambda x, y: each(fn.powm1, x, y),
 }
 # fmt: on
