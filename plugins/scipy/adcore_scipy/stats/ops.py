@@ -18,12 +18,12 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.errors import InvalidValueError, LinearAlgebraError
 from adcore.extend import LazyModule
-from adcore.spec import POSITIVE, REAL, WIDE, Case, Domain, OpSpec, Sample, elementwise_samples
+from adcore.spec import POSITIVE, REAL, UNARY_SHAPES, WIDE, Case, Domain, OpSpec, Sample, elementwise_samples
 
 special = LazyModule("scipy.special")
+lapack = LazyModule("scipy.linalg.lapack")
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-DEGREES = Domain(0.5, 6.0)  # Student's t degrees of freedom: heavy tails to nearly normal
 
 
 def _float_dtype(*values: Any) -> np.dtype:
@@ -56,6 +56,26 @@ def cholesky_of_covariance(cov: Any) -> Any:
             "no density to differentiate; add a small multiple of the identity if it is only "
             "positive semidefinite by rounding."
         ) from e
+
+
+def _spd_inverse(a: Any) -> np.ndarray:
+    """inv((a + a^T) / 2) from its Cholesky factor (LAPACK potrf and potri: d^3 / 3 + 2 d^3 / 3)."""
+    a = np.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise InvalidValueError(f"op 'spd_inverse': a must be a square matrix (d, d); got shape {a.shape}")
+    if a.shape[0] == 0:
+        return a.copy()
+    sym = 0.5 * (a + a.T)
+    potrf, potri = lapack.get_lapack_funcs(("potrf", "potri"), (sym,))
+    factor, info = potrf(sym, lower=True)
+    if info != 0:
+        raise LinearAlgebraError(
+            f"op 'spd_inverse': the matrix is not positive definite (its leading minor of order {info} is "
+            "not positive); add a small multiple of the identity if it is only positive semidefinite."
+        )
+    inverse, info = potri(factor, lower=True)
+    lower = np.tril(inverse)
+    return np.asarray(lower + np.tril(inverse, -1).T, dtype=sym.dtype)
 
 
 def _mvn_logpdf(x: Any, mean: Any, cov: Any) -> Any:
@@ -101,6 +121,16 @@ def _mvn_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
     ]
 
 
+def _spd_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    return [Sample((positive_definite(rng, d, dtype),)) for d in (1, 2, 3, 5)]
+
+
+def _stdtr_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    """df as Python numbers (held constant: no derivative in df), t drawn; and df as an array."""
+    drawn = [Sample((df, WIDE.draw(rng, s, dtype))) for df in (0.7, 3.0, 30.0) for s in UNARY_SHAPES]
+    return drawn + [Sample((30.0, np.array([0.0, -1e3, 1e3], dtype=dtype)))]
+
+
 # --- the ops ---------------------------------------------------------------------------------
 
 log_ndtr = OpSpec(
@@ -117,7 +147,7 @@ stdtr = OpSpec(
     _stdtr,
     nin=2,
     numpy=("scipy.special.stdtr",),
-    samples=elementwise_samples(DEGREES, WIDE),
+    samples=_stdtr_samples,
     elementwise=True,
     doc="Student's t CDF at t with df degrees of freedom (scipy.special.stdtr(df, t)); the derivative "
     "in t is the density, in df not closed form: UnsupportedByBackendError naming df",
@@ -133,7 +163,15 @@ multivariate_normal_logpdf = OpSpec(
     "definite: LinearAlgebraError",
 )
 
-OPS: tuple[OpSpec, ...] = (log_ndtr, stdtr, multivariate_normal_logpdf)
+spd_inverse = OpSpec(
+    "spd_inverse",
+    _spd_inverse,
+    samples=_spd_samples,
+    doc="inv((a + a^T) / 2) of a positive definite a (d, d), by its Cholesky factor: a third of inv's "
+    "work; its derivative is symmetric; not positive definite: LinearAlgebraError",
+)
+
+OPS: tuple[OpSpec, ...] = (log_ndtr, stdtr, multivariate_normal_logpdf, spd_inverse)
 
 
 # --- cases: the compositions, as functions of their parameters --------------------------------

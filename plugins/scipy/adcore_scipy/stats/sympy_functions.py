@@ -23,3 +23,19 @@ class log_ndtr(OpCall):
 
     def elementary(self) -> sp.Expr:
         return sp.log(sp.erfc(-self.args[0] / sp.sqrt(2)) / 2)
+
+
+class stdtr(OpCall):
+    """Student's t CDF stdtr(df, t): d/dt is the density; d/d df has no closed form (refused)."""
+
+    op = "stdtr"
+    nargs = 2
+
+    def fdiff(self, argindex=2):
+        df, t = self.args
+        if argindex == 1:
+            from adcore_scipy.stats.rules import no_closed_form
+
+            raise no_closed_form("stdtr", "df")
+        log_c = sp.loggamma((df + 1) / 2) - sp.loggamma(df / 2) - sp.log(df * sp.pi) / 2
+        return sp.exp(log_c) * (1 + t**2 / df) ** (-(df + 1) / 2)
