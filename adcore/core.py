@@ -234,12 +234,18 @@ class Tracer:
 
     @property
     def real(self):
-        # a traced value is real (complex ones are refused), so it is its own real part
-        return self
+        # a real traced value is its own real part, as a real ndarray's .real is a view of itself
+        return OPS.real(self) if self.dtype.kind == "c" else self
 
     @property
-    def imag(self) -> np.ndarray:
-        return np.zeros(self.shape, self.dtype)
+    def imag(self):
+        # of a real traced value, a constant 0: nothing flows through it
+        return OPS.imag(self) if self.dtype.kind == "c" else np.zeros(self.shape, self.dtype)
+
+    def conj(self):
+        return OPS.conj(self) if self.dtype.kind == "c" else self
+
+    conjugate = conj
 
     @property
     def flat(self):
@@ -333,13 +339,13 @@ class Tracer:
         target = np.dtype(dtype)
         if target == self.dtype:
             return self
-        if target.kind == "c":
+        if self.dtype.kind == "c" and target.kind == "f":
             raise ComplexValueError(
-                f"x.astype({target}) on a traced value ({_where(self)}): rule backends differentiate real "
-                "functions only; "
-                "keep real and imaginary parts as separate real arrays, or use backend='numeric'."
+                f"x.astype({target}) of a complex traced value ({_where(self)}) would drop its "
+                "imaginary part (NumPy's ComplexWarning): write x.real (or anp.real(x)), or anp.abs(x) "
+                "for the modulus."
             )
-        if target.kind == "f":
+        if target.kind in "fc":
             return OPS.astype(self, dtype=target)  # its derivative casts back to x's dtype
         raise conversion_error(self, f"x.astype({target})")
 

@@ -358,7 +358,11 @@ def test_ravel_and_flatten_are_reshape_minus_one(trace, box, flat):
 @pytest.mark.parametrize(
     ("call", "error", "words"),
     [
-        (lambda b: b.astype(np.complex128), ComplexValueError, ["astype(complex128)", "numeric"]),
+        (
+            lambda b: Box(b._trace, M * 1j).astype(np.float32),
+            ComplexValueError,
+            ["astype(float32)", "x.real"],
+        ),
         (lambda b: b.ravel("F"), adcore.UnsupportedFunctionError, ["order='F'", "x.T.reshape(-1)"]),
         (lambda b: b.__setitem__(0, 1.0), adcore.UnsupportedFunctionError, ["x[...] = v", "scatter_add"]),
         (lambda b: b.__delitem__(0), adcore.UnsupportedFunctionError, ["del x", "x[mask]"]),
@@ -618,12 +622,32 @@ def test_unsupported_numpy_keyword_names_the_op_and_its_params(box):
 
 
 def test_real_imag_itemsize_nbytes_and_mT_as_for_a_real_ndarray(trace, box):
-    assert box.real is box  # traced values are real: complex ones are refused
+    assert box.real is box and box.conj() is box  # a real traced value is its own real part
     assert type(box.imag) is np.ndarray and box.imag.shape == (2, 3) and not box.imag.any()
     assert (box.itemsize, box.nbytes) == (M.itemsize, M.nbytes)
     assert trace.calls == []
     np.testing.assert_array_equal(concrete(box.mT), M.mT)
     assert trace.calls == [("transpose", {"axes": (1, 0)})]
+
+
+def test_real_imag_conj_and_astype_of_a_complex_traced_value_are_ops(trace):
+    z = Box(trace, M * (1 + 2j))
+    parts = [
+        z.real,
+        z.imag,
+        z.conj(),
+        z.conjugate(),
+        np.real(z),
+        np.imag(z),
+        np.conj(z),
+        z.astype(np.complex64),
+    ]
+    assert trace.op_names == ["real", "imag", "conj", "conj", "real", "imag", "conj", "astype"]
+    for part, value in zip(
+        parts, [M, 2 * M, M * (1 - 2j), M * (1 - 2j), M, 2 * M, M * (1 - 2j), M * (1 + 2j)]
+    ):
+        np.testing.assert_allclose(concrete(part), value, rtol=1e-6)
+    assert concrete(parts[-1]).dtype == np.complex64
 
 
 def test_flat_and_mT_of_a_vector_are_refused_by_name(trace):

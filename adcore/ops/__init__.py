@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from adcore import core
 from adcore.ops import (
+    complex_parts,
     contractions,
     convolution,
     cumulative,
@@ -32,6 +33,7 @@ CORE_OPS: tuple[OpSpec, ...] = tuple(
         spec.name: spec
         for module in (
             elementwise,
+            complex_parts,
             reductions,
             cumulative,
             linalg,

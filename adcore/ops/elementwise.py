@@ -31,15 +31,17 @@ def _binary(name: str, impl, x: Domain = REAL, y: Domain = REAL, **spec) -> OpSp
 
 
 # --- arithmetic -------------------------------------------------------------------
-negative = _unary("negative", np.negative)
-add = _binary("add", np.add)
-subtract = _binary("subtract", np.subtract)
-multiply = _binary("multiply", np.multiply)
-divide = _binary("divide", np.divide, y=NONZERO, aliases=("true_divide",))  # np.true_divide is np.divide
+negative = _unary("negative", np.negative, accepts_complex=True)
+add = _binary("add", np.add, accepts_complex=True)
+subtract = _binary("subtract", np.subtract, accepts_complex=True)
+multiply = _binary("multiply", np.multiply, accepts_complex=True)
+# np.true_divide is np.divide
+divide = _binary("divide", np.divide, y=NONZERO, aliases=("true_divide",), accepts_complex=True)
 power = _binary(
     "power",
     np.power,
     x=POSITIVE,
+    accepts_complex=True,
     # points where a rule divides by the input (issue 15, class 4): exact where the limit exists
     kinks=(
         Kink(
@@ -49,29 +51,29 @@ power = _binary(
         ),
     ),
 )
-square = _unary("square", np.square)
-reciprocal = _unary("reciprocal", np.reciprocal, NONZERO)
-sqrt = _unary("sqrt", np.sqrt, POSITIVE)
+square = _unary("square", np.square, accepts_complex=True)
+reciprocal = _unary("reciprocal", np.reciprocal, NONZERO, accepts_complex=True)
+sqrt = _unary("sqrt", np.sqrt, POSITIVE, accepts_complex=True)
 
 # --- exponentials and logarithms ----------------------------------------------------
-exp = _unary("exp", np.exp)
-expm1 = _unary("expm1", np.expm1)
-log = _unary("log", np.log, POSITIVE)
-log1p = _unary("log1p", np.log1p, Domain(-0.5, 2.0))
+exp = _unary("exp", np.exp, accepts_complex=True)
+expm1 = _unary("expm1", np.expm1, accepts_complex=True)
+log = _unary("log", np.log, POSITIVE, accepts_complex=True)
+log1p = _unary("log1p", np.log1p, Domain(-0.5, 2.0), accepts_complex=True)
 
 # --- trigonometric and hyperbolic -------------------------------------------------
-sin = _unary("sin", np.sin)
-cos = _unary("cos", np.cos)
-tan = _unary("tan", np.tan, Domain(-1.2, 1.2))
-arcsin = _unary("arcsin", np.arcsin, UNIT_OPEN)
-arccos = _unary("arccos", np.arccos, UNIT_OPEN)
-arctan = _unary("arctan", np.arctan)
+sin = _unary("sin", np.sin, accepts_complex=True)
+cos = _unary("cos", np.cos, accepts_complex=True)
+tan = _unary("tan", np.tan, Domain(-1.2, 1.2), accepts_complex=True)
+arcsin = _unary("arcsin", np.arcsin, UNIT_OPEN, accepts_complex=True)
+arccos = _unary("arccos", np.arccos, UNIT_OPEN, accepts_complex=True)
+arctan = _unary("arctan", np.arctan, accepts_complex=True)
 arctan2 = _binary(
     "arctan2", np.arctan2, y=NONZERO, kink_distance=lambda y, x: np.where(x < 0, np.abs(y), np.inf)
 )  # its kink distance is from the branch cut, a jump of 2 pi
-sinh = _unary("sinh", np.sinh)
-cosh = _unary("cosh", np.cosh)
-tanh = _unary("tanh", np.tanh)
+sinh = _unary("sinh", np.sinh, accepts_complex=True)
+cosh = _unary("cosh", np.cosh, accepts_complex=True)
+tanh = _unary("tanh", np.tanh, accepts_complex=True)
 
 # --- kinks and steps: conventions in docs/conventions.md -----------------------------
 # kink_distance: how far the inputs are from a kink or jump (random programs keep clear of them)
@@ -79,7 +81,8 @@ abs = _unary(
     "abs",
     np.absolute,
     NONZERO,
-    doc="abs'(0) = 0",
+    doc="abs'(0) = 0; on complex z, d|z| = Re(conj(z) dz) / |z|, 0 at z = 0",
+    accepts_complex=True,
     kinks=(Kink(([-1.0, 0.0, 2.0],), (np.diag([-1.0, 0, 1]),), why="abs'(0) = 0"),),
     kink_distance=np.abs,
 )
@@ -166,6 +169,7 @@ where = OpSpec(
     samples=_where_samples,
     elementwise=True,
     doc="the condition is not differentiable",
+    accepts_complex=True,
 )
 
 
@@ -246,14 +250,18 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 # --- inverse hyperbolic -------------------------------------------------------------
-arcsinh = _elementwise("arcsinh", np.arcsinh, WIDE)
-arccosh = _elementwise("arccosh", np.arccosh, Domain(1.1, 4.0), doc="derivative +inf at 1, where it starts")
-arctanh = _elementwise("arctanh", np.arctanh, UNIT_OPEN, doc="derivative +inf at -1 and 1")
+arcsinh = _elementwise("arcsinh", np.arcsinh, WIDE, accepts_complex=True)
+arccosh = _elementwise(
+    "arccosh", np.arccosh, Domain(1.1, 4.0), doc="derivative +inf at 1, where it starts", accepts_complex=True
+)
+arctanh = _elementwise(
+    "arctanh", np.arctanh, UNIT_OPEN, doc="derivative +inf at -1 and 1", accepts_complex=True
+)
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-log2 = _elementwise("log2", np.log2, POSITIVE)
-log10 = _elementwise("log10", np.log10, POSITIVE)
-exp2 = _elementwise("exp2", np.exp2, REAL)
+log2 = _elementwise("log2", np.log2, POSITIVE, accepts_complex=True)
+log10 = _elementwise("log10", np.log10, POSITIVE, accepts_complex=True)
+exp2 = _elementwise("exp2", np.exp2, REAL, accepts_complex=True)
 _LARGE_PAIRS = ([800.0, -700.0, 3.0], [799.0, -701.0, -900.0])  # no overflow, no underflow to -inf
 _INF_PAIRS = ([-np.inf, 1.0, -np.inf, np.inf, 3.0], [2.0, 1.0, -np.inf, 5.0, np.inf])
 _INF_WEIGHTS = (_diag(0, 0.5, 0.5, 1, 0), _diag(1, 0.5, 0.5, 0, 1))
@@ -281,6 +289,7 @@ sinc = _elementwise(
     "sinc",
     np.sinc,
     WIDE,
+    accepts_complex=True,
     samples=_with_edges(elementwise_samples(WIDE), ([0.0, 0.05, -0.08, 1.5],)),
     kinks=(Kink(([0.0, 1.0],), (_diag(0.0, -1.0),), why="sinc'(0) = 0, the limit (no 0/0)"),),
     doc="sin(pi x) / (pi x); sinc'(0) = 0 and sinc''(0) = -pi**2/3 (a series near 0)",
@@ -442,6 +451,7 @@ float_power = _elementwise(
     np.float_power,
     POSITIVE,
     REAL,
+    accepts_complex=True,
     kinks=(
         Kink(
             ([0.0, 0.0, 2.0], [2.0, 3.0, 0.0]),

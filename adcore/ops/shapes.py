@@ -475,10 +475,15 @@ take_along_axis = OpSpec(
 
 def _astype(x, dtype):
     target = np.dtype(dtype)
-    if target.kind != "f":
+    if target.kind not in "fc":
         raise InvalidValueError(
-            f"op 'astype': dtype={target} is not a float dtype; a cast to integers or booleans has no "
-            "derivative (x.astype(int) on a traced value is refused: use anp.floor or a comparison)"
+            f"op 'astype': dtype={target} is not a float or complex dtype; a cast to integers or booleans "
+            "has no derivative (x.astype(int) on a traced value is refused: use anp.floor or a comparison)"
+        )
+    if target.kind == "f" and np.result_type(x).kind == "c":
+        raise InvalidValueError(
+            f"op 'astype': a cast of a complex x to {target} would drop its imaginary part; take "
+            "np.real(x) (or np.abs(x)) instead"
         )
     return np.asarray(x).astype(target)
 
@@ -499,7 +504,9 @@ astype = OpSpec(
     _astype,
     params=("dtype",),
     samples=_astype_samples,
-    doc="x.astype(dtype) to a float dtype: the derivative casts back to x's dtype",
+    doc="x.astype(dtype) to a float or complex dtype (complex to real refused): the derivative casts "
+    "back to x's dtype",
+    accepts_complex=True,
 )
 
 # NumPy functions that are Python over these ops (np.split, np.hstack, ...): core.NUMPY_FUNCTIONS

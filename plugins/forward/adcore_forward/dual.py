@@ -47,13 +47,18 @@ class ForwardTrace(Trace):
 
 
 def _fit(tangent: Any, batch: int, ans: Any) -> Any:
-    """The summed shares as a batched tangent of `ans`: its shape and its dtype."""
+    """The summed shares as a batched tangent of `ans`: its shape and its dtype. A real output's
+    tangent is real (JAX's convention): a complex share meeting it gives its real part, explicitly."""
     shape = (batch,) + getattr(ans, "shape", ())
     if tangent.shape != shape:  # a share that broadcasts, such as a lifted input of add
         tangent = ops.broadcast_to(tangent, shape=shape)
-    if tangent.__class__ is np.ndarray:
-        dtype = ans.dtype
-        if tangent.dtype is not dtype and tangent.dtype != dtype:
+    dtype = getattr(ans, "dtype", None)
+    if dtype is None:
+        dtype = np.result_type(ans)
+    if tangent.dtype is not dtype:
+        if tangent.dtype.kind == "c" and dtype.kind != "c":
+            tangent = ops.real(tangent)
+        if tangent.__class__ is np.ndarray and tangent.dtype != dtype:
             tangent = tangent.astype(dtype)  # a rule promoted (a float64 mask times float32 t)
     return tangent
 

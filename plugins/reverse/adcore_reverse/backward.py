@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+import adcore.numpy as anp
 from adcore.errors import GraphFreedError, StateChangedError
 from adcore_reverse.tensor import Tensor
 from adcore_reverse.zeros import Masked, MaskingRules, unbroadcast_mask, zero_at
@@ -63,8 +64,9 @@ def backward_pass(
                 if rule is None:
                     continue
                 gi = rule(g, ans, *inputs, **params)
-                if gi.__class__ is np.ndarray and gi.dtype is not a.value.dtype and gi.dtype != a.value.dtype:
-                    gi = gi.astype(a.value.dtype)  # a rule promoted (float64 mask * float32 g)
+                dtype = a.value.dtype
+                if getattr(gi, "dtype", dtype) is not dtype:
+                    gi = cotangent_of(gi, dtype)
                 seq = a._seq
                 if seq in pending:
                     pending[seq] = pending[seq] + gi
@@ -76,6 +78,20 @@ def backward_pass(
         if not retain_graph:
             node._args = node._primals = node._ans = None
     return leaves
+
+
+def cotangent_of(g: Any, dtype: np.dtype) -> Any:
+    """g as the cotangent of a primal of `dtype`: the real part where a complex g meets a real
+    primal (JAX's convention: the pairing Re(sum(g * dx)) sees only Re g when dx is real), traced
+    when g is; a plain array in the primal's dtype (a rule promoted: a float64 mask * float32 g)."""
+    g_dtype = getattr(g, "dtype", None)
+    if g_dtype is None:
+        g_dtype = np.result_type(g)
+    if g_dtype.kind == "c" and dtype.kind != "c":
+        g = anp.real(g)
+    if g.__class__ is np.ndarray and g.dtype != dtype:
+        g = g.astype(dtype)
+    return g
 
 
 def _check_unchanged(node: Tensor) -> None:
@@ -124,8 +140,7 @@ def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> 
             )
             if mask.any():
                 gi, zi = zero_at(gi, mask), mask if zi is None else zi | mask
-        if gi.__class__ is np.ndarray and gi.dtype != a.value.dtype:
-            gi = gi.astype(a.value.dtype)
+        gi = cotangent_of(gi, a.value.dtype)
         seq = a._seq
         if seq in pending:
             pending[seq] = pending[seq] + gi

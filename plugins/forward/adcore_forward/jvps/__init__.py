@@ -24,6 +24,7 @@ from __future__ import annotations
 
 # each module fills the one table with the rules of its part of the core catalogue
 from adcore_forward.jvps import (  # noqa: F401
+    complex_parts,
     contractions,
     convolution,
     cumulative,

@@ -7,6 +7,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import inside_clip, lift, mask, power_by_base, power_by_exponent, tie_split
+from adcore.ops import complex_parts as cp
 from adcore.ops import elementwise as ew
 from adcore_forward.jvps.table import defjvp
 
@@ -22,7 +23,7 @@ defjvp("multiply",   lambda t, ans, x, y: lift(t, ans) * y,
 defjvp("divide",     lambda t, ans, x, y: lift(t, ans) / y,
                      lambda t, ans, x, y: lift(t, ans) * (-ans / y))
 defjvp("power",      lambda t, ans, x, y: lift(t, ans) * power_by_base(x, y),
-                     lambda t, ans, x, y: lift(t, ans) * power_by_exponent(x, y, ans))
+                     lambda t, ans, x, y: lift(t, ans) * power_by_exponent(cp.complex_base(x, ans), y, ans))
 defjvp("square",     lambda t, ans, x: t * (2 * x))
 defjvp("reciprocal", lambda t, ans, x: t * (-ans * ans))
 defjvp("sqrt",       lambda t, ans, x: t * (0.5 / ans))
@@ -47,7 +48,7 @@ defjvp("cosh",       lambda t, ans, x: t * anp.sinh(x))
 defjvp("tanh",       lambda t, ans, x: t * (1 - ans * ans))
 
 # --- kinks and steps -----------------------------------------------------------------
-defjvp("abs",        lambda t, ans, x: t * anp.sign(x))
+defjvp("abs",        lambda t, ans, x: cp.real_if_complex(t * cp.abs_slope(x, ans)))
 defjvp("sign",       None)
 defjvp("floor",      None)
 defjvp("round",      None)
@@ -67,7 +68,7 @@ defjvp("where",      None,
 # fmt: off
 # --- inverse hyperbolic -------------------------------------------------------------
 defjvp("arcsinh",      lambda t, ans, x: t / anp.sqrt(x * x + 1))
-defjvp("arccosh",      lambda t, ans, x: t / anp.sqrt((x - 1) * (x + 1)))
+defjvp("arccosh",      lambda t, ans, x: t / (anp.sqrt(x - 1) * anp.sqrt(x + 1)))  # not sqrt(x*x - 1): complex x
 defjvp("arctanh",      lambda t, ans, x: t / (1 - x * x))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
@@ -108,7 +109,7 @@ defjvp("fmin",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, 
 
 # --- float_power, nan_to_num -------------------------------------------------------------
 defjvp("float_power",  lambda t, ans, x, y: lift(t, ans) * power_by_base(ew.in_float64(x), ew.in_float64(y)),
-                       lambda t, ans, x, y: lift(t, ans) * power_by_exponent(ew.in_float64(x), ew.in_float64(y), ans))
+                       lambda t, ans, x, y: lift(t, ans) * power_by_exponent(cp.complex_base(ew.in_float64(x), ans), ew.in_float64(y), ans))
 defjvp("nan_to_num",   lambda t, ans, x, **params: t * ew.finite_weight(x, t))
 
 # fmt: on

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 # each module fills the one table with the rules of its part of the core catalogue
 from adcore_reverse.vjps import (  # noqa: F401
+    complex_parts,
     contractions,
     convolution,
     cumulative,

@@ -7,6 +7,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import inside_clip, mask, power_by_base, power_by_exponent, tie_split, unbroadcast
+from adcore.ops import complex_parts as cp
 from adcore.ops import elementwise as ew
 from adcore_reverse.vjps.table import VJPS, defvjp
 from adcore_reverse.zeros import MaskingRules, where_branch
@@ -23,7 +24,7 @@ defvjp("multiply",   lambda g, ans, x, y: unbroadcast(g * y, x),
 defvjp("divide",     lambda g, ans, x, y: unbroadcast(g / y, x),
                      lambda g, ans, x, y: unbroadcast(-g * ans / y, y))
 defvjp("power",      lambda g, ans, x, y: unbroadcast(g * power_by_base(x, y), x),
-                     lambda g, ans, x, y: unbroadcast(g * power_by_exponent(x, y, ans), y))
+                     lambda g, ans, x, y: unbroadcast(g * power_by_exponent(cp.complex_base(x, ans), y, ans), y))
 defvjp("square",     lambda g, ans, x: g * 2 * x)
 defvjp("reciprocal", lambda g, ans, x: -g * ans * ans)
 defvjp("sqrt",       lambda g, ans, x: g * 0.5 / ans)
@@ -48,7 +49,7 @@ defvjp("cosh",       lambda g, ans, x: g * anp.sinh(x))
 defvjp("tanh",       lambda g, ans, x: g * (1 - ans * ans))
 
 # --- kinks and steps -----------------------------------------------------------------
-defvjp("abs",        lambda g, ans, x: g * anp.sign(x))
+defvjp("abs",        lambda g, ans, x: g * cp.abs_slope(x, ans))  # conj(x) / |x| on complex x
 defvjp("sign",       None)
 defvjp("floor",      None)
 defvjp("round",      None)
@@ -68,7 +69,7 @@ VJPS["where"] = MaskingRules((None,  # untaken positions are structural zeros (z
 # fmt: off
 # --- inverse hyperbolic -------------------------------------------------------------
 defvjp("arcsinh",      lambda g, ans, x: g / anp.sqrt(x * x + 1))
-defvjp("arccosh",      lambda g, ans, x: g / anp.sqrt((x - 1) * (x + 1)))
+defvjp("arccosh",      lambda g, ans, x: g / (anp.sqrt(x - 1) * anp.sqrt(x + 1)))  # not sqrt(x*x - 1): complex x
 defvjp("arctanh",      lambda g, ans, x: g / (1 - x * x))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
@@ -109,7 +110,7 @@ defvjp("fmin",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y,
 
 # --- float_power, nan_to_num -------------------------------------------------------------
 defvjp("float_power",  lambda g, ans, x, y: unbroadcast(g * power_by_base(ew.in_float64(x), ew.in_float64(y)), x),
-                       lambda g, ans, x, y: unbroadcast(g * power_by_exponent(ew.in_float64(x), ew.in_float64(y), ans), y))
+                       lambda g, ans, x, y: unbroadcast(g * power_by_exponent(cp.complex_base(ew.in_float64(x), ans), ew.in_float64(y), ans), y))
 defvjp("nan_to_num",   lambda g, ans, x, **params: g * ew.finite_weight(x, g))
 
 # fmt: on

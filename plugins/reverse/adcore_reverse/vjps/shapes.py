@@ -8,6 +8,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore import ops
 from adcore.extend import unbroadcast
+from adcore.ops import complex_parts as cp
 from adcore.ops.shapes import axes_permutation, source_index
 from adcore_reverse.vjps.table import defvjp, defvjp_variadic
 
@@ -150,6 +151,6 @@ defvjp("tile",            _tile_vjp)
 defvjp("pad",             _pad_vjp)
 defvjp("take",            _scatter_vjp("take"))
 defvjp("take_along_axis", _scatter_vjp("take_along_axis"))
-defvjp("astype",          lambda g, ans, x, dtype: ops.astype(g, dtype=x.dtype))
+defvjp("astype",          lambda g, ans, x, dtype: ops.astype(g if cp.is_complex(x) else cp.real_if_complex(g), dtype=x.dtype))
 
 # fmt: on
