@@ -175,7 +175,7 @@ def test_grad_of_a_real_loss_of_the_eigenvalues(backend):
     d = np.linspace(-1.0, 0.5, 3)
 
     def f(a):
-        w = anp.eigvals(a)
+        w = np.linalg.eigvals(a)  # the op eigvals, as NumPy code calls it
         return anp.sum(c * anp.real(w) + d * anp.imag(w))
 
     np.testing.assert_allclose(
@@ -215,3 +215,13 @@ def test_second_derivatives_see_the_gap_matrix_change_with_a(outer):
     if outer == "reverse":
         got = adcore.grad(lambda a: anp.sum(grad(a) * v), backend="reverse")(a)
     np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+@needs_complex_ops
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_grad_at_repeated_eigenvalues_is_a_typed_error_not_inf_or_nan(backend):
+    def f(a):
+        return anp.sum(anp.abs(np.linalg.eigvals(a)))
+
+    with pytest.raises(LinearAlgebraError, match="repeated eigenvalues"):
+        adcore.grad(f, backend=backend)(np.array([[2.0, 1.0], [0.0, 2.0]]))
