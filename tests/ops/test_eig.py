@@ -225,3 +225,21 @@ def test_grad_at_repeated_eigenvalues_is_a_typed_error_not_inf_or_nan(backend):
 
     with pytest.raises(LinearAlgebraError, match="repeated eigenvalues"):
         adcore.grad(f, backend=backend)(np.array([[2.0, 1.0], [0.0, 2.0]]))
+
+
+def test_eigenvector_gradient_of_a_phase_invariant_loss_matches_torch():
+    # sum(W * |V|^2) does not depend on the eigenvectors' phases, so torch's gauge and ours agree
+    torch = pytest.importorskip("torch")
+    a = samples(np.float64)[-1]  # 4 x 4, two conjugate pairs or a pair and two real eigenvalues
+    ans = eig._eig_packed(a)
+    w, v = ans[0], ans[1:]
+    weights = np.random.default_rng(4).uniform(-1, 1, v.shape)
+    # the cotangent of L = sum(W |V|^2) + sum(Im(w)^2): dL = Re(sum(2 W conj(V) dV)) + Re(sum(-2i Im(w) dw))
+    g = np.concatenate([(-2j * w.imag)[None, :], 2 * weights * np.conj(v)], axis=0)
+    x = torch.tensor(a, requires_grad=True)
+    tw, tv = torch.linalg.eig(x)
+    order = [int(np.argmin(np.abs(tw.detach().numpy() - value))) for value in w]
+    tw, tv = tw[order], tv[:, order]
+    loss = torch.sum(torch.tensor(weights) * tv.abs() ** 2) + torch.sum(tw.imag**2)
+    loss.backward()
+    np.testing.assert_allclose(_eig_packed_vjp(g, ans, a), x.grad.numpy(), atol=1e-10)
