@@ -1,10 +1,13 @@
 """The right-hand sides the odeint op integrates: `dynamics(y, t, theta) -> dy/dt`.
 
-Every one is written with adcore ops, so it runs on plain arrays inside SciPy's solver and on
-traced values when a rule of the op (which is itself an odeint of an augmented system) is
-differentiated again. `theta` is a flat vector: the differentiable arguments of the user's
-func, laid end to end; the augmented systems carry their extra constants in it too, so no
-dynamics closes over a value being differentiated.
+Every one runs on plain arrays inside SciPy's solver and on traced values when a rule of the
+op (itself an odeint of an augmented system) is differentiated again: NumPy's functions on
+plain arrays are NumPy's, on traced ones adcore's ops. `theta` is a flat vector: the
+differentiable arguments of the user's func laid end to end; the augmented systems carry
+their extra constants in it too, so no dynamics closes over a value being differentiated.
+Each splits theta with `unpack(theta)` into the parts `rate(y, t, parts)` takes, so a
+derivative of the rate is taken with respect to y and the parts, not through theta's slices
+(the products below are where the solves of a derivative spend their time).
 
 - `UserDynamics`: the user's func(y, t, *args) (or func(t, y, *args) with tfirst).
 - `AdjointDynamics`: the adjoint system of Chen et al. (2018), state (y, a, a_theta), integrated
@@ -26,8 +29,21 @@ from adcore import jvp, vjp
 from adcore.errors import InvalidOutputError
 
 
+class Dynamics:
+    """dy/dt = rate(y, t, unpack(theta)); a system whose theta is one part unpacks it as it is."""
+
+    def unpack(self, theta: Any) -> tuple:
+        return (theta,)
+
+    def rate(self, y: Any, t: Any, parts: tuple) -> Any:
+        raise NotImplementedError
+
+    def __call__(self, y: Any, t: Any, theta: Any) -> Any:
+        return self.rate(y, t, self.unpack(theta))
+
+
 @dataclass(frozen=True, eq=False)
-class UserDynamics:
+class UserDynamics(Dynamics):
     """func(y, t, *args): `arguments` are func's args with None where a differentiable one goes,
     `slots` (position, shape) of each differentiable one, taken from theta in order."""
 
@@ -36,13 +52,18 @@ class UserDynamics:
     slots: tuple[tuple[int, tuple[int, ...]], ...]
     tfirst: bool = False
 
-    def __call__(self, y: Any, t: Any, theta: Any) -> Any:
-        args = list(self.arguments)
-        start = 0
-        for position, shape in self.slots:
+    def unpack(self, theta: Any) -> tuple:
+        parts, start = [], 0
+        for _, shape in self.slots:
             size = int(np.prod(shape))
-            args[position] = anp.reshape(theta[start : start + size], shape)
+            parts.append(np.reshape(theta[start : start + size], shape))
             start += size
+        return tuple(parts)
+
+    def rate(self, y: Any, t: Any, parts: tuple) -> Any:
+        args = list(self.arguments)
+        for (position, _), part in zip(self.slots, parts):
+            args[position] = part
         out = self.func(t, y, *args) if self.tfirst else self.func(y, t, *args)
         if isinstance(out, (list, tuple)):
             out = anp.array(out)
@@ -58,48 +79,52 @@ class UserDynamics:
 
 
 @dataclass(frozen=True, eq=False)
-class AdjointDynamics:
-    """The adjoint system of `inner` (n states, p parameters): state (y, a, a_theta)."""
+class AdjointDynamics(Dynamics):
+    """The adjoint system of `inner` (n states): state (y, a, a_theta)."""
 
-    inner: Any
+    inner: Dynamics
     n: int
 
-    def __call__(self, z: Any, t: Any, theta: Any) -> Any:
-        n = self.n
+    def rate(self, z: Any, t: Any, parts: tuple) -> Any:
+        n, inner = self.n, self.inner
         y, a = z[:n], z[n : 2 * n]
-        dy, pullback = vjp(lambda y_, theta_: self.inner(y_, t, theta_), y, theta)
-        da, dtheta = pullback(-a)
-        return anp.concatenate([dy, da, dtheta])
+        dy, pullback = vjp(lambda y_, *parts_: inner.rate(y_, t, parts_), y, *inner.unpack(parts[0]))
+        return np.concatenate([dy, *(np.ravel(ct) for ct in pullback(-a))])
 
     def __repr__(self) -> str:
         return f"<adjoint of {self.inner!r}>"
 
 
 @dataclass(frozen=True, eq=False)
-class SensitivityDynamics:
+class SensitivityDynamics(Dynamics):
     """`inner` (n states, p parameters) with `batch` tangent directions: state (y, S) with S of
     shape (batch, n) laid flat; with `tangent_theta`, theta is (theta, T), T of shape (batch, p)
     laid flat, else the directions have no parameter tangent."""
 
-    inner: Any
+    inner: Dynamics
     n: int
     p: int
     batch: int
     tangent_theta: bool
 
-    def __call__(self, z: Any, t: Any, theta: Any) -> Any:
-        n, p, batch = self.n, self.p, self.batch
-        y, directions = z[:n], anp.reshape(z[n:], (batch, n))
+    def rate(self, z: Any, t: Any, parts: tuple) -> Any:
+        n, p, batch, inner = self.n, self.p, self.batch, self.inner
+        theta = parts[0]
+        y, directions = z[:n], np.reshape(z[n:], (batch, n))
+        params = inner.unpack(theta[:p])
+
+        def rate(y_: Any, *params_: Any) -> Any:
+            return inner.rate(y_, t, params_)
+
         if self.tangent_theta:
-            params, tangents = theta[:p], anp.reshape(theta[p:], (batch, p))
+            tangents = np.reshape(theta[p:], (batch, p))
             pairs = [
-                jvp(lambda y_, theta_: self.inner(y_, t, theta_), (y, params), (directions[b], tangents[b]))
-                for b in range(batch)
+                jvp(rate, (y, *params), (directions[b], *inner.unpack(tangents[b]))) for b in range(batch)
             ]
         else:
-            pairs = [jvp(lambda y_: self.inner(y_, t, theta), (y,), (directions[b],)) for b in range(batch)]
-        dy = pairs[0][0] if pairs else self.inner(y, t, theta[:p])
-        return anp.concatenate([dy] + [tangent for _, tangent in pairs])
+            pairs = [jvp(lambda y_: rate(y_, *params), (y,), (directions[b],)) for b in range(batch)]
+        dy = pairs[0][0] if pairs else rate(y, *params)
+        return np.concatenate([dy, *(tangent for _, tangent in pairs)])
 
     def __repr__(self) -> str:
         return f"<sensitivities of {self.inner!r} along {self.batch}>"

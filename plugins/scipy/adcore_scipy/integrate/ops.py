@@ -86,7 +86,7 @@ def _samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
         Sample(
             (
                 Domain(-1.0, 1.0).draw(rng, (2,), dtype),
-                _times(rng, 8, -0.1, 1.0, dtype),
+                _times(rng, 5, -0.1, 1.0, dtype),
                 np.asarray([rng.uniform(0.5, 3.0), rng.uniform(0.1, 1.0)], dtype=dtype),
             ),
             {"dynamics": OSCILLATOR, **TIGHT},
@@ -94,7 +94,7 @@ def _samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
         Sample(
             (
                 Domain(0.2, 0.8).draw(rng, (1,), dtype),
-                _times(rng, 5, 1.5, -1.0, dtype),
+                _times(rng, 3, 1.5, -1.0, dtype),
                 np.asarray([rng.uniform(0.5, 2.0), rng.uniform(-0.5, 0.5)], dtype=dtype),
             ),
             {"dynamics": LOGISTIC, **TIGHT},
@@ -118,7 +118,7 @@ odeint = OpSpec(
 
 def oscillator_loss(y0: Any, k: Any, c: Any) -> Any:
     """A least-squares loss of a damped oscillator's positions, k and c packed as theta."""
-    times = np.linspace(0.0, 2.0, 9, dtype=y0.dtype)
+    times = np.linspace(0.0, 2.0, 5, dtype=y0.dtype)
     ys = odeint(y0, times, anp.stack([k, c]), dynamics=OSCILLATOR, **TIGHT)
     return anp.sum((ys[:, 0] - anp.cos(times)) ** 2)
 

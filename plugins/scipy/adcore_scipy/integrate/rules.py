@@ -48,7 +48,9 @@ def _adjoint(g: Any, ys: Any, y0: Any, t: Any, theta: Any, params: dict) -> tupl
     solve = derivative_solve(params["rtol"], params["atol"], params["options"])
     a, a_theta = g[m - 1], anp.zeros_like(theta)
     for i in range(m - 1, 0, -1):
-        z = odeint(anp.concatenate([ys[i], a, a_theta]), t[i - 1 : i + 1][::-1], theta, dynamics=adjoint, **solve)
+        z = odeint(
+            anp.concatenate([ys[i], a, a_theta]), t[i - 1 : i + 1][::-1], theta, dynamics=adjoint, **solve
+        )
         a, a_theta = z[1, n : 2 * n], z[1, 2 * n :]
         if i > 1:
             a = a + g[i - 1]
