@@ -150,7 +150,7 @@ stdtr = OpSpec(
     samples=_stdtr_samples,
     elementwise=True,
     doc="Student's t CDF at t with df degrees of freedom (scipy.special.stdtr(df, t)); the derivative "
-    "in t is the density, in df not closed form: UnsupportedByBackendError naming df",
+    "in t is the density, in df not closed form: MissingRuleError naming df",
 )
 multivariate_normal_logpdf = OpSpec(
     "multivariate_normal_logpdf",

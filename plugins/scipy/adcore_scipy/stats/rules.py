@@ -6,7 +6,8 @@ Rules are written with adcore ops, so they can be differentiated again.
 
 - log_ndtr: d/dx log Phi(x) = phi(x) / Phi(x) = exp(log phi(x) - ans), finite in both tails
   (about -x far left, where phi and Phi both underflow).
-- stdtr(df, t): d/dt is Student's t density; d/d df has no closed form: UnsupportedByBackendError.
+- stdtr(df, t): d/dt is Student's t density; d/d df has no closed form: MissingRuleError
+  (as adcore_scipy.special's betainc refuses a and b).
 - multivariate_normal_logpdf(x, mean, cov): with S = (cov + cov^T) / 2, P = S^-1 and
   a = P (x - mean) per sample, d/dx = -a, d/dmean = a, d/dcov = (a a^T - P) / 2: a by S's
   Cholesky factor, P by op spd_inverse (a third of inv's work), whatever the number of samples,
@@ -23,7 +24,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.errors import UnsupportedByBackendError
+from adcore.errors import MissingRuleError
 from adcore.extend import LazyModule, each, lift, unbroadcast
 from adcore_scipy.stats.ops import LOG_SQRT_2PI, cholesky_of_covariance, spd_inverse, symmetric_part
 
@@ -53,8 +54,8 @@ def t_density(df: Any, t: Any) -> Any:
     )
 
 
-def no_closed_form(op: str, arg: str, advice: str = "") -> UnsupportedByBackendError:
-    return UnsupportedByBackendError(
+def no_closed_form(op: str, arg: str, advice: str = "") -> MissingRuleError:
+    return MissingRuleError(
         f"op {op!r}: the derivative in argument {arg!r} has no closed form, so no rule gives it. "
         f"Hold {arg} constant, or estimate that derivative with backend='numeric'.{advice}"
     )
