@@ -200,6 +200,7 @@ dot = _numpy_op(
         )
     ),
     doc="np.dot: a product with a scalar, 1-d · 1-d, over a's last axis and b's second-to-last",
+    accepts_complex=True,
 )
 vdot = _numpy_op(
     "vdot",
@@ -216,6 +217,7 @@ inner = _numpy_op(
     (np.inner,),
     fixed_samples(*_pairs(((), (2, 3)), ((3,), (3,)), ((2, 3), (3,)), ((2, 3), (4, 3)), ((2, 1, 3), (2, 3)))),
     doc="np.inner: over both last axes (a product with a scalar)",
+    accepts_complex=True,
 )
 outer = _numpy_op(
     "outer",
@@ -224,6 +226,7 @@ outer = _numpy_op(
     (np.outer,),
     fixed_samples(*_pairs(((3,), (4,)), ((2, 2), (3,)), ((), (3,)))),
     doc="np.outer: both flattened",
+    accepts_complex=True,
 )
 tensordot = _numpy_op(
     "tensordot",
@@ -240,6 +243,7 @@ tensordot = _numpy_op(
     ),
     params=("axes",),
     doc="np.tensordot: axes a count or a pair of axis sequences",
+    accepts_complex=True,
 )
 
 
@@ -276,6 +280,7 @@ einsum = _SubscriptsFirst(
         "np.einsum(subscripts, *operands): explicit or implicit output, '...', repeated labels "
         "(diagonals); the contraction order is opt_einsum's, whatever `optimize` says"
     ),
+    accepts_complex=True,
 )
 kron = _numpy_op(
     "kron",
@@ -284,6 +289,7 @@ kron = _numpy_op(
     (np.kron,),
     fixed_samples(*_pairs(((2, 2), (2, 3)), ((3,), (2,)), ((2,), (2, 3)), ((), (2,)))),
     doc="np.kron: the smaller ndim padded with leading axes of length 1",
+    accepts_complex=True,
 )
 cross = OpSpec(
     "cross",
@@ -297,6 +303,7 @@ cross = OpSpec(
         (((2, 3), (2, 3)), {"axis": 0}),
     ),
     doc="np.cross of 3- and 2-vectors (a 2-vector's z is 0; two 2-vectors give the z component)",
+    accepts_complex=True,
 )
 multi_dot = OpSpec(
     "multi_dot",
@@ -305,6 +312,7 @@ multi_dot = OpSpec(
     numpy=(np.linalg.multi_dot,),
     samples=_multi_dot_samples,
     doc="np.linalg.multi_dot: a chain of matrices, the first and last may be vectors",
+    accepts_complex=True,
 )
 trace = _numpy_op(
     "trace",
@@ -321,6 +329,7 @@ trace = _numpy_op(
     ),
     params=("offset", "axis1", "axis2"),
     doc="np.trace: the sum of a diagonal (offset, axis1, axis2)",
+    accepts_complex=True,
 )
 matrix_power = _numpy_op(
     "matrix_power",
@@ -330,4 +339,5 @@ matrix_power = _numpy_op(
     _matrix_power_samples,
     params=("n",),
     doc="np.linalg.matrix_power: n >= 0 by repeated squaring, n < 0 the power of the inverse",
+    accepts_complex=True,
 )

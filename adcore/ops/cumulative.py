@@ -17,11 +17,11 @@ from adcore.spec import REAL, Domain, Kink, OpSpec, Sample, fixed_samples
 
 
 def _cumsum(x, axis=None, dtype=None):
-    return np.cumsum(x, axis=axis, dtype=float_dtype("cumsum", dtype))
+    return np.cumsum(x, axis=axis, dtype=float_dtype("cumsum", dtype, x))
 
 
 def _cumprod(x, axis=None, dtype=None):
-    return np.cumprod(x, axis=axis, dtype=float_dtype("cumprod", dtype))
+    return np.cumprod(x, axis=axis, dtype=float_dtype("cumprod", dtype, x))
 
 
 def _diff(x, n=1, axis=-1, prepend=None, append=None):
@@ -78,7 +78,8 @@ cumsum = OpSpec(
     params=("axis", "dtype"),
     numpy=(np.cumsum,),
     samples=fixed_samples(*_AXES),
-    doc="axis None runs over the flattened input; dtype: float only",
+    doc="axis None runs over the flattened input; dtype: float or complex",
+    accepts_complex=True,
 )
 cumprod = OpSpec(
     "cumprod",
@@ -87,6 +88,7 @@ cumprod = OpSpec(
     numpy=(np.cumprod,),
     samples=_cumprod_samples,
     doc="exact with zeros in the input (products of the other factors, no division by x)",
+    accepts_complex=True,
 )
 diff = OpSpec(
     "diff",
@@ -95,6 +97,7 @@ diff = OpSpec(
     numpy=(np.diff,),
     samples=_diff_samples,
     doc="prepend and append are constants (no derivative), cast to x's float dtype",
+    accepts_complex=True,
 )
 sort = OpSpec(
     "sort",

@@ -29,6 +29,7 @@ matmul = OpSpec(
     nin=2,
     numpy=(np.matmul,),
     samples=fixed_samples(*((shapes, {}) for shapes in _MATMUL_SHAPES)),
+    accepts_complex=True,
 )
 
 
@@ -155,6 +156,11 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False):
     a, b = np.asarray(a), np.asarray(b)
     check_square("solve_triangular", "a", a)
     check_right_hand_side("solve_triangular", a, b)
+    if trans in (2, "C") and a.dtype.kind == "c":
+        raise InvalidValueError(
+            "op 'solve_triangular': trans='C' (the conjugate transpose) of a complex a is not supported: its "
+            "derivative is not holomorphic in a; pass np.conj(a) (anp.conj) with trans='T'"
+        )
     t = _triangle(a, lower, unit_diagonal)
     if is_transposed(trans):
         t, lower = swap_last(t), not lower
@@ -342,6 +348,7 @@ inv = OpSpec(
     numpy=(np.linalg.inv,),
     samples=_square_samples(_general),
     doc="a singular a: LinearAlgebraError (also numpy.linalg.LinAlgError), as NumPy raises",
+    accepts_complex=True,
 )
 solve = OpSpec(
     "solve",
@@ -350,6 +357,7 @@ solve = OpSpec(
     numpy=(np.linalg.solve,),
     samples=_solve_samples(_general),
     doc="NumPy 2's b: a vector when 1-d, else a stack of matrices; a singular a: LinearAlgebraError",
+    accepts_complex=True,
 )
 cholesky = OpSpec(
     "cholesky",
@@ -366,6 +374,7 @@ det = OpSpec(
     numpy=(np.linalg.det,),
     samples=_det_samples,
     doc="the gradient is the cofactor matrix, finite and exact at a singular a too",
+    accepts_complex=True,
 )
 logabsdet = OpSpec(
     "logabsdet",
@@ -389,6 +398,7 @@ solve_triangular = OpSpec(
     samples=_solve_samples(_general, _TRIANGULAR_PARAMS, per_shape=2),
     doc="scipy.linalg.solve_triangular's signature, NumPy only; reads a's triangle (without its "
     "diagonal if unit_diagonal): the gradient lives there",
+    accepts_complex=True,
 )
 cho_solve = OpSpec(
     "cho_solve",

@@ -81,4 +81,5 @@ stop_gradient = OpSpec(
     samples=elementwise_samples(REAL),
     elementwise=True,
     doc="the identity, with no derivative flowing through it",
+    accepts_complex=True,
 )

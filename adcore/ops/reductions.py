@@ -57,7 +57,14 @@ def _reduction(
     )
 
 
-prod = _reduction("prod", np.prod, Domain(0.5, 1.5), with_zeros=True, doc="exact with zeros in the input")
+prod = _reduction(
+    "prod",
+    np.prod,
+    Domain(0.5, 1.5),
+    with_zeros=True,
+    doc="exact with zeros in the input",
+    accepts_complex=True,
+)
 DISTINCT = Domain(distinct=True)  # ties are kinks: docs/conventions.md tests them on purpose
 
 
@@ -108,23 +115,32 @@ min = _reduction(
 # --- sum and mean with NumPy's dtype= and where= keywords --------------------------------
 
 
-def float_dtype(op: str, dtype: Any) -> Any:
-    """`dtype` as given when it is None or a float dtype; else the refusal naming the op."""
-    if dtype is None or np.dtype(dtype).kind == "f":
+def float_dtype(op: str, dtype: Any, x: Any) -> Any:
+    """`dtype` as given when it is None, a complex dtype, or a float dtype for a real x; else the
+    refusal naming the op."""
+    if dtype is None:
         return dtype
+    target = np.dtype(dtype)
+    if target.kind == "c" or (target.kind == "f" and np.result_type(x).kind != "c"):
+        return dtype
+    if target.kind == "f":
+        raise InvalidValueError(
+            f"op {op!r}: dtype={target} of a complex x would drop its imaginary part: take np.real(x) "
+            "first (or leave dtype out)"
+        )
     raise InvalidValueError(
-        f"op {op!r}: dtype={np.dtype(dtype)} would give a {np.dtype(dtype).kind!r}-kind result, which has no "
-        "derivative (an integer or bool result is a step; a complex one is not differentiated). adcore's "
-        f"{op} takes float dtypes only (float32, float64): leave dtype out, or cast the plain result outside f."
+        f"op {op!r}: dtype={target} would give a {target.kind!r}-kind result, which has no derivative (an "
+        f"integer or bool result is a step). adcore's {op} takes float and complex dtypes only: leave "
+        "dtype out, or cast the plain result outside f."
     )
 
 
 def _sum(x, axis=None, keepdims=False, dtype=None, where=True):
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=float_dtype("sum", dtype), where=where)
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=float_dtype("sum", dtype, x), where=where)
 
 
 def _mean(x, axis=None, keepdims=False, dtype=None, where=True):
-    return np.mean(x, axis=axis, keepdims=keepdims, dtype=float_dtype("mean", dtype), where=where)
+    return np.mean(x, axis=axis, keepdims=keepdims, dtype=float_dtype("mean", dtype, x), where=where)
 
 
 def _masked_samples(rng: np.random.Generator, dtype) -> list[Sample]:
@@ -155,7 +171,8 @@ sum = OpSpec(
     params=_KEYWORDS,
     numpy=(np.sum,),
     samples=_with_keywords(reduction_samples(REAL), _masked_samples),
-    doc="dtype: float only; where: a constant mask, masked-out elements get derivative 0",
+    doc="dtype: float or complex; where: a constant mask, masked-out elements get derivative 0",
+    accepts_complex=True,
 )
 mean = OpSpec(
     "mean",
@@ -163,7 +180,8 @@ mean = OpSpec(
     params=_KEYWORDS,
     numpy=(np.mean,),
     samples=_with_keywords(reduction_samples(REAL), _masked_samples),
-    doc="dtype: float only; where: a constant mask, masked-out elements (and all-masked slices) get derivative 0",
+    doc="dtype: float or complex; where: a constant mask, masked-out elements (and all-masked slices) get derivative 0",
+    accepts_complex=True,
 )
 
 
@@ -293,6 +311,7 @@ average = OpSpec(
     samples=_average_samples,
     doc="sum(a * w) / sum(w), weights differentiable too (1-d weights lie along an int axis); "
     "returned=True is refused; np.average without weights is mean",
+    accepts_complex=True,
 )
 
 
@@ -321,6 +340,7 @@ nansum = OpSpec(
     numpy=(np.nansum,),
     samples=_nan_samples,
     doc="derivative 0 at NaN elements, never NaN",
+    accepts_complex=True,
 )
 nanmean = OpSpec(
     "nanmean",
@@ -329,6 +349,7 @@ nanmean = OpSpec(
     numpy=(np.nanmean,),
     samples=_nan_samples,
     doc="derivative 0 at NaN elements (and for an all-NaN slice), never NaN",
+    accepts_complex=True,
 )
 
 

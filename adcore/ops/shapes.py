@@ -89,6 +89,7 @@ transpose = OpSpec(
         (((2, 3, 4),), {"axes": (2, 0, 1)}),
         (((3,),), {}),
     ),
+    accepts_complex=True,
 )
 reshape = OpSpec(
     "reshape",
@@ -101,6 +102,7 @@ reshape = OpSpec(
         (((),), {"shape": (1, 1)}),
         (((2, 3, 4),), {"shape": (-1, 4)}),
     ),
+    accepts_complex=True,
 )
 broadcast_to = OpSpec(
     "broadcast_to",
@@ -112,6 +114,7 @@ broadcast_to = OpSpec(
         (((2, 1),), {"shape": (2, 4)}),
         (((),), {"shape": (3,)}),
     ),
+    accepts_complex=True,
 )
 expand_dims = OpSpec(
     "expand_dims",
@@ -123,6 +126,7 @@ expand_dims = OpSpec(
         (((2, 3),), {"axis": -1}),
         (((2, 3),), {"axis": (0, 2)}),
     ),
+    accepts_complex=True,
 )
 squeeze = OpSpec(
     "squeeze",
@@ -130,6 +134,7 @@ squeeze = OpSpec(
     params=("axis",),
     numpy=(np.squeeze,),
     samples=fixed_samples((((1, 3, 1),), {"axis": None}), (((1, 3),), {"axis": 0})),
+    accepts_complex=True,
 )
 concatenate = OpSpec(
     "concatenate",
@@ -142,6 +147,7 @@ concatenate = OpSpec(
         (((2, 1), (2, 2), (2, 3)), 1),
         (((3,), (2,)), 0),
     ),
+    accepts_complex=True,
 )
 stack = OpSpec(
     "stack",
@@ -153,6 +159,7 @@ stack = OpSpec(
         (((3,), (3,)), 0),
         (((2, 3), (2, 3), (2, 3)), -1),
     ),
+    accepts_complex=True,
 )
 getitem = OpSpec(
     "getitem",
@@ -160,6 +167,7 @@ getitem = OpSpec(
     params=("index",),
     samples=_getitem_samples,
     doc="x[index]: basic slicing, integer-array and boolean indexing",
+    accepts_complex=True,
 )
 scatter_add = OpSpec(
     "scatter_add",
@@ -167,6 +175,7 @@ scatter_add = OpSpec(
     params=("index", "shape"),
     samples=_scatter_add_samples,
     doc="zeros(shape) with values added at index; the transpose of getitem",
+    accepts_complex=True,
 )
 
 
@@ -246,6 +255,7 @@ swapaxes = OpSpec(
         (((2, 3),), {"axis1": 1, "axis2": 1}),
         (((0, 3),), {"axis1": 0, "axis2": 1}),
     ),
+    accepts_complex=True,
 )
 moveaxis = OpSpec(
     "moveaxis",
@@ -257,6 +267,7 @@ moveaxis = OpSpec(
         (((2, 3, 4),), {"source": (0, 1), "destination": (2, 0)}),
         (((3,),), {"source": 0, "destination": 0}),
     ),
+    accepts_complex=True,
 )
 rollaxis = OpSpec(
     "rollaxis",
@@ -268,6 +279,7 @@ rollaxis = OpSpec(
         (((2, 3, 4),), {"axis": 0, "start": 3}),
         (((2, 3, 4),), {"axis": -1, "start": 1}),
     ),
+    accepts_complex=True,
 )
 ravel = OpSpec(
     "ravel",
@@ -281,24 +293,28 @@ ravel = OpSpec(
     ),
     doc="anp.ravel: order 'C' or 'F'; 'A' and 'K' (memory layout) are refused. np.ravel(x), x.ravel() "
     "and x.flatten() on a traced value are reshape(x, -1) (order 'C' only)",
+    accepts_complex=True,
 )
 atleast_1d = OpSpec(
     "atleast_1d",
     np.atleast_1d,
     samples=fixed_samples(_x(()), _x((3,)), _x((2, 3))),
     doc="np.atleast_1d of one array (of several: adcore.numpy.atleast_1d, a list of these)",
+    accepts_complex=True,
 )
 atleast_2d = OpSpec(
     "atleast_2d",
     np.atleast_2d,
     samples=fixed_samples(_x(()), _x((3,)), _x((2, 3)), _x((0,))),
     doc="np.atleast_2d of one array (of several: adcore.numpy.atleast_2d, a list of these)",
+    accepts_complex=True,
 )
 atleast_3d = OpSpec(
     "atleast_3d",
     np.atleast_3d,
     samples=fixed_samples(_x(()), _x((3,)), _x((2, 3)), _x((2, 3, 4))),
     doc="np.atleast_3d of one array (of several: adcore.numpy.atleast_3d, a list of these)",
+    accepts_complex=True,
 )
 diag = OpSpec(
     "diag",
@@ -315,6 +331,7 @@ diag = OpSpec(
         (((0,),), {}),
     ),
     doc="np.diag: a 1-d input becomes the k-th diagonal of a square matrix, a 2-d one gives its k-th diagonal",
+    accepts_complex=True,
 )
 diagonal = OpSpec(
     "diagonal",
@@ -327,6 +344,7 @@ diagonal = OpSpec(
         (((2, 3, 4),), {"offset": 1, "axis1": -1, "axis2": 0}),
         (((0, 3),), {}),
     ),
+    accepts_complex=True,
 )
 diagflat = OpSpec(
     "diagflat",
@@ -334,6 +352,7 @@ diagflat = OpSpec(
     params=("k",),
     numpy=(np.diagflat,),
     samples=fixed_samples((((3,),), {}), (((2, 2),), {"k": 1}), (((),), {"k": -2})),
+    accepts_complex=True,
 )
 tril = OpSpec(
     "tril",
@@ -342,6 +361,7 @@ tril = OpSpec(
     numpy=(np.tril,),
     samples=fixed_samples(*[((s,), {"k": k}) for s in _MATRICES for k in (0, -1, 2)], (((3,),), {})),
     doc="np.tril: the lower triangle of the last two axes, zeros above the k-th diagonal",
+    accepts_complex=True,
 )
 triu = OpSpec(
     "triu",
@@ -350,6 +370,7 @@ triu = OpSpec(
     numpy=(np.triu,),
     samples=fixed_samples(*[((s,), {"k": k}) for s in _MATRICES for k in (0, 1, -2)], (((3,),), {})),
     doc="np.triu: the upper triangle of the last two axes, zeros below the k-th diagonal",
+    accepts_complex=True,
 )
 flip = OpSpec(
     "flip",
@@ -363,11 +384,22 @@ flip = OpSpec(
         (((),), {}),
         (((0, 3),), {"axis": 0}),
     ),
+    accepts_complex=True,
 )
 flipud = OpSpec(
-    "flipud", np.flipud, numpy=(np.flipud,), samples=fixed_samples(_x((3,)), _x((3, 2)), _x((0, 2)))
+    "flipud",
+    np.flipud,
+    numpy=(np.flipud,),
+    samples=fixed_samples(_x((3,)), _x((3, 2)), _x((0, 2))),
+    accepts_complex=True,
 )
-fliplr = OpSpec("fliplr", np.fliplr, numpy=(np.fliplr,), samples=fixed_samples(_x((2, 3)), _x((2, 3, 2))))
+fliplr = OpSpec(
+    "fliplr",
+    np.fliplr,
+    numpy=(np.fliplr,),
+    samples=fixed_samples(_x((2, 3)), _x((2, 3, 2))),
+    accepts_complex=True,
+)
 rot90 = OpSpec(
     "rot90",
     np.rot90,
@@ -380,6 +412,7 @@ rot90 = OpSpec(
         (((2, 3, 4),), {"k": 3, "axes": (2, 0)}),
         (((2, 3),), {"k": 4}),
     ),
+    accepts_complex=True,
 )
 roll = OpSpec(
     "roll",
@@ -393,6 +426,7 @@ roll = OpSpec(
         (((2, 3, 4),), {"shift": (1, -2), "axis": (0, 2)}),
         (((0,),), {"shift": 1}),
     ),
+    accepts_complex=True,
 )
 repeat = OpSpec(
     "repeat",
@@ -407,6 +441,7 @@ repeat = OpSpec(
         (((),), {"repeats": 3}),
         (((3,),), {"repeats": 0}),
     ),
+    accepts_complex=True,
 )
 tile = OpSpec(
     "tile",
@@ -420,6 +455,7 @@ tile = OpSpec(
         (((2, 3),), {"reps": 0}),
         (((),), {"reps": (2, 2)}),
     ),
+    accepts_complex=True,
 )
 pad = OpSpec(
     "pad",
@@ -439,6 +475,7 @@ pad = OpSpec(
     ),
     doc="np.pad with mode constant (constant_values, which have no derivative), edge, reflect, "
     "symmetric or wrap (reflect_type 'even'); the other modes are refused",
+    accepts_complex=True,
 )
 take = OpSpec(
     "take",
@@ -455,6 +492,7 @@ take = OpSpec(
     ),
     doc="np.take: mode 'raise', 'wrap' or 'clip' (an index clipped to the last element sends its "
     "derivative there)",
+    accepts_complex=True,
 )
 take_along_axis = OpSpec(
     "take_along_axis",
@@ -467,6 +505,7 @@ take_along_axis = OpSpec(
         (((2, 3, 2),), {"indices": np.zeros((2, 1, 2), dtype=int), "axis": -2}),
         (((4,),), {"indices": np.array([3, 3, 0]), "axis": None}),
     ),
+    accepts_complex=True,
 )
 
 
