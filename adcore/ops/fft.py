@@ -1,8 +1,8 @@
 """The np.fft ops: fftn, ifftn, rfftn and irfftn, each over any axes with NumPy's s, axes and norm.
 
 NumPy's other fft functions are calls of these on traced values (`core.NUMPY_FUNCTIONS`): fft is
-fftn over one axis with s=(n,), fft2 fftn over the last two axes, and so on; fftshift and
-ifftshift are rolls. Every op is linear (R-linear: rfftn takes real input, irfftn gives real
+fftn over one axis with s=(n,), fft2 fftn over the last two axes, and so on, hfft and ihfft
+irfftn and rfftn with a conjugation; fftshift and ifftshift are rolls. Every op is linear (R-linear: rfftn takes real input, irfftn gives real
 output), so its JVP is the op on the tangent and its VJP the transpose in JAX's convention
 (adcore_reverse.vjps.fft).
 """
@@ -198,6 +198,20 @@ def _two_axes(op: OpSpec, name: str) -> Any:
     return function
 
 
+def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+    """np.fft.hfft: the real spectrum of a Hermitian-symmetric signal, irfft of conj(a) in the other norm."""
+    _no_out("hfft", out)
+    plan = fft_plan("irfftn", np.shape(a), None if n is None else (n,), (axis,), norm)
+    return irfftn(np.conjugate(a), s=plan.lengths, axes=plan.axes, norm=SWAPPED_NORM[plan.norm])
+
+
+def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+    """np.fft.ihfft: hfft's inverse, conj of rfft in the other norm (a real input only)."""
+    _no_out("ihfft", out)
+    plan = fft_plan("rfftn", np.shape(a), None if n is None else (n,), (axis,), norm)
+    return np.conjugate(rfftn(a, s=plan.lengths, axes=plan.axes, norm=SWAPPED_NORM[plan.norm]))
+
+
 def _shift(x: Any, axes: Any, sign: int) -> Any:
     ndim = np.ndim(x)
     axes = tuple(range(ndim)) if axes is None else axes
@@ -236,6 +250,8 @@ core.NUMPY_FUNCTIONS.update(
         np.fft.ifft2: ifft2,
         np.fft.rfft2: rfft2,
         np.fft.irfft2: irfft2,
+        np.fft.hfft: hfft,
+        np.fft.ihfft: ihfft,
         np.fft.fftshift: fftshift,
         np.fft.ifftshift: ifftshift,
     }

@@ -62,6 +62,10 @@ CALLS = [
     ("rfftn s axes ortho", lambda x: np.fft.rfftn(x, s=(3, 3), axes=(-1, 0), norm="ortho"), (2, 3, 4)),
     ("irfftn", lambda x: np.fft.irfftn(x), (2, 3, 3)),
     ("irfftn s axes", lambda x: np.fft.irfftn(x, s=(3, 6), axes=(0, 1)), (2, 3)),
+    ("hfft", lambda x: np.fft.hfft(x), (5,)),
+    ("hfft n odd ortho", lambda x: np.fft.hfft(x, n=7, norm="ortho"), (5,)),
+    ("ihfft", lambda x: np.fft.ihfft(x), (6,)),
+    ("ihfft n crop forward", lambda x: np.fft.ihfft(x, n=4, norm="forward"), (6,)),
     ("fftshift", lambda x: np.fft.fftshift(x), (3, 4)),
     ("fftshift axes", lambda x: np.fft.fftshift(x, axes=1), (3, 5)),
     ("ifftshift", lambda x: np.fft.ifftshift(x), (5,)),
@@ -84,7 +88,8 @@ def pairing(u, v) -> float:
     return float(np.real(np.sum(np.asarray(u) * np.asarray(v))))
 
 
-COMPLEX_IN = [c for c in CALLS if not c[0].startswith("rfft")]
+REAL_ONLY = ("rfft", "ihfft")  # real input only: a complex one is refused
+COMPLEX_IN = [c for c in CALLS if not c[0].startswith(REAL_ONLY)]
 
 
 @pytest.mark.parametrize("name, f, shape", COMPLEX_IN, ids=[c[0] for c in COMPLEX_IN])
@@ -102,7 +107,7 @@ def test_complex_input_jvp_is_the_map_and_vjp_its_transpose(name, f, shape):
     assert pairing(u, f(t)) == pytest.approx(pairing(back, t), abs=1e-10)
 
 
-HOLOMORPHIC = [c for c in COMPLEX_IN if not c[0].startswith("irfft")]
+HOLOMORPHIC = [c for c in COMPLEX_IN if not c[0].startswith(("irfft", "hfft"))]  # real outputs
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -232,6 +237,8 @@ def test_rfft_of_a_complex_value_is_refused(backend):
         adcore.grad(lambda z: np.sum(np.abs(np.fft.rfft(z)) ** 2), backend=backend)(z)
     with pytest.raises(ComplexValueError, match="rfftn"):
         adcore.grad(lambda x: np.sum(np.abs(np.fft.rfft(x * 1j)) ** 2), backend=backend)(z.real)
+    with pytest.raises(ComplexValueError, match="rfftn"):
+        adcore.grad(lambda z: np.sum(np.abs(np.fft.ihfft(z)) ** 2), backend=backend)(z)
 
 
 def test_repeated_axes_are_refused():
