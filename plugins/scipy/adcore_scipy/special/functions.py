@@ -69,12 +69,12 @@ def logsumexp(
     if b is None and not return_sign:
         return anp.logsumexp(a, axis=axis, keepdims=keepdims)
     ac = np.asarray(concrete(a))
-    if b is not None:
-        ac = np.where(np.asarray(concrete(b)) != 0, ac, -np.inf)  # a weight of 0 takes no part
+    weighted = np.asarray(concrete(b)) != 0 if b is not None else np.True_
+    ac = np.where(weighted, ac, -np.inf)  # a weight of 0 takes no part, even with a = inf
     with np.errstate(invalid="ignore"):
         shift = np.max(ac, axis=axis, keepdims=True) if ac.size else np.zeros((1,) * ac.ndim)
     shift = np.where(np.isfinite(shift), shift, 0.0).astype(np.result_type(ac, np.float32), copy=False)
-    terms = anp.exp(a - shift)
+    terms = anp.exp(a - shift if np.all(weighted) else anp.where(weighted, a - shift, -np.inf))
     total = anp.sum(terms if b is None else b * terms, axis=axis, keepdims=keepdims)
     shift = shift if keepdims else np.squeeze(shift, axis=axis)
     if not return_sign:
