@@ -280,3 +280,19 @@ defsympy("nan_to_num",   lambda x, copy=True, nan=0.0, posinf=None, neginf=None:
                          each(_nan_to_num(nan, posinf, neginf), x))
 
 # fmt: on
+
+
+# === the parts of complex values (adcore/ops/complex_parts.py): symbolic's symbols are real ===
+# (a complex value is refused before a rule runs), so these are the ops on a real x: real(x) = x,
+# imag(x) = 0, conj(x) = x, angle(x) = pi for x < 0, else 0 (a step: derivative 0)
+def _angle(deg: bool) -> Any:
+    half_turn = 180 if deg else sp.pi
+    return lambda e: sp.Piecewise((half_turn, e < 0), (0, True))
+
+
+# fmt: off
+defsympy("real",         lambda x: x)
+defsympy("imag",         lambda x: each(lambda e: sp.S.Zero, x))
+defsympy("conj",         lambda x: x)
+defsympy("angle",        lambda x, deg=False: each(_angle(deg), x))
+# fmt: on
