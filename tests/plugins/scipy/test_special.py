@@ -214,6 +214,7 @@ def test_second_derivatives_through_the_rules(backend):
 # --- refusals -------------------------------------------------------------------------------------
 
 
+@pytest.mark.filterwarnings("ignore:floating point number truncated")  # yn's n = 1.5, as SciPy warns
 @pytest.mark.parametrize("backend", RULES + ["symbolic"])
 @pytest.mark.parametrize(
     ("f", "arg"),
