@@ -338,7 +338,9 @@ REFUSED = [
 def test_a_cdfs_shape_parameter_is_refused_by_name(name, f, arg, backend):
     # symbolic meets the refusal in the op's rule (stdtr's, or special's betainc / gammainc's, which
     # names its own argument: chi2's df is gammainc's a)
-    with pytest.raises(MissingRuleError, match=arg if backend != "symbolic" or name.startswith("t.") else ""):
+    with pytest.raises(
+        MissingRuleError, match=arg if backend != "symbolic" or name.startswith("t.") else None
+    ):
         adcore.grad(f, backend=backend)(2.0)
 
 
