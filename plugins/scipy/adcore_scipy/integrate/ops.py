@@ -29,21 +29,34 @@ PRIMAL_ONLY = frozenset({"ml", "mu", "h0", "tcrit"})
 
 
 def _odeint(
-    y0: Any, t: Any, theta: Any, *, dynamics: Any, rtol: Any = None, atol: Any = None, options: tuple = ()
+    y0: Any,
+    t: Any,
+    theta: Any,
+    *,
+    dynamics: Any,
+    rtol: Any = None,
+    atol: Any = None,
+    options: tuple = (),
+    method: str = "lsoda",
 ) -> np.ndarray:
-    """SciPy's odeint, in the inputs' float dtype (SciPy computes in float64)."""
+    """SciPy's odeint (or RK45, solve.py), in the inputs' float dtype (SciPy computes in float64)."""
     dtype = np.result_type(y0, t, theta)
-    ys = solve(dynamics, y0, t, theta, rtol, atol, dict(options))
+    ys = solve(dynamics, y0, t, theta, rtol, atol, dict(options), method)
     return ys.astype(dtype if dtype.kind == "f" else np.float64, copy=False)
 
 
-def derivative_solve(rtol: Any, atol: Any, options: tuple) -> dict:
-    """The params of a derivative's solve: tight tolerances, the options that carry over."""
+def derivative_solve(rtol: Any, atol: Any, options: tuple, method: str) -> dict:
+    """The params of a derivative's solve by `method`: tight tolerances, the options that carry over
+    (LSODA's: RK45 takes none)."""
     tight = {
         key: DERIVATIVE_TOLERANCE if value is None else min(DERIVATIVE_TOLERANCE, float(np.min(value)))
         for key, value in (("rtol", rtol), ("atol", atol))
     }
-    return {**tight, "options": tuple((k, v) for k, v in options if k not in PRIMAL_ONLY)}
+    return {
+        **tight,
+        "options": () if method == "rk45" else tuple((k, v) for k, v in options if k not in PRIMAL_ONLY),
+        "method": method,
+    }
 
 
 # --- where the checks draw inputs -------------------------------------------------------
@@ -111,7 +124,7 @@ odeint = OpSpec(
     _odeint,
     nin=3,
     samples=_samples,
-    params=("dynamics", "rtol", "atol", "options"),
+    params=("dynamics", "rtol", "atol", "options", "method"),
     doc="scipy.integrate.odeint: y at the times t of dy/dt = dynamics(y, t, theta), y(t[0]) = y0",
 )
 

@@ -45,7 +45,7 @@ def _adjoint(g: Any, ys: Any, y0: Any, t: Any, theta: Any, params: dict) -> tupl
         return cached[1]
     n, m = ys.shape[1], ys.shape[0]
     adjoint = AdjointDynamics(params["dynamics"], n)
-    solve = derivative_solve(params["rtol"], params["atol"], params["options"])
+    solve = derivative_solve(params["rtol"], params["atol"], params["options"], "rk45")
     a, a_theta = g[m - 1], anp.zeros_like(theta)
     for i in range(m - 1, 0, -1):
         z = odeint(
@@ -64,8 +64,10 @@ def _rates(ys: Any, t: Any, theta: Any, dynamics: Any) -> Any:
     return anp.stack([dynamics(ys[i], t[i], theta) for i in range(ys.shape[0])])
 
 
-def _params(dynamics: Any, rtol: Any = None, atol: Any = None, options: tuple = ()) -> dict:
-    return {"dynamics": dynamics, "rtol": rtol, "atol": atol, "options": options}
+def _params(
+    dynamics: Any, rtol: Any = None, atol: Any = None, options: tuple = (), method: str = "lsoda"
+) -> dict:
+    return {"dynamics": dynamics, "rtol": rtol, "atol": atol, "options": options, "method": method}
 
 
 def _vjp_y0(g, ans, y0, t, theta, **params):
@@ -110,7 +112,7 @@ def _sensitivities(directions: Any, tangents: Any, y0: Any, t: Any, theta: Any, 
     system = SensitivityDynamics(params["dynamics"], n, theta.shape[0], batch, tangents is not None)
     start = anp.concatenate([y0, anp.ravel(directions)])
     constants = theta if tangents is None else anp.concatenate([theta, anp.ravel(tangents)])
-    solve = derivative_solve(params["rtol"], params["atol"], params["options"])
+    solve = derivative_solve(params["rtol"], params["atol"], params["options"], params["method"])
     zs = odeint(start, t, constants, dynamics=system, **solve)
     return anp.transpose(anp.reshape(zs[:, n:], (m, batch, n)), (1, 0, 2))
 

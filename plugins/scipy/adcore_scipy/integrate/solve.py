@@ -1,8 +1,15 @@
-"""One call of SciPy's odeint (LSODA) on plain arrays: the impl of the odeint op.
+"""One solve on plain arrays, the impl of the odeint op: SciPy's odeint (LSODA) or its RK45.
+
+"lsoda" is scipy.integrate.odeint, what users call. "rk45" (Dormand-Prince, SciPy's RK45
+stepper, from t[0] to t[-1] through each time, its first step the first interval) is for the
+adjoint's backward solves, one per output interval: LSODA restarts at order 1 on each and
+takes ~30 evaluations of the adjoint system per interval at 1e-10 where the outputs are dense,
+a one-step method starting with the whole interval takes 7. It is explicit: on a stiff system
+it takes small steps (slow, not wrong).
 
 SciPy is imported when a solve first runs, not when the plugin loads. A solver failure
-(LSODA's "excess work done", "repeated error test failures", ...) is SciPy's ODEintWarning:
-here it is an InvalidValueError, because the values it leaves behind are not the solution.
+(LSODA's "excess work done", RK45's step size underflow, ...) is an InvalidValueError, because
+the values it leaves behind are not the solution.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from adcore.extend import LazyModule
 
 integrate = LazyModule("scipy.integrate")
 
+DEFAULT_TOLERANCE = 1.49012e-8  # odeint's rtol and atol when none is given
+
 # the advice for a func that closes over a value being differentiated
 CLOSURE_ADVICE = (
     "odeint's derivative covers y0, t and args only, so that value's derivative would be lost. "
@@ -34,6 +43,7 @@ def solve(
     rtol: Any,
     atol: Any,
     options: dict,
+    method: str = "lsoda",
 ) -> np.ndarray:
     """y at each time of `t` (shape (len(t), len(y0))), float64, for dy/dt = dynamics(y, t, theta)."""
     y0 = np.asarray(y0, dtype=np.float64).reshape(-1)
@@ -54,6 +64,8 @@ def solve(
             )
         return out
 
+    if method == "rk45":
+        return _rk45(rhs, y0, t, *(DEFAULT_TOLERANCE if x is None else np.asarray(x) for x in (rtol, atol)))
     with warnings.catch_warnings():
         warnings.simplefilter("error", integrate.ODEintWarning)
         try:
@@ -64,3 +76,32 @@ def solve(
                 "steps per output interval (mxstep=...), loosen rtol/atol, or check func for a "
                 "singularity in the interval"
             ) from None
+
+
+def _rk45(
+    rhs: Callable[[np.ndarray, float], Any], y0: np.ndarray, t: np.ndarray, rtol: Any, atol: Any
+) -> np.ndarray:
+    """y at each time of t by SciPy's RK45, each interval begun with its own length as the step."""
+    out = np.empty((t.shape[0], y0.shape[0]))
+    out[0] = y = y0
+    for i in range(1, t.shape[0]):
+        if t[i] != t[i - 1]:
+            stepper = integrate.RK45(
+                lambda s, z: rhs(z, s),
+                t[i - 1],
+                y,
+                t[i],
+                rtol=rtol,
+                atol=atol,
+                first_step=abs(t[i] - t[i - 1]),
+            )
+            while stepper.status == "running":
+                stepper.step()
+            if stepper.status == "failed":
+                raise InvalidValueError(
+                    f"odeint: the derivative's solve failed between t = {t[i - 1]} and {t[i]} "
+                    f"({stepper.message}); its values would not be the solution"
+                )
+            y = stepper.y
+        out[i] = y
+    return out
