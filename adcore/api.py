@@ -11,10 +11,18 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from adcore import derivatives, tree
+from adcore import complex_split, derivatives, tree
+from adcore.complex_split import Split
 from adcore.core import Trace, Tracer, new_trace
 from adcore.derivatives import Derivatives, Estimate, get_backend
-from adcore.errors import AdcoreError, InvalidArgnumsError, InvalidInputError
+from adcore.errors import (
+    AdcoreError,
+    ComplexValueError,
+    InvalidArgnumsError,
+    InvalidInputError,
+    InvalidOutputError,
+    NonScalarOutputError,
+)
 from adcore.flatten import (
     LEAF,
     Call,
@@ -58,6 +66,7 @@ def differentiate(
     argnums: Argnums = 0,
     *,
     has_aux: bool = False,
+    holomorphic: bool = False,
     **options: Any,
 ):
     """d f / d args[argnums]: for array f and x, an array of shape f(...).shape + x.shape.
@@ -65,9 +74,15 @@ def differentiate(
     For pytrees, the output's structure of the argument's structure, each leaf of shape
     out_leaf.shape + in_leaf.shape; a tuple `argnums` gives a tuple, one per argument. With
     has_aux, f returns (output, aux) and the result is (derivative, aux). Options pass
-    through to the backend. The derivative keeps each argument's dtype.
+    through to the backend. The derivative keeps each argument's dtype (complex where it is).
+
+    Complex values follow JAX (docs/complex.md): a real output's derivative with respect to
+    a complex z is d/dx - 1j*d/dy; a complex output's with respect to a real x is d Re + 1j*d Im;
+    with respect to a complex z it needs holomorphic=True (f'(z), checked by Cauchy-Riemann).
     """
-    return _derivative_function(f, backend, argnums, has_aux, options, scalar=False, want_value=False)
+    return _derivative_function(
+        f, backend, argnums, has_aux, options, scalar=False, want_value=False, holomorphic=holomorphic
+    )
 
 
 jacobian = differentiate
@@ -79,11 +94,18 @@ def grad(
     backend: str = "reverse",
     *,
     has_aux: bool = False,
+    holomorphic: bool = False,
     **options: Any,
 ):
     """The gradient of a scalar-valued f (NonScalarOutputError otherwise), in the structure of
-    args[argnums]; with has_aux, f returns (loss, aux) and the result is (gradient, aux)."""
-    return _derivative_function(f, backend, argnums, has_aux, options, scalar=True, want_value=False)
+    args[argnums]; with has_aux, f returns (loss, aux) and the result is (gradient, aux).
+
+    f must be real-valued; of a complex z its gradient is df/dx - 1j*df/dy (JAX's: grad of
+    abs(z)**2 is 2*conj(z), docs/complex.md). holomorphic=True takes a holomorphic f of complex
+    arguments with a complex value and gives f'(z), after checking Cauchy-Riemann."""
+    return _derivative_function(
+        f, backend, argnums, has_aux, options, scalar=True, want_value=False, holomorphic=holomorphic
+    )
 
 
 def value_and_grad(
@@ -92,11 +114,14 @@ def value_and_grad(
     backend: str = "reverse",
     *,
     has_aux: bool = False,
+    holomorphic: bool = False,
     **options: Any,
 ):
     """Like `grad`, returning (f(...), gradient) from one evaluation of f; with has_aux,
     ((value, aux), gradient)."""
-    return _derivative_function(f, backend, argnums, has_aux, options, scalar=True, want_value=True)
+    return _derivative_function(
+        f, backend, argnums, has_aux, options, scalar=True, want_value=True, holomorphic=holomorphic
+    )
 
 
 def hessian(
@@ -116,7 +141,14 @@ def hessian(
     `d^2 f / d args[i] d args[j]`; for pytrees, H has x's structure of x's structure (JAX's).
     """
     inner, outer = _inner_outer(f, backend, inner, outer)
-    return differentiate(differentiate(f, inner, argnums), outer, argnums)
+    second = differentiate(differentiate(f, inner, argnums), outer, argnums)
+
+    @functools.wraps(f)
+    def hessian_of(*args: Any, **kwargs: Any) -> Any:
+        _refuse_complex("hessian", args, argnums)
+        return second(*args, **kwargs)
+
+    return hessian_of
 
 
 def hvp(
@@ -145,6 +177,7 @@ def hvp(
                 "positional argument(s)"
             )
         *args, v = args_and_v
+        _refuse_complex("hvp", args, argnums)
         nums = derivatives.normalize_argnums(argnums, len(args))
         if len(set(nums)) < len(nums):
             raise InvalidArgnumsError(f"hvp: argnums {argnums!r} names an argument twice; name each once")
@@ -204,14 +237,25 @@ def vjp(
     if not primals:
         raise InvalidInputError("vjp(f, *primals): give at least one primal")
     flat, layout = flatten_args(primals, range(len(primals)))
-    call = Call({}, False, has_aux)
+    split = Split.of(flat, range(len(flat)))
+    call = Call({}, False, has_aux, _real_positions(len(flat), split))
     level = _next_level() if has_aux else 0
-    flat_out, pullback = derivatives.vjp(be, Flat.of(f, layout, has_aux).bind(call), tuple(flat), options)
+    fn = Flat.of(f, layout, has_aux).bind(call)
+    engine_args = flat if split is None else split.args(flat)
+    try:
+        flat_out, pullback = derivatives.vjp(
+            be, fn if split is None else split.function(fn), tuple(engine_args), options
+        )
+    except AdcoreError as e:
+        _name_parts(e, None, split)
+        raise
     out_def = output_of(call, f, primals)
     out = out_def.value(flat_out)
 
     def vjp_fn(cotangent: Any) -> tuple:
         cts = pullback(out_def.cotangent(cotangent, flat_out))
+        if split is not None:  # a complex primal's cotangent is gx - 1j*gy (JAX's)
+            cts = split.cotangents(flat, cts)
         return tuple(cts) if layout.defs is None else tuple(rebuild(layout.defs, cts))
 
     if has_aux:
@@ -231,8 +275,11 @@ def _inner_outer(f: Any, backend: str | None, inner: str | None, outer: str | No
     return inner, outer
 
 
-def _derivative_function(f, backend, argnums, has_aux, options, *, scalar: bool, want_value: bool):
-    """differentiate/grad/value_and_grad's function: flatten the call, run the engine, rebuild."""
+def _derivative_function(
+    f, backend, argnums, has_aux, options, *, scalar: bool, want_value: bool, holomorphic: bool
+):
+    """differentiate/grad/value_and_grad's function: flatten the call (complex arguments as real
+    pairs, adcore.complex_split), run the engine, rebuild."""
     be = derivatives.prepare(f, backend, "value_and_jacobian", options)
     flats: dict = {}  # the flat functions of f (Flat.of), by argument structure, at hand
     positions: dict = {}  # argnums normalised, by the number of arguments of the call
@@ -246,26 +293,35 @@ def _derivative_function(f, backend, argnums, has_aux, options, *, scalar: bool,
         flat_f = flats.get(layout.key)
         if flat_f is None:
             flat_f = flats[layout.key] = Flat.of(f, layout, has_aux)
-        call = Call(kwargs, scalar, has_aux)
+        flat_nums = layout.flat_argnums(nums)
+        split = Split.of(flat, flat_nums)
+        if holomorphic:
+            _holomorphic_arguments(flat, flat_nums, split, layout, nums)
+        real = flat_nums if split is None else tuple(i for i in flat_nums if i not in split.positions)
+        call = Call(kwargs, scalar and not holomorphic, has_aux, real)
         level = _next_level() if has_aux else 0
         try:
             result = derivatives.value_and_jacobian(
                 be,
-                flat_f,
-                (*flat, call),
-                layout.flat_argnums(nums),
-                scalar=scalar,
+                flat_f if split is None else split.function(flat_f),
+                (*(flat if split is None else split.args(flat)), call),
+                flat_nums if split is None else split.argnums(flat_nums),
+                scalar=call.scalar,
                 want_value=want_value,
                 options=options,
             )
         except AdcoreError as e:
-            name_leaves(e, layout)
+            _name_parts(e, layout, split)
             raise
         out = call.out if call.out is not None else output_of(call, f, args)
-        if out is LEAF and layout.defs is None and result.errors is None:  # arrays in, one array out
+        if holomorphic and scalar:
+            _holomorphic_scalar(out)
+        if (
+            out is LEAF and layout.defs is None and result.errors is None and split is None
+        ):  # arrays in, one array out
             picked = result.jacobians[0] if type(argnums) is int else result.jacobians
         else:
-            picked = _pick(result, nums, layout, out, argnums)
+            picked = _pick(result, nums, layout, out, argnums, split, holomorphic, be.estimates)
         if want_value:
             value = out.value(result.value)
             picked = ((value, _aux(be, call, level, f, args, kwargs)) if has_aux else value, picked)
@@ -276,23 +332,125 @@ def _derivative_function(f, backend, argnums, has_aux, options, *, scalar: bool,
     return derivative
 
 
-def _pick(result: Derivatives, nums: tuple, layout: Layout, out: Output, argnums: Argnums) -> Any:
+def _pick(
+    result: Derivatives,
+    nums: tuple,
+    layout: Layout,
+    out: Output,
+    argnums: Argnums,
+    split: Split | None = None,
+    holomorphic: bool = False,
+    estimated: bool = False,
+) -> Any:
     """The derivative in JAX's structure: f's output structure whose leaves are the argument's
     structure (a tuple of one per argument for a tuple argnums); an Estimate (derivative,
-    error) when the backend was asked for its error (return_error=True)."""
+    error) when the backend was asked for its error (return_error=True). A complex argument's
+    derivative is put together from those of its real and imaginary parts (complex_split)."""
 
-    def build(jacobians: tuple) -> Any:
+    def build(jacobians: tuple, errors: bool) -> Any:
+        if split is not None:  # per flat leaf: a pair (d/dx, d/dy) for a complex one
+            jacobians = split.pairs(layout.flat_argnums(nums), jacobians)
         per_arg, k = [], 0
         for n in nums:  # the engine gave one Jacobian per flat leaf, in the order asked
             leaves = layout.leaves(n)
-            rows = [out.rows(j, x) for j, x in zip(jacobians[k : k + len(leaves)], leaves)]
+            rows = [
+                _rows(
+                    out,
+                    j,
+                    x,
+                    errors,
+                    holomorphic,
+                    estimated,
+                    lambda o, n=n, m=m: _naming(layout, out, n, m, o),
+                )
+                for m, (j, x) in enumerate(zip(jacobians[k : k + len(leaves)], leaves))
+            ]
             per_arg.append([unflatten_or_leaf(layout.structure(n), [r[o] for r in rows]) for o in out.range])
             k += len(leaves)
         per_out = per_arg[0] if type(argnums) is int else [tuple(a[o] for a in per_arg) for o in out.range]
         return out.build(per_out)
 
-    derivative = build(result.jacobians)
-    return derivative if result.errors is None else Estimate(derivative, build(result.errors))
+    derivative = build(result.jacobians, False)
+    return derivative if result.errors is None else Estimate(derivative, build(result.errors, True))
+
+
+def _real_positions(n: int, split: Split | None) -> tuple[int, ...]:
+    return tuple(i for i in range(n) if split is None or i not in split.positions)
+
+
+def _rows(out: Output, j: Any, x: Any, errors: bool, holomorphic: bool, estimated: bool, where) -> list:
+    """The derivative w.r.t. one flat leaf x, one per output leaf; for a complex x, from the pair
+    (d/dx, d/dy) the engine gave (`where(o)` names the leaf and output o for errors)."""
+    if type(j) is not tuple:
+        return out.rows(j, x, errors)
+    dx, dy = out.rows(j[0], x, errors), out.rows(j[1], x, errors)
+    if errors:
+        return [complex_split.error(a, b, x.dtype) for a, b in zip(dx, dy)]
+    return [
+        complex_split.derivative(a, b, c, holomorphic, x.dtype, functools.partial(where, o), estimated)
+        for o, (a, b, c) in enumerate(zip(dx, dy, out.complex))
+    ]
+
+
+def _naming(layout: Layout, out: Output, n: int, m: int, o: int) -> str:
+    """How an error names output leaf o's derivative w.r.t. leaf m of argument n."""
+    structure = layout.structure(n)
+    arg = f"argument {n}" if structure is None else tree.paths(structure, f"argument {n}")[m]
+    output = "f's output" if out is LEAF else tree.paths(out.treedef, "f's output")[o]
+    return f"{output} (differentiated with respect to {arg})"
+
+
+def _name_parts(error: AdcoreError, layout: Layout | None, split: Split | None) -> None:
+    """The notes that say which leaf (and which real part) each flat argument an error names is
+    (only the leaves when `layout` is None), once: by the innermost derivative it passes."""
+    if split is not None and not getattr(error, "_adcore_leaves_named", False):
+        split.note(error)
+    if layout is not None:
+        name_leaves(error, layout)
+    elif split is not None:
+        error._adcore_leaves_named = True
+
+
+def _holomorphic_arguments(
+    flat: list, flat_nums: tuple, split: Split | None, layout: Layout, nums: tuple
+) -> None:
+    """holomorphic=True differentiates with respect to complex arguments only (as JAX)."""
+    complex_ = () if split is None else split.positions
+    for i in flat_nums:
+        if i not in complex_:
+            raise InvalidInputError(
+                f"holomorphic=True needs complex arguments, but a differentiated argument (flat leaf {i} of "
+                f"the arguments {nums}) has dtype {getattr(flat[i], 'dtype', type(flat[i]).__name__)}; pass "
+                "it as complex (x + 0j), or leave holomorphic out for a real one"
+            )
+
+
+def _holomorphic_scalar(out: Output) -> None:
+    """grad with holomorphic=True: f's output must be one complex scalar."""
+    if out is LEAF:
+        raise InvalidOutputError(
+            "holomorphic=True: f returned real values, and a holomorphic function has complex ones; leave "
+            "holomorphic out for a real-valued f (grad then gives df/dx - 1j*df/dy)"
+        )
+    if len(out.shapes) != 1 or out.shapes[0] != () or not tree.is_leaf(out.treedef):
+        raise NonScalarOutputError(
+            f"grad needs a function with one scalar output, this one returned {_describe_out(out)}; use "
+            "adcore.jacobian(f, holomorphic=True) for array outputs"
+        )
+
+
+def _describe_out(out: Output) -> str:
+    return f"{out.treedef} of shapes {out.shapes}"
+
+
+def _refuse_complex(what: str, args: Sequence[Any], argnums: Argnums) -> None:
+    """hessian and hvp take real arguments only, for now."""
+    for n in derivatives.normalize_argnums(argnums, len(args)):
+        if any(complex_split.is_complex(x) for x in tree.leaves(args[n])):
+            raise ComplexValueError(
+                f"{what} of a complex argument (argument {n}) is not supported yet: split it into real and "
+                f"imaginary parts yourself (f(x + 1j*y) of real x and y) and take the {what} of that"
+            )
 
 
 def _jvp(
@@ -302,6 +460,7 @@ def _jvp(
     are the primals' argument numbers and `what` says what the tangents are, for messages."""
     be = derivatives.prepare(f, backend, "jvp", options)
     flat, layout = flatten_args(primals, range(len(primals)), where=[f"argument {n}" for n in names])
+    split = Split.of(flat, range(len(flat)))
     flat_t = []
     for p, (t, n) in enumerate(zip(tangents, names)):
         where = f"argument {n}"
@@ -317,10 +476,15 @@ def _jvp(
             derivatives.check_tangent(t_, x, path + what)
             for t_, x, path in zip(leaves, layout.leaves(p), paths)
         ]
-    call = Call({}, scalar=False)
-    out, tangent_out = derivatives.jvp(
-        be, Flat.of(f, layout, False).bind(call), tuple(flat), tuple(flat_t), options
-    )
+    call = Call({}, scalar=False, real=_real_positions(len(flat), split))
+    fn = Flat.of(f, layout, False).bind(call)
+    if split is not None:  # a complex primal and its tangent as their real and imaginary parts
+        fn, flat, flat_t = split.function(fn), split.args(flat), split.args(flat_t)
+    try:
+        out, tangent_out = derivatives.jvp(be, fn, tuple(flat), tuple(flat_t), options)
+    except AdcoreError as e:
+        _name_parts(e, None, split)
+        raise
     out_def = output_of(call, f, primals)
     return out_def.value(out), out_def.value(tangent_out)
 

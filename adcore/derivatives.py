@@ -32,6 +32,7 @@ __all__ = [
     "check_cotangent",
     "check_output",
     "check_tangent",
+    "differentiable_input",
     "float_input",
     "get_backend",
     "jvp",
@@ -208,16 +209,24 @@ def float_input(x: Any, where: str) -> Any:
         dtype = x.dtype
     if dtype.kind != "f":
         raise InvalidInputError(
-            f"{where} has dtype {dtype}: derivatives are taken with respect to float32 or "
-            "float64 arrays only (integers have no derivative). Pass it as np.asarray(x, float), "
-            "or leave it out of argnums."
+            f"{where} has dtype {dtype}: derivatives are taken with respect to float32, float64, "
+            "complex64 or complex128 arrays only (integers have no derivative). Pass it as "
+            "np.asarray(x, float), or leave it out of argnums."
         )
     return x
 
 
+def differentiable_input(x: Any, where: str) -> Any:
+    """A float or complex array (or tracer) for the input `where` names, as the API takes it
+    (adcore.complex_split hands a complex one to the engine as two float arrays)."""
+    if isinstance(x, complex) or (isinstance(x, (Tracer, np.ndarray, np.generic)) and x.dtype.kind == "c"):
+        return np.asarray(x) if isinstance(x, complex) else x
+    return float_input(x, where)
+
+
 def check_tangent(t: Any, x: Any, where: str) -> Any:
     """The tangent for the primal `where` names: its shape and dtype, or a clear error."""
-    if isinstance(t, (int, float)):
+    if isinstance(t, (int, float)) or (isinstance(t, complex) and x.dtype.kind == "c"):
         t = np.asarray(t, dtype=x.dtype)
     elif not isinstance(t, (Tracer, np.ndarray, np.generic)):
         raise InvalidInputError(f"jvp: the tangent of {where} ({type(t).__name__}) is not an array")

@@ -73,7 +73,12 @@ class TracerConversionError(AdcoreError, TypeError):
 
 
 class ComplexValueError(AdcoreError, TypeError):
-    """A complex value appeared inside a function a rule backend traces (not supported yet)."""
+    """A complex value where adcore has no derivative for one yet: an op without complex rules
+    on a traced complex value, hessian/hvp/checkpoint of a complex argument."""
+
+
+class NotHolomorphicError(AdcoreError, ValueError):
+    """holomorphic=True, but f is not complex-differentiable at the point (Cauchy-Riemann fails)."""
 
 
 class StateChangedError(AdcoreError, RuntimeError):

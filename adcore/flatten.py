@@ -13,20 +13,29 @@ from typing import Any
 import numpy as np
 
 from adcore import derivatives, ops, tree
+from adcore.complex_split import imag_part, is_complex, join, real_part
 from adcore.core import Tracer
-from adcore.errors import AdcoreError, InvalidInputError, InvalidOutputError, NonScalarOutputError
+from adcore.errors import (
+    AdcoreError,
+    InvalidInputError,
+    InvalidOutputError,
+    InvalidValueError,
+    NonScalarOutputError,
+    UnsupportedByBackendError,
+)
 
 # what a differentiated argument may be when it is one array, not a container (the common case)
 _ARRAYS = (np.ndarray, np.generic, Tracer, float)
 # what f may return as one output array (the engine's output check refuses what it must)
 _OUTPUT_ARRAYS = (Tracer, np.generic, float, int)
+_REAL = np.dtype(float)  # the dtype of an output without one (a Python number)
 
 
 def flatten_args(
     args: Sequence[Any], nums: Sequence[int], where: Sequence[str] | None = None, check: bool = True
 ) -> tuple[list, Layout]:
-    """The flat arguments (each differentiated argument's leaves in its place, as float arrays
-    if `check`; the others as given) and the Layout that puts them back together."""
+    """The flat arguments (each differentiated argument's leaves in its place, as float or complex
+    arrays if `check`; the others as given) and the Layout that puts them back together."""
     for n in nums:
         if not isinstance(args[n], _ARRAYS):
             break
@@ -34,7 +43,9 @@ def flatten_args(
         flat = list(args)
         if check:
             for n in nums:
-                flat[n] = derivatives.float_input(args[n], f"argument {n}" if where is None else where[n])
+                flat[n] = derivatives.differentiable_input(
+                    args[n], f"argument {n}" if where is None else where[n]
+                )
         return flat, Layout(None, None, flat)
     label = (lambda n: where[n]) if where is not None else (lambda n: f"argument {n}")
     flat, defs, positions = [], [], {}
@@ -58,13 +69,13 @@ def flatten_args(
 
 
 def _float_leaves(leaves: list, treedef: tree.TreeDef | None, where: str) -> list:
-    """The leaves as float arrays; an error names the leaf's path (computed only then)."""
+    """The leaves as float or complex arrays; an error names the leaf's path (computed only then)."""
     if treedef is None:
-        return [derivatives.float_input(leaves[0], where)]
-    if not all(isinstance(x, (np.ndarray, Tracer)) and x.dtype.kind == "f" for x in leaves):
+        return [derivatives.differentiable_input(leaves[0], where)]
+    if not all(isinstance(x, (np.ndarray, Tracer)) and x.dtype.kind in "fc" for x in leaves):
         tree.check_leaves(leaves, treedef, where)
         paths = tree.paths(treedef, where)
-        leaves = [derivatives.float_input(x, path) for x, path in zip(leaves, paths)]
+        leaves = [derivatives.differentiable_input(x, path) for x, path in zip(leaves, paths)]
     return leaves
 
 
@@ -132,12 +143,19 @@ class Call:
     flat function keeps no state: a backend may call it from several threads or processes,
     and the symbolic backend's cache, keyed by function, holds across calls."""
 
-    __slots__ = ("kwargs", "scalar", "has_aux", "out", "aux")
+    __slots__ = ("kwargs", "scalar", "has_aux", "out", "aux", "real")
 
-    def __init__(self, kwargs: dict, scalar: bool, has_aux: bool = False) -> None:
+    def __init__(self, kwargs: dict, scalar: bool, has_aux: bool = False, real: tuple = ()) -> None:
         self.kwargs, self.scalar, self.has_aux = kwargs, scalar, has_aux
         self.out: Output | None = None
         self.aux: Any = None
+        # the flat positions the engine differentiates that hold real values: a backend that
+        # passes complex values there is taking a complex step, whose complex outputs are its own
+        self.real = real
+
+    def stepped(self, flat: Sequence[Any]) -> bool:
+        """Whether the backend passed complex values where the arguments are real (a complex step)."""
+        return any(flat[i].__class__ is np.ndarray and flat[i].dtype.kind == "c" for i in self.real)
 
 
 class Flat:
@@ -184,10 +202,13 @@ class Flat:
         if self.has_aux:
             result, call.aux = split_aux(result)
         if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
-            if call.out is None or call.out is LEAF:  # one array, as at every call before
+            # one real array, as at every call before (or a complex step's complex one)
+            if (call.out is None or call.out is LEAF) and (
+                getattr(result, "dtype", _REAL).kind != "c" or call.stepped(flat)
+            ):
                 call.out = LEAF
                 return result
-        return _flat_output(result, call)
+        return _flat_output(result, call, call.stepped(flat))
 
     def bind(self, call: Call) -> Callable[..., Any]:
         """The flat function with `call` in place, for jvp and vjp (whose engine calls differentiate
@@ -205,11 +226,15 @@ def split_aux(result: Any) -> tuple[Any, Any]:
     return result[0], result[1]
 
 
-def _flat_output(result: Any, call: Call) -> Any:
-    """f's output as one array for the engine; call.out records its structure, which must be
-    the same at every call of f a backend makes (else the engine would mix different outputs)."""
+def _flat_output(result: Any, call: Call, stepped: bool = False) -> Any:
+    """f's output as one array for the engine, complex leaves split into real and imaginary parts
+    (but at a complex step's points, `stepped`, whose complex values are the step's); call.out
+    records its structure, which must be the same at every call of f a backend makes (else the
+    engine would mix different outputs)."""
     leaves, treedef = tree.flatten(result)
-    if tree.is_leaf(treedef):  # one array, or not a container: the engine's output check says what is wrong
+    one = tree.is_leaf(treedef)
+    # one array, or not a container: the engine's output check says what is wrong
+    if one and (stepped or not is_complex(leaves[0])):
         _same_output(call, LEAF)
         call.out = LEAF
         return leaves[0]
@@ -218,6 +243,13 @@ def _flat_output(result: Any, call: Call) -> Any:
             f"the function returned {result!r:.60}, which holds no array; it must return an array or a "
             "pytree of arrays (one array for grad)"
         )
+    if call.scalar and one:
+        raise InvalidOutputError(
+            f"grad needs a real-valued function, this one returned {np.result_type(leaves[0])} values. "
+            "Pass holomorphic=True for the complex derivative f'(z) of a holomorphic f, use adcore.vjp "
+            "(or adcore.jvp) for the derivative of any complex-valued f, or differentiate a real "
+            "function of the output (abs(f)**2, its real part)"
+        )
     if call.scalar:
         raise NonScalarOutputError(
             f"grad needs a function with one scalar output, this one returned {type(result).__name__} "
@@ -225,10 +257,11 @@ def _flat_output(result: Any, call: Call) -> Any:
             "(has_aux=True returns (loss, aux))"
         )
     tree.check_leaves(leaves, treedef, "f's output")
-    out = Output(treedef, leaves)
+    out = Output(treedef, leaves, split=not stepped)
     _same_output(call, out)
     call.out = out
-    return ops.concatenate([ops.reshape(x, shape=(-1,)) for x in leaves], axis=0)
+    parts = [p for x, c in zip(leaves, out.complex) for p in ((real_part(x), imag_part(x)) if c else (x,))]
+    return ops.concatenate([ops.reshape(p, shape=(-1,)) for p in parts], axis=0)
 
 
 def _same_output(call: Call, out: Output) -> None:
@@ -236,8 +269,19 @@ def _same_output(call: Call, out: Output) -> None:
     if (
         before is not None
         and (before is not out)
-        and (before is LEAF or out is LEAF or (before.treedef, before.shapes) != (out.treedef, out.shapes))
+        and (
+            before is LEAF
+            or out is LEAF
+            or (before.treedef, before.shapes, before.complex) != (out.treedef, out.shapes, out.complex)
+        )
     ):
+        if any(getattr(before, "complex", ())) or any(getattr(out, "complex", ())):
+            raise UnsupportedByBackendError(
+                "f returns complex values at real arguments, and the backend evaluated it at complex ones (a "
+                "complex step, numeric's method='complex', which reads the derivative from the imaginary "
+                "part f's values already use): it cannot differentiate a complex-valued f. Use "
+                "method='central' or 'richardson', or backend='reverse' or 'forward'."
+            )
         raise InvalidOutputError(
             "f returned outputs of different structures when called at different points (a dict whose "
             "keys depend on the values?); a derivative needs one output structure: "
@@ -246,32 +290,61 @@ def _same_output(call: Call, out: Output) -> None:
 
 
 def _describe(out: Output) -> str:
-    return "one array" if out is LEAF else f"{out.treedef} of shapes {out.shapes}"
+    if out is LEAF:
+        return "one array"
+    kinds = " (complex: " + ", ".join(map(str, out.complex)) + ")" if any(out.complex) else ""
+    return f"{out.treedef} of shapes {out.shapes}{kinds}"
 
 
 class Output:
-    """The structure of f's output when it is not one array: the engine saw its leaves ravelled
-    and concatenated; this splits values and Jacobian rows back."""
+    """The structure of f's output when it is not one real array: the engine saw its leaves
+    ravelled and concatenated, a complex leaf as its real part then its imaginary part (so
+    backends differentiate a real function); this splits values and Jacobian rows back."""
 
-    __slots__ = ("treedef", "shapes", "dtypes", "bounds", "range")
+    __slots__ = ("treedef", "shapes", "dtypes", "complex", "bounds", "range")
 
-    def __init__(self, treedef: tree.TreeDef, leaves: list) -> None:
+    def __init__(self, treedef: tree.TreeDef, leaves: list, split: bool = True) -> None:
         self.treedef = treedef
         self.shapes = [np.shape(x) for x in leaves]
         self.dtypes = [x.dtype if hasattr(x, "dtype") else np.result_type(x) for x in leaves]
-        sizes = np.cumsum([0] + [int(np.prod(s)) for s in self.shapes]).tolist()
+        self.complex = [split and d.kind == "c" for d in self.dtypes]
+        widths = [int(np.prod(s)) * (2 if c else 1) for s, c in zip(self.shapes, self.complex)]
+        sizes = np.cumsum([0] + widths).tolist()
         self.bounds = list(zip(sizes[:-1], sizes[1:]))
         self.range = range(len(leaves))
 
+    def _pieces(self, flat: Any, tail: tuple = ()) -> list:
+        """flat's rows per output leaf, shaped leaf shape + tail: (real, imaginary) for a complex one."""
+        pieces = []
+        for (a, b), shape, c in zip(self.bounds, self.shapes, self.complex):
+            if c:
+                m = (a + b) // 2
+                pieces.append((flat[a:m].reshape(shape + tail), flat[m:b].reshape(shape + tail)))
+            else:
+                pieces.append(flat[a:b].reshape(shape + tail))
+        return pieces
+
     def value(self, flat: Any) -> Any:
         """f's value (or a tangent of it) in f's structure, each leaf in its dtype."""
-        pieces = [flat[a:b].reshape(shape) for (a, b), shape in zip(self.bounds, self.shapes)]
+        pieces = [join(*p) if c else p for p, c in zip(self._pieces(flat), self.complex)]
         pieces = [p.astype(d) if isinstance(p, np.ndarray) else p for p, d in zip(pieces, self.dtypes)]
         return tree.unflatten(self.treedef, pieces)
 
-    def rows(self, jacobian: Any, x: Any) -> list:
-        """A Jacobian w.r.t. one input leaf x, split into one per output leaf."""
-        return [jacobian[a:b].reshape(shape + np.shape(x)) for (a, b), shape in zip(self.bounds, self.shapes)]
+    def rows(self, jacobian: Any, x: Any, errors: bool = False) -> list:
+        """A Jacobian w.r.t. one input leaf x, split into one per output leaf: d Re + 1j*d Im for
+        a complex one (complex of x's precision), or with `errors`, the error estimates |e_re| + |e_im|."""
+        rows = []
+        for p, c in zip(self._pieces(jacobian, np.shape(x)), self.complex):
+            if not c:
+                rows.append(p)
+            elif errors:
+                rows.append(np.abs(p[0]) + np.abs(p[1]))
+            else:
+                joined = join(*p)
+                rows.append(
+                    joined if isinstance(joined, Tracer) else joined.astype(np.result_type(x.dtype, 1j))
+                )
+        return rows
 
     def build(self, per_out: list) -> Any:
         return tree.unflatten(self.treedef, per_out)
@@ -285,17 +358,21 @@ class Output:
                 f"{self.treedef}; pass one with the output's structure, leaf for leaf"
             )
         where = tree.paths(treedef, "f's output")
-        parts = [
-            ops.reshape(derivatives.check_cotangent(c, flat_out[a:b].reshape(shape), w), shape=(-1,))
-            for c, (a, b), shape, w in zip(leaves, self.bounds, self.shapes, where)
-        ]
-        return ops.concatenate(parts, axis=0)
+        parts = []
+        for c, (a, b), shape, w, complex_out in zip(leaves, self.bounds, self.shapes, where, self.complex):
+            if complex_out:  # Re(ct * dz) = Re ct * dx - Im ct * dy: the real cotangents (Re ct, -Im ct)
+                c = _complex_cotangent(c, shape, w)
+                parts += [real_part(c), -imag_part(c) if is_complex(c) else np.zeros(shape)]
+            else:
+                parts.append(derivatives.check_cotangent(c, flat_out[a:b].reshape(shape), w))
+        return ops.concatenate([ops.reshape(p, shape=(-1,)) for p in parts], axis=0)
 
 
 class _Leaf(Output):
     """f returned one array: values and Jacobians pass through as the engine gave them."""
 
     range = range(1)
+    complex = (False,)
 
     def __init__(self) -> None:
         pass
@@ -303,7 +380,7 @@ class _Leaf(Output):
     def value(self, flat: Any) -> Any:
         return flat
 
-    def rows(self, jacobian: Any, x: Any) -> list:
+    def rows(self, jacobian: Any, x: Any, errors: bool = False) -> list:
         return [jacobian]
 
     def build(self, per_out: list) -> Any:
@@ -314,6 +391,24 @@ class _Leaf(Output):
 
 
 LEAF = _Leaf()
+
+
+def _complex_cotangent(cotangent: Any, shape: tuple, where: str) -> Any:
+    """vjp_fn's cotangent for a complex output: numbers (complex or real) of its shape."""
+    if not isinstance(cotangent, Tracer):
+        given = cotangent
+        cotangent = np.asarray(cotangent)
+        if cotangent.dtype.kind not in "fiuc":
+            raise InvalidInputError(
+                f"vjp_fn: the cotangent must be numbers, got {type(given).__name__} of dtype "
+                f"{cotangent.dtype} for {where}, a complex output"
+            )
+    if np.shape(cotangent) != shape:
+        raise InvalidValueError(
+            f"vjp_fn: the cotangent has shape {np.shape(cotangent)} but {where} has shape {shape}; a "
+            f"cotangent weighs each output element, so pass one of shape {shape}"
+        )
+    return cotangent
 
 
 def output_of(call: Call, f: Callable[..., Any], args: Sequence[Any]) -> Output:

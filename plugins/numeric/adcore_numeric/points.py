@@ -252,9 +252,10 @@ def _number(offset: Any) -> str:
 def _drops_imaginary(where: str, how: str) -> str:
     return (
         f"backend 'numeric' with method='complex': f drops the imaginary part at {where}: {how}. "
-        "The complex step reads the derivative from Im f(x + ih), so f must carry complex values "
-        "through (no abs, np.real, float(), comparisons or casts to float); use method='richardson' "
-        "or 'central' for this f."
+        "The complex step reads the derivative from Im f(x + ih), so f must be a real function of real "
+        "inputs that carries complex values through (no abs, np.real, float(), comparisons or casts to "
+        "float, no complex values of its own inside: adcore hands a complex output to the backend as its "
+        "real and imaginary parts); use method='richardson' or 'central' for this f."
     )
 
 

@@ -170,6 +170,7 @@ def check_complex_step(
         f"along a random direction (output entry {k}: the complex step gives {predicted[k]:.6g}, the "
         f"central difference {difference[k]:.6g} ± {difference_error[k]:.2g}). f is not analytic: "
         "np.conj, np.vdot, np.abs or a complex np.linalg.cholesky/eigh (which treat complex input as "
-        "Hermitian) make Im f(x + ih)/h something other than the derivative. Use method='central' or "
-        "method='richardson' for this f."
+        "Hermitian) make Im f(x + ih)/h something other than the derivative, and so do complex values "
+        "inside f (a complex constant, np.exp(1j * x), an FFT: the step's imaginary part mixes with "
+        "theirs). Use method='central' or method='richardson' for this f."
     )

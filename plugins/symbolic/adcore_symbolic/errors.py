@@ -24,3 +24,15 @@ class SymbolicControlFlowError(UnsupportedByBackendError, TypeError):
 class ExpressionTooLargeError(UnsupportedByBackendError):
     """The derivative's work passed the budget, `max_nodes` (adcore_symbolic.budget); a
     NotImplementedError, so a RuntimeError too."""
+
+
+class SymbolicComplexError(UnsupportedByBackendError, TypeError):
+    """A complex value inside f: symbolic differentiates real expressions only (its symbols are
+    real), so it refuses rather than compute with the real part alone."""
+
+    def __init__(self, op: str, what: str) -> None:
+        super().__init__(
+            f"backend 'symbolic' does not differentiate complex values: op {op!r} got {what}. Its symbols "
+            "are real, and computing on the real part alone would give a wrong derivative. Use another "
+            f"backend ({OTHER_BACKENDS}), which carries complex values through f (docs/complex.md)."
+        )

@@ -25,7 +25,7 @@ from adcore.core import Trace, Tracer
 from adcore.extend import each, reduced_axes
 from adcore.plugins import get_registry
 from adcore_symbolic.budget import WorkBudget, tree_size
-from adcore_symbolic.errors import SymbolicControlFlowError
+from adcore_symbolic.errors import SymbolicComplexError, SymbolicControlFlowError
 from adcore_symbolic.functions import stop_gradient
 
 # The ops whose sympy rules are arithmetic and moving elements about (sympy_rules.py)
@@ -162,6 +162,9 @@ class SymbolicTrace(Trace):
         )
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
+        for a in args:
+            if a.__class__ is not float and a.__class__ is not int and _is_complex(a):
+                raise SymbolicComplexError(op.name, f"a complex value ({_dtype_of(a)})")
         rule = self.rules.get(op.name) or get_registry().rule("sympy", op, "symbolic")
         if rule is None:  # a traceable op with no sympy rule: trace its body, op by op
             return op.impl(*args, **params)
@@ -202,9 +205,13 @@ class SymbolicTrace(Trace):
         """out with each compound expression replaced by its symbol, defined now if it is new."""
         defined = np.empty(out.shape, dtype=object)
         for index, expr in np.ndenumerate(out):
+            if expr is sp.I:
+                raise SymbolicComplexError(name, "a complex result (the imaginary unit)")
             if isinstance(expr, sp.Expr) and not expr.is_Atom:
                 symbol = self._defined.get(expr)
                 if symbol is None:
+                    if expr.has(sp.I):  # a complex result of real inputs (an FFT's rule)
+                        raise SymbolicComplexError(name, "a complex result of real inputs")
                     self.budget.charge(tree_size(expr), name, "tracing")
                     symbol = next(self._definition_names)
                     self.definitions.append((symbol, expr))
@@ -259,6 +266,17 @@ class SymbolicTrace(Trace):
         self.sums.append((S, x.value.item(), x.shape, x.dtype))
         expr = S if op.name == "sum" else S / x.size
         return Sym(np.asarray(expr, dtype=object), shape, x.dtype, self, after_sum=True)
+
+
+def _is_complex(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        return np.dtype(dtype).kind == "c"
+    return isinstance(value, complex) or (isinstance(value, (list, tuple)) and np.iscomplexobj(value))
+
+
+def _dtype_of(value: Any) -> str:
+    return str(value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype)
 
 
 def _result_type(args: Any) -> np.dtype:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 # each module fills the one table with the rules of its part of the core catalogue
 from adcore_symbolic.sympy_rules import (  # noqa: F401
+    complex_values,
     contractions,
     convolution,
     cumulative,
