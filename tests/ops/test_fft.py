@@ -2,7 +2,8 @@
 traced values. Jacobians against the exact ones (each transform is linear: its columns are the
 transforms of unit vectors), every n / s (pad and crop), axes and norm; the transposes by the
 dot-product test <u, J v> = <J^T u, v> under Re(sum(u * v)); a spectral filter's gradient against
-finite differences and torch; second order; the refusals."""
+finite differences and torch; real losses of complex inputs against autograd; second order; the
+refusals."""
 
 from __future__ import annotations
 
@@ -203,6 +204,33 @@ def test_2d_loss_matches_torch(backend):
     np.testing.assert_allclose(loss_2d(x, w), torch_loss_2d(torch.tensor(x), torch.tensor(w), torch).item())
     got = adcore.grad(lambda x: loss_2d(x, w), backend=backend)(x)
     np.testing.assert_allclose(got, xt.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+# real losses of complex z through the transforms (fft the module: NumPy's, or autograd's)
+AUTOGRAD_LOSSES = {
+    "fft then irfft": lambda z, fft, np_: np_.sum((fft.irfft(fft.fft(z, axis=0), n=10) * W10) ** 2),
+    "ifft2 with s": lambda z, fft, np_: np_.sum(np_.abs(fft.ifft2(z, s=(2, 8))) ** 2),
+    "fftn then irfftn": lambda z, fft, np_: np_.sum(np_.sin(fft.irfftn(fft.fftn(z, norm="ortho")))),
+    "shifted spectrum": lambda z, fft, np_: np_.sum(np_.real(fft.fftshift(fft.fft(z)) * W36)),
+    "rfft2 of a real part": lambda z, fft, np_: np_.sum(np_.abs(fft.rfft2(np_.real(z) * np_.imag(z))) ** 2),
+}
+W10 = RNG.normal(size=(3, 10))
+W36 = RNG.normal(size=(3, 6)) + 1j * RNG.normal(size=(3, 6))
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+@pytest.mark.parametrize("name", sorted(AUTOGRAD_LOSSES))
+def test_real_losses_of_complex_inputs_match_autograd(backend, name):
+    # HIPS autograd returns JAX's form for a real f of complex z (grad |z|^2 = 2 conj(z)); its
+    # real-fft gradients take even lengths only
+    autograd = pytest.importorskip("autograd")
+    import autograd.numpy as agnp
+
+    loss = AUTOGRAD_LOSSES[name]
+    z = RNG.normal(size=(3, 6)) + 1j * RNG.normal(size=(3, 6))
+    expected = autograd.grad(lambda z: loss(z, agnp.fft, agnp))(z)
+    got = adcore.grad(lambda z: loss(z, np.fft, np), backend=backend)(z)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
 
 
 def test_fft_vjp_matches_jax():
