@@ -1,0 +1,169 @@
+"""Reverse mode carries complex values through f (issue 19, JAX's convention, docs/complex.md):
+real losses through complex intermediates against closed forms and central differences; a complex
+cotangent meeting a real primal gives its real part, explicitly (no ComplexWarning); complex64 stays
+complex64; second derivatives; an op whose rules are for real inputs refuses a complex value by
+name; and every core op that accepts complex agrees with numeric on the split real function."""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import adcore
+import adcore.numpy as anp
+from adcore.errors import ComplexValueError
+from adcore.ops import CORE_OPS
+from adcore.spec import OpSpec
+
+X = np.array([0.3, -0.7, 1.2])
+A = np.array([[1 + 2j, -0.5j, 0.3], [0.2 - 1j, 1.5, 2j]])
+
+# f, its gradient at x by hand
+LOSSES = {
+    "sum |exp(ix)|^2 (= n)": (lambda x: anp.sum(anp.abs(anp.exp(1j * x)) ** 2), lambda x: 0 * x),
+    "Re(z conj z), z = (1 + 2i) x": (
+        lambda x: anp.sum(anp.real((x * (1 + 2j)) * anp.conj(x * (1 + 2j)))),
+        lambda x: 10 * x,
+    ),
+    "Re exp(ix) (= cos x)": (lambda x: anp.sum(anp.real(anp.exp(1j * x))), lambda x: -np.sin(x)),
+    "Im exp(ix) (= sin x)": (lambda x: anp.sum(np.exp(1j * x).imag), lambda x: np.cos(x)),
+    "angle exp(ix) (= x)": (lambda x: anp.sum(anp.angle(anp.exp(1j * x))), lambda x: np.ones_like(x)),
+    "|A x|^2": (lambda x: anp.sum(anp.abs(A @ x) ** 2), lambda x: 2 * np.real(A.conj().T @ A @ x)),
+    "|x + 2i| (a real x meets a complex constant)": (
+        lambda x: anp.sum(anp.abs(x + 2j)),
+        lambda x: x / np.sqrt(x**2 + 4),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_a_real_loss_through_complex_intermediates_is_right(name):
+    f, gradient = LOSSES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a complex cotangent meeting a real x: no ComplexWarning
+        g = adcore.grad(f, backend="reverse")(X)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, gradient(X), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(g, adcore.grad(f, backend="numeric")(X), rtol=1e-7, atol=1e-9)
+
+
+def test_the_pullback_of_a_complex_leaf_is_jaxs_cotangent():
+    # JAX: grad(lambda z: abs(z)**2)(3+4j) == 6-8j == 2 conj(z); for a holomorphic f, f'(z) itself
+    reverse = adcore.get_backend("reverse")
+    _, pullback = reverse.vjp(lambda z: anp.abs(z) ** 2, (np.complex128(3 + 4j),), (0,))
+    assert pullback(1.0)[0] == pytest.approx(6 - 8j)
+    _, pullback = reverse.vjp(lambda z: anp.exp(z) * z, (np.complex128(0.5 + 1j),), (0,))
+    z = 0.5 + 1j
+    assert pullback(np.complex128(1.0))[0] == pytest.approx(np.exp(z) * (1 + z))
+
+
+def test_float32_and_complex64_keep_their_precision():
+    x = X.astype(np.float32)
+
+    def f(x):
+        z = anp.exp(x * np.complex64(1j)) * x  # float32 * Python complex is complex64 too
+        assert z.dtype == np.complex64
+        return anp.sum(anp.abs(z * (1 + 1j)) ** 2)
+
+    g = adcore.grad(f, backend="reverse")(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 4 * X, rtol=1e-5)
+    reverse = adcore.get_backend("reverse")
+    z = (X + 1j).astype(np.complex64)
+    _, pullback = reverse.vjp(lambda z: anp.sum(anp.sin(z) * z), (z,), (0,))
+    cotangent = pullback(np.complex64(1.0))[0]
+    assert cotangent.dtype == np.complex64
+    np.testing.assert_allclose(cotangent, np.cos(z) * z + np.sin(z), rtol=1e-5)
+
+
+@pytest.mark.parametrize("outer", ["forward", "reverse"])
+def test_second_derivatives_through_complex_intermediates(outer):
+    hessian = adcore.hessian(LOSSES["Re exp(ix) (= cos x)"][0], inner="reverse", outer=outer)(X)
+    np.testing.assert_allclose(hessian, np.diag(-np.cos(X)), rtol=1e-12, atol=1e-14)
+    hessian = adcore.hessian(LOSSES["|A x|^2"][0], inner="reverse", outer=outer)(X)
+    np.testing.assert_allclose(hessian, 2 * np.real(A.conj().T @ A), rtol=1e-12)
+    # abs, angle and conj's rules differentiated again: |x + iy|**3 and angle's Hessian
+    hessian = adcore.hessian(
+        lambda v: anp.abs(v[0] + 1j * v[1]) ** 3 + anp.angle(v[0] + 1j * v[1]), inner="reverse", outer=outer
+    )(np.array([0.6, -0.8]))
+    x, y = (
+        0.6,
+        -0.8,
+    )  # |z| = 1: d2 r^3 = 3 (r I + z z^T / r); d2 atan2(y, x) = [[2xy, y2-x2], [y2-x2, -2xy]] / r^4
+    expected = 3 * (np.eye(2) + np.outer([x, y], [x, y])) + np.array(
+        [[2 * x * y, y * y - x * x], [y * y - x * x, -2 * x * y]]
+    )
+    np.testing.assert_allclose(hessian, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("f", "op"),
+    [
+        (lambda x: anp.sum(anp.abs(anp.maximum(x * 1j, 0.0))), "maximum"),
+        (lambda x: anp.sum(anp.abs(anp.sort(x + 1j))), "sort"),
+        (lambda x: anp.var(x * (1 + 1j)), "var"),
+        (lambda x: anp.abs(anp.vdot(x * 1j, x)), "vdot"),
+    ],
+    ids=["maximum", "sort", "var", "vdot"],
+)
+def test_a_real_only_op_fed_a_complex_traced_value_is_refused_naming_it(f, op):
+    with pytest.raises(ComplexValueError, match=f"op {op!r} on backend 'reverse' got a complex value"):
+        adcore.grad(f, backend="reverse")(X)
+    assert adcore.grad(lambda x: anp.sum(x * x), backend="reverse")(X) == pytest.approx(2 * X)
+
+
+# --- every core op that accepts complex, on complex samples -------------------------------
+
+_MODULES = (
+    "elementwise",
+    "complex_parts",
+    "reductions",
+    "cumulative",
+    "linalg",
+    "shapes",
+    "nn",
+    "contractions",
+)
+_OURS = {
+    s.name
+    for m in _MODULES
+    for s in vars(importlib.import_module(f"adcore.ops.{m}")).values()
+    if isinstance(s, OpSpec)
+}
+MARKED = [op for op in CORE_OPS if op.accepts_complex and op.name in _OURS]
+
+
+def split_jacobians(op, backend):
+    """For each complex128 sample and complex input: the Jacobian of (re, im) -> (Re op, Im op)."""
+    for sample in op.samples(np.random.default_rng(0), np.dtype(np.complex128)):
+        args, params = list(sample.args), sample.params
+        for i, arg in enumerate(args):
+            if not (op.is_differentiable(i) and np.asarray(arg).dtype.kind == "c"):
+                continue
+
+            def f(re, im, i=i, args=args, params=params):
+                inputs = list(args)
+                inputs[i] = re + 1j * im
+                out = op(*inputs, **params)
+                return anp.concatenate([anp.ravel(anp.real(out)), anp.ravel(anp.imag(out))])
+
+            yield (op.name, i), adcore.jacobian(f, argnums=(0, 1), backend=backend)(arg.real, arg.imag)
+
+
+@pytest.mark.parametrize("op", MARKED, ids=lambda op: op.name)
+def test_every_core_op_that_accepts_complex_agrees_with_numeric_on_complex_samples(op):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
+        pairs = zip(split_jacobians(op, "reverse"), split_jacobians(op, "numeric"), strict=True)
+        for (where, got), (_, want) in pairs:
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7, err_msg=str(where))
+
+
+def test_the_marks_are_the_ones_checked():
+    names = {op.name for op in MARKED}
+    assert {"exp", "matmul", "einsum", "getitem", "sum", "abs", "real", "angle", "where", "astype"} <= names
+    assert not names & {"var", "std", "maximum", "sort", "sign", "vdot", "cholesky", "logabsdet", "clip"}
