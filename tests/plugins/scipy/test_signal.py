@@ -1,7 +1,7 @@
 """adcore_scipy.signal.convolve: SciPy's values; Jacobians in each input against the exact ones
 (the convolution is linear in each), every mode (in2 larger, valid's swap) and method, the same
 derivative for direct, fft and auto; complex inputs by the dot-product test and finite
-differences; second order; scipy imported only when the op runs (conformance: the full report,
+differences; the symbolic rule; second order; scipy imported only when the op runs (conformance: the full report,
 tests/conformance/test_engine.py)."""
 
 from __future__ import annotations
@@ -63,6 +63,22 @@ def test_jacobians_are_the_exact_ones(backend, method, mode, s1, s2):
     exact = {"atol": 1e-7} if backend == "numeric" else {"atol": 1e-10}  # fft: rounding of the transforms
     np.testing.assert_allclose(ja, exact_jacobian(lambda a: f(a, b), a), **exact)
     np.testing.assert_allclose(jb, exact_jacobian(lambda b: f(a, b), b), **exact)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("s1, s2", SHAPES, ids=[f"{a}-{b}" for a, b in SHAPES])
+def test_symbolic_jacobians_are_the_exact_ones(mode, s1, s2):
+    # the sympy rule builds the convolution itself (SciPy takes no object arrays): same windows
+    a, b = RNG.normal(size=s1), RNG.normal(size=s2)
+    if mode == "valid" and not (np.all(np.array(s1) >= s2) or np.all(np.array(s2) >= s1)):
+        pytest.skip("scipy's valid mode needs one input at least as large as the other")
+
+    def f(a, b):
+        return signal.convolve(a, b, mode=mode)
+
+    ja, jb = adcore.jacobian(f, argnums=(0, 1), backend="symbolic")(a, b)
+    np.testing.assert_allclose(ja, exact_jacobian(lambda a: f(a, b), a), atol=1e-12)
+    np.testing.assert_allclose(jb, exact_jacobian(lambda b: f(a, b), b), atol=1e-12)
 
 
 def test_valid_refuses_inputs_neither_of_which_fits_the_other():

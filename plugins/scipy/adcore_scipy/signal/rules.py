@@ -8,6 +8,8 @@ convolution of its tangent with the other input (a leading axis of length 1 unde
 axis), cut to the mode's window. Reverse, in JAX's convention: in1's cotangent is the
 convolution, mode valid, of g zero-padded out to the full output with in2 reversed along every
 axis; likewise in2's. A real input's cotangent is the real part. Both use the op's own method.
+Symbolic: the full convolution on object arrays, one shifted product of in1 per entry of in2
+(SciPy's convolve takes no object arrays), cut to the mode's window.
 """
 
 from __future__ import annotations
@@ -51,6 +53,14 @@ def _convolve_vjp(which: int):
     return vjp
 
 
+def _convolve_sympy(in1, in2, mode="full", method="auto"):
+    a, b = np.asarray(in1, dtype=object), np.asarray(in2, dtype=object)
+    out = np.zeros(tuple(m + n - 1 for m, n in zip(a.shape, b.shape)), dtype=int).astype(object)
+    for j in np.ndindex(b.shape):
+        out[tuple(slice(k, k + m) for k, m in zip(j, a.shape))] += a * b[j]
+    return out[output_window(mode, a.shape, b.shape)]
+
+
 # fmt: off
 JVPS: dict[str, Any] = {
     "signal_convolve": (_convolve_jvp(0), _convolve_jvp(1)),
@@ -58,5 +68,7 @@ JVPS: dict[str, Any] = {
 VJPS: dict[str, Any] = {
     "signal_convolve": (_convolve_vjp(0), _convolve_vjp(1)),
 }
-SYMPY_RULES: dict[str, Any] = {}
+SYMPY_RULES: dict[str, Any] = {
+    "signal_convolve": _convolve_sympy,
+}
 # fmt: on
