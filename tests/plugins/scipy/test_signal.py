@@ -1,8 +1,8 @@
 """adcore_scipy.signal.convolve: SciPy's values; Jacobians in each input against the exact ones
 (the convolution is linear in each), every mode (in2 larger, valid's swap) and method, the same
 derivative for direct, fft and auto; complex inputs by the dot-product test and finite
-differences; the symbolic rule; second order; scipy imported only when the op runs (conformance: the full report,
-tests/conformance/test_engine.py)."""
+differences; the symbolic rule; second order; scipy imported only when the op runs (conformance:
+the full report, tests/conformance/test_engine.py)."""
 
 from __future__ import annotations
 
