@@ -1,0 +1,220 @@
+"""adcore_scipy.integrate.odeint: SciPy's values; a damped oscillator's loss gradients by the adjoint
+(reverse) against forward sensitivities, finite differences (numeric) and the closed-form solution
+(differentiated by autograd); derivatives in every time of t; memory of the adjoint flat in the number
+of outputs (tracemalloc); second order on every pair of backends; the refusals; the conformance
+suite; scipy imported only when the op runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.integrate
+from adcore_scipy.integrate import odeint
+
+import adcore
+import adcore.numpy as anp
+from adcore.conformance import run
+from adcore.errors import (
+    AdcoreError,
+    InvalidInputError,
+    InvalidValueError,
+    MissingRuleError,
+    UnsupportedFunctionError,
+)
+
+RULE_BACKENDS = ["reverse", "forward"]
+Y0 = np.array([1.0, -0.5])
+K, C = 2.0, 0.3
+TIMES = np.linspace(0.0, 3.0, 13)
+TIGHT = {"rtol": 1e-12, "atol": 1e-12}
+
+
+def oscillator(y, t, k, c):
+    """y'' = -k y - c y' as (position, velocity)."""
+    return anp.stack([y[1], -k * y[0] - c * y[1]])
+
+
+def loss(y0, k, c, t=TIMES):
+    ys = odeint(oscillator, y0, t, args=(k, c), **TIGHT)
+    return anp.sum(ys[:, 0] ** 2 * anp.cos(t)) + anp.sum(ys[-1])
+
+
+def closed_form_loss(y0, k, c, t=TIMES):
+    """The same loss from the underdamped solution e^(-ct/2) (A cos wt + B sin wt), in autograd."""
+    import autograd.numpy as np_
+
+    w = np_.sqrt(k - c**2 / 4)
+    a, b = y0[0], (y0[1] + c * y0[0] / 2) / w
+    decay = np_.exp(-c * t / 2)
+    position = decay * (a * np_.cos(w * t) + b * np_.sin(w * t))
+    velocity = -c / 2 * position + decay * w * (b * np_.cos(w * t) - a * np_.sin(w * t))
+    return np_.sum(position**2 * np_.cos(t)) + position[-1] + velocity[-1]
+
+
+def test_values_are_scipys():
+    ys = odeint(oscillator, Y0, TIMES, args=(K, C))
+    expected = scipy.integrate.odeint(lambda y, t: [y[1], -K * y[0] - C * y[1]], Y0, TIMES)
+    np.testing.assert_array_equal(ys, expected)
+    # tfirst, a non-float arg passed through as it is, a scalar y0 (shape (len(t), 1), as SciPy's)
+    got = odeint(lambda t, y, r, n: -r * y**n, 2.0, TIMES, args=(0.5, 3), tfirst=True)
+    assert got.shape == (13, 1)
+    np.testing.assert_array_equal(got, scipy.integrate.odeint(lambda y, t: -0.5 * y**3, 2.0, TIMES))
+
+
+def test_the_closed_form_agrees_with_the_solve():
+    import autograd
+
+    ys = odeint(oscillator, Y0, TIMES, args=(K, C), **TIGHT)
+    direct = float(np.sum(ys[:, 0] ** 2 * np.cos(TIMES)) + np.sum(ys[-1]))
+    assert abs(direct - closed_form_loss(Y0, K, C)) < 1e-10
+    assert autograd.grad(closed_form_loss)(Y0, K, C).shape == (2,)
+
+
+@pytest.mark.parametrize("backend", [*RULE_BACKENDS, "numeric"])
+def test_oscillator_gradients_against_the_closed_form(backend):
+    import autograd
+
+    expected = autograd.grad(closed_form_loss, (0, 1, 2))(Y0, K, C)
+    got = adcore.grad(loss, argnums=(0, 1, 2), backend=backend)(Y0, K, C)
+    tolerance = 1e-6 if backend == "numeric" else 1e-9
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
+
+
+def test_adjoint_against_forward_sensitivities_in_every_input_and_time():
+    # reverse (the adjoint) and forward (sensitivities) agree to the solves' 1e-10, and numeric
+    # (differences of the impl) to its step's error; the gradient in each time t_i included
+    args = (Y0, K, C, TIMES)
+    reverse = adcore.grad(loss, argnums=(0, 1, 2, 3))(*args)
+    forward = adcore.grad(loss, argnums=(0, 1, 2, 3), backend="forward")(*args)
+    numeric = adcore.grad(loss, argnums=(0, 1, 2, 3), backend="numeric")(*args)
+    for r, f, n in zip(reverse, forward, numeric):
+        np.testing.assert_allclose(r, f, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(r, n, rtol=1e-6, atol=1e-6)
+    assert np.all(reverse[3] != 0)  # each time moves the loss: no silently zero time derivative
+
+
+def test_a_jacobian_of_the_trajectory_backward_in_time_and_through_a_vector_arg():
+    # t decreasing, a vector arg, a non-autonomous func: the full Jacobian on each backend
+    def forced(y, t, w):
+        return w[0] * y * (1 - y) + w[1] * anp.sin(3 * t)
+
+    times = np.array([1.5, 1.2, 0.7, 0.1])
+
+    def f(y0, w):
+        return odeint(forced, y0, times, args=(w,), **TIGHT)
+
+    y0, w = np.array([0.3, 0.6]), np.array([1.2, 0.4])
+    reverse = adcore.jacobian(f, argnums=(0, 1))(y0, w)
+    # (numeric's differences carry the solver's own error, 1e-12 over a step of ~1e-6)
+    for backend, tolerance in (("forward", 1e-9), ("numeric", 1e-5)):
+        got = adcore.jacobian(f, argnums=(0, 1), backend=backend)(y0, w)
+        for r, g in zip(reverse, got):
+            np.testing.assert_allclose(g, r, rtol=tolerance, atol=tolerance)
+
+
+def _peak_of_the_vjp(count: int) -> tuple[int, int]:
+    """(tracemalloc's peak during the backward pass alone, the stored outputs' bytes) for `count`
+    output times of the oscillator y' = A y, A = [[0, 1], [-k, -c]] built from k and c."""
+
+    def f(y0, k, c):
+        a = anp.stack([anp.stack([0.0 * k, 1.0 + 0.0 * k]), anp.stack([-k, -c])])
+        return odeint(lambda y, t, a: a @ y, y0, np.linspace(0.0, 1.0, count), args=(a,))
+
+    ys, pullback = adcore.vjp(f, Y0, np.array(K), np.array(C))
+    g = np.ones_like(ys) / count
+    tracemalloc.start()
+    try:
+        pullback(g)
+        return tracemalloc.get_traced_memory()[1], ys.nbytes
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.slow
+def test_the_adjoints_memory_is_flat_in_the_number_of_outputs():
+    # tracemalloc's peak during the VJP, after a warm-up call: from 10^2 to 10^4 output times
+    # (about 7 * 10^4 evaluations of the adjoint system) it grows by less than three copies of
+    # the stored outputs (m x 2 float64: 160 kB at 10^4), what the op stores anyway; a tape
+    # through the solver's steps would grow with those instead
+    _peak_of_the_vjp(100)
+    small, _ = _peak_of_the_vjp(100)
+    large, outputs = _peak_of_the_vjp(10_000)
+    assert large - small < 3 * outputs, (small, large, outputs)
+
+
+def test_second_derivatives_on_pairs_of_backends():
+    # forward over reverse (the default Hessian) differentiates the adjoint, itself an odeint;
+    # reverse over reverse the adjoint's adjoint; forward over forward the sensitivities'
+    def f(p):
+        return loss(p[:2], p[2], p[3], TIMES[:3])
+
+    p = np.array([1.0, 0.5, K, C])
+    numeric = adcore.jacobian(adcore.grad(f), backend="numeric")(p)
+    np.testing.assert_allclose(numeric, numeric.T, atol=1e-6)
+    for inner, outer in (("reverse", "forward"), ("reverse", "reverse"), ("forward", "forward")):
+        got = adcore.hessian(f, inner=inner, outer=outer)(p)
+        np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got, got.T, atol=1e-9)
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+
+def test_a_closure_over_a_value_being_differentiated_is_refused():
+    def f(k):
+        return anp.sum(odeint(lambda y, t: -k * y, np.array([1.0]), TIMES))
+
+    with pytest.raises(UnsupportedFunctionError, match="args"):
+        adcore.grad(f)(2.0)
+
+
+def test_refusals_are_typed():
+    with pytest.raises(InvalidValueError, match="monotonically"):
+        odeint(oscillator, Y0, [0.0, 1.0, 0.5], args=(K, C))
+    with pytest.raises(InvalidValueError, match="solver failed"):
+        odeint(oscillator, Y0, [0.0, 100.0], args=(K, C), mxstep=2)
+    with pytest.raises(InvalidInputError, match="Dfun"):
+        odeint(oscillator, Y0, TIMES, args=(K, C), Dfun=lambda y, t, k, c: None)
+    with pytest.raises(InvalidInputError, match="full_output"):
+        odeint(oscillator, Y0, TIMES, args=(K, C), full_output=True)
+    with pytest.raises(InvalidInputError, match="real"):
+        odeint(oscillator, Y0 + 0j, TIMES, args=(K, C))
+    with pytest.raises(AdcoreError, match="shape"):
+        odeint(lambda y, t: y[:1], Y0, TIMES)
+    with pytest.raises(MissingRuleError, match="odeint"):
+        adcore.grad(loss, backend="symbolic")(Y0, K, C)
+
+
+# --- conformance, lazy scipy ----------------------------------------------------------------------
+
+
+def test_the_conformance_suite_finds_odeint_agreeing_on_the_rule_backends_and_numeric():
+    report = run(ops=["odeint"], cases=["odeint_oscillator_loss"], dtypes=["float64"])
+    failures = [(c.subject, c.backend, c.dtype, c.message) for c in report.cells if c.failed]
+    assert report.ok, failures
+    agreeing = {(c.subject, c.backend) for c in report.cells if c.status == "agrees"}
+    for subject in ("odeint", "odeint_oscillator_loss"):
+        assert {(subject, b) for b in [*RULE_BACKENDS, "numeric"]} <= agreeing
+
+
+def test_importing_the_module_and_loading_the_registry_imports_no_scipy():
+    code = (
+        "import sys, adcore, adcore_scipy.integrate; adcore.ops['odeint']; "
+        "assert not [m for m in sys.modules if m.startswith('scipy')], 'scipy imported'"
+    )
+    env = {**os.environ, "ADCORE_BLOCK_PLUGINS": "special"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    code = (
+        "import sys, adcore_scipy.integrate as I; I.odeint(lambda y, t: -y, [1.0], [0.0, 1.0]); "
+        "assert 'scipy.integrate' in sys.modules"
+    )
+    assert subprocess.run([sys.executable, "-c", code], env=env, timeout=120).returncode == 0
