@@ -2,6 +2,10 @@
 
 Each spec names the scipy function it stands for (`numpy=`), so calling that function on a
 traced value runs the op: `scipy.special.erfcx(x)` in user code is differentiable as written.
+The name is a string, and the impls reach scipy through a LazyModule: loading the plugin
+imports no scipy (adcore loads every plugin when it first needs its registry); the first call
+of an op does, and the registry finds `scipy.special.erfcx` once user code has imported it.
+
 An op's name is unique across every installed plugin, and so is the function it stands for:
 adcore-scipy has erf, gammaln and polygamma, so this plugin brings functions it does not
 (erfcx, loggamma, psi(x, n) and powm1), and both load side by side.
@@ -13,9 +17,11 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import special
 
+from adcore.extend import LazyModule
 from adcore.spec import POSITIVE, REAL, WIDE, OpSpec, elementwise_samples
+
+special = LazyModule("scipy.special")
 
 # erfcx draws from WIDE (-3 to 3): out to where it grows as 2 exp(x**2) and where it decays as
 # 1 / (sqrt(pi) x); loggamma and psi have poles at 0, -1, -2, ...: they draw from POSITIVE (0.5 to 3)
@@ -28,6 +34,18 @@ def _order(n: Any) -> int:
     return int(n)
 
 
+def _erfcx(x: Any) -> Any:
+    return special.erfcx(x)
+
+
+def _loggamma(x: Any) -> Any:
+    return special.loggamma(x)
+
+
+def _powm1(x: Any, y: Any) -> Any:
+    return special.powm1(x, y)
+
+
 def _psi(x: Any, n: int = 0) -> Any:
     # scipy.special.polygamma computes in float64 whatever x is; psi and zeta keep float32
     n = _order(n)
@@ -38,16 +56,16 @@ def _psi(x: Any, n: int = 0) -> Any:
 
 erfcx = OpSpec(
     "erfcx",
-    special.erfcx,
-    numpy=(special.erfcx,),
+    _erfcx,
+    numpy=("scipy.special.erfcx",),
     samples=elementwise_samples(WIDE),
     elementwise=True,
     doc="the scaled complementary error function exp(x**2) erfc(x), without erfc's underflow",
 )
 loggamma = OpSpec(
     "loggamma",
-    special.loggamma,
-    numpy=(special.loggamma,),
+    _loggamma,
+    numpy=("scipy.special.loggamma",),
     samples=elementwise_samples(POSITIVE),
     elementwise=True,
     doc="log(Gamma(x)) for x > 0 (scipy's loggamma; nan for real x < 0)",
@@ -62,9 +80,9 @@ psi = OpSpec(
 )
 powm1 = OpSpec(
     "powm1",
-    special.powm1,
+    _powm1,
     nin=2,
-    numpy=(special.powm1,),
+    numpy=("scipy.special.powm1",),
     samples=elementwise_samples(POSITIVE, REAL),  # broadcasting pairs, 0-d and empty included
     elementwise=True,
     doc="x**y - 1 for x > 0, accurate where x**y is near 1, broadcasting x with y",
