@@ -186,8 +186,9 @@ class Registry:
         if op is None and self.numpy_names:
             for name in list(self.numpy_names):
                 resolved = _resolve(name)
-                if resolved is not None:
-                    self.numpy_ops.setdefault(resolved, self.numpy_names.pop(name))
+                spec = self.numpy_names.pop(name, None) if resolved is not None else None
+                if spec is not None:  # (None: another thread resolved it meanwhile)
+                    self.numpy_ops.setdefault(resolved, spec)
             op = self.numpy_ops.get(func)
         return op
 
