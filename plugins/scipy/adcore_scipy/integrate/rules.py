@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore.core import Tracer
+from adcore.core import Tracer, concrete
 from adcore_scipy.integrate.dynamics import AdjointDynamics, SensitivityDynamics
 from adcore_scipy.integrate.ops import derivative_solve, odeint
 
@@ -44,6 +44,12 @@ def _adjoint(g: Any, ys: Any, y0: Any, t: Any, theta: Any, params: dict) -> tupl
     if cached is not None and all(a is b for a, b in zip(cached[0], key)):
         return cached[1]
     n, m = ys.shape[1], ys.shape[0]
+    # the adjoint is linear in g: it is integrated for g / scale, of largest entry 1, so the solves'
+    # atol is relative to it (a loss's cotangents may be ~1/len(t), or 1e-12)
+    scale = float(np.max(np.abs(concrete(g)), initial=0.0))
+    if scale == 0.0 or not np.isfinite(scale):
+        scale = 1.0
+    g = g / scale
     adjoint = AdjointDynamics(params["dynamics"], n)
     solve = derivative_solve(params["rtol"], params["atol"], params["options"], "rk45")
     a, a_theta = g[m - 1], anp.zeros_like(theta)
@@ -54,7 +60,7 @@ def _adjoint(g: Any, ys: Any, y0: Any, t: Any, theta: Any, params: dict) -> tupl
         a, a_theta = z[1, n : 2 * n], z[1, 2 * n :]
         if i > 1:
             a = a + g[i - 1]
-    result = (a if m > 1 else anp.zeros_like(g[0]), a_theta)
+    result = ((a if m > 1 else anp.zeros_like(g[0])) * scale, a_theta * scale)
     _last.value = (key, result)
     return result
 
