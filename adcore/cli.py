@@ -233,7 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--backend", action="append", help="only this backend (repeatable)")
     check.add_argument("--op", action="append", help="only this op (repeatable; then no cases unless --case)")
     check.add_argument("--case", action="append", help="only this composite case (repeatable)")
-    check.add_argument("--dtype", action="append", choices=("float64", "float32"), help="only this dtype")
+    check.add_argument(
+        "--dtype",
+        action="append",
+        choices=("float64", "float32", "complex128", "complex64"),
+        help="only this dtype (complex ones: the ops that accept complex values)",
+    )
     check.add_argument("--fuzz", type=int, default=0, metavar="N", help="also check N random programs")
     check.add_argument("--format", choices=FORMATS, default="table")
     check.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")

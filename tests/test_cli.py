@@ -91,8 +91,12 @@ class OnlyVJP:
         register("vjp", "wrong_sin", (lambda g, ans, x: g * anp.sin(x),))
 
 
+# the real dtypes alone: sin, cos, matmul, ... accept complex values, checked in complex128/complex64 too
+REAL_DTYPES = ["--dtype", "float64", "--dtype", "float32"]
+
+
 def test_conformance_prints_the_matrix_and_the_summary_and_exits_0(capsys, clean_plugins):
-    assert cli.main(["conformance", "--op", "sin", "--op", "matmul", "--jobs", "2"]) == 0
+    assert cli.main(["conformance", "--op", "sin", "--op", "matmul", "--jobs", "2", *REAL_DTYPES]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^. sin +. +✓ +. +✓ +. +✓ +. +✓ +.$", out, re.MULTILINE)
     assert re.search(
@@ -106,7 +110,7 @@ ELEVEN_OPS = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "add", "multipl
 
 def test_conformance_prints_plain_progress_lines_where_stderr_is_not_a_terminal(capsys, clean_plugins):
     # CI and redirects: a line per tenth of the units (22 here), the last at N/N, not a bar
-    argv = ["conformance", "--backend", "reverse", "--jobs", "1"]
+    argv = ["conformance", "--backend", "reverse", "--jobs", "1", *REAL_DTYPES]
     assert cli.main([*argv, *(f"--op={op}" for op in ELEVEN_OPS)]) == 0
     lines = capsys.readouterr().err.strip().splitlines()
     line = r"conformance: (\d+)/22 units \((\d+)%\) \d+\.\d s  \w+ \(float(64|32)\)"
@@ -118,7 +122,8 @@ def test_conformance_prints_plain_progress_lines_where_stderr_is_not_a_terminal(
 
 def test_plain_progress_also_prints_after_a_silence(monkeypatch, capsys, clean_plugins):
     monkeypatch.setattr(cli.ProgressLines, "SILENCE", 0.0)  # every unit is "a while" after the last line
-    assert cli.main(["conformance", "--backend", "reverse", "--jobs", "1", "--op", "sin", "--op", "cos"]) == 0
+    argv = ["conformance", "--backend", "reverse", "--jobs", "1", "--op", "sin", "--op", "cos", *REAL_DTYPES]
+    assert cli.main(argv) == 0
     assert [line.split(" units")[0] for line in capsys.readouterr().err.strip().splitlines()] == [
         f"conformance: {k}/4" for k in range(1, 5)
     ]
@@ -132,7 +137,8 @@ class Terminal(io.StringIO):
 def test_conformance_shows_a_bar_on_a_terminal_and_no_lines(monkeypatch, clean_plugins):
     stderr = Terminal()
     monkeypatch.setattr("sys.stderr", stderr)
-    assert cli.main(["conformance", "--backend", "reverse", "--jobs", "1", "--op", "sin", "--op", "cos"]) == 0
+    argv = ["conformance", "--backend", "reverse", "--jobs", "1", "--op", "sin", "--op", "cos", *REAL_DTYPES]
+    assert cli.main(argv) == 0
     shown = stderr.getvalue()
     assert "━" in shown and "/4" in shown  # rich's bar and its M/N count
     assert "units (" not in shown
@@ -169,12 +175,8 @@ def test_conformance_exits_1_naming_the_wrong_rule_and_greys_a_missing_one(regis
 )
 def test_conformance_writes_each_format_to_a_file(tmp_path, capsys, clean_plugins, fmt, check):
     path = tmp_path / f"report.{fmt}"
-    assert (
-        cli.main(
-            ["conformance", "--op", "sin", "--backend", "reverse", "--format", fmt, "--output", str(path)]
-        )
-        == 0
-    )
+    argv = ["conformance", "--op", "sin", "--backend", "reverse", "--format", fmt, "--output", str(path)]
+    assert cli.main([*argv, *REAL_DTYPES]) == 0
     check(path.read_text())
     assert capsys.readouterr().err.strip().endswith(" s")  # the summary line goes to stderr
 

@@ -1,5 +1,11 @@
 """What is differentiated: a Call (a function, its arguments, which of them to differentiate),
-built from an op's or a case's samples."""
+built from an op's or a case's samples.
+
+An op that accepts complex values is checked on complex samples too, as a real function
+(`split_function`): each complex input is passed as its real and imaginary parts, and a complex
+output comes back as its real and imaginary parts stacked along a new leading axis. Its Jacobian
+is the op's derivative as a real-linear map, JAX's convention (docs/complex.md), so every
+check compares real Jacobians: complex128 like float64, complex64 like float32."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+import adcore
 from adcore.spec import Case, OpSpec, Sample
 
 
@@ -46,44 +53,108 @@ class Call:
 
 
 _op_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_case_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _op_function(op: OpSpec, params: dict) -> Callable[..., Any]:
-    """op(*inputs, **params), one function object per (op, params): the symbolic backend
-    caches its compiled derivative per function object, so samples of the same shapes share it."""
+def _op_function(op: OpSpec, params: dict, dtypes: tuple) -> Callable[..., Any]:
+    """split_function(op(*inputs, **params), dtypes), one function object per (op, params,
+    dtypes): the symbolic backend caches its compiled derivative per function object, so samples
+    of the same shapes share it."""
     functions = _op_functions.setdefault(op, {})
-    key = repr(sorted(params.items()))
+    key = (repr(sorted(params.items())), dtypes)
     if key not in functions:
-        functions[key] = lambda *inputs: op(*inputs, **params)
+        functions[key] = split_function(lambda *inputs: op(*inputs, **params), dtypes)
     return functions[key]
 
 
 def op_calls(op: OpSpec, dtype: str, seed: int = 0) -> list[Call]:
-    """One Call per sample of `op` in `dtype`, drawn with `seed`."""
+    """One Call per sample of `op` in `dtype`, drawn with `seed` (split_call); in a complex dtype,
+    one per sample with a complex input."""
     samples = op.samples(np.random.default_rng(seed), np.dtype(dtype)) if op.samples else []
-    calls = []
-    for k, sample in enumerate(samples):
-        floats = [i for i, a in enumerate(sample.args) if is_float(a)]
-        calls.append(
-            Call(
-                _op_function(op, sample.params),
-                sample.args,
-                tuple(i for i in floats if op.is_differentiable(i)),
-                tuple(i for i in floats if not op.is_differentiable(i)),
-                describe(k, sample),
-            )
-        )
-    return calls
+    every = np.dtype(dtype).kind != "c"
+    return [
+        split_call(op, sample, describe(k, sample))
+        for k, sample in enumerate(samples)
+        if every or any(map(is_complex, sample.args))
+    ]
+
+
+def checks_complex(op: OpSpec) -> bool:
+    """Whether `op` is checked on complex dtypes: it accepts complex values and a sample of it in
+    complex128 has a complex input (an op of integers alone has none)."""
+    if not op.accepts_complex or op.samples is None:
+        return False
+    try:
+        samples = op.samples(np.random.default_rng(0), np.dtype(np.complex128))
+    except Exception:
+        return True  # the unit's cells say what drawing them raises
+    return any(is_complex(a) for sample in samples for a in sample.args)
+
+
+def split_call(op: OpSpec, sample: Sample, label: str) -> Call:
+    """`op` at a sample as a real function of real arguments (split_function): each complex input
+    as its real and imaginary parts in its place, both differentiated (or both held to 0) as the
+    input is; real inputs as they are; float inputs differentiated, or held to 0 where the op
+    declares them not differentiable."""
+    args: list = []
+    argnums: list[int] = []
+    zeros: list[int] = []
+    for i, a in enumerate(sample.args):
+        parts = (np.array(np.real(a)), np.array(np.imag(a))) if is_complex(a) else (a,)
+        if is_float(a) or is_complex(a):
+            (argnums if op.is_differentiable(i) else zeros).extend(range(len(args), len(args) + len(parts)))
+        args += parts
+    dtypes = tuple(a.dtype if is_complex(a) else None for a in sample.args)
+    return Call(_op_function(op, sample.params, dtypes), tuple(args), tuple(argnums), tuple(zeros), label)
+
+
+def split_function(fn: Callable[..., Any], dtypes: Sequence[np.dtype | None] = ()) -> Callable[..., Any]:
+    """g(*parts): fn with each input i whose dtypes[i] is a complex dtype given as two real
+    arguments, its real and imaginary parts (joined as re + im * 1j in that dtype), the others (and
+    any past `dtypes`) as they are; a complex output returned as its real and imaginary parts
+    stacked along a new leading axis (`real_parts`). So a real input giving a complex output (an
+    fft) is checked on both parts, never on a real part alone."""
+    if not any(d is not None for d in dtypes):
+        return lambda *args: real_parts(fn(*args))
+
+    def split(*parts: Any) -> Any:
+        args, k = [], 0
+        for dtype in dtypes:
+            if dtype is None:
+                args.append(parts[k])
+                k += 1
+            else:
+                unit = np.asarray(1j, dtype=dtype)  # not a Python 1j: complex64 must stay complex64
+                args.append(adcore.ops.add(parts[k], adcore.ops.multiply(parts[k + 1], unit)))
+                k += 2
+        return real_parts(fn(*args, *parts[k:]))
+
+    return split
+
+
+def real_parts(out: Any) -> Any:
+    """A complex `out` as stack([real(out), imag(out)]) (a new leading axis of 2); a real one as is."""
+    if (out.dtype if hasattr(out, "dtype") else np.result_type(out)).kind != "c":
+        return out
+    return adcore.ops.stack([adcore.ops.real(out), adcore.ops.imag(out)])
 
 
 def case_calls(case: Case, dtype: str, seed: int = 0) -> list[Call]:
-    """One Call per sample of `case` in `dtype`, drawn with `seed`."""
+    """One Call per sample of `case` in `dtype`, drawn with `seed`, a complex output split (real_parts)."""
     samples = case.samples(np.random.default_rng(seed), np.dtype(dtype))
     calls = []
     for k, sample in enumerate(samples):
         fn = case.fn if not sample.params else _with_keywords(case.fn, sample.params)
-        calls.append(Call(fn, tuple(sample.args), tuple(case.argnums), (), describe(k, sample)))
+        calls.append(Call(_real_valued(fn), tuple(sample.args), tuple(case.argnums), (), describe(k, sample)))
     return calls
+
+
+def _real_valued(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """split_function(fn), one function object per fn (as _op_function, for symbolic's cache)."""
+    try:
+        return _case_functions.setdefault(fn, split_function(fn))
+    except TypeError:  # fn cannot be weakly referenced (a builtin)
+        return split_function(fn)
 
 
 def _with_keywords(fn: Callable[..., Any], params: dict) -> Callable[..., Any]:
@@ -106,3 +177,8 @@ def _describe_value(a: Any) -> str:
 def is_float(a: Any) -> bool:
     """A float NumPy array or scalar (what is differentiated)."""
     return isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "f"
+
+
+def is_complex(a: Any) -> bool:
+    """A complex NumPy array or scalar (differentiated as its real and imaginary parts)."""
+    return isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "c"

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 ALL = "all"
 SUITE = "adcore-conformance"  # the collector's name: items are adcore-conformance::sin-reverse-float64
-DTYPES = ("float64", "float32")  # engine.DTYPES: the engine is imported only when there is work
+DTYPES = ("float64", "float32", "complex128", "complex64")  # engine.DTYPES, not imported until there is work
 
 __all__ = ["Target", "assert_conforms", "conformance_params", "targets"]
 
@@ -186,7 +186,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="DTYPES",
-        help="with --adcore-conformance: only these dtypes (float64, float32)",
+        help="with --adcore-conformance: only these dtypes (float64, float32, complex128, complex64)",
     )
 
 

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from adcore.conformance.results import Cell, Report, Subject
+from adcore.conformance.results import Cell, Report, Subject, is_complex_dtype
 
 FORMATS = ("table", "json", "markdown", "html")
 KIND_ORDER = {"op": 0, "case": 1, "fuzz": 2}
@@ -57,6 +57,23 @@ def ordered_failures(report: Report) -> list[Cell]:
         report.failures(),
         key=lambda c: (rows.get(c.subject, len(rows)), columns.get(c.backend, 0), dtypes.get(c.dtype, 0)),
     )
+
+
+COMPLEX_MARK = "ℂ"  # after the name of a subject also checked in complex dtypes
+
+
+def subject_label(subject: Subject, complex_subjects: set[str]) -> str:
+    """The subject's name as its row shows it: `exp ℂ` where it was also checked in complex dtypes
+    (Report.complex_subjects)."""
+    return f"{subject.name} {COMPLEX_MARK}" if subject.name in complex_subjects else subject.name
+
+
+def complex_note(report: Report) -> str:
+    """What the mark means, where some row has it; else ""."""
+    if not report.complex_subjects():
+        return ""
+    complex_ = "/".join(d for d in report.dtypes if is_complex_dtype(d))
+    return f"{COMPLEX_MARK}: also checked in {complex_}, on its real and imaginary parts"
 
 
 def cell_text(cell: Cell | None) -> str:
@@ -99,6 +116,8 @@ def render_table(report: Report, console: Console | None = None) -> None:
     """Print the matrix, the failing cells' worst samples and the summary line to a rich console."""
     console = console or Console()
     console.print(matrix_table(report))
+    if note := complex_note(report):
+        console.print(Text(note))
     for cell in ordered_failures(report):
         console.print(Text(f"✗ {failure_title(cell)}", style=TABLE_STYLES[cell.status]))
         for label, text in failure_fields(cell):
@@ -114,12 +133,12 @@ def matrix_table(report: Report) -> Table:
     table.add_column("subject", no_wrap=True)
     for backend in report.backends:
         table.add_column(backend, justify="center", no_wrap=True)
-    subjects = ordered_subjects(report)
+    subjects, marked = ordered_subjects(report), report.complex_subjects()
     for i, subject in enumerate(subjects):
         cells = [report.cell(subject.name, backend) for backend in report.backends]
         marks = [Text(cell_text(c), style=TABLE_STYLES[c.status]) if c else Text("") for c in cells]
         last_of_kind = i + 1 == len(subjects) or subjects[i + 1].kind != subject.kind
-        table.add_row(Text(subject.name), *marks, end_section=last_of_kind)
+        table.add_row(Text(subject_label(subject, marked)), *marks, end_section=last_of_kind)
     return table
 
 
@@ -155,9 +174,12 @@ def to_markdown(report: Report) -> str:
     """A GitHub-flavoured Markdown table of the matrix, a list of failures and the summary line."""
     header = ["subject", *report.backends]
     lines = [markdown_row(header), markdown_row(["---"] * len(header))]
+    marked = report.complex_subjects()
     for subject in ordered_subjects(report):
         cells = [cell_text(report.cell(subject.name, b)) for b in report.backends]
-        lines.append(markdown_row([subject.name, *cells]))
+        lines.append(markdown_row([subject_label(subject, marked), *cells]))
+    if note := complex_note(report):
+        lines += ["", note]
     failures = ordered_failures(report)
     if failures:
         lines += ["", "### Failures", ""]
@@ -242,7 +264,7 @@ def to_html(report: Report) -> str:
         f"<style>{HTML_STYLE}{html_status_colors()}</style>\n</head>\n<body>",
         "<h1>adcore conformance</h1>",
         f'<p id="summary"{summary_class}>{html.escape(report.summary())}</p>',
-        html_legend(),
+        html_legend(complex_note(report)),
         html_heatmap(report, failures),
         f"<p>seed {report.seed}; plugins: {html.escape(html_versions(report))}</p>",
     ]
@@ -265,7 +287,7 @@ def html_heatmap(report: Report, failures: list[Cell]) -> str:
     for i, cell in enumerate(failures):
         anchors.setdefault((cell.subject, cell.backend), i)
     failing = {cell.subject for cell in failures}
-    subjects = ordered_subjects(report)
+    subjects, marked = ordered_subjects(report), report.complex_subjects()
     groups = [("failing", "failing", [s for s in subjects if s.name in failing])]
     groups += [
         (kind, title, [s for s in subjects if s.kind == kind and s.name not in failing])
@@ -285,8 +307,9 @@ def html_heatmap(report: Report, failures: list[Cell]) -> str:
                 for b in report.backends
             )
             kind = f' data-kind="{html.escape(subject.kind)}"' if group == "failing" else ""
+            mark = f' <small class="complex">{COMPLEX_MARK}</small>' if subject.name in marked else ""
             rows.append(
-                f'<tr><th title="{html.escape(subject.kind)}"{kind}>{html.escape(subject.name)}</th>{tds}</tr>'
+                f'<tr><th title="{html.escape(subject.kind)}"{kind}>{html.escape(subject.name)}{mark}</th>{tds}</tr>'
             )
         bodies.append(f'<tbody class="{group}">\n' + "\n".join(rows) + "\n</tbody>")
     body = "\n".join(bodies)
@@ -306,14 +329,16 @@ def html_cell(cell: Cell | None, anchor: int | None) -> str:
     return f'<td class="{cell.status}" title="{html.escape(tooltip)}">{text}</td>'
 
 
-def html_legend() -> str:
-    """A line of colored swatches naming each status, and what a red cell's number is."""
+def html_legend(note: str = "") -> str:
+    """A line of colored swatches naming each status, what a red cell's number is, and `note`
+    (complex_note) where given."""
     items = "".join(f'<span class="{s}"></span>{s}' for s in COLORS)
     number = (
         "✗ 1.4e-02: the cell's relative error, |got − expected| / the reference's largest |entry|, "
         "at the entry furthest out of tolerance (docs/conformance.md)"
     )
-    return f'<p class="legend">{items}<span class="notrun"></span>not run<small>{html.escape(number)}</small></p>'
+    notes = "".join(f"<small>{html.escape(text)}</small>" for text in (number, note) if text)
+    return f'<p class="legend">{items}<span class="notrun"></span>not run{notes}</p>'
 
 
 def html_versions(report: Report) -> str:

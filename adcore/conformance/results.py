@@ -73,7 +73,7 @@ class Cell:
 
     subject: str
     backend: str
-    dtype: str  # "float64" or "float32"
+    dtype: str  # "float64", "float32", "complex128" or "complex64"
     status: Status
     checks: int = 0  # comparisons made
     worst: Worst | None = None  # set when status is "disagrees"; may be set otherwise
@@ -129,20 +129,35 @@ class Report:
         return merge(c for c in self.cells if c.subject == subject and c.backend == backend)
 
     def summary(self) -> str:
-        """One line: counts by status, subjects × backends × dtypes, and the wall time."""
+        """One line: counts by status, subjects × backends × dtypes, and the wall time. Where some
+        ops were checked in complex dtypes too: `...; 40 ops also × complex128/complex64`."""
         n = self.counts()
         kinds = {k: sum(s.kind == k for s in self.subjects) for k in ("op", "case", "fuzz")}
         what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in kinds.items() if v)
         verdict = "PASSED" if self.ok else "FAILED"
+        real = [d for d in self.dtypes if not is_complex_dtype(d)]
+        complex_ = [d for d in self.dtypes if is_complex_dtype(d)]
+        dtypes = "/".join(real or complex_)
+        if real and complex_:
+            also = len(self.complex_subjects())
+            dtypes += f"; {also} op{'s' if also != 1 else ''} also × {'/'.join(complex_)}"
         return (
             f"{verdict}: {n['agrees']} agree, {n['disagrees']} disagree, {n['error']} errors, "
             f"{n['unsupported']} unsupported ({what} × {len(self.backends)} backends × "
-            f"{'/'.join(self.dtypes)}) in {self.seconds:.1f} s"
+            f"{dtypes}) in {self.seconds:.1f} s"
         )
+
+    def complex_subjects(self) -> set[str]:
+        """The subjects checked in a complex dtype (ops that accept complex values)."""
+        return {c.subject for c in self.cells if is_complex_dtype(c.dtype)}
 
     def to_dict(self) -> dict:
         """The report as JSON-ready data (the schema is in adcore/conformance/report.schema.json)."""
         return asdict(self) | {"ok": self.ok, "summary": self.summary()}
+
+
+def is_complex_dtype(dtype: str) -> bool:
+    return np.dtype(dtype).kind == "c"
 
 
 def merge(cells: Iterable[Cell]) -> Cell | None:

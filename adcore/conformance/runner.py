@@ -13,13 +13,17 @@ from typing import TypeVar
 
 import numpy as np
 
-from adcore.conformance.calls import case_calls, op_calls
+from adcore.conformance.calls import case_calls, checks_complex, op_calls
 from adcore.conformance.checks import check_subject, op_support
 from adcore.conformance.results import Cell, Report, Subject
 from adcore.plugins import ESSENTIAL, get_registry
 from adcore.registry import Registry
 
-DTYPES: tuple[str, ...] = ("float64", "float32")
+# every subject is checked in the real dtypes; an op that accepts complex values (and has a
+# complex sample) in the complex ones too, on its split real function (calls.split_function)
+REAL_DTYPES: tuple[str, ...] = ("float64", "float32")
+COMPLEX_DTYPES: tuple[str, ...] = ("complex128", "complex64")
+DTYPES: tuple[str, ...] = REAL_DTYPES + COMPLEX_DTYPES
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -40,7 +44,11 @@ def check_unit(unit: Unit) -> list[Cell]:
     registry = get_registry()
     if unit.kind == "op":
         op = registry.op(unit.name)
-        calls = op_calls(op, unit.dtype, unit.seed)
+        try:
+            calls = op_calls(op, unit.dtype, unit.seed)
+        except Exception as e:  # the op's samples(rng, dtype) itself: every backend's cell says so
+            message = f"drawing its samples in {unit.dtype}: {type(e).__name__}: {e}"
+            return [Cell(unit.name, b, unit.dtype, "error", message=message) for b in unit.backends]
         supported = op_support(registry, op)
         return check_subject(
             unit.name, calls, unit.backends, unit.dtype, supported, second=True, op=op, seed=unit.seed
@@ -70,7 +78,11 @@ def plan(
 ) -> Plan:
     """The backends and the work of a run; unknown names raise the registry's errors.
 
-    `ops`/`cases` None means all of them, except that naming ops alone runs no cases."""
+    `ops`/`cases` None means all of them, except that naming ops alone runs no cases. Cases are
+    checked in the real dtypes, an op in the complex ones too where calls.checks_complex says so;
+    a subject with no unit in `dtypes` is left out, and the plan's dtypes are those some unit has.
+    Ops named of which none is checked in `dtypes` (complex dtypes asked of ops that do not accept
+    complex values) are a ValueError."""
     registry = get_registry()
     backends = sorted(registry.backends) if backends is None else [registry.backend(b).name for b in backends]
     # a custom_vjp / custom_jvp function's op (pseudo-plugin "user") has no samples to check it
@@ -88,11 +100,25 @@ def plan(
         if dtype not in DTYPES:
             raise ValueError(f"conformance runs dtypes {', '.join(DTYPES)}, not {dtype!r}")
     owner = _owners(registry)
-    result = Plan(backends, list(dtypes), seed=seed)
+    result = Plan(backends, seed=seed)
     for kind, names in (("op", op_names), ("case", list(cases))):
         for name in names:
-            result.subjects.append(Subject(name, kind, owner.get((kind, name), "")))
-            result.units += [Unit(kind, name, dtype, tuple(backends), seed) for dtype in dtypes]
+            complex_ok = kind == "op" and checks_complex(registry.op(name))
+            units = [
+                Unit(kind, name, dtype, tuple(backends), seed)
+                for dtype in dtypes
+                if dtype in REAL_DTYPES or complex_ok
+            ]
+            if units:
+                result.subjects.append(Subject(name, kind, owner.get((kind, name), "")))
+                result.units += units
+    if op_names and ops is not None and not any(u.kind == "op" for u in result.units):
+        raise ValueError(
+            f"no op of {', '.join(op_names)} is checked in {', '.join(dtypes)}: an op is checked in complex "
+            "dtypes only if it accepts complex values (OpSpec.accepts_complex) and has a complex sample; "
+            f"every op is checked in {', '.join(REAL_DTYPES)}"
+        )
+    result.dtypes = [d for d in dtypes if any(u.dtype == d for u in result.units)] or list(dtypes)
     return result
 
 
@@ -130,19 +156,21 @@ def run(
             cells += unit_cells
             if progress is not None:
                 progress(unit)
-    subjects = list(work.subjects)
+    subjects, dtypes = list(work.subjects), list(work.dtypes)
     if fuzz:
         from adcore.conformance.fuzz import run_fuzz
 
-        subject, fuzz_cells = run_fuzz(fuzz, work.backends, work.dtypes, work.seed)
+        real = [d for d in dtypes if d in REAL_DTYPES] or list(REAL_DTYPES)  # random programs stay real
+        subject, fuzz_cells = run_fuzz(fuzz, work.backends, real, work.seed)
         subjects.append(subject)
         cells += fuzz_cells
+        dtypes += [d for d in real if d not in dtypes]
     rows = {s.name: k for k, s in enumerate(subjects)}
-    order = (work.dtypes.index, work.backends.index)
+    order = (dtypes.index, work.backends.index)
     cells.sort(key=lambda c: (rows[c.subject], order[0](c.dtype), order[1](c.backend)))
     versions = {r.name: r.version for r in get_registry().plugins.values() if not r.error}
     seconds = time.perf_counter() - start
-    return Report(subjects, work.backends, work.dtypes, cells, seconds, work.seed, versions)
+    return Report(subjects, work.backends, dtypes, cells, seconds, work.seed, versions)
 
 
 def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:

@@ -48,6 +48,13 @@ CONSENSUS: Tolerance = Tolerance(rtol=1e-9, atol=1e-9)
 SECOND: Tolerance = Tolerance(rtol=1e-6, atol=1e-6)
 
 
+def judged_as(dtype: str) -> str:
+    """The real dtype whose tolerances a dtype's checks use: a complex dtype is checked on its
+    real and imaginary parts (calls.split_function), so complex128 like float64, complex64 like
+    float32."""
+    return np.finfo(np.dtype(dtype)).dtype.name
+
+
 def allowed(reference: np.ndarray, tolerance: Tolerance, error: np.ndarray | float = 0.0) -> np.ndarray:
     """The largest |a - reference| each entry may have. The atol term's scale is the largest
     finite entry: an infinite one (log' at 0) must not allow every other entry anything."""

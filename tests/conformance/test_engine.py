@@ -11,6 +11,7 @@ from throwaway_plugin import throwaway_plugin as _plugin
 import adcore
 import adcore.numpy as anp
 from adcore.conformance import engine, runner, tolerances
+from adcore.conformance.calls import checks_complex
 from adcore.conformance.engine import Call, Estimate, Tally, choose_reference, compare
 from adcore.errors import UnknownBackendError, UnknownOpError
 from adcore.plugins import get_registry
@@ -35,8 +36,13 @@ def test_the_full_report_over_every_op_passes():
     ops = {s.name for s in report.subjects if s.kind == "op"}
     user = get_registry().plugins["user"].ops if "user" in get_registry().plugins else []
     assert ops == set(adcore.ops) - set(user)  # every op but the custom_vjp/custom_jvp functions'
-    # every op was checked on every backend in both dtypes, and each agreeing cell compared something
-    assert len(report.cells) == len(report.subjects) * len(report.backends) * 2
+    # every op was checked on every backend in both real dtypes, those that accept complex values in
+    # both complex ones too, and each agreeing cell compared something
+    assert report.complex_subjects() == {name for name in ops if checks_complex(adcore.ops[name])}
+    assert (
+        len(report.cells)
+        == (len(report.subjects) + len(report.complex_subjects())) * len(report.backends) * 2
+    )
     assert all(c.checks > 0 for c in report.cells if c.status == "agrees")
     unsupported = {(c.subject, c.backend): c.message for c in report.cells if c.status == "unsupported"}
     # numeric differentiates stop_gradient's impl, the identity, so nothing can check it there
@@ -65,11 +71,11 @@ def test_a_planted_wrong_vjp_of_sin_fails_the_report_naming_exactly_sin_on_the_p
     register_plugin(_plugin(vjps=planted, backends=[PlantedReverse()]), "planted")
     # not the whole catalogue again (the test above and `adcore conformance` run that on reverse,
     # whose rules the planted backend shares but sin's): the elementwise family, where sin's
-    # neighbours live (cos's VJP calls sin), one op of each other family, and every case
+    # neighbours live (cos's VJP calls sin), one op of each other family, and every core case
     registry = get_registry()
     ops = sorted({name for name, op in registry.ops.items() if op.elementwise} | PLANTED_OTHER_OPS)
     assert {"sin", "cos", "sinc", "tan", "arcsin"} <= set(ops)
-    report = engine.run(ops=ops, cases=sorted(registry.cases), jobs=2)
+    report = engine.run(ops=ops, cases=sorted(registry.plugins["core"].cases), jobs=2)
     assert not report.ok
     failing_ops = {(c.subject, c.backend) for c in report.failures() if c.subject in adcore.ops}
     assert failing_ops == {("sin", "planted")}
@@ -82,10 +88,16 @@ def test_a_planted_wrong_vjp_of_sin_fails_the_report_naming_exactly_sin_on_the_p
             continue
         assert cell.status == "disagrees"
         assert cell.worst.check in ("jacobian", "vjp", "second")
-        assert "reference: symbolic" in cell.worst.detail
+        # symbolic refuses complex values: there forward, corroborated, is the reference
+        assert f"reference: {'forward' if 'complex' in cell.dtype else 'symbolic'}" in cell.worst.detail
         assert cell.rel_error > 0.1
     assert report.cell("sin", "forward").status == "agrees"
-    assert "FAILED" in report.summary() and "8 disagree" in report.summary()  # 4 subjects × 2 dtypes
+    # sin in each dtype it ran in (complex ones too: sin accepts complex values), 3 cases × 2 dtypes
+    sin_dtypes = {c.dtype for c in report.cells if c.subject == "sin"}
+    assert {(c.subject, c.dtype) for c in report.failures() if c.subject == "sin"} == {
+        ("sin", d) for d in sin_dtypes
+    }
+    assert "FAILED" in report.summary() and f"{len(sin_dtypes) + 6} disagree" in report.summary()
 
 
 def test_an_op_with_only_a_vjp_is_unsupported_on_forward_not_a_failure(register_plugin):
@@ -176,7 +188,11 @@ def test_jobs_give_the_same_cells_as_one_process():
 def test_a_plugins_subjects_are_one_batch_handed_out_first_and_the_core_ones_spread():
     # adcore_kernels' subjects share numba kernels, compiled once per process: in one batch, not
     # side by side in two processes each compiling them; a subject's float64 unit before its float32
-    work = engine.plan(ops=["sin", "conv2d", "add", "avg_pool2d"], cases=["small_cnn", "seed_tape"])
+    work = engine.plan(
+        ops=["sin", "conv2d", "add", "avg_pool2d"],
+        cases=["small_cnn", "seed_tape"],
+        dtypes=runner.REAL_DTYPES,
+    )
     batches = [[(u.name, u.dtype) for u in batch] for batch in runner.batches(work)]
     assert batches == [
         [(name, dtype) for name in ("conv2d", "avg_pool2d", "small_cnn") for dtype in ("float64", "float32")],
@@ -188,7 +204,7 @@ def test_a_plugins_subjects_are_one_batch_handed_out_first_and_the_core_ones_spr
 
 def test_progress_is_reported_once_per_unit():
     seen = []
-    engine.run(ops=["sin", "cos"], backends=["reverse"], progress=seen.append)
+    engine.run(ops=["sin", "cos"], backends=["reverse"], dtypes=runner.REAL_DTYPES, progress=seen.append)
     assert sorted((u.name, u.dtype) for u in seen) == [
         ("cos", "float32"),
         ("cos", "float64"),

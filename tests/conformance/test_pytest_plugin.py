@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+from adcore.conformance.calls import checks_complex
+from adcore.conformance.runner import DTYPES
 from adcore.plugins import get_registry
 
 pytest_plugins = ["pytester"]
@@ -66,13 +68,15 @@ def test_the_option_collects_one_item_per_core_op_backend_and_dtype(pytester):
         "--adcore-conformance=core", "--adcore-backend=reverse,forward", "--collect-only", "-q", *QUIET
     )
     collected = {line.removeprefix("adcore-conformance::") for line in result.outlines if "::" in line}
-    core = get_registry().plugins["core"]  # this process loads the same installed plugins
+    registry = get_registry()  # this process loads the same installed plugins
+    core = registry.plugins["core"]
     assert "sin-reverse-float64" in collected and "mlp_loss-forward-float32" in collected
+    # the ops that accept complex values are checked in the complex dtypes too
+    dtypes = {name: ("float64", "float32") for name in core.ops + core.cases}
+    dtypes |= {name: DTYPES for name in core.ops if checks_complex(registry.op(name))}
+    assert "sin-reverse-complex128" in collected and "sort-reverse-complex128" not in collected
     assert collected == {
-        f"{name}-{b}-{d}"
-        for name in core.ops + core.cases
-        for b in ("reverse", "forward")
-        for d in ("float64", "float32")
+        f"{name}-{b}-{d}" for name in dtypes for b in ("reverse", "forward") for d in dtypes[name]
     }
 
 
