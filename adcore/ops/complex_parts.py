@@ -121,6 +121,11 @@ def real_if_complex(v: Any) -> Any:
     return real(v) if is_complex(v) else v
 
 
+def conj_if_complex(v: Any) -> Any:
+    """conj(v) for a complex v, else v itself (no op recorded for a real one)."""
+    return conj(v) if is_complex(v) else v
+
+
 def complex_base(x: Any, ans: Any) -> Any:
     """The base of a power x**y as the log in d/dy = x**y log x needs it: complex where the power is
     (a real negative x with a complex y has log x = log|x| + i pi, not NaN)."""

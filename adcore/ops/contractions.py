@@ -208,7 +208,8 @@ vdot = _numpy_op(
     2,
     (np.vdot,),
     fixed_samples(*_pairs(((3,), (3,)), ((2, 3), (6,)), ((2, 2), (2, 2)))),
-    doc="np.vdot on real arrays: both flattened, then their inner product",
+    doc="np.vdot: both flattened, then sum(conj(a) * b): conjugate-linear in a",
+    accepts_complex=True,
 )
 inner = _numpy_op(
     "inner",

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
+from adcore.ops import complex_parts as cp
 from adcore.ops.contractions import power_program
 from adcore.ops.einsum_forms import einsum_form, shape_of
 from adcore.ops.einsum_notation import tangent_subscripts
@@ -48,6 +49,16 @@ def _variadic(op: str) -> Any:
     return lambda k, t, ans, *xs, **params: einsum_tangent(op, k, t, ans, xs, params)
 
 
+def _vdot_rules() -> tuple:
+    """vdot(a, b) = sum(conj(a) * b), conjugate-linear in a: the tangents sum(conj(t) b) and
+    sum(conj(a) t). On real inputs, dot's rules."""
+    share_a, share_b = _binary("vdot")
+    return (
+        lambda t, ans, a, b, **params: share_a(cp.conj_if_complex(t), ans, a, b, **params),
+        lambda t, ans, a, b, **params: share_b(t, ans, cp.conj_if_complex(a), b, **params),
+    )
+
+
 def _trace_jvp(t, ans, x, offset=0, axis1=0, axis2=1):
     return anp.trace(t, offset=offset, axis1=axis1 % x.ndim + 1, axis2=axis2 % x.ndim + 1)
 
@@ -74,7 +85,7 @@ def _matrix_power_jvp(t, ans, x, n=1):
 # fmt: off
 # --- contractions ---------------------------------------------------------------------------
 defjvp("dot",          *_binary("dot"))
-defjvp("vdot",         *_binary("vdot"))
+defjvp("vdot",         *_vdot_rules())
 defjvp("inner",        *_binary("inner"))
 defjvp("outer",        *_binary("outer"))
 defjvp("tensordot",    *_binary("tensordot"))

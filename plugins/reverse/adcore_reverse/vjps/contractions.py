@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
+from adcore.ops import complex_parts as cp
 from adcore.ops.contractions import power_program
 from adcore.ops.einsum_forms import einsum_form, shape_of
 from adcore.ops.einsum_notation import cotangent_subscripts
@@ -50,6 +51,16 @@ def _binary(op: str) -> tuple:
 
 def _variadic(op: str) -> Any:
     return lambda k, g, ans, *xs, **params: einsum_cotangent(op, k, g, xs, params)
+
+
+def _vdot_rules() -> tuple:
+    """vdot(a, b) = sum(conj(a) * b), conjugate-linear in a: L(da) = sum(conj(da) b), so a's cotangent is
+    conj(g b) (JAX's convention); b's is g conj(a). On real inputs, dot's rules."""
+    share_a, share_b = _binary("vdot")
+    return (
+        lambda g, ans, a, b, **params: cp.conj_if_complex(share_a(g, ans, a, b, **params)),
+        lambda g, ans, a, b, **params: share_b(g, ans, cp.conj_if_complex(a), b, **params),
+    )
 
 
 def _trace_vjp(g, ans, x, offset=0, axis1=0, axis2=1):
@@ -100,7 +111,7 @@ def _matrix_power_vjp(g, ans, x, n=1):
 # fmt: off
 # --- contractions ---------------------------------------------------------------------------
 defvjp("dot",          *_binary("dot"))
-defvjp("vdot",         *_binary("vdot"))
+defvjp("vdot",         *_vdot_rules())
 defvjp("inner",        *_binary("inner"))
 defvjp("outer",        *_binary("outer"))
 defvjp("tensordot",    *_binary("tensordot"))
