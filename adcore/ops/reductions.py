@@ -245,6 +245,7 @@ var = OpSpec(
     numpy=(np.var,),
     samples=spread_samples(REAL),
     doc="ddof >= n is refused (NumPy's inf/nan has no derivative)",
+    accepts_complex=True,
 )
 std = OpSpec(
     "std",
@@ -257,6 +258,7 @@ std = OpSpec(
         Kink((np.array([1.5, 1.5, 1.5]),), (np.zeros(3),), why="std of equal elements is 0: derivative 0"),
     ),
     kink_distance=lambda x, axis=None, ddof=0, keepdims=False: np.std(x, axis=axis),
+    accepts_complex=True,
 )
 ptp = OpSpec(
     "ptp",

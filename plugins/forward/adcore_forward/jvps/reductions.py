@@ -8,6 +8,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import batched_axis, kept_shape, prod_partials, tie_weights
+from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import quantile_weights, to_rows
 from adcore.ops.reductions import reduced_count
 from adcore_forward.jvps.table import batch as _batch
@@ -32,14 +33,17 @@ def _centred(x, axis):
     return x - anp.mean(x, axis=axis, keepdims=True)
 
 
+# on complex x, var = mean |x - mean|**2: d var = 2 Re(conj(x - mean) dx) / (n - ddof); std's is / (2 std)
 def _var_jvp(t, ans, x, axis=None, ddof=0, keepdims=False):
-    return _reduce(t, x, axis, keepdims, _centred(x, axis) * (2.0 / (reduced_count(x, axis) - ddof)))
+    weights = cp.conj_if_complex(_centred(x, axis)) * (2.0 / (reduced_count(x, axis) - ddof))
+    return cp.real_if_complex(_reduce(t, x, axis, keepdims, weights))
 
 
 def _std_jvp(t, ans, x, axis=None, ddof=0, keepdims=False):
     std = anp.reshape(ans, kept_shape(x, axis))
     safe = anp.where(concrete(std) == 0, 1.0, std)  # all equal: x - mean is 0 too, derivative 0
-    return _reduce(t, x, axis, keepdims, _centred(x, axis) / (safe * (reduced_count(x, axis) - ddof)))
+    weights = cp.conj_if_complex(_centred(x, axis)) / (safe * (reduced_count(x, axis) - ddof))
+    return cp.real_if_complex(_reduce(t, x, axis, keepdims, weights))
 
 
 def _ptp_jvp(t, ans, x, axis=None, keepdims=False):

@@ -10,6 +10,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import kept_shape, prod_partials, tie_weights
+from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import from_rows, quantile_weights
 from adcore.ops.reductions import reduced_count
 from adcore_reverse.vjps.table import defvjp
@@ -46,12 +47,16 @@ def _std_scale(ans, x, axis, ddof):
     return safe * (reduced_count(x, axis) - ddof)
 
 
+# on complex x, var = mean |x - mean|**2: d var = 2 Re(conj(x - mean) dx) / (n - ddof), so the
+# cotangent is g 2 conj(x - mean) / (n - ddof) (JAX's convention); std's is var's / (2 std)
 def _var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    return _expand(g, x, axis) * _centred(x, axis) * (2.0 / (reduced_count(x, axis) - ddof))
+    return (
+        _expand(g, x, axis) * cp.conj_if_complex(_centred(x, axis)) * (2.0 / (reduced_count(x, axis) - ddof))
+    )
 
 
 def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    return _expand(g, x, axis) * _centred(x, axis) / _std_scale(ans, x, axis, ddof)
+    return _expand(g, x, axis) * cp.conj_if_complex(_centred(x, axis)) / _std_scale(ans, x, axis, ddof)
 
 
 def ptp_weights(x, axis, dtype):
