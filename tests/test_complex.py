@@ -263,3 +263,15 @@ def test_cotangents_and_tangents_must_fit_their_values():
     with pytest.raises(InvalidInputError, match="dtype complex128 but its primal has dtype float64"):
         adcore.jvp(anp.exp, (np.ones(3),), (Z,))
     assert adcore.jvp(anp.exp, (1j,), (1j,))[1] == pytest.approx(1j * np.exp(1j))
+
+
+@pytest.mark.parametrize("outer", BACKENDS)
+def test_complex_derivatives_nest_inside_other_derivatives(outer):
+    # d/dx Re(grad |z|^2 at z = x(1+i)) = d/dx 2x = 2; d/dx Re(exp'(x)) = exp(x), checked holomorphic inside
+    inner = adcore.grad(lambda z: anp.abs(z) ** 2)
+    assert adcore.grad(lambda x: anp.real(inner(x * (1 + 1j))), backend=outer)(0.7) == pytest.approx(2.0)
+    holomorphic = adcore.grad(anp.exp, holomorphic=True)
+    got = adcore.grad(lambda x: anp.real(holomorphic(x + 0j)), backend=outer)(0.7)
+    assert got == pytest.approx(np.exp(0.7), rel=1e-7)
+    with pytest.raises(NotHolomorphicError):
+        adcore.grad(lambda x: anp.real(adcore.grad(anp.conj, holomorphic=True)(x + 0j)), backend=outer)(0.7)
