@@ -208,7 +208,7 @@ class Flat:
             ):
                 call.out = LEAF
                 return result
-        return _flat_output(result, call, call.stepped(flat))
+        return _flat_output(result, call, flat)
 
     def bind(self, call: Call) -> Callable[..., Any]:
         """The flat function with `call` in place, for jvp and vjp (whose engine calls differentiate
@@ -226,13 +226,14 @@ def split_aux(result: Any) -> tuple[Any, Any]:
     return result[0], result[1]
 
 
-def _flat_output(result: Any, call: Call, stepped: bool = False) -> Any:
+def _flat_output(result: Any, call: Call, flat: Sequence[Any] = ()) -> Any:
     """f's output as one array for the engine, complex leaves split into real and imaginary parts
-    (but at a complex step's points, `stepped`, whose complex values are the step's); call.out
-    records its structure, which must be the same at every call of f a backend makes (else the
-    engine would mix different outputs)."""
+    (but at a complex step's points, whose complex values are the step's: Call.stepped of the
+    `flat` arguments); call.out records its structure, which must be the same at every call of f
+    a backend makes (else the engine would mix different outputs)."""
     leaves, treedef = tree.flatten(result)
     one = tree.is_leaf(treedef)
+    stepped = bool(flat) and any(map(is_complex, leaves)) and call.stepped(flat)  # (output_of: f at the args)
     # one array, or not a container: the engine's output check says what is wrong
     if one and (stepped or not is_complex(leaves[0])):
         _same_output(call, LEAF)

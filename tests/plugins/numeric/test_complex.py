@@ -4,6 +4,8 @@ perturbs the imaginary part, refuses complex arguments, complex outputs and comp
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -64,3 +66,21 @@ def test_the_complex_step_still_works_on_real_functions_with_structured_outputs(
     d = adcore.jacobian(f, backend="numeric", method="complex")(np.array([0.3, 0.5]))
     np.testing.assert_allclose(d["a"], np.diag(np.cos([0.3, 0.5])), rtol=1e-14)
     np.testing.assert_allclose(d["b"], [0.6, 1.0], rtol=1e-14)
+
+
+def phase_and_norm(x):
+    return {"c": np.exp(1j * x), "r": np.sum(x**2)}
+
+
+def abs_squared(z):
+    return np.sum(np.abs(z) ** 2)
+
+
+def test_a_process_pool_differentiates_complex_arguments_and_outputs():
+    x = np.array([0.3, 0.5])
+    with ProcessPoolExecutor(2) as pool:
+        d = adcore.jacobian(phase_and_norm, backend="numeric", executor=pool)(x)
+        g = adcore.grad(abs_squared, backend="numeric", executor=pool)(Z)
+    np.testing.assert_allclose(d["c"], np.diag(1j * np.exp(1j * x)), rtol=1e-8)
+    np.testing.assert_allclose(d["r"], 2 * x, rtol=1e-8)
+    np.testing.assert_allclose(g, 2 * np.conj(Z), rtol=1e-8)
