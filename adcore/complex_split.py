@@ -206,7 +206,7 @@ def check_cauchy_riemann(dx: Any, dy: Any, where: Callable[[], str], estimated: 
         scale = np.max(size, initial=0.0, where=np.isfinite(size))
     tol = cauchy_riemann_tolerance(dx.dtype, estimated)
     bad = ~(gap <= tol * (size + scale))
-    bad &= ~(np.isnan(dx) & np.isnan(dy))  # nan stays nan: no verdict, no number invented
+    bad &= np.isfinite(dx) | np.isfinite(dy)  # nan and inf both ways stay (a singular point): no verdict
     if np.any(bad):
         k = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
         raise NotHolomorphicError(
