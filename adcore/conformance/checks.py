@@ -7,7 +7,7 @@ and `check_subject`, which runs them on every backend and makes the cells.
   which sees only the impl);
 - dot products: <vjp(u), v> or <u, jvp(v)> (what the backend builds on) against <u, J v> of the
   reference, with dense random u and v;
-- second (float64): the second derivatives of <w, f(x + s v + t u)> in (s, t) at 0, for random
+- second (float64, complex128): the second derivatives of <w, f(x + s v + t u)> in (s, t) at 0, for random
   w, v, u (v'Hv, u'Hu and u'Hv of <w, f>): each backend's first derivative differentiated again
   by the outer backend, so a rule must itself be differentiable (written with adcore ops);
 - kinks: the op's Kinks (OpSpec.kinks, docs/conventions.md) on the exact backends.
@@ -50,7 +50,7 @@ def check_subject(
     seed: int = 0,
 ) -> list[Cell]:
     """The cells of one subject in one dtype: every backend in `backends` at every call; with
-    `second`, second derivatives too (float64); with `op`, its kinks.
+    `second`, second derivatives too (float64, complex128); with `op`, its kinks.
 
     `supported(backend)` is "" or why the backend cannot take the subject (a missing rule).
     A complex dtype's calls are split real functions (calls.split_call), judged as the real dtype
