@@ -166,6 +166,23 @@ def test_a_complex_value_reaching_a_real_only_op_is_refused_naming_op_and_backen
     _check_next_call_works(backend)
 
 
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: anp.abs(anp.sqrt(x.astype(np.complex128))),
+        lambda x: anp.abs(anp.sum(x, dtype=np.complex128)),
+    ],
+    ids=["astype(complex)", "sum(dtype=complex)"],
+)
+def test_symbolic_refuses_a_cast_of_a_real_value_to_complex(f):
+    # its symbols are real: sqrt(x + 0j) at x < 0 would be sqrt of a real negative number, nan
+    with pytest.raises(adcore.UnsupportedByBackendError, match="symbolic.*complex"):
+        adcore.grad(f, backend="symbolic")(-X)
+    assert adcore.grad(f, backend="reverse")(-X) == pytest.approx(
+        adcore.grad(f, backend="numeric")(-X), rel=1e-6
+    )
+
+
 def test_numeric_differentiates_through_complex_values_and_its_complex_step_works():
     # |x (1 + i)| = sqrt(2) x, so the derivative is sqrt(2)
     assert adcore.grad(COMPLEX["abs(x * (1 + 1j))"][0], backend="numeric")(X) == pytest.approx(math.sqrt(2))

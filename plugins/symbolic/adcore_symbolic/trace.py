@@ -165,6 +165,9 @@ class SymbolicTrace(Trace):
         for a in args:
             if a.__class__ is not float and a.__class__ is not int and _is_complex(a):
                 raise SymbolicComplexError(op.name, f"a complex value ({_dtype_of(a)})")
+        dtype = params.get("dtype")  # x.astype(complex), sum(x, dtype=complex): a complex result of real x
+        if dtype is not None and np.dtype(dtype).kind == "c":
+            raise SymbolicComplexError(op.name, f"dtype={np.dtype(dtype)}, a complex result")
         rule = self.rules.get(op.name) or get_registry().rule("sympy", op, "symbolic")
         if rule is None:  # a traceable op with no sympy rule: trace its body, op by op
             return op.impl(*args, **params)
