@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore.core import Tracer
 from adcore.spec import Case, OpSpec, Sample
 
 
@@ -124,18 +125,27 @@ def split_function(fn: Callable[..., Any], dtypes: Sequence[np.dtype | None] = (
                 args.append(parts[k])
                 k += 1
             else:
-                unit = np.asarray(1j, dtype=dtype)  # not a Python 1j: complex64 must stay complex64
-                args.append(adcore.ops.add(parts[k], adcore.ops.multiply(parts[k + 1], unit)))
+                args.append(_join(parts[k], parts[k + 1], np.asarray(1j, dtype=dtype)))
                 k += 2
         return real_parts(fn(*args, *parts[k:]))
 
     return split
 
 
+def _join(re: Any, im: Any, unit: np.ndarray) -> Any:
+    """re + im * unit (1j in the complex dtype: a Python 1j would make complex64 complex128), by
+    adcore ops where a part is traced, else by NumPy (numeric calls g thousands of times)."""
+    if isinstance(re, Tracer) or isinstance(im, Tracer):
+        return adcore.ops.add(re, adcore.ops.multiply(im, unit))
+    return re + im * unit
+
+
 def real_parts(out: Any) -> Any:
     """A complex `out` as stack([real(out), imag(out)]) (a new leading axis of 2); a real one as is."""
     if (out.dtype if hasattr(out, "dtype") else np.result_type(out)).kind != "c":
         return out
+    if not isinstance(out, Tracer):
+        return np.stack([np.real(out), np.imag(out)])
     return adcore.ops.stack([adcore.ops.real(out), adcore.ops.imag(out)])
 
 
