@@ -183,13 +183,16 @@ def _structure(arrays: list[np.ndarray]) -> str:
 
 def _signatures(op: OpSpec) -> tuple[Signature, ...]:
     """The ways a program may call `op`, one per distinct sample (shapes and params) whose fed
-    inputs are non-empty and at most MAX_ELEMENTS each."""
+    inputs are non-empty and at most MAX_ELEMENTS each, and whose params and constant inputs a
+    program's source can write (not an object with no source, as an ODE's dynamics)."""
     found: dict[str, Signature] = {}
     for sample in op.samples(np.random.default_rng(0), np.dtype(np.float64)):
         fed = [i for i, a in enumerate(sample.args) if _is_float(a) and op.is_differentiable(i)]
         if not fed or any(not 0 < np.size(sample.args[i]) <= MAX_ELEMENTS for i in fed):
             continue
         constants = {i: a for i, a in enumerate(sample.args) if i not in fed}
+        if not all(map(_writable, [*constants.values(), *sample.params.values()])):
+            continue
         shapes = tuple(None if op.elementwise else np.shape(a) for a in sample.args)
         key = repr(
             (shapes, sorted(sample.params.items(), key=str), [(i, repr(a)) for i, a in constants.items()])
@@ -239,7 +242,9 @@ def _make_choice(op: OpSpec) -> Choice | _Unfit:
     domains = sampled_domains(op)
     signatures = _signatures(op)
     if domains is None or not signatures:
-        return _Unfit(op.name, "no sample with a small differentiable float input")
+        return _Unfit(
+            op.name, "no sample with a small differentiable float input and params written as source"
+        )
     return Choice(op.name, domains, signatures)
 
 
@@ -329,6 +334,15 @@ def _source(value: Any) -> str:
     if isinstance(value, (float, np.floating)) and not np.isfinite(value):  # nan_to_num's samples
         return "np.nan" if np.isnan(value) else "np.inf" if value > 0 else "-np.inf"
     return repr(value)
+
+
+def _writable(value: Any) -> bool:
+    """Whether _source(value) is a Python expression."""
+    try:
+        compile(_source(value), "<param>", "eval")
+    except SyntaxError:
+        return False
+    return True
 
 
 def _is_dtype(value: Any) -> bool:

@@ -174,6 +174,26 @@ def test_the_catalogue_is_read_off_the_samples_not_a_list_of_names(register_plug
     assert builder.values[-1].shape == (2, 2)
 
 
+class Opaque:
+    """A param with no Python source (its repr is not an expression), as an ODE's dynamics."""
+
+    def __repr__(self) -> str:
+        return "<opaque>"
+
+
+def test_a_sample_whose_params_have_no_source_is_not_called_since_its_program_could_not_be_printed(
+    register_plugin,
+):
+    def samples(rng, dtype):
+        x = REAL.draw(rng, (3,), dtype)
+        return [Sample((x,), {"scale": 2.0}), Sample((x,), {"scale": Opaque()})]
+
+    scaled = OpSpec("scaled", lambda x, scale: x * 2.0, params=("scale",), samples=samples)
+    register_plugin(_plugin([scaled], vjps={"scaled": (lambda g, ans, x, scale: g * 2.0,)}), "scaled")
+    (choice,) = catalogue(["scaled"])
+    assert [s.params for s in choice.signatures] == [{"scale": 2.0}]
+
+
 def test_matrices_are_squashed_into_the_structure_their_samples_have():
     cholesky, inv = _choice("cholesky"), _choice("inv")
     assert cholesky.domains[0].structure == SPD and inv.domains[0].structure == SQUARE
