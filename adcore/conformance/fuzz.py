@@ -190,7 +190,8 @@ def _signatures(op: OpSpec) -> tuple[Signature, ...]:
         fed = [i for i, a in enumerate(sample.args) if _is_float(a) and op.is_differentiable(i)]
         if not fed or any(not 0 < np.size(sample.args[i]) <= MAX_ELEMENTS for i in fed):
             continue
-        constants = {i: a for i, a in enumerate(sample.args) if i not in fed}
+        # a Python int among a line's args is the index of a value: a constant int goes as np.int64
+        constants = {i: np.int64(a) if _is_value(a) else a for i, a in enumerate(sample.args) if i not in fed}
         if not all(map(_writable, [*constants.values(), *sample.params.values()])):
             continue
         shapes = tuple(None if op.elementwise else np.shape(a) for a in sample.args)

@@ -274,3 +274,17 @@ def test_importing_adcore_and_the_fuzzer_does_not_import_hypothesis():
     code = "import sys, adcore, adcore.conformance.fuzz; print('hypothesis' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_constant_python_int_input_is_passed_as_a_number_not_read_as_a_values_index(register_plugin):
+    # yn(n, x)'s samples give the order n as a Python int; in a line's args an int is a value's index
+    def samples(rng, dtype):
+        return [Sample((0, POSITIVE.draw(rng, (3,), dtype)))]
+
+    shifted = OpSpec("shifted", lambda n, x: x + n, nin=2, differentiable=(1,), samples=samples)
+    register_plugin(_plugin([shifted], vjps={"shifted": (None, lambda g, ans, n, x: g)}), "shifted")
+    (choice,) = catalogue(["shifted"])
+    builder = Builder([np.array([0.5, 1.0, 2.0])])
+    assert builder.call(choice, [0], choice.signatures[0], positive=True)
+    line = builder.lines[-1]
+    assert line.op == "shifted" and type(line.args[0]) is np.int64 and line.args[0] == 0
