@@ -95,8 +95,9 @@ def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
         if not op.variadic and op.differentiable == () and estimates(backend):
             return f"{backend} differentiates the impl, which cannot say that no input of {op.name!r} is differentiable"
         be = registry.backend(backend)
-        missing = [kind for kind in getattr(be, "kinds", ()) if op.name not in registry.rules[kind]]
-        if missing and (op.variadic or op.differentiable != ()):  # else no input needs a rule
+        # a traceable op's body is differentiated where it has no rule (Registry.supports)
+        if not registry.supports(be, op) and (op.variadic or op.differentiable != ()):  # else no rule needed
+            missing = [kind for kind in getattr(be, "kinds", ()) if op.name not in registry.rules[kind]]
             return f"no {' or '.join(map(repr, missing))} rule for op {op.name!r}"
         return ""
 

@@ -118,6 +118,22 @@ def test_an_op_with_only_a_vjp_is_unsupported_on_forward_not_a_failure(register_
     assert report.subjects[0].plugin == "cubes"
 
 
+def test_a_traceable_op_without_rules_is_checked_through_its_body(register_plugin):
+    # adcore-scipy's expit is traceable: each backend differentiates its body, so none is unsupported
+    twice_sin = OpSpec(
+        "twice_sin",
+        lambda x: adcore.ops.multiply(2.0, adcore.ops.sin(x)),
+        samples=CUBE_SAMPLES,
+        traceable=True,
+    )
+    register_plugin(_plugin([twice_sin]), "traceables")
+    report = engine.run(ops=["twice_sin"], dtypes=["float64"])
+    assert report.ok
+    assert {b: report.cell("twice_sin", b).status for b in report.backends} == dict.fromkeys(
+        report.backends, "agrees"
+    )
+
+
 def test_a_wrong_vjp_is_caught_at_every_sample_kind_and_named(register_plugin):
     cube = OpSpec("cube", lambda x: x**3, samples=CUBE_SAMPLES, elementwise=True)
     register_plugin(_plugin([cube], vjps={"cube": (lambda g, ans, x: g * 2 * x,)}), "cubes")
