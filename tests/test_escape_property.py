@@ -59,7 +59,7 @@ ESCAPES = {
     "z[0] = v[0]": _store,
     "z[:] = v": _store_all,
     "z += v": _add_into,
-    "complex constant": lambda v: anp.abs(v * (1 + 1j)),
+    "complex constant": lambda v: anp.abs(v * (1 + 1j) + 2j),  # |.| >= sqrt(2): no kink to straddle
     "complex array": lambda v: np.exp(1j * v).real + v,
     "copy": lambda v: v.copy() * v,
     "deepcopy": lambda v: copy.deepcopy(v) * v,

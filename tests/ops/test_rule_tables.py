@@ -29,7 +29,9 @@ def test_every_differentiable_op_has_a_rule(kind):
     missing = [
         name
         for name, op in plugin_ops(registry).items()
-        if has_differentiable_inputs(op) and name not in registry.rules[kind]
+        if has_differentiable_inputs(op)
+        and name not in registry.rules[kind]
+        and not op.traceable  # a traceable op's body is differentiated where it has no rule
     ]
     assert missing == []
     # the exemption is not vacuous: stop_gradient is in the catalogue and has no derivative at all

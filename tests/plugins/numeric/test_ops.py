@@ -13,8 +13,17 @@ import pytest
 from op_cases import float_inputs, has_differentiable_inputs, op_cases
 
 import adcore
+from adcore.errors import MissingRuleError
 
-CASES = [case for case in op_cases(np.float64) if has_differentiable_inputs(case.values[0])]
+# odeint's impl is an adaptive solve: a finite difference of it sees the step-size controller (6.7e-11
+# off the adjoint's derivative of the ODE, solved to 1e-10, for a bar of 1.5e-12), so its rules are
+# proved against closed forms instead (tests/plugins/scipy/test_integrate.py) and by conformance.
+ADAPTIVE = {"odeint"}
+CASES = [
+    case
+    for case in op_cases(np.float64)
+    if has_differentiable_inputs(case.values[0]) and case.values[0].name not in ADAPTIVE
+]
 # LAPACK's iterative eigen and singular value solvers round in jumps as their input moves, not as
 # the smooth noise ECnoise measures: numeric's bar on svd's vectors was 1.9 times too narrow (2.4e-13
 # off for a bar of 1.3e-13, reverse agreeing with a 40-digit difference to 5e-16). Their bar is
@@ -36,7 +45,11 @@ def test_numeric_on_the_impl_agrees_with_reverse_within_its_estimate(op, sample)
         numeric, error = adcore.jacobian(impl, backend="numeric", method="richardson", return_error=True)(
             args[i]
         )
-        reverse = adcore.jacobian(through_ops, backend="reverse")(args[i])
+        try:
+            reverse = adcore.jacobian(through_ops, backend="reverse")(args[i])
+        except MissingRuleError as refusal:  # an argument with no closed-form derivative (jv's order)
+            assert "argument" in str(refusal) and "numeric" in str(refusal)
+            continue  # the rules refuse it by name; numeric's estimate of it has nothing to check against
         assert numeric.shape == reverse.shape == error.shape
         gap = np.abs(numeric - reverse)
         worst = np.unravel_index(np.argmax(gap - error), gap.shape) if gap.size else ()

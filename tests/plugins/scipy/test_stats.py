@@ -401,9 +401,9 @@ def test_the_conformance_suite_finds_the_stats_ops_and_cases_agreeing():
     agreeing = {(c.subject, c.backend) for c in report.cells if c.status == "agrees"}
     every = ("reverse", "forward", "numeric", "symbolic")
     expected = {(name, b) for name in names + cases for b in every}
-    # the symbolic backend differentiates these two through their bodies, which conformance's
-    # op check does not try (it asks for a sympy rule): the mvn_logpdf case covers them there
-    expected -= {("multivariate_normal_logpdf", "symbolic"), ("spd_inverse", "symbolic")}
+    # spd_inverse (LAPACK's potri) has no sympy rule: symbolic refuses it, and the mvn_logpdf case
+    # covers the symbolic backend on the density through multivariate_normal_logpdf's body
+    expected -= {("spd_inverse", "symbolic")}
     assert agreeing == expected
 
 

@@ -31,7 +31,9 @@ def test_symbolic_agrees_with_reverse(op, sample):
 
         try:
             value, (symbolic,) = adcore.get_backend("symbolic").value_and_jacobian(
-                through_ops, (np.asarray(args[i]),), (0,)  # as the API passes it: an array
+                through_ops,
+                (np.asarray(args[i]),),
+                (0,),  # as the API passes it: an array
             )
         except MissingRuleError as e:  # a rule refusing some params by name (norm's 'nuc'): typed
             pytest.skip(str(e))

@@ -31,11 +31,21 @@ def _scipy(name: str) -> Any:
     """scipy.special.<name>, looked up when called (SciPy is imported by the first call)."""
 
     def impl(*args: Any) -> Any:
-        return getattr(special, name)(*args)
+        return _in_dtype_of_arrays(getattr(special, name)(*args), args)
 
     impl.__name__ = impl.__qualname__ = name
     impl.__doc__ = f"scipy.special.{name}"
     return impl
+
+
+def _in_dtype_of_arrays(out: Any, args: tuple) -> Any:
+    """out in the float dtype of the array inputs: some SciPy loops (gammainc with a Python float a,
+    yn's integer order) compute float32 x in float64, and float32 in is float32 out."""
+    arrays = [a for a in args if isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "f"]
+    if not arrays:
+        return out
+    dtype = np.result_type(*arrays)
+    return out.astype(dtype) if np.result_type(out) != dtype else out
 
 
 def _ufunc(
