@@ -209,10 +209,11 @@ _SQUARE_SHAPES = ((1, 1), (2, 2), (3, 3), (2, 3, 3))
 
 
 def _general(rng: np.random.Generator, shape: tuple, dtype: Any) -> np.ndarray:
-    """Uniform in [-1, 1] plus n + 1 times the identity: strictly diagonally dominant by 1 at least,
-    well conditioned."""
+    """Uniform in [-1, 1] (real and imaginary parts, for a complex dtype) over 2, plus n + 1 times the
+    identity: strictly diagonally dominant, well conditioned."""
     n = shape[-1]
-    return np.asarray(REAL.draw(rng, shape, np.float64) / 2 + (n + 1) * np.eye(n), dtype=dtype)
+    wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+    return np.asarray(REAL.draw(rng, shape, wide) / 2 + (n + 1) * np.eye(n), dtype=dtype)
 
 
 def _positive_definite(rng: np.random.Generator, shape: tuple, dtype: Any) -> np.ndarray:
