@@ -32,6 +32,9 @@ def test_readme_examples_run_and_print_the_commented_values():
     assert "4.05342789389862" in printed and "4.053427893898621" in printed
     # symbolic: the seed's derivatives as expressions, and a loss over a million points
     assert "(x2 + 1/x1, x1 - cos(x2))" in printed and "[-1.00000e-06 -9.99998e-07]" in printed
+    # complex (JAX's convention): grad |z|^2 = 2 conj(z), exp holomorphic; a fit through scipy.stats
+    assert "(6.000000000000001-8j)" in printed and "(0.5403023058681398+0.8414709848078965j)" in printed
+    assert "(array(-1.6), array(2.3))" in printed and "0.1554202632022" in printed
 
 
 def quickstart_commands(readme: str) -> list[str]:
