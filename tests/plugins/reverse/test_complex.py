@@ -6,7 +6,6 @@ name; and every core op that accepts complex agrees with numeric on the split re
 
 from __future__ import annotations
 
-import importlib
 import warnings
 
 import numpy as np
@@ -16,7 +15,6 @@ import adcore
 import adcore.numpy as anp
 from adcore.errors import ComplexValueError
 from adcore.ops import CORE_OPS
-from adcore.spec import OpSpec
 
 X = np.array([0.3, -0.7, 1.2])
 A = np.array([[1 + 2j, -0.5j, 0.3], [0.2 - 1j, 1.5, 2j]])
@@ -120,56 +118,13 @@ def test_a_real_only_op_fed_a_complex_traced_value_is_refused_naming_it(f, op):
     assert adcore.grad(lambda x: anp.sum(x * x), backend="reverse")(X) == pytest.approx(2 * X)
 
 
-# --- every core op that accepts complex, on complex samples -------------------------------
-
-_MODULES = (
-    "elementwise",
-    "complex_parts",
-    "reductions",
-    "cumulative",
-    "linalg",
-    "shapes",
-    "nn",
-    "contractions",
-)
-_OURS = {
-    s.name
-    for m in _MODULES
-    for s in vars(importlib.import_module(f"adcore.ops.{m}")).values()
-    if isinstance(s, OpSpec)
-}
-MARKED = [op for op in CORE_OPS if op.accepts_complex and op.name in _OURS]
-
-
-def split_jacobians(op, backend):
-    """For each complex128 sample and complex input: the Jacobian of (re, im) -> (Re op, Im op)."""
-    for sample in op.samples(np.random.default_rng(0), np.dtype(np.complex128)):
-        args, params = list(sample.args), sample.params
-        for i, arg in enumerate(args):
-            if not (op.is_differentiable(i) and np.asarray(arg).dtype.kind == "c"):
-                continue
-
-            def f(re, im, i=i, args=args, params=params):
-                inputs = list(args)
-                inputs[i] = re + 1j * im
-                out = op(*inputs, **params)
-                return anp.concatenate([anp.ravel(anp.real(out)), anp.ravel(anp.imag(out))])
-
-            yield (op.name, i), adcore.jacobian(f, argnums=(0, 1), backend=backend)(arg.real, arg.imag)
-
-
-@pytest.mark.parametrize("op", MARKED, ids=lambda op: op.name)
-def test_every_core_op_that_accepts_complex_agrees_with_numeric_on_complex_samples(op):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", np.exceptions.ComplexWarning)
-        pairs = zip(split_jacobians(op, "reverse"), split_jacobians(op, "numeric"), strict=True)
-        for (where, got), (_, want) in pairs:
-            for g, w in zip(got, want):
-                np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7, err_msg=str(where))
+# --- which core ops accept complex values ---------------------------------------------------
+# Every op marked accepts_complex is checked on complex128/complex64 samples, on every backend,
+# by the conformance engine (`adcore conformance`, CI's main job; tests/conformance/test_complex.py).
 
 
 def test_the_marks_are_the_ones_checked():
-    names = {op.name for op in MARKED}
+    names = {op.name for op in CORE_OPS if op.accepts_complex}
     assert {"exp", "matmul", "einsum", "getitem", "sum", "abs", "real", "angle", "where", "astype"} <= names
     assert not names & {
         "median",
