@@ -16,7 +16,11 @@ import math
 import numpy as np
 import pytest
 import scipy.special as ss
-import torch
+
+try:
+    import torch
+except ImportError:  # torch is in the bench extra: the comparisons with it skip, saying so
+    torch = None
 from adcore_scipy import special
 
 import adcore
@@ -120,16 +124,16 @@ def test_float32_stays_float32_in_value_and_derivative(f):
 # --- against torch.special's autograd ---------------------------------------------------------
 
 TORCH = [
-    (special.erf, torch.special.erf, X - 1),
-    (special.erfc, torch.special.erfc, X - 1),
-    (special.erfinv, torch.special.erfinv, X / 3),
-    (special.gammaln, torch.special.gammaln, X),
-    (special.digamma, torch.special.digamma, X),
+    (special.erf, lambda x: torch.special.erf(x), X - 1),
+    (special.erfc, lambda x: torch.special.erfc(x), X - 1),
+    (special.erfinv, lambda x: torch.special.erfinv(x), X / 3),
+    (special.gammaln, lambda x: torch.special.gammaln(x), X),
+    (special.digamma, lambda x: torch.special.digamma(x), X),
     (lambda x: special.polygamma(2, x), lambda x: torch.special.polygamma(2, x), X),
-    (special.expit, torch.special.expit, X - 1),
-    (special.logit, torch.special.logit, X / 3),
-    (special.i0, torch.special.i0, X - 1),
-    (special.i1, torch.special.i1, X - 1),
+    (special.expit, lambda x: torch.special.expit(x), X - 1),
+    (special.logit, lambda x: torch.special.logit(x), X / 3),
+    (special.i0, lambda x: torch.special.i0(x), X - 1),
+    (special.i1, lambda x: torch.special.i1(x), X - 1),
     (lambda x: special.multigammaln(x, 3), lambda x: torch.special.multigammaln(x, 3), X + 2),
     (lambda x: special.xlogy(x, 2 * x), lambda x: torch.special.xlogy(x, 2 * x), X),
     (lambda x: special.xlog1py(x, x), lambda x: torch.special.xlog1py(x, x), X),
@@ -142,6 +146,7 @@ TORCH = [
 @pytest.mark.parametrize("backend", RULES)
 @pytest.mark.parametrize(("ours", "theirs", "x"), TORCH)
 def test_gradients_match_torch(ours, theirs, x, backend):
+    pytest.importorskip("torch")
     t = torch.tensor(x, requires_grad=True)
     (expected,) = torch.autograd.grad(theirs(t).sum(), t)
     got = adcore.grad(lambda v: ours(v).sum(), backend=backend)(x)

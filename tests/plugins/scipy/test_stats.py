@@ -14,7 +14,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 import scipy.stats as ss
-import torch
+
+try:
+    import torch
+except ImportError:  # torch is in the bench extra: the comparisons with it skip, saying so
+    torch = None
 from adcore_scipy.stats import beta, chi2, dirichlet, gamma, multivariate_normal, norm, poisson, t
 from adcore_scipy.stats import ops as stats_ops
 
@@ -128,12 +132,13 @@ def test_values_are_scipy_stats(name, ours, theirs, args):
 
 def _torch_grads(log_prob, *args):
     """d sum(log_prob(*args)) / d each arg, by torch autograd, as NumPy arrays."""
+    pytest.importorskip("torch")
     tensors = [torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=True) for a in args]
     log_prob(*tensors).sum().backward()
     return [a.grad.numpy() for a in tensors]
 
 
-TD = torch.distributions
+TD = torch.distributions if torch else None  # read by the lambdas after _torch_grads's skip
 TORCH = [
     (
         "norm",
