@@ -310,7 +310,8 @@ class Tracer:
         raise conversion_error(
             self,
             "np.asarray(x) (or np.array(x), np.float64(x), np.r_[...], a NumPy call that converts its input)",
-            "Build arrays of traced values with anp.array([...]) (adcore.numpy), np.stack or "
+            _scipy_caller()
+            + "Build arrays of traced values with anp.array([...]) (adcore.numpy), np.stack or "
             "np.concatenate; for np.r_ and np.c_, anp.r_ and anp.c_. ",
         )
 
@@ -786,6 +787,24 @@ def conversion_error(tracer: Tracer, what: str, instead: str = "") -> TracerConv
         "anp.sin, ...; anp.where to choose between values); if a cut is intended, "
         "adcore.ops.stop_gradient(x) keeps x traced with derivative 0, and adcore.concrete(x) is its "
         "plain value (for printing or logging)."
+    )
+
+
+def _scipy_caller() -> str:
+    """What to say when a SciPy function (not a ufunc) converted a traced value: SciPy's functions
+    call np.asarray on their inputs, which no tracer can intercept."""
+    frame, name = sys._getframe(1), ""
+    while frame is not None:  # the outermost SciPy frame: the function the user called
+        module = frame.f_globals.get("__name__", "")
+        if module == "scipy" or module.startswith("scipy."):
+            name = f"{module}.{frame.f_code.co_name}"
+        frame = frame.f_back
+    if not name:
+        return ""
+    return (
+        f"SciPy's {name} converted it: SciPy's functions other than its ufuncs take plain arrays. Call "
+        "them through the adcore-scipy plugin's modules, named as SciPy's (adcore_scipy.special, "
+        "adcore_scipy.stats, adcore_scipy.linalg, adcore_scipy.signal, adcore_scipy.integrate). "
     )
 
 

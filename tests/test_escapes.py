@@ -260,3 +260,19 @@ def test_storing_through_flat_is_loud_though_untyped(backend):
     with pytest.raises(ValueError, match="setting single item"):
         adcore.grad(f, backend=backend)(X)
     _check_next_call_works(backend)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_a_scipy_function_converting_a_traced_value_names_itself_and_adcore_scipy(backend):
+    scipy_special = pytest.importorskip("scipy.special")  # adcore-scipy's dependency
+    with pytest.raises(TracerConversionError) as info:
+        adcore.grad(lambda x: scipy_special.logsumexp(x), backend=backend)(np.ones(3))
+    message = str(info.value)
+    assert "scipy.special._logsumexp.logsumexp converted it" in message and "adcore_scipy.special" in message
+    # a plain np.asarray says nothing of SciPy; the next call works
+    with pytest.raises(TracerConversionError) as info:
+        adcore.grad(lambda x: np.asarray(x).sum(), backend=backend)(np.ones(3))
+    assert "SciPy" not in str(info.value)
+    assert adcore.grad(lambda x: scipy_special.erf(x).sum(), backend=backend)(np.zeros(2)) == pytest.approx(
+        [2 / np.sqrt(np.pi)] * 2
+    )
