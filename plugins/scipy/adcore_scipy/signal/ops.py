@@ -41,6 +41,14 @@ def output_window(mode: str, shape1: tuple[int, ...], shape2: tuple[int, ...]) -
 def _convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
     if method not in METHODS:
         raise InvalidValueError(f"op 'signal_convolve': method must be one of {METHODS}, got {method!r}")
+    shape1, shape2 = np.shape(in1), np.shape(in2)
+    fits = all(m >= n for m, n in zip(shape1, shape2)) or all(n >= m for m, n in zip(shape1, shape2))
+    if mode == "valid" and not fits:
+        raise InvalidValueError(
+            f"op 'signal_convolve': mode 'valid' needs one input at least as large as the other along "
+            f"every axis, got shapes {shape1} and {shape2}; use mode 'full' or 'same', or swap in a "
+            "larger input"
+        )
     return signal.convolve(in1, in2, mode=mode, method=method)
 
 
