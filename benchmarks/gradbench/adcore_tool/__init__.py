@@ -1,0 +1,1 @@
+"""adcore as a GradBench tool: one module per eval, each written the way an adcore user writes NumPy code."""
