@@ -1,0 +1,35 @@
+"""The sizes the runner asks each eval for: GradBench's defaults trimmed to what runs here in minutes.
+
+Each entry is the eval's own command-line options (see its `run.py`). `QUICK` is the smallest size
+of each eval; `DEFAULT` is the full run. The runner adds `--min-runs` and `--min-seconds`.
+"""
+
+QUICK: dict[str, list[str]] = {
+    "hello": [],
+    "lse": ["-n", "2500"],
+    "llsq": ["-n", "16"],
+    "det": ["-l", "5"],
+    "gmm": ["-d", "2", "-k", "5"],
+    "kmeans": ["-k", "10", "-n", "1000", "-d", "8"],
+    "ode": ["-n", "1000", "-s", "1"],
+    "lstm": ["-l", "2", "-c", "1024"],
+    "ba": ["--min", "1", "--max", "1"],
+    "ht": ["--min", "1", "--max", "1"],
+    "saddle": [],
+    "particle": [],
+}
+
+DEFAULT: dict[str, list[str]] = {
+    "hello": [],
+    "lse": ["-n", "2500", "10000", "40000", "160000"],
+    "llsq": ["-n", "16", "64", "256", "1024"],
+    "det": ["-l", "5", "6", "7", "8", "9"],
+    "gmm": ["-d", "2", "10", "20", "-k", "5", "10", "25"],
+    "kmeans": ["-k", "10", "100", "-n", "1000", "10000", "-d", "8", "16"],
+    "ode": ["-n", "1000", "10000", "-s", "1", "10"],
+    "lstm": ["-l", "2", "4", "-c", "1024", "4096"],
+    "ba": ["--min", "1", "--max", "5"],
+    "ht": ["--min", "1", "--max", "5"],
+    "saddle": [],
+    "particle": [],
+}
