@@ -45,9 +45,9 @@ def tool_command(tool: str) -> list[str]:
         if backend not in ADCORE_BACKENDS:
             raise ValueError(f"unknown adcore backend {backend!r}; choose one of {', '.join(ADCORE_BACKENDS)}")
         return [sys.executable, "-m", "adcore_tool.run", "--backend", backend]
-    if tool in ("pytorch", "jax"):
+    if tool in ("pytorch", "jax", "jax-jacfwd"):
         return [sys.executable, str(HERE / "peers" / "run.py"), tool]
-    raise ValueError(f"unknown tool {tool!r}; choose adcore-<backend>, pytorch or jax")
+    raise ValueError(f"unknown tool {tool!r}; choose adcore-<backend>, pytorch, jax or jax-jacfwd")
 
 
 def environment() -> dict[str, str]:
