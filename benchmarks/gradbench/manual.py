@@ -1,0 +1,55 @@
+"""Build GradBench's `manual` tool, the C++ golden implementation the evals validate against.
+
+`python benchmarks/gradbench/manual.py` builds it; `ensure_built()` is what the runner calls first.
+make rebuilds only the binaries older than their sources, so a warm call takes well under a second.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+UPSTREAM = Path(__file__).resolve().parent / "upstream"
+MANUAL = UPSTREAM / "tools" / "manual"
+# Debian's nlohmann-json3-dev; it is multi-header, so the include path is its directory, not a copy of the file
+JSON_HPP = Path("/usr/include/nlohmann/json.hpp")
+INSTALL_HINT = "apt-get install g++ make nlohmann-json3-dev"
+
+
+class ManualBuildError(RuntimeError):
+    """The manual tool could not be built: a missing compiler or header, or a compile error."""
+
+
+def missing_prerequisites() -> list[str]:
+    """What the build needs and this machine lacks (empty when it can build)."""
+    missing = [program for program in ("g++", "make") if shutil.which(program) is None]
+    if not JSON_HPP.is_file():
+        missing.append(str(JSON_HPP))
+    return missing
+
+
+def build_command() -> list[str]:
+    """make, in GradBench's manual tool, for this machine's portable (not -march=native) single-thread build."""
+    flags = f"-std=c++17 -O3 -Wall -Wno-unknown-pragmas -I../../cpp -I{JSON_HPP.parent}"
+    return ["make", "-C", str(MANUAL), "-j2", "NATIVE=no", "CXX=g++", f"CXXFLAGS={flags}"]
+
+
+def ensure_built() -> None:
+    """Build every binary of the manual tool that is missing or older than its source; raise when it cannot."""
+    missing = missing_prerequisites()
+    if missing:
+        raise ManualBuildError(
+            f"GradBench's manual tool needs {', '.join(missing)} to build; install them with `{INSTALL_HINT}`"
+        )
+    result = subprocess.run(build_command(), capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        raise ManualBuildError(
+            f"building GradBench's manual tool failed (make exit {result.returncode}):\n{tail}"
+        )
+
+
+if __name__ == "__main__":
+    ensure_built()
+    print(f"GradBench's manual tool is built in {MANUAL / 'bin'}")
