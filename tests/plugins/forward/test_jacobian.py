@@ -106,6 +106,21 @@ def test_matrix_input_and_output_matches_reverse_and_closed_form():
     np.testing.assert_allclose(jac, expected, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [((5, 4), (4, 3)), ((2, 5, 4), (4, 3)), ((4,), (4, 3)), ((5, 4), (4,)), ((5, 4), (2, 4, 3))],
+)
+def test_matmul_with_one_matrix_operand_matches_reverse(a_shape, b_shape):
+    # one operand a single matrix: the tangents of the other go through one 2-d product (jvps/linalg.py)
+    a, b = RNG.normal(size=a_shape), RNG.normal(size=b_shape)
+
+    def f(a, b):
+        return anp.sin(a) @ anp.cos(b)
+
+    for jf, jr in zip(forward(f, argnums=(0, 1))(a, b), reverse(f, argnums=(0, 1))(a, b)):
+        np.testing.assert_allclose(jf, jr, rtol=1e-13, atol=1e-14)
+
+
 def test_matrix_to_matrix_transpose_is_a_permutation():
     x = RNG.normal(size=(2, 3))
     jac = forward(lambda m: anp.transpose(m))(x)
