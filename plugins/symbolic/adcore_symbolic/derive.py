@@ -20,6 +20,7 @@ import sympy as sp
 from adcore import ops
 from adcore.backend import check_output
 from adcore.core import Tracer, new_trace
+from adcore.errors import UnsupportedByBackendError
 from adcore.extend import unbroadcast
 from adcore_symbolic.budget import WorkBudget
 from adcore_symbolic.errors import ExpressionTooLargeError
@@ -322,7 +323,9 @@ def _trace(f, args, symbols, elementwise, budget, taken) -> tuple[Any, SymbolicT
     # refused before sympy works on it: a bool or a string has no expression to differentiate
     check_output(out, "symbolic", scalar=False)
     if isinstance(out, Tracer) and not (isinstance(out, Sym) and out._trace is trace):
-        raise NotImplementedError("backend 'symbolic': f returned a value another transformation traces")
+        raise UnsupportedByBackendError(
+            "backend 'symbolic': f returned a value another transformation traces"
+        )
     return out, trace
 
 

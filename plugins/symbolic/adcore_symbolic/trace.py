@@ -22,6 +22,7 @@ import numpy as np
 import sympy as sp
 
 from adcore.core import Trace, Tracer
+from adcore.errors import UnsupportedByBackendError
 from adcore.extend import each, reduced_axes
 from adcore.plugins import get_registry
 from adcore_symbolic.budget import WorkBudget, tree_size
@@ -229,7 +230,7 @@ class SymbolicTrace(Trace):
         if isinstance(a, Sym) and a._trace is self:
             return a.value
         if isinstance(a, Tracer):
-            raise NotImplementedError(
+            raise UnsupportedByBackendError(
                 f"backend 'symbolic': f uses a value another transformation is tracing "
                 f"({type(a).__name__}) without receiving it as an argument; pass it to f as an argument"
             )

@@ -146,3 +146,11 @@ def test_argument_names_come_from_the_signature():
     assert derive.argument_names(anp.sin, 1) == ["x"]
     assert derive.argument_names(lambda *xs: 0, 2) == ["x0", "x1"]
     assert derive.argument_names(lambda x0, *rest: 0, 3) == ["x0", "x1", "x2"]
+
+
+def test_returning_an_outer_transformations_value_is_a_typed_error():
+    def outer(y):
+        return adcore.grad(lambda x: y, backend="symbolic")(1.0)
+
+    with pytest.raises(adcore.UnsupportedByBackendError, match="another transformation traces"):
+        adcore.grad(outer, backend="reverse")(2.0)

@@ -360,6 +360,16 @@ def test_a_value_traced_by_an_outer_transformation_must_be_an_argument():
     assert adcore.grad(lambda y: adcore.grad(lambda x, y: x * x * y, backend="symbolic")(1.5, y))(2.0) == 3.0
 
 
+def test_a_closed_over_outer_value_is_a_typed_error_on_either_outer_backend():
+    # a nested optimiser (GradBench's saddle) closes over the outer point: refused as an AdcoreError
+    def outer(y):
+        return adcore.grad(lambda x: x * y, backend="symbolic")(1.0)
+
+    for backend in ("reverse", "forward"):
+        with pytest.raises(adcore.UnsupportedByBackendError, match="pass it to f as an argument"):
+            adcore.grad(outer, backend=backend)(2.0)
+
+
 # --- traceable ops (OpSpec.traceable): with no sympy rule, the body is traced op by op -------
 
 
