@@ -37,6 +37,8 @@ def contract(plan: EinsumPlan, operands: list) -> np.ndarray:
     arrays = [np.reshape(x, s) for x, s in zip(operands, plan.shapes)]
     if len(arrays) <= 2 and _work(plan) <= _SMALL:  # one step, no order to choose: NumPy's loop,
         return np.asarray(np.einsum(plan.subscripts, *arrays))  # without opt_einsum's call overhead
+    if len(arrays) == 2:  # NumPy's pairwise path: a batched matmul where labels are shared (recent NumPy),
+        return np.asarray(np.einsum(plan.subscripts, *arrays, optimize=True))  # opt_einsum loops there
     return np.asarray(_expression(plan.subscripts, plan.shapes)(*arrays))
 
 
