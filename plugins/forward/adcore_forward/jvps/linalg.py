@@ -25,8 +25,8 @@ def _matmul_jvp(argnum: int):
         a, b = _array(a), _array(b)
         if argnum == 1 and b.ndim == 1 and a.ndim == 2:  # matrix @ vector: one product t @ a^T
             return anp.matmul(t, anp.transpose(a))
-        # With one operand a single matrix, the B tangents go through one 2-d product: NumPy's matmul
-        # of a matrix broadcast against a stack runs 10-50x slower than the same flops as one BLAS call.
+        # With one operand a single matrix, the B tangents go through one 2-d product: one BLAS call
+        # instead of NumPy's loop over the stack (1.2-2x faster on one thread at ht's and ba's shapes).
         if argnum == 1 and b.ndim == 2 and a.ndim == 2 and t.ndim == 3:  # a @ t_b: a @ [t_1 ... t_B]
             (n_batch, rows, cols), out_rows = t.shape, a.shape[0]
             side_by_side = anp.reshape(anp.transpose(t, (1, 0, 2)), (rows, n_batch * cols))
