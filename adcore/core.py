@@ -829,21 +829,56 @@ def _signature(func: Any) -> inspect.Signature:
     return inspect.signature(func)
 
 
+@functools.cache
+def _layout(func: Any) -> tuple[tuple[str, ...], int, frozenset, frozenset] | None:
+    """NumPy's signature as (parameter names in order, how many may be positional, the
+    positional-only ones, the required ones); None if it has *args or **kwargs."""
+    parameters = list(_signature(func).parameters.values())
+    kinds = [p.kind for p in parameters]
+    if inspect.Parameter.VAR_POSITIONAL in kinds or inspect.Parameter.VAR_KEYWORD in kinds:
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return (
+        tuple(p.name for p in parameters),
+        sum(kind in positional for kind in kinds),
+        frozenset(p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_ONLY),
+        frozenset(p.name for p in parameters if p.default is inspect.Parameter.empty),
+    )
+
+
+def _bound_arguments(func: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The arguments of a call by parameter name, in the signature's order, as
+    `inspect.Signature.bind` gives them; a well-formed call skips bind's cost (per-op hot path)."""
+    layout = _layout(func)
+    if layout is not None:
+        names, npositional, positional_only, required = layout
+        if len(args) <= npositional:
+            arguments = dict(zip(names, args))
+            if kwargs:
+                if not all(k in names and k not in arguments and k not in positional_only for k in kwargs):
+                    return dict(_signature(func).bind(*args, **kwargs).arguments)  # it raises
+                arguments.update(kwargs)
+                arguments = {name: arguments[name] for name in names if name in arguments}
+            if required.issubset(arguments):
+                return arguments
+    return dict(_signature(func).bind(*args, **kwargs).arguments)
+
+
 def _split_numpy_call(op: Any, func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """Sort a NumPy-style call into the op's inputs and its static params, by NumPy's signature."""
-    bound = _signature(func).bind(*args, **kwargs)
-    names = list(bound.arguments)
+    arguments = _bound_arguments(func, args, kwargs)
+    names = list(arguments)
     if op.variadic:
-        inputs = tuple(bound.arguments[names[0]])
+        inputs = tuple(arguments[names[0]])
         rest = names[1:]
     else:
-        inputs = tuple(bound.arguments[n] for n in names[: op.nin])
+        inputs = tuple(arguments[n] for n in names[: op.nin])
         rest = names[op.nin :]
     params = {}
     for name in rest:
         # a **kwargs of NumPy's signature (np.einsum's) holds keywords by their own names
         var_keyword = _signature(func).parameters[name].kind is inspect.Parameter.VAR_KEYWORD
-        for key, value in bound.arguments[name].items() if var_keyword else [(name, bound.arguments[name])]:
+        for key, value in arguments[name].items() if var_keyword else [(name, arguments[name])]:
             if key not in op.params:
                 raise UnsupportedFunctionError(
                     f"numpy.{func.__name__}(..., {key}=...) is not supported by adcore op "

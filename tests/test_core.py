@@ -4,6 +4,7 @@ behaves like an ndarray and turns arithmetic and NumPy calls into ops."""
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import operator
 import threading
@@ -563,6 +564,45 @@ def test_numpy_variadic_function_takes_the_sequence_as_inputs(trace, box):
     out = np.concatenate([box, np.zeros((1, 3))], axis=0)
     assert trace.calls == [("concatenate", {"axis": 0})]
     assert concrete(out).shape == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("func", "args", "kwargs"),
+    [
+        (np.concatenate, ([1, 2],), {}),
+        (np.concatenate, ([1, 2], 0), {}),
+        (np.concatenate, ([1, 2],), {"axis": 0, "dtype": float}),
+        (np.stack, ([1, 2],), {"axis": 1}),
+        (np.sum, (1,), {"keepdims": True, "axis": 0}),
+        (np.sum, (1, 0, None), {"keepdims": True}),
+        (np.reshape, (1, (2, 3)), {}),
+        (np.reshape, (1,), {"shape": (2, 3)}),
+        (np.where, (True, 1, 2), {}),
+        (np.einsum, ("i->", 1), {"optimize": True}),
+    ],
+)
+def test_numpy_calls_bind_as_their_signature_binds_them(func, args, kwargs):
+    from adcore.core import _bound_arguments
+
+    expected = inspect.signature(func).bind(*args, **kwargs).arguments
+    assert list(_bound_arguments(func, args, kwargs).items()) == list(expected.items())
+
+
+@pytest.mark.parametrize(
+    ("func", "args", "kwargs"),
+    [
+        (np.concatenate, (), {}),  # a required parameter missing
+        (np.concatenate, ([1],), {"arrays": [1]}),  # positional-only given by name
+        (np.sum, (1, 0), {"axis": 0}),  # given twice
+        (np.sum, (1,), {"axes": 0}),  # no such parameter
+        (np.where, (1, 2, 3, 4), {}),  # too many
+    ],
+)
+def test_numpy_calls_that_do_not_bind_raise_as_bind_does(func, args, kwargs):
+    from adcore.core import _bound_arguments
+
+    with pytest.raises(TypeError):
+        _bound_arguments(func, args, kwargs)
 
 
 @pytest.mark.parametrize("func", [np.shape, np.ndim, np.size], ids=lambda f: f.__name__)

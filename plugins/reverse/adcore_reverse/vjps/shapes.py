@@ -21,7 +21,7 @@ def _transpose_vjp(g, ans, x, axes=None):
 
 def _concatenate_vjp(i, g, ans, *xs, axis=0):
     ax = axis % ans.ndim
-    start = int(np.sum([np.shape(x)[ax] for x in xs[:i]], dtype=int))  # a constant input may be a list
+    start = sum(np.shape(x)[ax] for x in xs[:i])  # a constant input may be a list
     return anp.getitem(g, index=(slice(None),) * ax + (slice(start, start + xs[i].shape[ax]),))
 
 
