@@ -27,13 +27,14 @@ def lstm_objective(main_params: Any, extra_params: Any, state: np.ndarray, seque
     """The mean log-likelihood loss of predicting each character from the ones before it."""
     layers, b = state.shape[0] // 2, state.shape[1]
     params = np.reshape(main_params, (layers, 2, 4, b))  # per layer: weight rows, then bias rows
+    weights, biases = [params[i, 0] for i in range(layers)], [params[i, 1] for i in range(layers)]
     hidden = [state[2 * i] for i in range(layers)]
     cell = [state[2 * i + 1] for i in range(layers)]
     inputs = sequence[:-1] * extra_params[0]
     outputs = []
     for x in inputs:
         for i in range(layers):
-            hidden[i], cell[i] = lstm_cell(params[i, 0], params[i, 1], hidden[i], cell[i], x)
+            hidden[i], cell[i] = lstm_cell(weights[i], biases[i], hidden[i], cell[i], x)
             x = hidden[i]
         outputs.append(x)
     ypred = np.stack(outputs) * extra_params[1] + extra_params[2]
