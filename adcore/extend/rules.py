@@ -77,8 +77,14 @@ def tie_weights(x: Any, ans: Any, axis: Any, dtype: Any) -> np.ndarray:
     a NaN result is "equal" to the NaNs it came from, as max_pool2d and PyTorch have it."""
     x, ans = concrete(x), concrete(ans)
     ans = np.reshape(ans, kept_shape(x, axis))
-    hit = (x == ans) | (np.isnan(x) & np.isnan(ans))
-    return np.asarray(hit / np.sum(hit, axis=axis, keepdims=True), dtype=dtype)
+    hit = x == ans
+    nan_ans = np.isnan(ans)
+    if _anywhere(nan_ans):  # x's full size is scanned for NaNs only where a result is NaN
+        hit |= np.isnan(x) & nan_ans
+    counts = np.sum(hit, axis=axis, keepdims=True)
+    if np.all(counts == 1):  # the usual case, no ties: the weights are the hits, no division
+        return np.asarray(hit, dtype=dtype)
+    return np.asarray(hit / counts, dtype=dtype)
 
 
 def prod_partials(x: Any, ans: Any, axis: Any) -> Any:
