@@ -94,6 +94,27 @@ def test_numpy_functions_on_duals_are_traced():
     _same_jacobian(lambda x: np.concatenate([x, np.exp(x)], axis=1)[:, 1:] @ np.ones(5), x)
 
 
+def test_stack_and_concatenate_of_many_traced_and_constant_inputs_match_reverse():
+    # their tangent is built in one op from all inputs' tangents (dual.py), zeros for constants
+    x = RNG.standard_normal((4,))
+    rows = lambda x: [x * k if k % 3 else np.full(4, float(k)) for k in range(40)]  # noqa: E731
+    _same_jacobian(lambda x: anp.stack(rows(x)) @ np.arange(4.0), x)
+    _same_jacobian(lambda x: np.stack(rows(x), axis=1).sum(axis=0), x)
+    _same_jacobian(lambda x: np.concatenate([[1.0, 2.0], x, np.exp(x[:2]), np.ones(3)]), x)
+    m = RNG.standard_normal((2, 3))
+    _same_jacobian(lambda m: np.concatenate([m, np.zeros((2, 1)), m**2], axis=-1), m)
+    no_tangent = adcore.jacobian(lambda y: np.stack([x, x]), backend="forward")(1.0)
+    assert type(no_tangent) is np.ndarray
+
+
+def test_hessian_through_stack_and_concatenate_matches_reverse_over_reverse():
+    x = RNG.standard_normal((3,))
+    f = lambda x: anp.sum(np.stack([x**2, np.sin(x), np.ones(3)]) * np.concatenate([x[:1], x[1:] * x[0]]))  # noqa: E731
+    np.testing.assert_allclose(
+        adcore.hessian(f)(x), adcore.jacobian(adcore.grad(f), backend="reverse")(x), rtol=1e-12, atol=1e-12
+    )
+
+
 def test_a_result_no_tangent_reaches_is_a_plain_constant():
     x = np.array([0.5, -2.0])
     with new_trace(ForwardTrace, batch=2) as trace:

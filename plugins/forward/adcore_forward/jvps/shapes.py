@@ -73,6 +73,24 @@ def _stack_jvp(i, t, ans, *xs, axis=0):
     return anp.stack(parts, axis=batched_axis(axis, ans.ndim))
 
 
+def _tangents_or_zeros(ts: list, xs: tuple) -> list:
+    t = next(t for t in ts if t is not None)
+    return [np.zeros(t.shape[:1] + np.shape(x), dtype=t.dtype) if ti is None else ti for ti, x in zip(ts, xs)]
+
+
+# Concatenate and stack are linear: the output's tangent is the op on the inputs' tangents (zeros where
+# an input carries none), one op, where summing one share per input (the rules above, each zero outside
+# its input's block) costs k full-size tangents for k inputs: quadratic in k. ForwardTrace uses these.
+JOINT_JVPS = {
+    "concatenate": lambda ts, ans, *xs, axis=0: anp.concatenate(
+        _tangents_or_zeros(ts, xs), axis=batched_axis(axis, ans.ndim)
+    ),
+    "stack": lambda ts, ans, *xs, axis=0: anp.stack(
+        _tangents_or_zeros(ts, xs), axis=batched_axis(axis, ans.ndim)
+    ),
+}
+
+
 # fmt: off
 # --- shapes and indexing ------------------------------------------------------------
 defjvp("transpose",    _transpose_jvp)
