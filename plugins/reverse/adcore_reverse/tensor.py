@@ -46,14 +46,14 @@ class ReverseTrace(Trace):
             primals = [
                 a.value
                 if isinstance(a, Tensor) and a._trace is self
-                else (a.copy() if isinstance(a, np.ndarray) else a)
+                else (a.copy(order="K") if isinstance(a, np.ndarray) else a)
                 for a in args
             ]
         else:  # the Tensors' values too; numpy scalars, which 0-d ops return, cannot change
             primals = [
-                (a.value.copy() if a.value.__class__ is np.ndarray else a.value)
+                (a.value.copy(order="K") if a.value.__class__ is np.ndarray else a.value)
                 if isinstance(a, Tensor) and a._trace is self
-                else (a.copy() if isinstance(a, np.ndarray) else a)
+                else (a.copy(order="K") if isinstance(a, np.ndarray) else a)
                 for a in args
             ]
         ans = bind_below(op, primals, params)
@@ -80,7 +80,7 @@ class EagerTrace(ReverseTrace):
 
 
 def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value
+    return value.copy(order="K") if isinstance(value, np.ndarray) else value
 
 
 EAGER = EagerTrace()
