@@ -37,9 +37,19 @@ def contract(plan: EinsumPlan, operands: list) -> np.ndarray:
     arrays = [np.reshape(x, s) for x, s in zip(operands, plan.shapes)]
     if len(arrays) <= 2 and _work(plan) <= _SMALL:  # one step, no order to choose: NumPy's loop,
         return np.asarray(np.einsum(plan.subscripts, *arrays))  # without opt_einsum's call overhead
-    if len(arrays) == 2:  # NumPy's pairwise path: a batched matmul where labels are shared (recent NumPy),
-        return np.asarray(np.einsum(plan.subscripts, *arrays, optimize=True))  # opt_einsum loops there
+    if len(arrays) == 2 and _is_matrix_product(plan):  # NumPy's pairwise path: a batched matmul (recent
+        return np.asarray(np.einsum(plan.subscripts, *arrays, optimize=True))  # NumPy); opt_einsum loops
     return np.asarray(_expression(plan.subscripts, plan.shapes)(*arrays))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_matrix_product(plan: EinsumPlan) -> bool:
+    """Whether a two-operand einsum is a (batched) matrix product: a label summed between the two, and
+    each with a label of its own in the output. Batched dots, outer and broadcast products are faster
+    in NumPy's einsum loop than as matmuls of 1-wide matrices."""
+    a, b = (set(term) for term in plan.terms)
+    out = set(plan.output)
+    return bool((a & b) - out) and bool((a - b) & out) and bool((b - a) & out)
 
 
 _SMALL = 4096  # label-size products below which BLAS gains less than opt_einsum's call costs
