@@ -1,9 +1,11 @@
 """GradBench's gmm eval: the log posterior of a Gaussian mixture with a Wishart prior, and its gradient.
 
-The objective is written vectorized over the n points and k components, as GradBench's pytorch and
-jax tools write it: each component's triangular factor Q_k has exp(q_k) on its diagonal and l_k below
-it (column by column), beta[i, k] = alpha_k + sum(q_k) - |Q_k (x_i - mu_k)|^2 / 2, and the likelihood
-is a logsumexp over the components of each point.
+The objective is written vectorized over the n points and k components, as the eval's README writes it:
+each component's triangular factor Q_k has exp(q_k) on its diagonal and l_k below it (column by
+column), beta[k, i] = alpha_k + sum(q_k) - |Q_k (x_i - mu_k)|^2 / 2, and the likelihood of each point
+is a logsumexp over the components. The points are laid out last, (d, n), so Q_k (x_i - mu_k) for all
+i is one matrix product per component and every reduction runs along a long axis (NumPy reduces
+slowly along a short last axis: 30x slower over d=2 than over n=1000).
 """
 
 from __future__ import annotations
@@ -36,26 +38,24 @@ def lower_index(d: int) -> np.ndarray:
     return index
 
 
-def log_posterior(alpha, mu, q, lower, x: np.ndarray, m: int, gamma: float, index: np.ndarray):
-    """The eval's objective F_X(alpha, mu, q, l) for data x (n, d), as its README's Implementation writes it;
-    `lower` is l, the entries below Q's diagonal."""
-    n, d = x.shape
+def log_posterior(alpha, mu, q, lower, points: np.ndarray, m: int, gamma: float, index: np.ndarray):
+    """The eval's objective F_X(alpha, mu, q, l) for the points as columns, (d, n), as its README's
+    Implementation writes it; `lower` is l, the entries below Q's diagonal."""
+    d, n = points.shape
     k = alpha.shape[0]
-    diagonal = np.exp(q)  # (k, d)
     sum_q = np.sum(q, axis=1)  # log det Q_k
-    # (k, d, d): the strictly lower part of each Q_k, gathered from [0, l_k] by the index
-    below = np.concatenate([np.zeros((k, 1)), lower], axis=1)[:, index]
-    centered = x[:, None, :] - mu[None, :, :]  # (n, k, d)
-    q_centered = diagonal * centered + np.einsum("kij,nkj->nki", below, centered, optimize=True)
-    beta = alpha + sum_q - 0.5 * np.sum(q_centered**2, axis=2)  # (n, k)
-    log_likelihood = np.sum(anp.logsumexp(beta, axis=1)) - n * (
+    below = np.concatenate([np.zeros((k, 1)), lower], axis=1)[:, index]  # gathered from [0, l_k]
+    factors = below + np.exp(q)[:, :, None] * np.eye(d)  # (k, d, d): Q_k
+    centered = points - mu[:, :, None]  # (k, d, n): x_i - mu_k
+    squared_norms = np.sum((factors @ centered) ** 2, axis=1)  # (k, n): |Q_k (x_i - mu_k)|^2
+    beta = (alpha + sum_q)[:, None] - 0.5 * squared_norms
+    log_likelihood = np.sum(anp.logsumexp(beta, axis=0)) - n * (
         0.5 * d * np.log(2 * np.pi) + anp.logsumexp(alpha)
     )
     dof = d + m + 1
-    frobenius = np.sum(diagonal**2) + np.sum(lower**2)
     log_prior = (
         k * (dof * d * np.log(gamma / np.sqrt(2)) - multigammaln(0.5 * dof, d))
-        - 0.5 * gamma**2 * frobenius
+        - 0.5 * gamma**2 * np.sum(factors**2)  # |Q_k|_F^2, summed over k
         + m * np.sum(sum_q)
     )
     return log_likelihood + log_prior
@@ -84,8 +84,8 @@ def prepare(input: dict[str, Any], backend: str) -> Problem:
         np.asarray(input["q"], dtype=np.float64).reshape(k, d),
         np.asarray(input["l"], dtype=np.float64).reshape(k, d * (d - 1) // 2),
     )
-    x = np.asarray(input["x"], dtype=np.float64).reshape(input["n"], d)
-    fixed = (x, int(input["m"]), float(input["gamma"]), lower_index(d))
+    points = np.ascontiguousarray(np.asarray(input["x"], dtype=np.float64).reshape(input["n"], d).T)
+    fixed = (points, int(input["m"]), float(input["gamma"]), lower_index(d))
     options = {"chunk_size": forward_chunk(input["n"] * k * d)} if backend == "forward" else {}
     gradient = adcore.grad(log_posterior, argnums=(0, 1, 2, 3), backend=backend, **options)
     return Problem(independent, fixed, gradient)
