@@ -146,6 +146,8 @@ def power_by_base(x: Any, y: Any) -> Any:
     finite when it is differentiated again (x**1's second derivative is this case one order up)."""
     y_zero = concrete(y) == 0
     if not _anywhere(y_zero):  # the usual case: one comparison on the hot path
+        if y.__class__ in (int, float) and y == 2:  # x**2, the commonest power: 2 x, one array op, not two
+            return 2 * x
         return y * x ** (y - 1)
     if isinstance(y, Tracer):  # d/dy of the rule at y = 0 is 1/x where x != 0: keep the formula there
         y_zero = y_zero & (concrete(x) == 0)
