@@ -25,14 +25,9 @@ def _matmul_jvp(argnum: int):
         a, b = _array(a), _array(b)
         if argnum == 1 and b.ndim == 1 and a.ndim == 2:  # matrix @ vector: one product t @ a^T
             return anp.matmul(t, anp.transpose(a))
-        # With one operand a single matrix, the B tangents go through one 2-d product: one BLAS call
-        # instead of NumPy's loop over the stack (1.2-2x faster on one thread at ht's and ba's shapes).
-        if argnum == 1 and b.ndim == 2 and a.ndim == 2 and t.ndim == 3:  # a @ t_b: a @ [t_1 ... t_B]
-            (n_batch, rows, cols), out_rows = t.shape, a.shape[0]
-            side_by_side = anp.reshape(anp.transpose(t, (1, 0, 2)), (rows, n_batch * cols))
-            share = anp.reshape(anp.matmul(a, side_by_side), (out_rows, n_batch, cols))
-            return anp.transpose(share, (1, 0, 2))
-        if argnum == 0 and b.ndim == 2 and a.ndim >= 1 and t.ndim == a.ndim + 1:  # stacked t_a rows @ b
+        # t_a @ b with b a single matrix: all the tangents' rows through one 2-d product, one BLAS call
+        # instead of NumPy's loop over the stack ((28, 31843, 3) @ (3, 3) on one thread: 9.8 -> 4.9 ms)
+        if argnum == 0 and b.ndim == 2 and a.ndim >= 1 and t.ndim == a.ndim + 1:
             return anp.reshape(anp.matmul(anp.reshape(t, (-1, b.shape[0])), b), _batch(t, ans))
         if argnum == 0:  # t_a @ b, a 1-d a as a row, batch axes lined up
             ta = t if a.ndim > 1 else anp.reshape(t, (t.shape[0], 1, a.shape[0]))
