@@ -141,9 +141,8 @@ def skinned_vertices(hand: Hand, theta):
     for bone, parent in enumerate(hand.parents):
         absolutes.append(relatives[bone] if parent == -1 else absolutes[parent] @ relatives[bone])
     transforms = np.stack(absolutes) @ hand.inverse_base_absolutes
-    n_bones = len(hand.parents)
-    blended = np.reshape(hand.weights @ np.reshape(transforms[:, :3, :], (n_bones, 12)), (-1, 3, 4))
-    positions = np.sum(blended * hand.base_positions[:, None, :], axis=2)
+    # each vertex's rest position through the weighted blend of its bones' transforms
+    positions = np.einsum("vb,bij,vj->vi", hand.weights, transforms[:, :3, :], hand.base_positions)
     if hand.is_mirrored:
         positions = positions * np.array([-1.0, 1.0, 1.0])
     R = angle_axis_rotation(pose[0]) * pose[1]  # column j scaled by the j-th scale (all 1)
