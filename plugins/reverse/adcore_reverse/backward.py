@@ -10,6 +10,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.errors import GraphFreedError, StateChangedError
 from adcore_reverse.tensor import Tensor
+from adcore_reverse.vjps.shapes import JOINT_VJPS
 from adcore_reverse.zeros import Masked, MaskingRules, unbroadcast_mask, zero_at
 
 
@@ -57,13 +58,15 @@ def backward_pass(
         if zeros or vjps.__class__ is MaskingRules:  # only at or below a where
             _send_with_zeros(node, g, zeros.pop(node._seq, None), inputs, ans, pending, zeros, heap)
         else:
+            joint = JOINT_VJPS.get(op.name) if op.variadic else None
+            shares = None if joint is None else joint(g, ans, *inputs, **params)
             for i, a in enumerate(args):
                 if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
                     continue
                 rule = vjps[i]
                 if rule is None:
                     continue
-                gi = rule(g, ans, *inputs, **params)
+                gi = rule(g, ans, *inputs, **params) if shares is None else shares[i]
                 dtype = a.value.dtype
                 if getattr(gi, "dtype", dtype) is not dtype:
                     gi = cotangent_of(gi, dtype)

@@ -113,6 +113,28 @@ def test_long_chain_does_not_hit_the_recursion_limit():
     assert x.grad == pytest.approx(c**n, rel=1e-9)
 
 
+def test_stack_and_concatenate_of_many_traced_and_constant_inputs_match_forward():
+    # their cotangents come from one call for all inputs (JOINT_VJPS), not one rule call per input
+    import adcore
+
+    x = np.random.default_rng(3).standard_normal(4)
+    rows = lambda x: [x * k if k % 3 else np.full(4, float(k)) for k in range(40)]  # noqa: E731
+    for f in (
+        lambda x: anp.stack(rows(x)) @ np.arange(4.0),
+        lambda x: np.stack(rows(x), axis=-1).sum(axis=0),
+        lambda x: np.concatenate([[1.0, 2.0], x, np.exp(x[:2]), np.ones(3), x[::-1] ** 2]),
+        lambda x: np.concatenate([np.outer(x, x), np.zeros((4, 1)), x[:, None]], axis=-1).ravel(),
+    ):
+        np.testing.assert_allclose(
+            adcore.jacobian(f, backend="reverse")(x), adcore.jacobian(f, backend="forward")(x), rtol=1e-12
+        )
+    # and their second derivatives, from the recorded sweep (create_graph)
+    f = lambda x: anp.sum(np.stack([x**2, np.ones(4), np.sin(x)]) * np.concatenate([x[1:], x[:1] ** 3]))  # noqa: E731
+    np.testing.assert_allclose(
+        adcore.jacobian(adcore.grad(f), backend="reverse")(x), adcore.hessian(f)(x), rtol=1e-12, atol=1e-12
+    )
+
+
 def test_float32_leaf_gets_a_float32_grad_despite_float64_constants():
     x = Tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
     (x * np.array([3.0, 4.0])).sum().backward()  # the product is promoted to float64
