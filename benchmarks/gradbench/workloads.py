@@ -28,8 +28,10 @@ DEFAULT: dict[str, list[str]] = {
     "kmeans": ["-k", "10", "100", "-n", "1000", "10000", "-d", "8", "16"],
     "ode": ["-n", "1000", "10000", "-s", "1", "10"],
     "lstm": ["-l", "2", "4", "-c", "1024", "4096"],
-    "ba": ["--min", "1", "--max", "5"],
-    "ht": ["--min", "1", "--max", "5"],
+    # ba: p = 31843, 36455, 182072 observations (GradBench's pytorch loops per observation: ~185 s at ba1)
+    "ba": ["--min", "1", "--max", "3"],
+    # ht: 100, 192 points; ~10 s of the eval's own I/O per size and tool; GradBench's pytorch takes 28 s, 82 s
+    "ht": ["--min", "1", "--max", "2"],
     "saddle": [],
     "particle": [],
 }
