@@ -37,14 +37,15 @@ def lstm_objective(main_params: Any, extra_params: Any, state: np.ndarray, seque
     weights, biases = [params[i, 0] for i in range(layers)], [params[i, 1] for i in range(layers)]
     hidden = [state[2 * i] for i in range(layers)]
     cell = [state[2 * i + 1] for i in range(layers)]
-    inputs = sequence[:-1] * extra_params[0]
     outputs = []
-    for x in inputs:
+    in_weight, out_weight, out_bias = extra_params
+    for char in sequence[:-1]:
+        x = char * in_weight
         for i in range(layers):
             hidden[i], cell[i] = lstm_cell(weights[i], biases[i], hidden[i], cell[i], x)
             x = hidden[i]
         outputs.append(x)
-    ypred = np.stack(outputs) * extra_params[1] + extra_params[2]
+    ypred = np.stack(outputs) * out_weight + out_bias
     ynorm = ypred - np.log(np.sum(np.exp(ypred), axis=1, keepdims=True) + 2)  # ADBench's "+ 2"
     ygold = sequence[1:]
     return -np.sum(ygold * ynorm) / ygold.size
