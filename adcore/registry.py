@@ -52,6 +52,9 @@ class Registry:
         # "scipy.special.erf" -> op: a function named, not imported, by its op's spec (so loading a
         # plugin imports no SciPy); it joins numpy_ops once its module is imported (numpy_op)
         self.numpy_names: dict[str, OpSpec] = {}
+        # len(sys.modules) when a lookup last looked for numpy_names in vain: until a module is
+        # imported, another miss cannot resolve one either (np.shape on a tracer misses every time)
+        self._names_missed_at = -1
         self.cases: dict[str, Case] = {}
         self.optimizers: dict[str, Any] = {}
         self.plugins: dict[str, PluginRecord] = {}
@@ -183,7 +186,8 @@ class Registry:
         ("scipy.special.erf") is looked up once its module is imported: user code that calls it
         has imported it, so a miss resolves the names whose modules are loaded now."""
         op = self.numpy_ops.get(func)
-        if op is None and self.numpy_names:
+        if op is None and self.numpy_names and len(sys.modules) != self._names_missed_at:
+            self._names_missed_at = len(sys.modules)
             for name in list(self.numpy_names):
                 resolved = _resolve(name)
                 spec = self.numpy_names.pop(name, None) if resolved is not None else None

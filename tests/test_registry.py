@@ -383,3 +383,26 @@ def test_after_remove_plugin_the_names_are_free_again():
     registry.add_op(_unary(), plugin="next")
     registry.add_backend(_Backend("mine"), plugin="next")
     assert registry.plugins["next"].ops == ["twice"]
+
+
+def test_a_miss_looks_for_named_functions_again_only_after_an_import(monkeypatch):
+    # np.shape on a tracer misses on every call: it must not resolve every pending name each time
+    import sys
+
+    import adcore.registry as registry_module
+
+    registry = _registry("p")
+    spec = adcore.OpSpec("twice", lambda x: 2 * x, numpy=("adcore_test_later_module.twice",))
+    registry.add_op(spec, plugin="p")
+    resolved = []
+    resolve = registry_module._resolve
+    monkeypatch.setattr(registry_module, "_resolve", lambda name: resolved.append(name) or resolve(name))
+    assert registry.numpy_op(np.shape) is None
+    assert registry.numpy_op(np.shape) is None
+    assert registry.numpy_op(np.ndim) is None
+    assert resolved == ["adcore_test_later_module.twice"]  # looked for once
+    module = type(sys)("adcore_test_later_module")
+    module.twice = lambda x: 2 * x
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    assert registry.numpy_op(module.twice) is spec  # found once its module is imported
+    assert registry.numpy_names == {}
