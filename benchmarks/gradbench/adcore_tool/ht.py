@@ -141,12 +141,13 @@ def skinned_vertices(hand: Hand, theta):
     for bone, parent in enumerate(hand.parents):
         absolutes.append(relatives[bone] if parent == -1 else absolutes[parent] @ relatives[bone])
     transforms = np.stack(absolutes) @ hand.inverse_base_absolutes
-    # each vertex's rest position through the weighted blend of its bones' transforms
-    positions = np.einsum("vb,bij,vj->vi", hand.weights, transforms[:, :3, :], hand.base_positions)
+    # the global rotation, column j scaled by the j-th scale (all 1)
+    R = angle_axis_rotation(pose[0]) * pose[1]
     if hand.is_mirrored:
-        positions = positions * np.array([-1.0, 1.0, 1.0])
-    R = angle_axis_rotation(pose[0]) * pose[1]  # column j scaled by the j-th scale (all 1)
-    return positions @ R.T + pose[2]
+        R = R * np.array([-1.0, 1.0, 1.0])  # x mirrored before the rotation: R @ diag(-1, 1, 1)
+    placed = R @ transforms[:, :3, :]  # each bone's transform, then the global rotation: composed once
+    # each vertex's rest position through the weighted blend of its bones' placed transforms
+    return np.einsum("vb,bij,vj->vi", hand.weights, placed, hand.base_positions) + pose[2]
 
 
 def residuals_simple(hand: Hand, theta):
