@@ -157,13 +157,9 @@ def residuals_simple(hand: Hand, theta):
 
 def residuals_complicated(hand: Hand, theta, us):
     """(points, 3): each data point minus its point (u, v) on its triangle."""
-    vertices = skinned_vertices(hand, theta)
-    corners = hand.triangles[hand.correspondences]
-    u, v = us[:, 0:1], us[:, 1:2]
-    on_triangle = (
-        u * vertices[corners[:, 0]] + v * vertices[corners[:, 1]] + (1.0 - u - v) * vertices[corners[:, 2]]
-    )
-    return hand.points - on_triangle
+    corners = skinned_vertices(hand, theta)[hand.triangles[hand.correspondences]]  # (points, 3 corners, 3)
+    barycentric = np.concatenate([us, 1.0 - np.sum(us, axis=1, keepdims=True)], axis=1)  # (u, v, 1 - u - v)
+    return hand.points - np.einsum("pk,pkj->pj", barycentric, corners)
 
 
 def objective(hand: Hand) -> np.ndarray:
