@@ -29,8 +29,11 @@ DEFAULT: dict[str, list[str]] = {
     # kmeans: k=100 takes numeric 18 s at n=1000 d=8, 37 s at d=16 and 84 s at n=10000 (k*d directions over
     # (k, n) distances, twice: a difference of differences), forward 4-7 s at n=1000 and 49-64 s at n=10000
     "kmeans": ["-k", "10", "100", "-n", "1000", "-d", "8"],
-    "ode": ["-n", "1000", "10000", "-s", "1", "10"],
-    "lstm": ["-l", "2", "4", "-c", "1024", "4096"],
+    # ode: at n=10000, s=10 forward takes 75 s and numeric 66 s (n directions, n^2 s work); n=3000 takes 13 s and 5 s
+    "ode": ["-n", "1000", "3000", "-s", "1", "10"],
+    # lstm: the time loop's length c is the trend; l=4 doubles every tool (reverse 18 s, forward 26 s, pytorch ~2x
+    # reverse at l=4, c=4096); numeric (2 * 266 objectives at l=2) reaches the runner's timeout past c=1024
+    "lstm": ["-l", "2", "-c", "1024", "4096"],
     # ba: p = 31843, 36455, 182072 observations (GradBench's pytorch loops per observation: ~185 s at ba1)
     "ba": ["--min", "1", "--max", "3"],
     # ht: 100, 192 points; ~10 s of the eval's own I/O per size and tool; GradBench's pytorch takes 28 s, 82 s
