@@ -31,11 +31,11 @@ def _stack_vjp(i, g, ans, *xs, axis=0):
 
 def _concatenate_vjps(g, ans, *xs, axis=0):
     ax = axis % ans.ndim
-    ends = np.cumsum([np.shape(x)[ax] for x in xs]).tolist()
-    return [
-        anp.getitem(g, index=(slice(None),) * ax + (slice(end - np.shape(x)[ax], end),))
-        for x, end in zip(xs, ends)
-    ]
+    lead, cotangents, end = (slice(None),) * ax, [], 0
+    for x in xs:
+        start, end = end, end + np.shape(x)[ax]  # a constant input may be a list
+        cotangents.append(anp.getitem(g, index=lead + (slice(start, end),)))
+    return cotangents
 
 
 # The cotangents of every input of concatenate and stack from one call: the per-input rules above each
