@@ -375,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (reason := unavailable(tool)) is not None:
             tools.remove(tool)
             notes.append(reason)
+    if args.quick:
+        notes.append("--quick times one run of each function: first-call costs (JAX's compilation) are in it")
     try:
         manual.ensure_built()
     except manual.ManualBuildError as error:
