@@ -69,9 +69,10 @@ def environment() -> dict[str, str]:
     return os.environ | ONE_THREAD | {"PYTHONPATH": path}
 
 
-def _pin_to_one_core(pid: int) -> None:
+def _pin_to_one_core(pid: int, core: int) -> None:
     """Pin a process to one core (set after it starts: a preexec_fn is unsafe once relay's threads run)."""
-    os.sched_setaffinity(pid, [min(os.sched_getaffinity(0))])
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(pid, [cores[core % len(cores)]])
 
 
 class _Lines:
@@ -108,14 +109,20 @@ class _Ended(Exception):
 
 
 def relay(
-    eval_name: str, tool: str, eval_args: list[str], log: IO[str] | None = None, timeout: float | None = None
+    eval_name: str,
+    tool: str,
+    eval_args: list[str],
+    log: IO[str] | None = None,
+    timeout: float | None = None,
+    core: int = 0,
 ) -> Session:
     """Run one eval against one tool; every message and response goes to `log` as GradBench's CLI writes it.
 
     `timeout` (seconds) bounds the whole run: when the tool, or the eval, has not answered by then,
     both processes are killed and the session is `timed_out`, with `error` saying "timeout after N s".
     A process that dies mid-run ends the session too, with its exit code and the tail of its stderr
-    in `error`. relay raises for nothing the tool or the eval does.
+    in `error`. relay raises for nothing the tool or the eval does. The tool runs on the `core`-th
+    of this process's cores (runs side by side take different ones).
     """
     session = Session(eval=eval_name, tool=tool)
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -127,7 +134,7 @@ def relay(
         )
         eval_proc = subprocess.Popen([sys.executable, str(script), *eval_args], stderr=eval_err, **pipes)
         tool_proc = subprocess.Popen(command, stderr=tool_err, **pipes)
-        _pin_to_one_core(tool_proc.pid)
+        _pin_to_one_core(tool_proc.pid, core)
         eval_lines, tool_lines = _Lines(eval_proc.stdout), _Lines(tool_proc.stdout)
 
         def died(name: str, proc: subprocess.Popen, stderr: IO[str]) -> _Ended:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import queue
 import sys
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -321,30 +324,44 @@ def run(
     timeout: float | None = 300.0,
     log_dir: Path | None = None,
     progress: Any = None,
+    jobs: int = 1,
 ) -> list[Row]:
-    """Every eval against every tool, one after the other; the rows they make, in table order."""
-    rows: list[Row] = []
-    for eval_name in evals:
-        arguments = eval_arguments(eval_name, quick, min_seconds)
-        for tool in tools:
-            started = time.perf_counter()
-            log = None
+    """Every eval against every tool, `jobs` at a time (each on its own core); the rows, in table order."""
+    pairs = [
+        (eval_name, tool)
+        for eval_name in evals
+        for tool in tools
+        if not quick or tool in workloads.QUICK_TOOLS.get(eval_name, tools)
+    ]
+    free_cores = queue.SimpleQueue()
+    for core in range(jobs):
+        free_cores.put(core)
+
+    def run_one(eval_name: str, tool: str) -> list[Row]:
+        started = time.perf_counter()
+        core = free_cores.get()
+        log = None
+        try:
             if log_dir is not None:
                 (log_dir / eval_name).mkdir(parents=True, exist_ok=True)
                 log = open(log_dir / eval_name / f"{tool}.jsonl", "w")  # noqa: SIM115 (closed below)
-            try:
-                session = relay(eval_name, tool, arguments, log=log, timeout=timeout)
-            finally:
-                if log is not None:
-                    log.close()
-            made = rows_of(session)
-            rows += made
-            if progress is not None:
-                good = sum(row.validated for row in made)
-                progress(
-                    f"{eval_name} × {tool}: {good}/{len(made)} validated, {time.perf_counter() - started:.1f} s"
-                )
-    return ordered(rows, tools)
+            arguments = eval_arguments(eval_name, quick, min_seconds)
+            session = relay(eval_name, tool, arguments, log=log, timeout=timeout, core=core)
+        finally:
+            free_cores.put(core)
+            if log is not None:
+                log.close()
+        made = rows_of(session)
+        if progress is not None:
+            good = sum(row.validated for row in made)
+            progress(
+                f"{eval_name} × {tool}: {good}/{len(made)} validated, {time.perf_counter() - started:.1f} s"
+            )
+        return made
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        done = list(pool.map(lambda pair: run_one(*pair), pairs))
+    return ordered([row for made in done for row in made], tools)
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -357,6 +374,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "--min-seconds", type=float, help="time each function for at least this (0.5; quick 0)"
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per eval × tool (300)")
+    parser.add_argument(
+        "--jobs", type=int, help="eval × tool runs side by side, each on its own core (1; quick: the cores)"
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the rows as JSON")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="one GradBench log per eval × tool")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="gradient time per workload, per eval")
@@ -375,8 +395,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (reason := unavailable(tool)) is not None:
             tools.remove(tool)
             notes.append(reason)
+    jobs = args.jobs or (len(os.sched_getaffinity(0)) if args.quick else 1)
     if args.quick:
         notes.append("--quick times one run of each function: first-call costs (JAX's compilation) are in it")
+        notes.append("--quick runs saddle and particle on the backends their functions name (r, f)")
+    if jobs > 1:
+        notes.append(f"{jobs} runs side by side, each tool on its own core: times are not for comparison")
     try:
         manual.ensure_built()
     except manual.ManualBuildError as error:
@@ -391,6 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout=args.timeout,
         log_dir=args.log_dir,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
+        jobs=jobs,
     )
     wall_s = time.perf_counter() - started
     console.print(table(rows, notes))
