@@ -201,9 +201,8 @@ def test_a_scipy_ufunc_is_named_by_its_module(name):
 
 def test_a_scipy_ufunc_with_no_op_is_refused_by_its_real_name():
     special = pytest.importorskip("scipy.special")
-    registry = (
-        get_registry()
-    )  # the scipy plugin gives some of them ops (looked up lazily): take one it does not
+    # the scipy plugin gives some of them ops (looked up lazily): take one it does not
+    registry = get_registry()
     name = next(
         n
         for n in ("erfc", "gammaln", "spence", "kolmogorov", "ellipkm1")
