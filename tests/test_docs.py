@@ -36,7 +36,10 @@ DISTRIBUTIONS = [
 PAGES = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
 
 # Pages whose blocks another test runs: it follows the page literally (writes its files, installs, runs).
-RUN_ELSEWHERE = {"writing-an-op-plugin.md": "tests/test_plugin_guide.py"}
+RUN_ELSEWHERE = {
+    "writing-an-op-plugin.md": "tests/test_plugin_guide.py",
+    "gradbench.md": "tests/benchmarks/gradbench/test_run.py",  # --quick; the 20-minute --compare is run by hand
+}
 # Blocks that cannot run, by page and first line, with the reason.
 NOT_RUN = {
     ("check-grads.md", "adcore.check_grads(f, args, order=2,"): "a signature, not a call",

@@ -321,7 +321,7 @@ def run(
     tools: Sequence[str],
     quick: bool = False,
     min_seconds: float | None = None,
-    timeout: float | None = 300.0,
+    timeout: float | None = 180.0,
     log_dir: Path | None = None,
     progress: Any = None,
     jobs: int = 1,
@@ -373,7 +373,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--min-seconds", type=float, help="time each function for at least this (0.5; quick 0)"
     )
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per eval × tool (300)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per eval × tool (180)")
     parser.add_argument(
         "--jobs", type=int, help="eval × tool runs side by side, each on its own core (1; quick: the cores)"
     )

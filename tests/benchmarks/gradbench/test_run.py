@@ -253,6 +253,7 @@ ADCORE_EVALS = [e for e in EVALS if (runner.HERE / "adcore_tool" / f"{e}.py").ex
 
 @pytest.mark.slow
 def test_quick_run_of_every_eval_validates(tmp_path: Path) -> None:
+    """docs/gradbench.md's `run.py --quick`: every adcore-reverse row, and every row a tool ran, validates."""
     if missing := manual.missing_prerequisites():
         pytest.skip(f"the manual tool (the evals' validator) cannot be built: {', '.join(missing)} missing")
     out = tmp_path / "rows.json"
@@ -266,7 +267,7 @@ def test_quick_run_of_every_eval_validates(tmp_path: Path) -> None:
         *ADCORE_EVALS,
     ]
     started = time.monotonic()
-    result = subprocess.run(command, capture_output=True, text=True, timeout=3600)  # each eval × tool: 300 s
+    result = subprocess.run(command, capture_output=True, text=True, timeout=3600)  # each eval × tool: 180 s
     wall_s = time.monotonic() - started
     assert out.exists(), result.stdout + result.stderr
     rows = json.loads(out.read_text())
