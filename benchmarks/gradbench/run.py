@@ -269,6 +269,8 @@ def plot(rows: Sequence[Row], path: Path) -> None:
 
     timed = [row for row in rows if row.gradient_s is not None and row.validated]
     evals = list(dict.fromkeys(row.eval for row in timed))
+    tools = list(dict.fromkeys(row.tool for row in rows))
+    colour = {tool: f"C{i % 10}" for i, tool in enumerate(tools)}  # one colour per tool in every panel
     if not evals:
         return
     columns = min(3, len(evals))
@@ -279,7 +281,7 @@ def plot(rows: Sequence[Row], path: Path) -> None:
         sizes = list(dict.fromkeys(row.size for row in rows if row.eval == eval_name and row.size))
         for tool in dict.fromkeys(row.tool for row in own):
             points = [(sizes.index(row.size), row.gradient_s) for row in own if row.tool == tool]
-            panel.plot(*zip(*points, strict=True), marker="o", label=tool)
+            panel.plot(*zip(*points, strict=True), marker="o", label=tool, color=colour[tool])
         panel.set_title(eval_name)
         panel.set_yscale("log")
         panel.set_ylabel("gradient time (s)")
