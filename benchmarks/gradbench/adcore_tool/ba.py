@@ -46,7 +46,6 @@ class BA:
 
 
 def prepare(input: dict[str, Any], backend: str) -> BA:
-    adcore.get_backend(backend)  # its plugin loaded once, as in a long-running program, not in a timed run
     n, m, p = input["n"], input["m"], input["p"]
     observation = np.arange(p)
     return BA(

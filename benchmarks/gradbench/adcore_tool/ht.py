@@ -69,7 +69,6 @@ def pose_index(n_theta: int, n_bones: int) -> np.ndarray:
 
 
 def prepare(input: dict[str, Any], backend: str) -> Hand:
-    adcore.get_backend(backend)  # its plugin loaded once, as in a long-running program, not in a timed run
     model, data = input["data"]["model"], input["data"]
     theta = np.asarray(input["theta"], dtype=float)
     parents = np.asarray(model["parents"], dtype=int)

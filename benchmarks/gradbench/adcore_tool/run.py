@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from gradbench import wrap
 
+import adcore
+
 EVALS = ("hello", "lse", "llsq", "det", "gmm", "kmeans", "ode", "lstm", "ba", "ht", "saddle", "particle")
 
 
@@ -41,6 +43,9 @@ def define(module: str, backend: str) -> dict[str, Any]:
     reason = import_module(f"adcore_tool.{module}").UNSUPPORTED.get(backend)
     if reason is not None:
         return {"success": False, "error": f"adcore-{backend} cannot run {module}: {reason}"}
+    adcore.get_backend(
+        backend
+    )  # its plugin loaded here, as a long-running program has it, not in a timed run
     return {"success": True}
 
 
