@@ -45,6 +45,7 @@ from adcore.errors import (
     UnreliableEstimateError,
     UnsupportedByBackendError,
     UnsupportedFunctionError,
+    ValueDependentError,
 )
 from adcore.extend import batched_axis, lift, unbroadcast
 from adcore.hookspecs import hookimpl
@@ -83,6 +84,7 @@ __all__ = [
     "TracerConversionError",
     "UnreliableEstimateError",
     "UnsupportedByBackendError",
+    "ValueDependentError",
     "backends",
     "batched_axis",
     "bind",

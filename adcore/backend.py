@@ -56,6 +56,9 @@ class Backend:
     #   through another backend's rules, which run on its tracers) when > 0; the highest that can
     #   take an op is the outer of every second-derivative check of that op
     outer_priority: int = 0
+    # - pattern: its Jacobians are dependency patterns (1 where an output element may depend on an
+    #   input element, else 0), not derivatives: compared as a superset of the others' non-zeros
+    pattern: bool = False
 
     @property
     def can_be_outer(self) -> bool:

@@ -101,5 +101,11 @@ class LinearAlgebraError(InvalidValueError, np.linalg.LinAlgError):
     code that catches that still does."""
 
 
+class ValueDependentError(AdcoreError, TypeError):
+    """f reads the numbers of a traced value (if/while on it, an index taken from it, float(x))
+    where a global sparsity pattern, valid for every input, cannot follow: detect the pattern at
+    a point (local) instead, or choose between values with anp.where."""
+
+
 class UnsupportedByBackendError(AdcoreError, NotImplementedError):
     """A backend was asked for something it does not do (vjp on a backend without a pullback, ...)."""

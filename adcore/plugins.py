@@ -47,9 +47,10 @@ FIRST_PARTY = {
     "numeric": "adcore-numeric",
     "symbolic": "adcore-symbolic",
     "kernels": "adcore-kernels",
+    "sparsity": "adcore-sparsity",
 }
 # backend="reverse" must mean the real one, also when adcore-reverse is blocked or not installed
-RESERVED = {("backend", name): name for name in ("reverse", "forward", "numeric", "symbolic")}
+RESERVED = {("backend", name): name for name in ("reverse", "forward", "numeric", "symbolic", "sparsity")}
 
 
 class _Essential:

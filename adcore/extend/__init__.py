@@ -8,7 +8,11 @@ derivatives that are steps; `prod_partials`, `power_by_base` and `power_by_expon
 products and powers whose formulas break at zero.
 
 For `sympy` rules, none of them importing sympy (`adcore.extend.sympy_rules`): `LazyModule`,
-`each`, `reduce_with`. The base of a plugin's own sympy functions, `OpCall`, is in
+`each`, `reduce_with`.
+
+For `sparsity` rules (dependency patterns, for sparse Jacobians), `adcore.extend.sparsity`:
+`SparsityRule`, `DENSE`, `Unknown`, `known` and the builders `elementwise`, `movement`,
+`reduction`, `along_axes`, `dense`, `no_dependency`, `einsum_dependencies`. The base of a plugin's own sympy functions, `OpCall`, is in
 `adcore.extend.sympy_functions`, which imports sympy and is not imported here.
 
 What each kind of rule receives is the plugin contract's: `adcore.hookspecs.RULE_KINDS`.
