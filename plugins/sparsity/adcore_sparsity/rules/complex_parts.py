@@ -1,0 +1,3 @@
+"""Sparsity rules of adcore/ops/complex_parts.py."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Sparsity rules of adcore/ops/decompositions.py."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Sparsity rules of adcore/ops/elementwise.py."""
+
+from __future__ import annotations
