@@ -319,3 +319,20 @@ def einsum_dependencies(subscripts: str, ans: Any, *operands: Any) -> tuple:
         shape = (_size(np.shape(ans)), _size(np.shape(operands[i])))
         result.append(sparse.coo_array((np.ones(out_index.size), (out_index, in_index)), shape=shape).tocsr())
     return tuple(result)
+
+
+def batched(
+    out_shape: tuple[int, ...], in_shape: tuple[int, ...], out_core: int, in_core: int, core: Any = None
+) -> Any:
+    """The pattern of an op on a stack of matrices (inv, det, solve, expm): an output element in
+    batch b depends only on the input's elements in the batch broadcasting lines up under b, by
+    `core`, a (core output size, core input size) pattern (None: dense); the last `out_core` and
+    `in_core` axes are the core ones, the axes before them broadcast as NumPy's batch axes."""
+    from scipy import sparse
+
+    out_shape, in_shape = tuple(out_shape), tuple(in_shape)
+    out_batch, in_batch = out_shape[: len(out_shape) - out_core], in_shape[: len(in_shape) - in_core]
+    out_size, in_size = _size(out_shape[len(out_batch) :]), _size(in_shape[len(in_batch) :])
+    block = np.ones((out_size, in_size)) if core is None else core
+    batch = broadcast(in_batch, out_batch)
+    return sparse.csr_array(sparse.kron(batch, block, format="csr"), dtype=np.float64)
