@@ -303,8 +303,9 @@ def einsum_dependencies(subscripts: str, ans: Any, *operands: Any) -> tuple:
         others = [m for k, m in enumerate(masks) if k != i]
         other_subs = [s for k, s in enumerate(labels) if k != i]
         ones = np.ones(tuple(sizes[c] for c in free))
-        counts = np.einsum(",".join([*other_subs, free]) + "->" + free, *others, ones)
-        coords = np.nonzero(counts)
+        # optimize: a chain (multi_dot) summed pairwise, not in one loop over every label at once
+        counts = np.einsum(",".join([*other_subs, free]) + "->" + free, *others, ones, optimize=True)
+        coords = np.nonzero(np.atleast_1d(counts))  # NumPy refuses nonzero of a 0-d array
         at = dict(zip(free, coords))
         out_index = (
             np.ravel_multi_index(tuple(at[c] for c in output), tuple(sizes[c] for c in output))
