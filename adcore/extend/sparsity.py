@@ -337,3 +337,30 @@ def batched(
     block = np.ones((out_size, in_size)) if core is None else core
     batch = broadcast(in_batch, out_batch)
     return sparse.csr_array(sparse.kron(batch, block, format="csr"), dtype=np.float64)
+
+
+# --- value-dependent patterns (local patterns, constants): the branch a kink or a step takes ----
+
+
+def readable(*values: Any) -> bool:
+    """Whether a rule may decide by all of these values: each known (a constant, or any value of a
+    local pattern) and none a global pattern's Condition (which holds at this point only)."""
+    return all(known(v) and not is_condition(v) for v in values)
+
+
+def selected(in_shape: tuple[int, ...], out_shape: tuple[int, ...], keep: Any = True) -> Any:
+    """`broadcast`'s pattern kept only at the output positions where `keep` (broadcastable to
+    out_shape) holds: the derivative of maximum, where, relu or clip at a point."""
+    source = np.broadcast_to(np.arange(_size(in_shape)).reshape(in_shape), out_shape)
+    if keep is not True:
+        source = np.where(np.broadcast_to(keep, out_shape), source, -1)
+    return gather(source, _size(in_shape))
+
+
+def reduced(in_shape: tuple[int, ...], axes: tuple[int, ...], out_size: int, keep: Any = True) -> Any:
+    """The pattern of a reduction over `axes` whose output element depends on the elements of its
+    fibre where `keep` (broadcastable to in_shape) holds: max's maxima, sum's where= mask."""
+    fibre = fibres(in_shape, axes)
+    if keep is not True:
+        fibre = np.where(np.broadcast_to(keep, in_shape), fibre, -1)
+    return scatter(fibre, out_size)
