@@ -49,6 +49,14 @@ from adcore.errors import (
 )
 from adcore.extend import batched_axis, lift, unbroadcast
 from adcore.hookspecs import hookimpl
+from adcore.sparse import (
+    PreparedHessian,
+    PreparedJacobian,
+    hessian_sparsity,
+    jacobian_sparsity,
+    prepare_hessian,
+    prepare_jacobian,
+)
 from adcore.spec import Case, Domain, OpSpec, Sample
 
 __version__ = "0.1.0"
@@ -70,6 +78,8 @@ __all__ = [
     "NotHolomorphicError",
     "OpSpec",
     "PluginError",
+    "PreparedHessian",
+    "PreparedJacobian",
     "Sample",
     "Trace",
     "Tracer",
@@ -96,14 +106,18 @@ __all__ = [
     "get_backend",
     "grad",
     "hessian",
+    "hessian_sparsity",
     "hvp",
     "hookimpl",
     "jacobian",
+    "jacobian_sparsity",
     "jvp",
     "lift",
     "ops",
     "optimizer",
     "optimizers",
+    "prepare_hessian",
+    "prepare_jacobian",
     "unbroadcast",
     "value_and_grad",
     "vjp",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from adcore import complex_split, derivatives, tree
+from adcore import sparse as _sparse
 from adcore.complex_split import Split
 from adcore.core import Trace, Tracer, new_trace
 from adcore.derivatives import Derivatives, Estimate, get_backend
@@ -67,6 +68,9 @@ def differentiate(
     *,
     has_aux: bool = False,
     holomorphic: bool = False,
+    sparse: bool = False,
+    sparsity: Any = None,
+    local: bool = False,
     **options: Any,
 ):
     """d f / d args[argnums]: for array f and x, an array of shape f(...).shape + x.shape.
@@ -79,7 +83,16 @@ def differentiate(
     Complex values follow JAX (docs/complex.md): a real output's derivative with respect to
     a complex z is d/dx - 1j*d/dy; a complex output's with respect to a real x is d Re + 1j*d Im;
     with respect to a complex z it needs holomorphic=True (f'(z), checked by Cauchy-Riemann).
+
+    sparse=True (adcore.sparse): a `scipy.sparse.csr_array` (f(x).size, x.size) for one array
+    argument (an int argnums) and one array output, from the pattern the `sparsity` backend
+    detects (global; at this point with local=True) or the one given as `sparsity=` (trusted:
+    an entry it misses is silently wrong on the compressed paths), colored, one compressed
+    jvp/pullback/difference per color; `chunk_size` bounds the colors per jvp call.
     """
+    if sparse or sparsity is not None or local:
+        _sparse_only(sparse, has_aux, holomorphic)
+        return _sparse.jacobian_function(f, argnums, backend, sparsity, local, options)
     return _derivative_function(
         f, backend, argnums, has_aux, options, scalar=False, want_value=False, holomorphic=holomorphic
     )
@@ -131,6 +144,9 @@ def hessian(
     backend: str | None = None,
     inner: str | None = None,
     outer: str | None = None,
+    sparse: bool = False,
+    sparsity: Any = None,
+    local: bool = False,
 ):
     """Second derivatives: the Jacobian (by `outer`) of the Jacobian (by `inner`) of f.
 
@@ -139,8 +155,15 @@ def hessian(
     for both, `inner=`/`outer=` pick each (they override `backend`). The result has
     shape f(...).shape + x.shape + x.shape; with a tuple `argnums`, `H[i][j]` is
     `d^2 f / d args[i] d args[j]`; for pytrees, H has x's structure of x's structure (JAX's).
+
+    sparse=True (adcore.sparse): a symmetric `scipy.sparse.csr_array` (x.size, x.size) of a
+    scalar f of one array, from the detected (or given, `sparsity=`) Hessian pattern, star
+    colored, one batched Hessian-vector product (outer over inner) for all colors.
     """
     inner, outer = _inner_outer(f, backend, inner, outer)
+    if sparse or sparsity is not None or local:
+        _sparse_only(sparse, False, False)
+        return _sparse.hessian_function(f, argnums, inner, outer, sparsity, local)
     second = differentiate(differentiate(f, inner, argnums), outer, argnums)
 
     @functools.wraps(f)
@@ -372,6 +395,19 @@ def _pick(
 
     derivative = build(result.jacobians, False)
     return derivative if result.errors is None else Estimate(derivative, build(result.errors, True))
+
+
+def _sparse_only(sparse: bool, has_aux: bool, holomorphic: bool) -> None:
+    """sparsity= and local= belong to sparse=True, which takes neither has_aux nor holomorphic."""
+    if sparse is not True:
+        raise InvalidInputError(
+            f"sparsity= and local= are options of sparse derivatives: add sparse=True (got sparse={sparse!r})"
+        )
+    if has_aux or holomorphic:
+        raise InvalidInputError(
+            "sparse=True takes neither has_aux nor holomorphic: it differentiates a real function of one "
+            "real array returning one array (call f yourself for its aux)"
+        )
 
 
 def _real_positions(n: int, split: Split | None) -> tuple[int, ...]:
