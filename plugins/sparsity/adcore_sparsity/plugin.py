@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from adcore import hookimpl
+from adcore_sparsity.backend import SparsityBackend
 from adcore_sparsity.rules import RULES
 
 
@@ -10,3 +11,8 @@ from adcore_sparsity.rules import RULES
 def adcore_register_rules(register) -> None:
     for op, rule in RULES.items():
         register("sparsity", op, rule)
+
+
+@hookimpl
+def adcore_register_backends(register) -> None:
+    register(SparsityBackend())
