@@ -67,7 +67,9 @@ def _det(ans: Any, a: Any) -> tuple:
     if known(a) and np.shape(a)[-1] > 1:
         a = np.asarray(a)
         low_rank = (np.linalg.matrix_rank(a) <= a.shape[-1] - 2).ravel()
-        pattern = pattern.multiply(~low_rank[:, None]).tocsr() if low_rank.any() else pattern
+        if low_rank.any():
+            pattern = pattern.multiply(~low_rank[:, None]).tocsr()
+            pattern.eliminate_zeros()
     return (pattern,)
 
 
