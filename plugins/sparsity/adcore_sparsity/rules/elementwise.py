@@ -19,6 +19,7 @@ import numpy as np
 from adcore.extend import inside_clip
 from adcore.extend.sparsity import SparsityRule, elementwise, no_dependency, readable, selected
 from adcore.ops import elementwise as ew
+from adcore.ops.complex_parts import is_complex
 from adcore_sparsity.rules.table import defsparsity
 
 # keeps[i]: True (input i at every position), None (no dependency) or keep(ans, *inputs, **params),
@@ -42,8 +43,9 @@ def piecewise(*keeps: Keep, order: str = "linear", exact: bool = True) -> Sparsi
 
 
 def nonzero(ans: Any, x: Any, *rest: Any, **params: Any) -> Any:
-    """x != 0: abs'(0) = fabs'(0) = 0, copysign's d/dx = 0 at x = 0."""
-    return np.asarray(x) != 0 if readable(x) else True
+    """x != 0 for a real x: abs'(0) = fabs'(0) = 0, copysign's d/dx = 0 at x = 0. A complex z keeps
+    z = 0: abs's rule there is conj(z) / 1, 0 with a second derivative that is not."""
+    return np.asarray(x) != 0 if readable(x) and not is_complex(x) else True
 
 
 def positive(ans: Any, x: Any) -> Any:
