@@ -304,7 +304,8 @@ def einsum_dependencies(subscripts: str, ans: Any, *operands: Any) -> tuple:
         other_subs = [s for k, s in enumerate(labels) if k != i]
         ones = np.ones(tuple(sizes[c] for c in free))
         # optimize: a chain (multi_dot) summed pairwise, not in one loop over every label at once
-        counts = np.einsum(",".join([*other_subs, free]) + "->" + free, *others, ones, optimize=True)
+        chain = len(others) > 1  # (its path search costs more than one product of two)
+        counts = np.einsum(",".join([*other_subs, free]) + "->" + free, *others, ones, optimize=chain)
         coords = np.nonzero(np.atleast_1d(counts))  # NumPy refuses nonzero of a 0-d array
         at = dict(zip(free, coords))
         out_index = (
@@ -318,7 +319,10 @@ def einsum_dependencies(subscripts: str, ans: Any, *operands: Any) -> tuple:
             else np.zeros(out_index.size, dtype=np.int64)
         )
         shape = (_size(np.shape(ans)), _size(np.shape(operands[i])))
-        result.append(sparse.coo_array((np.ones(out_index.size), (out_index, in_index)), shape=shape).tocsr())
+        # out_index ascends (nonzero's C order, the output's labels first): CSR directly, no COO sort
+        indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(out_index, minlength=shape[0]), out=indptr[1:])
+        result.append(sparse.csr_array((np.ones(out_index.size), in_index, indptr), shape=shape))
     return tuple(result)
 
 
