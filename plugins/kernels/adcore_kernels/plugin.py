@@ -7,6 +7,7 @@ from adcore_kernels.cases import SMALL_CNN
 from adcore_kernels.jvps import JVPS
 from adcore_kernels.ops import OPS
 from adcore_kernels.optim import OPTIMIZERS
+from adcore_kernels.sparsity_rules import SPARSITY_RULES
 from adcore_kernels.sympy_rules import SYMPY_RULES
 from adcore_kernels.vjps import VJPS
 
@@ -19,7 +20,7 @@ def adcore_register_ops(register) -> None:
 
 @hookimpl
 def adcore_register_rules(register) -> None:
-    for kind, table in (("vjp", VJPS), ("jvp", JVPS), ("sympy", SYMPY_RULES)):
+    for kind, table in (("vjp", VJPS), ("jvp", JVPS), ("sympy", SYMPY_RULES), ("sparsity", SPARSITY_RULES)):
         for op, rule in table.items():
             register(kind, op, rule)
 
