@@ -188,7 +188,7 @@ class PreparedJacobian:
         backend: str,
         pattern: Any,
         coloring: Any,
-        plan: Callable[[Callable[..., Any], tuple, int], Any],
+        plan: Callable[[Callable[..., Any], np.ndarray], Any],
     ) -> None:
         self._f, self._signature, self._plan = f, signature, plan
         self.backend, self.pattern, self.coloring = backend, pattern, coloring
@@ -198,7 +198,8 @@ class PreparedJacobian:
 
     def evaluate(self, args: tuple) -> Any:
         """The sparse derivative at checked arguments."""
-        return self._plan(self._f, args, self._signature.argnum)
+        argnum = self._signature.argnum
+        return self._plan(_of_one(self._f, args, argnum), args[argnum])
 
     def __repr__(self) -> str:
         m, n = self.pattern.shape
@@ -263,7 +264,16 @@ def _gradient(f: Callable[..., Any], inner: Backend, argnum: int) -> Callable[..
     return gradient
 
 
-# --- evaluation plans: one per way a backend gives derivatives ---------------------------------
+def _of_one(f: Callable[..., Any], args: tuple, argnum: int) -> Callable[..., Any]:
+    """f as a function of args[argnum] alone, the other arguments fixed: a backend then sees one
+    float argument, never an index array or a string it might try to perturb or measure."""
+    if len(args) == 1:
+        return f
+    before, after = args[:argnum], args[argnum + 1 :]
+    return lambda x: f(*before, x, *after)
+
+
+# --- evaluation plans: one per way a backend gives derivatives: plan(g, x), g a function of x --------
 
 
 def _plan(be: Backend, pattern, column_kind, row_kind, x, options, chunk, given) -> tuple:
@@ -294,18 +304,16 @@ class _ByJvp:
         self.seeds = [seeds[s : s + step] for s in range(0, k, step)]
         self.dtype = x.dtype
 
-    def __call__(self, f: Callable[..., Any], args: tuple, argnum: int) -> Any:
-        tangents: list[Any] = [None] * len(args)
+    def __call__(self, g: Callable[..., Any], x: np.ndarray) -> Any:
         parts = []
         out = None
         for seed in self.seeds:
-            tangents[argnum] = seed
-            out, tangent = self.be.jvp(f, args, tuple(tangents), **self.options)
+            out, tangent = self.be.jvp(g, (x,), (seed,), **self.options)
             if tangent is None:  # the output does not depend on the argument
                 tangent = np.zeros((len(seed), np.size(out)), dtype=self.dtype)
             parts.append(np.asarray(tangent).reshape(len(seed), -1))
         if out is None:  # no color: an empty pattern; f's output size is still checked
-            out = f(*args)
+            out = g(x)
         _check_rows(np.size(out), self.rows, self.be.name)
         compressed = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else None
         if compressed is None:
@@ -321,9 +329,8 @@ class _ByVjp:
         self.rows = coloring.pattern.shape[0]
         self.seeds = coloring.seeds(np.float64)
 
-    def __call__(self, f: Callable[..., Any], args: tuple, argnum: int) -> Any:
-        x = args[argnum]
-        out, pullback = self.be.vjp(f, args, (argnum,), **self.options)
+    def __call__(self, g: Callable[..., Any], x: np.ndarray) -> Any:
+        out, pullback = self.be.vjp(g, (x,), (0,), **self.options)
         _check_rows(np.size(out), self.rows, self.be.name)
         k = self.coloring.ncolors
         compressed = np.zeros((k, x.size), dtype=x.dtype)
@@ -345,11 +352,10 @@ class _Restricted:
         self.be, self.pattern, self.options, self.given = be, pattern, options, given
         self.rows_of = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
 
-    def __call__(self, f: Callable[..., Any], args: tuple, argnum: int) -> Any:
+    def __call__(self, g: Callable[..., Any], x: np.ndarray) -> Any:
         sp = scipy_sparse()
-        x = args[argnum]
         found = derivatives.value_and_jacobian(
-            self.be, f, args, (argnum,), scalar=False, want_value=False, options=self.options
+            self.be, g, (x,), (0,), scalar=False, want_value=False, options=self.options
         )
         jac = np.asarray(found.jacobians[0])
         m = int(np.prod(jac.shape[: jac.ndim - x.ndim]))

@@ -158,6 +158,20 @@ def test_a_sparse_jacobian_of_a_function_with_keyword_arguments_and_an_int_argum
     np.testing.assert_array_equal(jac.toarray(), dense_jacobian(lambda x: shifted(x, 2, scale=3.0), x))
 
 
+@pytest.mark.parametrize("backend", ["forward", "reverse", "numeric", "symbolic"])
+def test_every_backend_takes_index_arrays_and_strings_next_to_the_differentiated_argument(backend):
+    def picked(x, mode, index):
+        return np.sin(x[index]) if mode == "sin" else np.cos(x)
+
+    x, index = np.linspace(0.5, 1.5, 5), np.array([0, 2, 4])
+    jac = adcore.jacobian(picked, backend=backend, sparse=True, argnums=0)(x, "sin", index)
+    expected = np.zeros((3, 5))
+    expected[np.arange(3), index] = np.cos(x[index])
+    np.testing.assert_allclose(jac.toarray(), expected, rtol=1e-7 if backend == "numeric" else 1e-15)
+    hess = adcore.hessian(lambda x, i: np.sum(x[i] ** 3), sparse=True, outer=backend)(x, index)
+    np.testing.assert_allclose(hess.diagonal(), np.where(np.isin(np.arange(5), index), 6 * x, 0), rtol=1e-6)
+
+
 def test_chunk_size_splits_the_colors_over_several_jvp_calls(monkeypatch):
     be = adcore.get_backend("forward")
     calls = []
