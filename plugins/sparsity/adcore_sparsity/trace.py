@@ -228,9 +228,14 @@ def _condition(ufunc: Callable[..., Any], inputs: Sequence[Any]) -> Condition:
 def _reader() -> str:
     """What asked for a hidden value: the Tracer method (or NumPy protocol) below `concrete`."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_name in ("concrete", "_concrete_value"):
-        frame = frame.f_back
+    while frame is not None and (
+        frame.f_code.co_name in ("concrete", "_concrete_value") or "<" in frame.f_code.co_name
+    ):
+        frame = frame.f_back  # past concrete and the comprehensions that call it
     name = frame.f_code.co_name if frame is not None else "?"
+    func = frame.f_locals.get("func") if name == "__array_function__" else None
+    if func is not None:
+        return f"np.{getattr(func, '__name__', func)}(x) (an index has no derivative, but which one depends on x)"
     return _READERS.get(name, f"x.{name}()")
 
 
