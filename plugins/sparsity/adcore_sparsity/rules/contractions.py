@@ -72,12 +72,9 @@ def _trace(ans: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) ->
     shape = np.shape(x)
     size = int(np.prod(shape, dtype=np.int64))
     diagonal = np.diagonal(np.arange(size, dtype=np.int64).reshape(shape), offset, axis1, axis2)
-    batches = int(np.prod(diagonal.shape[:-1], dtype=np.int64))
-    rows = np.broadcast_to(
-        np.arange(batches, dtype=np.int64).reshape(diagonal.shape[:-1] + (1,)), diagonal.shape
-    )
-    entries = (np.ones(diagonal.size), (rows.ravel(), diagonal.ravel()))
-    return (sparse.coo_array(entries, shape=(batches, size)).tocsr(),)
+    batches, length = int(np.prod(diagonal.shape[:-1], dtype=np.int64)), diagonal.shape[-1]
+    indptr = np.arange(batches + 1, dtype=np.int64) * length  # row b: the diagonal of matrix b
+    return (sparse.csr_array((np.ones(diagonal.size), diagonal.ravel(), indptr), shape=(batches, size)),)
 
 
 # fmt: off
