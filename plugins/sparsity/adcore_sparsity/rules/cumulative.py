@@ -23,7 +23,7 @@ def fibre_positions(shape: tuple[int, ...], axis: int | None) -> np.ndarray:
     if axis is None:
         return position.reshape(1, -1)
     moved = np.moveaxis(position, axis, -1)
-    return moved.reshape(-1, moved.shape[-1])
+    return moved.reshape(int(np.prod(moved.shape[:-1], dtype=np.int64)), moved.shape[-1])
 
 
 def _pairs(out_positions: np.ndarray, in_positions: np.ndarray, k: np.ndarray, j: np.ndarray, shape: tuple):
