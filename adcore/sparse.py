@@ -74,7 +74,8 @@ def hessian_function(
     f: Callable[..., Any], argnums: Any, inner: str, outer: str, sparsity: Any, local: bool
 ) -> Callable[..., Any]:
     """adcore.hessian(f, sparse=True, ...)'s function: a csr_array (n, n) from star coloring and
-    Hessian-vector products (the `outer` backend's derivative of the `inner` one's gradient)."""
+    Hessian-vector products (the `outer` backend's derivative of the `inner` one's gradient).
+    A given `sparsity` is trusted as for jacobian_function (symmetrised: P | P.T)."""
     inner_be, outer_be = _hessian_backends(f, inner, outer)
     given = None if sparsity is None else as_pattern(sparsity, "sparsity", symmetric=True)
     _check_local(local, given)
@@ -107,8 +108,10 @@ def prepare_jacobian(
     was prepared for: the differentiated argument's shape and dtype, the other float arguments'
     shapes and dtypes (their values may change: a global pattern holds for all of them), and the
     other arguments themselves (ints, index arrays, strings... may have shaped the pattern).
-    A given `sparsity` is trusted (see adcore.jacobian); `prep.pattern` and `prep.coloring`
-    show what was prepared."""
+    Arrays f reads from its closure are constants to the detection (a constant matrix's zeros
+    shape the pattern): pass any that will change as float arguments instead. A given
+    `sparsity` is trusted (see adcore.jacobian); `prep.pattern` and `prep.coloring` show what
+    was prepared."""
     _check_sparse(sparse, "prepare_jacobian", "adcore.jacobian(f, argnums, backend)")
     _refuse_local(local, "prepare_jacobian")
     be, options, chunk = _jacobian_backend(f, backend, options)
@@ -216,6 +219,7 @@ class PreparedHessian(PreparedJacobian):
     """A sparse Hessian prepared for repeated calls: `prep(*args)` -> csr_array (n, n)."""
 
     what = "Hessian"
+    inner: str = ""  # the backend of the gradient that `backend` differentiates again
 
 
 def _make_jacobian(f, args, argnum, be, given, local, options, chunk) -> PreparedJacobian:
@@ -442,8 +446,13 @@ class _Signature:
 
 
 def _is_float(a: Any) -> bool:
-    """A float array or number: traced with an empty pattern, so its values may change."""
-    return isinstance(a, float) or (isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "f")
+    """A float (or complex) array or number: the sparsity backend traces it with an empty pattern
+    in a global trace, so the pattern never reads it and its values may change."""
+    if isinstance(a, (bool, np.bool_)):
+        return False
+    return isinstance(a, (float, complex)) or (
+        isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind in "fc"
+    )
 
 
 def _dtype_of(a: Any) -> np.dtype:

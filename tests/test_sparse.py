@@ -402,6 +402,15 @@ def test_a_prepared_call_checks_its_arguments_and_stays_usable():
     np.testing.assert_array_equal(prep(2 * x, index, weights).toarray(), expected(2 * x, weights))
 
 
+def test_a_float_argument_s_zeros_at_preparation_do_not_shape_the_pattern():
+    """A matrix passed as an argument may change between calls: its zeros when prepared (the
+    identity) must not leave out the entries a full matrix has later."""
+    x = np.linspace(0.5, 1.5, 4)
+    prep = adcore.prepare_jacobian(lambda x, m, c: np.real(c) * (m @ np.sin(x)), x, np.eye(4), 1 + 0j)
+    full = np.arange(16.0).reshape(4, 4)
+    np.testing.assert_array_equal(prep(x, full, 2 + 0j).toarray(), 2 * full * np.cos(x))
+
+
 def test_a_prepared_call_sees_an_index_array_changed_in_place():
     x, index, weights = np.linspace(0.5, 1.5, 6), np.array([0, 2, 4, 5]), np.ones(4)
     prep = adcore.prepare_jacobian(scaled_gather, x, index, weights, backend="forward")
