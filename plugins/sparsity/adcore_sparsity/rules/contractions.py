@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import DENSE, SparsityRule, Unknown, einsum_dependencies, known
+from adcore.extend.sparsity import DENSE, SparsityRule, Unknown, einsum_dependencies, is_condition, known
 from adcore.ops.einsum_forms import EinsumForm, einsum_form
 from adcore.ops.einsum_notation import einsum_plan
 from adcore_sparsity.rules.table import defsparsity
@@ -32,8 +32,9 @@ def _matmul_form(a: tuple[int, ...], b: tuple[int, ...]) -> EinsumForm:
 
 
 def _as_operand(x: Any, shape: tuple[int, ...]) -> Any:
-    """An operand in its canonical shape: a value reshaped, an Unknown re-shaped."""
-    return np.reshape(np.asarray(x), shape) if known(x) else Unknown(shape, x.dtype)
+    """An operand in its canonical shape: a value reshaped; an Unknown, or a Condition (a global
+    pattern's comparison, whose booleans hold at this point only), an Unknown of that shape."""
+    return np.reshape(np.asarray(x), shape) if known(x) and not is_condition(x) else Unknown(shape, x.dtype)
 
 
 def _full_is_dense(dependency: Any, out_size: int, in_size: int) -> Any:

@@ -12,7 +12,7 @@ from adcore_sparsity.rules import RULES
 from plugins.sparsity.rule_check import check_op, check_rule, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import DENSE, Unknown
+from adcore.extend.sparsity import DENSE, Condition, Unknown
 
 CONTRACTIONS = "matmul dot vdot inner outer tensordot einsum kron cross multi_dot trace".split()
 
@@ -149,3 +149,10 @@ def test_long_chains_are_fast():
     i, j = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1, np.linalg.matrix_power(t, 2) != 0
     np.testing.assert_array_equal(px, np.kron(i, j.T))
     assert elapsed < 3.0, f"a chain of four {n}x{n} took {elapsed:.2f} s"
+
+
+def test_a_condition_operand_counts_as_non_zero_everywhere():
+    # dot(x > 0, y) in a global pattern: the comparison's booleans hold at this point only
+    mask = np.array([True, False, True]).view(Condition)
+    _, py = RULES["dot"](Unknown((), np.float64), mask, Unknown((3,), np.float64))
+    assert py == DENSE
