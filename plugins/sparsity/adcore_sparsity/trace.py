@@ -3,8 +3,11 @@ may depend on (P), and for Hessian patterns which pairs its second derivatives m
 
 Each op combines its inputs' patterns as its `sparsity` rule says (adcore_sparsity.patterns). In a
 GLOBAL trace (valid for every input) the tracer's numbers are hidden from f: a comparison gives a
-`Condition` (np.where keeps both branches), and anything that decides by the numbers (if x > 0,
-float(x), x[np.argmax(x)]) raises ValueDependentError. Float arguments not differentiated are traced
+traced boolean array whose numbers are hidden too (np.where keeps both branches; rules see it as
+Unknown), and anything that decides by the numbers (if x > 0, float(x), x[np.argmax(x)], x[x > 0],
+np.asarray(x > 0)) raises ValueDependentError. (A comparison is not a plain boolean array, such as
+adcore.extend.sparsity's Condition: np.asarray would turn that into a constant a rule may read,
+and the pattern would keep one branch only.) Float arguments not differentiated are traced
 too, with an empty pattern, so the pattern never depends on their values either. In a LOCAL trace
 (at a point) f sees the numbers, and where/maximum/max keep the branch they take there.
 """
@@ -36,7 +39,7 @@ class SparsityTrace(Trace):
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         for name, value in params.items():
-            if is_condition(value) or (isinstance(value, (list, tuple)) and any(map(is_condition, value))):
+            if self._decides(value):
                 raise ValueDependentError(
                     f"op {op.name!r} got a comparison of a traced value as its {name!r} (a mask or an index): "
                     "which elements it picks depends on the input's numbers, which a global sparsity pattern "
@@ -73,6 +76,20 @@ class SparsityTrace(Trace):
         pattern = patterns.union(terms, rows, self.n)
         hessian = patterns.hessian_of(rule.order, terms, hessians, self.n) if self.hessian else None
         return SparsityTracer(ans, pattern, hessian, self)
+
+    def _decides(self, param: Any) -> bool:
+        """Whether a param (a mask, an index) is a traced value of a global trace, or a Condition."""
+        if isinstance(param, (list, tuple)):
+            return any(self._decides(p) for p in param)
+        if isinstance(param, SparsityTracer) and param._trace is self:
+            return not self.local
+        return is_condition(param)
+
+    def constant(self, value: Any) -> SparsityTracer:
+        """A traced value that depends on no differentiated element (a comparison, an argument not
+        differentiated): its numbers stay hidden in a global trace all the same."""
+        n = self.n
+        return SparsityTracer(value, patterns.empty(int(np.size(value)), n), _no_pairs(n, self.hessian), self)
 
 
 def _dependencies(op: Any, rule: Any, ans: Any, inputs: list, params: dict) -> tuple:
@@ -155,11 +172,9 @@ class SparsityTracer(Tracer):
             "must come from something other than the differentiated or float arguments."
         )
 
-    # --- comparisons: a Condition in a global trace (where keeps both branches) -----------------
+    # --- comparisons: a traced boolean array in a global trace (where keeps both branches) ---------
     def _compare(self, other: Any, ufunc: Callable[..., Any]) -> Any:
-        if self._global:
-            return _condition(ufunc, (self, other))
-        return ufunc(concrete(self), concrete(other))
+        return _predicate(self._trace, ufunc, (self, other))
 
     def __lt__(self, other):
         return self._compare(other, np.less)
@@ -183,8 +198,41 @@ class SparsityTracer(Tracer):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if self._global and method == "__call__" and not kwargs and _is_predicate(ufunc):
-            return _condition(ufunc, inputs)
+            return _predicate(self._trace, ufunc, inputs)
         return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
+    # logical operators on comparisons: (x > 0) & (x < 1), ~(x > 0)
+    def __invert__(self):
+        return _predicate(self._trace, np.invert, (self,))
+
+    def __and__(self, other):
+        return _predicate(self._trace, np.bitwise_and, (self, other))
+
+    def __rand__(self, other):
+        return _predicate(self._trace, np.bitwise_and, (other, self))
+
+    def __or__(self, other):
+        return _predicate(self._trace, np.bitwise_or, (self, other))
+
+    def __ror__(self, other):
+        return _predicate(self._trace, np.bitwise_or, (other, self))
+
+    def __xor__(self, other):
+        return _predicate(self._trace, np.bitwise_xor, (self, other))
+
+    def __rxor__(self, other):
+        return _predicate(self._trace, np.bitwise_xor, (other, self))
+
+    def any(self, *args: Any, **kwargs: Any) -> Any:
+        return self._number("x.any()") if self._global else super().any(*args, **kwargs)
+
+    def all(self, *args: Any, **kwargs: Any) -> Any:
+        return self._number("x.all()") if self._global else super().all(*args, **kwargs)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._global:
+            raise self._value_dependent("np.asarray(x) (or np.array(x), a NumPy call that converts x)")
+        return super().__array__(dtype, copy)
 
     # --- conversions to numbers: in a global trace, they read what the pattern must not -------------
     def _number(self, what: str) -> Any:
@@ -218,11 +266,13 @@ def _is_predicate(ufunc: Any) -> bool:
     return all(t.endswith("?") for t in ufunc.types if "O" not in t)
 
 
-def _condition(ufunc: Callable[..., Any], inputs: Sequence[Any]) -> Condition:
-    """A predicate of traced values in a global trace: its booleans at this point, as a Condition
-    that refuses to decide anything by them."""
-    values = [x.value if isinstance(x, SparsityTracer) else _plain(concrete(x)) for x in inputs]
-    return np.asarray(ufunc(*values)).view(Condition)
+def _predicate(trace: SparsityTrace, ufunc: Callable[..., Any], inputs: Sequence[Any]) -> Any:
+    """A comparison (or logical op) of traced values: in a global trace a traced boolean array that
+    depends on no element and hides its numbers (so nothing can decide by them, and rules see it as
+    Unknown: where keeps both branches); in a local trace the plain booleans."""
+    values = [x.value if isinstance(x, SparsityTracer) and x._trace is trace else concrete(x) for x in inputs]
+    result = ufunc(*map(_plain, values))
+    return result if trace.local else trace.constant(np.asarray(result))
 
 
 def _reader() -> str:
@@ -294,10 +344,7 @@ def trace(
         if not local:  # a float argument not differentiated may change: the pattern must not read it
             for i, a in enumerate(args):
                 if i not in argnums and _is_float(a):
-                    value = np.asarray(a)
-                    inputs[i] = SparsityTracer(
-                        value, patterns.empty(value.size, n), _no_pairs(n, hessian), sparsity
-                    )
+                    inputs[i] = sparsity.constant(np.asarray(a))
         out = f(*inputs)
     check_output(out, "sparsity", scalar=False)
     if isinstance(out, SparsityTracer) and out._trace is sparsity:

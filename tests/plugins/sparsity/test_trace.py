@@ -216,7 +216,10 @@ def test_an_if_on_a_traced_value_needs_local():
         lambda x: x * x[0].item(),
         lambda x: x[: int(x[0])],
         lambda x: x[x > 0],
-        lambda x: x * np.sum(x > 0),
+        lambda x: x * np.asarray(x > 0, dtype=float),
+        lambda x: np.where(np.array(x > 0), x, 0.0),
+        lambda x: x @ np.diag(np.asarray(x > 0, dtype=float)),
+        lambda x: x[np.sum(x > 0)],
         lambda x: x[np.nonzero(x > 0)],
         lambda x: x * (x > 0).any(),
         lambda x: x if 2.0 in x else -x,
@@ -229,7 +232,10 @@ def test_an_if_on_a_traced_value_needs_local():
         "item",
         "int-slice",
         "mask",
-        "count",
+        "asarray",
+        "array-in-where",
+        "asarray-in-matmul",
+        "count-as-index",
         "nonzero",
         "any",
         "in",
@@ -239,6 +245,25 @@ def test_an_if_on_a_traced_value_needs_local():
 def test_deciding_by_a_traced_value_is_value_dependent_globally(f):
     with pytest.raises(adcore.ValueDependentError):
         pattern(f, X)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: np.where((x > 0) & (x < 3), x, -x),
+        lambda x: np.where(~(x > 0), x, 0.0),
+        lambda x: x * (x > 0),
+        lambda x: x * (x > 0).astype(x.dtype),
+        lambda x: x * np.logical_or(x > 0, np.isnan(x)),
+        lambda x: x * np.sum(x > 0),
+        lambda x: x * (x[0] > x[1]),
+    ],
+    ids=["and", "invert", "times-mask", "astype", "logical-or", "count", "0-d"],
+)
+def test_a_comparison_used_as_a_value_keeps_every_branch_globally(f):
+    np.testing.assert_array_equal(pattern(f, X), np.eye(5, dtype=bool))
+    local, want = pattern(f, X, local=True), nonzeros(f, X)
+    assert not (want & ~local).any() and not (local & ~np.eye(5, dtype=bool)).any()
 
 
 def test_argmax_index_works_locally():
