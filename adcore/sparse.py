@@ -63,8 +63,8 @@ def jacobian_function(
     @functools.wraps(f)
     def sparse_jacobian(*args: Any, **kwargs: Any) -> Any:
         fn = _bound(f, kwargs)
-        argnum = _argnum(argnums, args, "jacobian")
-        args = _arguments(args, argnum, "jacobian")
+        argnum = _argnum(argnums, args, "jacobian(sparse=True)")
+        args = _arguments(args, argnum, "jacobian(sparse=True)")
         return _make_jacobian(fn, args, argnum, be, given, local, options, chunk).evaluate(args)
 
     return sparse_jacobian
@@ -83,8 +83,8 @@ def hessian_function(
     @functools.wraps(f)
     def sparse_hessian(*args: Any, **kwargs: Any) -> Any:
         fn = _bound(f, kwargs)
-        argnum = _argnum(argnums, args, "hessian")
-        args = _arguments(args, argnum, "hessian")
+        argnum = _argnum(argnums, args, "hessian(sparse=True)")
+        args = _arguments(args, argnum, "hessian(sparse=True)")
         return _make_hessian(fn, args, argnum, inner_be, outer_be, given, local).evaluate(args)
 
     return sparse_hessian
@@ -485,7 +485,7 @@ def _argnum(argnums: Any, args: tuple, what: str) -> int:
     """The one differentiated position: the sparse path takes one argument."""
     if type(argnums) is not int:
         raise InvalidArgnumsError(
-            f"{what} with sparse=True differentiates one argument, so argnums must be an int, got "
+            f"{what} differentiates one argument, so argnums must be an int, got "
             f"{argnums!r}; put the arguments into one flat array (np.concatenate of their ravels) and "
             "split it inside f"
         )
@@ -498,7 +498,7 @@ def _arguments(args: tuple, argnum: int, what: str) -> tuple:
     traced = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
     if traced:
         raise InvalidInputError(
-            f"{what} with sparse=True returns a scipy.sparse array, which cannot be differentiated "
+            f"{what} returns a scipy.sparse array, which cannot be differentiated "
             f"again, but argument {traced[0]} is traced by another derivative ({type(args[traced[0]]).__name__}); "
             "use sparse=False inside another derivative"
         )
@@ -506,14 +506,14 @@ def _arguments(args: tuple, argnum: int, what: str) -> tuple:
     if not isinstance(x, (np.ndarray, np.generic, float, int)):
         if not tree.is_leaf(tree.structure(x)):
             raise InvalidInputError(
-                f"{what} with sparse=True differentiates one array, but argument {argnum} is a "
+                f"{what} differentiates one array, but argument {argnum} is a "
                 f"{type(x).__name__} (a pytree); flatten it into one array (np.concatenate of the leaves' "
                 "ravels, adcore.tree.flatten) and rebuild the pieces inside f"
             )
     x = np.asarray(x)
     if x.dtype.kind == "c":
         raise ComplexValueError(
-            f"{what} with sparse=True takes real arguments only, argument {argnum} has dtype {x.dtype}: "
+            f"{what} takes real arguments only, argument {argnum} has dtype {x.dtype}: "
             "split it into real and imaginary parts (one float array of both) inside f"
         )
     x = derivatives.float_input(x, f"argument {argnum}")
