@@ -9,6 +9,7 @@ from adcore_scipy.linalg import ops as linalg_ops
 from adcore_scipy.linalg import rules as linalg_rules
 from adcore_scipy.signal import ops as signal_ops
 from adcore_scipy.signal import rules as signal_rules
+from adcore_scipy.sparsity_rules import SPARSITY_RULES
 from adcore_scipy.special import ops as special_ops
 from adcore_scipy.special import rules as special_rules
 from adcore_scipy.stats import ops as stats_ops
@@ -31,6 +32,8 @@ def adcore_register_rules(register) -> None:
         for kind, table in (("vjp", module.VJPS), ("jvp", module.JVPS), ("sympy", module.SYMPY_RULES)):
             for op, rule in table.items():
                 register(kind, op, rule)
+    for op, rule in SPARSITY_RULES.items():
+        register("sparsity", op, rule)
 
 
 @hookimpl
