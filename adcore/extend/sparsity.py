@@ -159,9 +159,12 @@ def gather(source: np.ndarray, in_size: int) -> Any:
 
     source = np.asarray(source, dtype=np.int64).ravel()
     taken = source >= 0
-    indptr = np.zeros(source.size + 1, dtype=np.int64)
-    np.cumsum(taken, out=indptr[1:])
-    indices = source[taken]
+    if taken.all():  # every output element copies one (elementwise ops, slices): one entry a row
+        indptr, indices = np.arange(source.size + 1, dtype=np.int64), source
+    else:
+        indptr = np.zeros(source.size + 1, dtype=np.int64)
+        np.cumsum(taken, out=indptr[1:])
+        indices = source[taken]
     return sparse.csr_array((np.ones(indices.size), indices, indptr), shape=(source.size, in_size))
 
 
@@ -179,6 +182,8 @@ def scatter(target: np.ndarray, out_size: int) -> Any:
 def broadcast(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
     """The pattern of an input broadcast to out_shape: each output element depends on the input
     element NumPy broadcasting lines up under it."""
+    if tuple(in_shape) == tuple(out_shape):  # the identity, without a broadcast copy
+        return gather(np.arange(_size(in_shape)), _size(in_shape))
     source = np.broadcast_to(np.arange(_size(in_shape)).reshape(in_shape), out_shape)
     return gather(source, _size(in_shape))
 
@@ -355,10 +360,10 @@ def readable(*values: Any) -> bool:
 def selected(in_shape: tuple[int, ...], out_shape: tuple[int, ...], keep: Any = True) -> Any:
     """`broadcast`'s pattern kept only at the output positions where `keep` (broadcastable to
     out_shape) holds: the derivative of maximum, where, relu or clip at a point."""
+    if keep is True:
+        return broadcast(in_shape, out_shape)
     source = np.broadcast_to(np.arange(_size(in_shape)).reshape(in_shape), out_shape)
-    if keep is not True:
-        source = np.where(np.broadcast_to(keep, out_shape), source, -1)
-    return gather(source, _size(in_shape))
+    return gather(np.where(np.broadcast_to(keep, out_shape), source, -1), _size(in_shape))
 
 
 def reduced(in_shape: tuple[int, ...], axes: tuple[int, ...], out_size: int, keep: Any = True) -> Any:
