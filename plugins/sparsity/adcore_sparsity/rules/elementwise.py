@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from adcore.extend import inside_clip
-from adcore.extend.sparsity import SparsityRule, elementwise, no_dependency, readable, selected
+from adcore.extend.sparsity import SparsityRule, elementwise, known, no_dependency, readable, selected
 from adcore.ops import elementwise as ew
 from adcore.ops.complex_parts import is_complex
 from adcore_sparsity.rules.table import defsparsity
@@ -46,6 +46,23 @@ def nonzero(ans: Any, x: Any, *rest: Any, **params: Any) -> Any:
     """x != 0 for a real x: abs'(0) = fabs'(0) = 0, copysign's d/dx = 0 at x = 0. A complex z keeps
     z = 0: abs's rule there is conj(z) / 1, 0 with a second derivative that is not."""
     return np.asarray(x) != 0 if readable(x) and not is_complex(x) else True
+
+
+def by_the_other(position: int) -> Keep:
+    """multiply's input: where the other factor may be non-zero. A factor's zeros are structure
+    when it is a constant: any readable factor of a global pattern (only constants are readable
+    there) and a non-float one (a mask, a count: never traced) of a local one. A float factor of a
+    local pattern may be traced, and its zero at this point still leaves a second derivative (the
+    cross term of x * y), which Hessian patterns build from this rule's entries: it is kept."""
+
+    def keep(ans: Any, *factors: Any) -> Any:
+        other = factors[1 - position]
+        if not readable(other) or (known(ans) and np.result_type(other).kind in "fc"):
+            return True
+        nonzero = np.asarray(other) != 0
+        return True if nonzero.all() else nonzero
+
+    return keep
 
 
 def positive(ans: Any, x: Any) -> Any:
@@ -133,7 +150,7 @@ STEP = no_dependency()
 defsparsity("negative",     LINEAR)
 defsparsity("add",          LINEAR)
 defsparsity("subtract",     LINEAR)
-defsparsity("multiply",     elementwise("multilinear"))
+defsparsity("multiply",     piecewise(by_the_other(0), by_the_other(1), order="multilinear"))
 defsparsity("divide",       SMOOTH)
 defsparsity("power",        SMOOTH)
 defsparsity("square",       SMOOTH)

@@ -109,6 +109,24 @@ def test_smooth_ops_keep_dependencies_where_the_first_derivative_is_zero():
     assert RULES["multiply"].exact
 
 
+def test_a_constant_factors_zeros_are_structure():
+    """x * mask: a constant's zeros shape a global pattern (only constants are readable there), and
+    a non-float factor's (a mask, a count: never traced) a local one too; a float factor of a local
+    pattern may be traced, so its zeros are kept; a traced comparison (Condition) decides nothing."""
+    x, mask = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 1.0])
+    (gx, _), (px, _) = patterns("multiply", x, mask, traced=(0,))
+    np.testing.assert_array_equal(gx, diagonal(True, False, True))
+    np.testing.assert_array_equal(px, np.eye(3, dtype=bool))
+    (_, gx), (_, px) = patterns("multiply", mask > 0, x, traced=(1,))
+    np.testing.assert_array_equal(gx, diagonal(True, False, True))
+    np.testing.assert_array_equal(px, diagonal(True, False, True))
+    _, (px, _) = patterns("multiply", x, np.array(0), traced=(0,))  # a count of 0
+    assert not px.any()
+    deps = RULES["multiply"](unknown(x), unknown(x), (mask > 0).view(Condition))
+    np.testing.assert_array_equal(dense_pattern(deps[0], 3, 3), np.eye(3, dtype=bool))
+    check_rule("multiply", (x, mask > 0), {})
+
+
 def test_broadcasting_inputs_spread_over_the_output():
     x, y = np.ones((2, 1)), np.ones(3)
     (px, py), _ = patterns("add", x, y)
