@@ -25,6 +25,19 @@ def estimate_options(name: str) -> dict[str, Any]:
     return dict(backend(name).estimate_options)
 
 
+def patterns(name: str) -> bool:
+    """Whether the backend's Jacobians are dependency patterns (Backend.pattern): checked as sets
+    against the reference's non-zeros (adcore.conformance.pattern), never a reference or an outer."""
+    return backend(name).pattern
+
+
+def exact_for(name: str, op: str) -> bool:
+    """Whether a pattern backend claims its pattern of `op` is exact (no larger than the Jacobian's
+    non-zeros at generic points): its `exact_for(op)`, False where it has none."""
+    claims = getattr(backend(name), "exact_for", None)
+    return bool(claims(op)) if claims is not None else False
+
+
 def reference_order(names: Iterable[str]) -> list[str]:
     """`names` in the order they are tried as the reference: highest reference_priority first,
     then by name."""
@@ -34,7 +47,7 @@ def reference_order(names: Iterable[str]) -> list[str]:
 def outers(names: Iterable[str]) -> list[str]:
     """The backends among `names` that can take the outer derivative of a second derivative,
     preferred first (highest outer_priority, then by name)."""
-    able = [name for name in names if backend(name).can_be_outer]
+    able = [name for name in names if backend(name).can_be_outer and not patterns(name)]
     return sorted(able, key=lambda name: (-backend(name).outer_priority, name))
 
 

@@ -45,6 +45,10 @@ FULL_SIZE = 64  # a leaf this small is checked entry by entry
 DIRECTIONS = 8  # a larger one along this many random orthonormal directions
 SECOND_DIMENSIONS = 6  # second order: dimensions in all (the engine's SECOND_MAX_SIZE)
 MAX_LINES = 10  # failures listed in the AssertionError, worst first
+PATTERN_SKIPPED = (
+    "its Jacobians are dependency patterns, not derivatives (Backend.pattern): `adcore conformance` "
+    "checks them against the other backends' non-zeros"
+)
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,9 @@ def check_grads(
     differentiated); f returns a float array or a pytree of them. `modes`: "fwd" checks the
     backends that build derivatives from JVPs (forward) and takes second derivatives by forward,
     "rev" those that build them from a pullback (reverse) and by reverse; the others (symbolic,
-    numeric) are checked in either. Raises AssertionError naming the backend, the argument, the
-    order and the worst entry; returns what was compared (a GradCheckReport).
+    numeric) are checked in either; a pattern backend (Backend.pattern) is left out (said so if named).
+    Raises AssertionError naming the backend, the argument, the order and the worst entry; returns
+    what was compared (a GradCheckReport).
     """
     modes = _checked_options(f, args, order, modes)
     flat, leaves, names, outputs = flatten(f, args)
@@ -116,6 +121,12 @@ def check_grads(
     # sharing a rule (a custom_jvp's, by forward and reverse) agree with each other even when it is wrong
     estimators = [b for b in installed if estimates(b) and b not in chosen]
     run = _Runner(GradCheckReport(), named=backends is not None, unasked=estimators)
+    for name in [b for b in chosen if abilities.patterns(b)]:  # not differentiators: said if named
+        chosen.remove(name)
+        if backends is not None:
+            run.report.skipped[name] = PATTERN_SKIPPED
+    if not chosen:
+        raise UnsupportedByBackendError(f"check_grads: {', '.join(run.report.skipped)}: {PATTERN_SKIPPED}")
     rng = np.random.default_rng(seed)
     probe = Probe.build(flat, leaves, names, FULL_SIZE, DIRECTIONS, rng)
     failures = _first_order(probe, outputs, chosen + estimators, installed, run, rng)
@@ -351,7 +362,7 @@ def _second_order(
 def _second_candidates(at64: _Hessians, installed: list) -> dict[str, tuple]:
     """One float64 Hessian per exact backend, by the first outer backend that takes it (as the engine)."""
     candidates = {}
-    for inner in (b for b in installed if not estimates(b)):
+    for inner in (b for b in installed if not estimates(b) and not abilities.patterns(b)):
         found = (at64(inner, o) for o in abilities.outers(installed))
         hessians = next((h for h in found if not isinstance(h, Exception)), None)
         if hessians is not None:

@@ -10,7 +10,9 @@ and `check_subject`, which runs them on every backend and makes the cells.
 - second (float64, complex128): the second derivatives of <w, f(x + s v + t u)> in (s, t) at 0, for random
   w, v, u (v'Hv, u'Hu and u'Hv of <w, f>): each backend's first derivative differentiated again
   by the outer backend, so a rule must itself be differentiable (written with adcore ops);
-- kinks: the op's Kinks (OpSpec.kinks, docs/conventions.md) on the exact backends.
+- kinks: the op's Kinks (OpSpec.kinks, docs/conventions.md) on the exact backends;
+- patterns: a pattern backend's (Backend.pattern) global and local dependency patterns against the
+  reference's non-zeros, as sets, in place of the checks above (adcore.conformance.pattern).
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ import numpy as np
 
 import adcore
 from adcore.conformance import tolerances
-from adcore.conformance.abilities import estimate_options, estimates, outers, products, reference_order
+from adcore.conformance.abilities import (
+    estimate_options,
+    estimates,
+    exact_for,
+    outers,
+    patterns,
+    products,
+    reference_order,
+)
 from adcore.conformance.calls import Call
+from adcore.conformance.pattern import check_kink_patterns, check_patterns
 from adcore.conformance.reference import Estimate, Reference, agree, choose_reference, reference_for
 from adcore.conformance.results import Cell, Results, Tally, Worst, compare
 from adcore.errors import MissingRuleError, UnreliableEstimateError, UnsupportedByBackendError
@@ -74,6 +85,10 @@ def check_subject(
                     raise RuntimeError(
                         "no installed backend could differentiate it, so there is no reference"
                     )
+                if patterns(backend):  # dependency patterns, judged as sets (conformance.pattern)
+                    exact = op is not None and cell_dtype == dtype and exact_for(backend, op.name)
+                    check_patterns(tally, backend, here.call, reference, dtype, exact=exact)
+                    continue
                 check_jacobians(tally, backend, here, reference, dtype)
                 check_zeros(tally, backend, here, dtype)
                 check_dot_products(tally, backend, call, reference, dtype, u, vs)
@@ -95,6 +110,8 @@ def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
         if not op.variadic and op.differentiable == () and estimates(backend):
             return f"{backend} differentiates the impl, which cannot say that no input of {op.name!r} is differentiable"
         be = registry.backend(backend)
+        if be.pattern and op.elementwise:  # a pattern backend's own rule for an elementwise op (CONTRACT)
+            return ""
         # a traceable op's body is differentiated where it has no rule (Registry.supports)
         if not registry.supports(be, op) and (op.variadic or op.differentiable != ()):  # else no rule needed
             missing = [kind for kind in getattr(be, "kinds", ()) if op.name not in registry.rules[kind]]
@@ -223,7 +240,7 @@ def check_second(
     point = (np.zeros(()), np.zeros(()))
     hessians: dict[str, Any] = {}
     for name in installed:
-        if supported(name) or estimates(name):
+        if supported(name) or estimates(name) or patterns(name):
             continue
         try:
             rows = adcore.hessian(psi, argnums=(0, 1), inner=name, outer=outer)(*point)
@@ -240,7 +257,7 @@ def check_second(
     reference = choose_reference(exact, estimate)
     label = f"{call.label}, along random directions"
     for backend, tally in tallies.items():
-        if not tally.open or estimates(backend) or reference is None:
+        if not tally.open or estimates(backend) or patterns(backend) or reference is None:
             continue
         result = hessians.get(backend)
         if isinstance(result, DECLINED):
@@ -300,8 +317,11 @@ def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> 
     for backend, tally in tallies.items():
         if not tally.open or estimates(backend):
             continue
+        fn = lambda *xs: op(*xs, **kink.params)  # noqa: E731
         try:
-            fn = lambda *xs: op(*xs, **kink.params)  # noqa: E731
+            if patterns(backend):
+                check_kink_patterns(tally, backend, fn, inputs, kink.jacobians, label)
+                continue
             jacs = adcore.jacobian(fn, argnums=nums, backend=backend)(*inputs)
         except DECLINED as e:
             tally.decline(label, e)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from adcore.conformance import tolerances
-from adcore.conformance.abilities import estimates, reference_order
+from adcore.conformance.abilities import estimates, patterns, reference_order
 from adcore.conformance.results import Results
 
 
@@ -81,7 +81,7 @@ def reference_for(
     choose_reference picks it, computing no more than it takes: the exact backends in reference
     order until the first that computed agrees with another, the estimate only if none does
     (`every`: all of them, the source then naming every exact backend that agrees)."""
-    candidates = [name for name in backends if supported(name)]
+    candidates = [name for name in backends if supported(name) and not patterns(name)]  # no derivatives
     exact: dict[str, tuple] = {}
     for name in reference_order(b for b in candidates if not estimates(b)):
         try:
