@@ -295,3 +295,53 @@ def test_large_elementwise_patterns_are_fast():
     RULES["maximum"](np.ones(n), np.linspace(-1, 1, n), np.zeros(n))
     elapsed = time.perf_counter() - start
     assert elapsed < 1.0, f"three patterns of {n} elements took {elapsed:.2f} s"
+
+
+# programs of the branching ops, on inputs with ties and zeros (rounded to halves): through the
+# sparsity backend, the global and local patterns hold reverse mode's non-zeros, local within global
+BRANCHING_PROGRAMS = {
+    "maximum-tie": lambda v: np.maximum(v, v[::-1]) * v,
+    "clip-bounds": lambda v: np.clip(v, -0.5, 0.5) + np.abs(v) ** 2,
+    "where-compare": lambda v: np.where(v > 0, v**2, np.sin(v)) * v[0],
+    "relu-max": lambda v: adcore.ops.relu(v) + np.max(np.reshape(v, (2, 3)), axis=1).repeat(3),
+    "fmin-mod": lambda v: np.fmin(v, 0.0) + np.mod(v, 1.5 + v[::-1] ** 2),
+    "median-ptp": lambda v: np.median(np.reshape(v, (3, 2)), axis=0).sum() * v + np.ptp(v),
+    "heaviside": lambda v: np.heaviside(v, v**2 + 1.0) + np.copysign(v, v[::-1]),
+    "masked-sum": lambda v: v * np.sum(np.reshape(v, (2, 3)) ** 2, where=np.array([True, False, True])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BRANCHING_PROGRAMS))
+@pytest.mark.parametrize("seed", range(4))
+def test_programs_of_branching_ops_hold_the_jacobian(name, seed):
+    from adcore_sparsity import SparsityBackend
+
+    f, backend = BRANCHING_PROGRAMS[name], SparsityBackend()
+    v = np.round(np.random.default_rng(seed).uniform(-1.5, 1.5, 6) * 2) / 2  # ties and zeros
+    nonzero = np.abs(np.asarray(adcore.jacobian(f, backend="reverse")(v)).reshape(-1, 6)) > 0
+    glob = backend.jacobian_pattern(f, (v,), 0).toarray()
+    local = backend.jacobian_pattern(f, (v,), 0, local=True).toarray()
+    assert not (nonzero & ~local).any(), f"local misses {np.argwhere(nonzero & ~local)[:4]}"
+    assert not (nonzero & ~glob).any(), f"global misses {np.argwhere(nonzero & ~glob)[:4]}"
+    assert not (local & ~glob).any(), "local has entries global lacks"
+
+
+@pytest.mark.parametrize("name", sorted(BRANCHING_PROGRAMS))
+def test_hessian_patterns_of_branching_programs_hold_the_hessian(name):
+    """The rules' orders: kinks and branches add no second derivative of their own (they are
+    linear), the smooth ops around them do."""
+    from adcore_sparsity import SparsityBackend
+
+    backend = SparsityBackend()
+
+    def g(v):
+        return np.sum(BRANCHING_PROGRAMS[name](v))
+
+    for seed in range(3):
+        v = np.round(np.random.default_rng(seed).uniform(-1.5, 1.5, 6) * 2) / 2
+        nonzero = np.abs(np.asarray(adcore.hessian(g)(v))) > 0
+        for local in (False, True):
+            pattern = backend.hessian_pattern(g, (v,), 0, local=local).toarray()
+            assert not (nonzero & ~pattern).any(), (
+                f"local={local} misses {np.argwhere(nonzero & ~pattern)[:4]}"
+            )

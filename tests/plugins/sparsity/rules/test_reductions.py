@@ -220,3 +220,19 @@ def test_large_reductions_are_fast():
     RULES["median"](np.median(x, axis=1), x, axis=1)
     elapsed = time.perf_counter() - start
     assert elapsed < 1.0, f"three reductions of 9e4 elements took {elapsed:.2f} s"
+
+
+@pytest.mark.parametrize(
+    "name, out_shape, in_shape, params",
+    [
+        ("sum", (), (0,), {}),
+        ("sum", (0,), (0, 3), {"axis": 1}),
+        ("max", (3,), (0, 3), {"axis": 0}),
+        ("var", (2,), (2, 3), {"axis": 1}),
+        ("logsumexp", (), (0,), {}),
+        ("median", (), (), {}),
+    ],
+)
+def test_empty_and_zero_dimensional_inputs_give_patterns_of_their_shape(name, out_shape, in_shape, params):
+    (dep,) = RULES[name](Unknown(out_shape, np.float64), Unknown(in_shape, np.float64), **params)
+    assert dep.shape == (int(np.prod(out_shape)), int(np.prod(in_shape)))
