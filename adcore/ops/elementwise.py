@@ -289,6 +289,7 @@ sinc = _elementwise(
     "sinc",
     np.sinc,
     WIDE,
+    numpy=(np.sinc,),  # not a ufunc: dispatched by __array_function__
     accepts_complex=True,
     samples=_with_edges(elementwise_samples(WIDE), ([0.0, 0.05, -0.08, 1.5],)),
     kinks=(Kink(([0.0, 1.0],), (_diag(0.0, -1.0),), why="sinc'(0) = 0, the limit (no 0/0)"),),

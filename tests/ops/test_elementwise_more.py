@@ -344,3 +344,13 @@ def test_symbolic_functions_evaluate_at_numbers():
     assert float(sp.Max(f.Fmax(sp.Integer(1), sp.Integer(2)), 1)) == 2.0  # comparable: no ValueError
     assert float(f.LogAddExp(sp.Integer(0), sp.Integer(0))) == pytest.approx(np.log(2.0), rel=1e-15)
     assert float(f.Hypot(sp.Integer(3), sp.Integer(4))) == 5.0
+
+
+def test_np_sinc_on_a_tracer_is_the_sinc_op():
+    """np.sinc is not a ufunc: it reaches the sinc op through __array_function__."""
+    x = np.array([0.3, 0.5, 0.0])
+    expected = np.array(
+        [(np.cos(PI * 0.3) - np.sinc(0.3)) / 0.3, (np.cos(PI * 0.5) - np.sinc(0.5)) / 0.5, 0.0]
+    )
+    for backend in ("reverse", "forward"):
+        np.testing.assert_allclose(adcore.grad(lambda x: np.sum(np.sinc(x)), backend=backend)(x), expected)
