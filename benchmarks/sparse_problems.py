@@ -69,8 +69,10 @@ class Brusselator:
     def size(self) -> int:
         return 2 * self.N**2
 
-    def forcing(self, t: float) -> np.ndarray:
-        return 5.0 * self.spot if t >= 1.1 else 0.0 * self.spot
+    def forcing(self, t: float):
+        """5 in the disc from t = 1.1 on: np.where, not `if`, so t may be traced (a global pattern holds
+        for every t, and an `if` on it raises adcore.ValueDependentError)."""
+        return np.where(t >= 1.1, 5.0 * self.spot, 0.0)
 
     def rhs(self, t: float, state):
         """d state / dt: state is (u, v) flattened, 2N^2 values."""
