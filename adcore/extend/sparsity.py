@@ -337,11 +337,14 @@ def batched(
     """The pattern of an op on a stack of matrices (inv, det, solve, expm): an output element in
     batch b depends only on the input's elements in the batch broadcasting lines up under b, by
     `core`, a (core output size, core input size) pattern (None: dense); the last `out_core` and
-    `in_core` axes are the core ones, the axes before them broadcast as NumPy's batch axes."""
+    `in_core` axes are the core ones, the axes before them broadcast as NumPy's batch axes. One
+    input matrix and a dense core: DENSE (nothing built: a constant 1000 x 1000 matrix costs nothing)."""
     from scipy import sparse
 
     out_shape, in_shape = tuple(out_shape), tuple(in_shape)
     out_batch, in_batch = out_shape[: len(out_shape) - out_core], in_shape[: len(in_shape) - in_core]
+    if core is None and _size(in_batch) == 1:
+        return DENSE
     out_size, in_size = _size(out_shape[len(out_batch) :]), _size(in_shape[len(in_batch) :])
     block = np.ones((out_size, in_size)) if core is None else core
     batch = broadcast(in_batch, out_batch)

@@ -7,6 +7,9 @@ are dense per matrix of a stack; solve_banded is the band's solve (triangular wh
 empty, the right-hand side's columns apart); signal_convolve is exact windows in every axis;
 odeint is dense in y0 and theta after its first time, in t through its first and own time only.
 
+A structured pattern of more than LARGE entries is not built: the input is taken as dense (a
+superset), so that a large constant (a banded matrix of 10^4 rows) costs nothing.
+
 The rule form is adcore.extend.sparsity's; this module needs no sparsity plugin to import.
 """
 
@@ -19,6 +22,8 @@ from scipy import sparse
 
 from adcore.extend.sparsity import DENSE, SparsityRule, batched, broadcast, known
 from adcore_scipy.linalg.ops import check_bands
+
+LARGE = 1 << 24  # entries of a structured pattern past which the input is taken as dense
 
 
 def _size(shape: Any) -> int:
@@ -69,8 +74,11 @@ def _solve_banded(ans: Any, ab: Any, b: Any, l_and_u: Any = (0, 0)) -> tuple:
     low, up = check_bands(l_and_u, ab)
     n = np.shape(ab)[1]
     k = 1 if len(np.shape(b)) == 1 else np.shape(b)[1]
+    if n * n * k * (low + up + 2) > LARGE:
+        return DENSE, DENSE  # a superset: the unused corners, the triangles of a one-sided band
     core_ab, core_b = band_core(n, k, low, up)
-    return sparse.csr_array(core_ab), sparse.csr_array(core_b)
+    full = low > 0 and up > 0 and k == 1  # a full band's inverse is full: b's pattern is DENSE
+    return sparse.csr_array(core_ab), DENSE if full else sparse.csr_array(core_b)
 
 
 # --- convolution -----------------------------------------------------------------------------------
@@ -128,17 +136,23 @@ def _odeint(ans: Any, y0: Any, t: Any, theta: Any, **params: Any) -> tuple:
     """ys (len(t), n): ys[0] = y0; a later ys[k] reads all of y0 and theta (the dynamics may couple
     every component), and t[0] and t[k] only (the flow from t[0] to t[k])."""
     steps, n = np.shape(ans)
-    later = np.arange(steps) > 0
-    to_y0 = np.vstack([np.eye(n), np.ones(((steps - 1) * n, n))])[: steps * n]
-    to_t = np.zeros((steps, steps))
-    to_t[later, 0] = 1
-    to_t[later, np.arange(steps)[later]] = 1
-    to_theta = np.repeat(later, n)[:, None] & np.ones((1, _size(np.shape(theta))), dtype=bool)
-    return (
-        sparse.csr_array(to_y0),
-        sparse.csr_array(np.repeat(to_t, n, axis=0)),
-        sparse.csr_array(to_theta.astype(np.float64)),
+    n_theta = _size(np.shape(theta))
+    later = sparse.csr_array(np.repeat(np.arange(steps) > 0, n)[:, None].astype(np.float64))
+    to_y0 = DENSE
+    if steps * n * n <= LARGE:
+        to_y0 = sparse.vstack(
+            [sparse.eye_array(n), sparse.csr_array(np.ones(((steps - 1) * n, n)))], format="csr"
+        )
+    to_theta = (
+        DENSE if steps * n * n_theta > LARGE else (later @ sparse.csr_array(np.ones((1, n_theta)))).tocsr()
     )
+    k = np.repeat(np.arange(1, steps), n)  # the time of each row after the first
+    rows = np.arange(n, steps * n)
+    to_t = sparse.coo_array(
+        (np.ones(2 * rows.size), (np.concatenate([rows, rows]), np.concatenate([np.zeros_like(k), k]))),
+        shape=(steps * n, steps),
+    ).tocsr()
+    return to_y0, to_t, to_theta
 
 
 SPARSITY_RULES: dict[str, SparsityRule] = {

@@ -147,6 +147,16 @@ def test_odeint_first_row_is_y0_and_later_rows_read_their_own_time():
     assert not rule("odeint").exact
 
 
+def test_large_inputs_are_dense_without_building_a_pattern():
+    """A tridiagonal system of 10^4 rows: DENSE for both (a full band's inverse is full), at once."""
+    n = 10**4
+    deps = rule("solve_banded")(
+        Unknown((n,), np.float64), Unknown((3, n), np.float64), Unknown((n,), np.float64), l_and_u=(1, 1)
+    )
+    assert deps == ("dense", "dense")
+    assert rule("expm")(Unknown((1000, 1000), np.float64), Unknown((1000, 1000), np.float64)) == ("dense",)
+
+
 def test_the_rules_need_no_sparsity_plugin():
     code = "import sys, adcore_scipy.sparsity_rules; print('adcore_sparsity' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

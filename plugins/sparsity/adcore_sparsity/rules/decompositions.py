@@ -4,7 +4,8 @@ Each output's batch b depends on batch b's matrix only (`batched`); within a mat
 triangle eigh reads, on the columns a QR has seen so far (Gram-Schmidt's order), and nothing where
 a factor is a constant sign (the vectors of a 1 x 1 matrix). norm is a reduction over its axes;
 its max-like ords (inf, -inf; a matrix's 1, -1, inf, -inf) depend at a point on the extreme entry
-or line only.
+or line only. A structured core of more than LARGE entries is not built: the input is taken as
+dense (a superset).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import numpy as np
 
 from adcore.extend.sparsity import DENSE, SparsityRule, batched, fibres, known, scatter
 from adcore.ops.decompositions import norm_axes
+from adcore_sparsity.rules.linalg import LARGE
 from adcore_sparsity.rules.table import defsparsity
 
 
-def _triangle_columns(rows: int, n: int, uplo: str) -> np.ndarray:
-    """(rows, n*n): every row reads the triangle UPLO names, diagonal included."""
+def _triangle_columns(rows: int, n: int, uplo: str) -> Any:
+    """(rows, n*n): every row reads the triangle UPLO names, diagonal included (None past LARGE)."""
+    if rows * n * n > LARGE:
+        return None
     mask = np.tri(n, dtype=bool) if uplo == "L" else np.tri(n, dtype=bool).T
     return np.tile(mask.ravel(), (rows, 1)).astype(np.float64)
 
@@ -28,7 +32,7 @@ def _eigh_packed(ans: Any, a: Any, UPLO: str = "L") -> tuple:
     """Eigenvalues and eigenvectors over the triangle; a 1 x 1 matrix's eigenvector is the constant 1."""
     n = np.shape(a)[-1]
     core = _triangle_columns((n + 1) * n, n, UPLO)
-    if n == 1:
+    if n == 1 and core is not None:
         core[1:] = 0
     return (batched(np.shape(ans), np.shape(a), 2, 2, core),)
 
@@ -42,6 +46,8 @@ def _svd_packed(ans: Any, a: Any) -> tuple:
     """U over s over V, dense per matrix but where U (m = 1) or V (n = 1) is a constant sign."""
     m, n = np.shape(a)[-2:]
     k = min(m, n)
+    if m > 1 and n > 1:
+        return (batched(np.shape(ans), np.shape(a), 2, 2),)
     core = np.ones(((m + 1 + n) * k, m * n))
     if m == 1:
         core[: m * k] = 0
@@ -50,10 +56,12 @@ def _svd_packed(ans: Any, a: Any) -> tuple:
     return (batched(np.shape(ans), np.shape(a), 2, 2, core),)
 
 
-def qr_core(m: int, n: int) -> np.ndarray:
+def qr_core(m: int, n: int) -> np.ndarray | None:
     """((m + n) * n, m * n) for Q over R by Gram-Schmidt: Q's column j reads a's columns 0..j (a
     square a's last column: 0..n-2, its direction is fixed by the others'); R[i, j] = q_i . a_j
     reads columns 0..i and j above the diagonal, 0..j on it, none below."""
+    if (m + n) * n * m * n > LARGE:
+        return None
     col = np.arange(n)
     q_reads = col[None, :] <= col[:, None]  # (j, column)
     if m == n:
@@ -116,7 +124,9 @@ def _lstsq_solution(ans: Any, a: Any, b: Any, rcond: Any = None) -> tuple:
     k = 1 if len(np.shape(b)) == 1 else np.shape(b)[1]
     from scipy import sparse
 
-    return (DENSE, sparse.csr_array(np.kron(np.ones((n, m)), np.eye(k))))
+    if k == 1 or n * m * k > LARGE:
+        return (DENSE, DENSE)
+    return (DENSE, sparse.kron(sparse.csr_array(np.ones((n, m))), sparse.eye_array(k), format="csr"))
 
 
 defsparsity("eigh_packed", SparsityRule(_eigh_packed, "nonlinear", exact=True))

@@ -15,9 +15,9 @@ from adcore_sparsity.rules.table import defsparsity
 def _eig_packed(ans: Any, a: Any) -> tuple:
     """Eigenvalues over eigenvectors, (..., n + 1, n)."""
     n = np.shape(a)[-1]
-    core = np.ones(((n + 1) * n, n * n))
-    if n == 1:
-        core[1:] = 0
+    core = None
+    if n == 1:  # the eigenvalue a itself over the constant eigenvector 1
+        core = np.array([[1.0], [0.0]])
     return (batched(np.shape(ans), np.shape(a), 2, 2, core),)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import SparsityRule, fibres, scatter
+from adcore.extend.sparsity import DENSE, SparsityRule, fibres, scatter
 from adcore.ops.fft import fft_plan
 from adcore_sparsity.rules.table import defsparsity
 
@@ -25,6 +25,8 @@ def transform(name: str) -> SparsityRule:
         inside = np.ones(shape, dtype=bool)
         for axis in plan.axes:
             inside = inside & (index[axis] < read[axis])
+        if _fibres(shape, plan.axes) == 1 and inside.all():
+            return (DENSE,)  # one fibre read whole: nothing to build
         into_in = scatter(np.where(inside, fibres(shape, plan.axes), -1), _fibres(shape, plan.axes))
         out = fibres(np.shape(ans), plan.axes)
         into_out = scatter(out, _fibres(shape, plan.axes))

@@ -4,6 +4,8 @@ A matrix argument is a stack (..., n, n): an output element in batch b depends o
 matrix (`batched`). Within a matrix the patterns are dense except where the op reads a triangle
 (cholesky, solve_triangular, cho_solve) or keeps columns apart (a right-hand side's column j
 reaches only the solution's column j), where they are the exact structure the recurrences give.
+A structured core of more than LARGE entries is not built: the input is taken as dense (a
+superset), so that a large constant matrix (solve_triangular(L, x) with L 1000 x 1000) costs nothing.
 """
 
 from __future__ import annotations
@@ -16,17 +18,26 @@ from adcore.extend.sparsity import SparsityRule, batched, known
 from adcore.ops.linalg import is_transposed
 from adcore_sparsity.rules.table import defsparsity
 
+LARGE = 1 << 24  # entries of a structured core past which the input is taken as dense
+
 # --- matrices of core patterns ------------------------------------------------------------------
 
 
-def columns_apart(n: int, k: int) -> np.ndarray:
-    """(n*k, n*k): x[i, j] depends on b[p, j] for every p, the same column only."""
-    return np.kron(np.ones((n, n)), np.eye(k))
+def columns_apart(n: int, k: int) -> Any:
+    """(n*k, n*k): x[i, j] depends on b[p, j] for every p, the same column only (None: dense, k = 1
+    or too large to build)."""
+    from scipy import sparse
+
+    if k == 1 or n * n * k > LARGE:
+        return None
+    return sparse.kron(sparse.csr_array(np.ones((n, n))), sparse.eye_array(k), format="csr")
 
 
-def per_column(rows: np.ndarray, k: int) -> np.ndarray:
+def per_column(rows: Any, k: int) -> Any:
     """`rows` (n, m), the pattern of row i of a solution, repeated for each of its k columns: (n*k, m)."""
-    return np.kron(rows, np.ones((k, 1)))
+    from scipy import sparse
+
+    return sparse.kron(sparse.csr_array(rows), np.ones((k, 1)), format="csr")
 
 
 def right_hand_side(x: Any, b: Any) -> tuple[int, int, int]:
@@ -67,7 +78,9 @@ def _det(ans: Any, a: Any) -> tuple:
     if known(a) and np.shape(a)[-1] > 1:
         a = np.asarray(a)
         low_rank = (np.linalg.matrix_rank(a) <= a.shape[-1] - 2).ravel()
-        if low_rank.any():
+        if low_rank.all():
+            return (None,)
+        if low_rank.any():  # a stack: some of its matrices
             pattern = pattern.multiply(~low_rank[:, None]).tocsr()
             pattern.eliminate_zeros()
     return (pattern,)
@@ -80,17 +93,19 @@ def _slogdet_packed(ans: Any, a: Any) -> tuple:
     return (batched(np.shape(ans), np.shape(a), 1, 2, core),)
 
 
-def cholesky_core(n: int, upper: bool = False) -> np.ndarray:
+def cholesky_core(n: int, upper: bool = False) -> np.ndarray | None:
     """(n*n, n*n): L[i, j] (i >= j) depends on a[p, q] (q <= p, lower triangle) with q <= j and
     p <= j or p = i, by the recurrence L_ij = (a_ij - sum_{k<j} L_ik L_jk) / L_jj; upper=True: the
     transposed factor of the upper triangle."""
+    if n**4 > LARGE:
+        return None
     i, j, p, q = np.ix_(*(np.arange(n),) * 4)
     core = (i >= j) & (q <= p) & (q <= j) & ((p <= j) | (p == i))
     core = core.reshape(n * n, n * n)
     if upper:
         t = transpose_entries(n)
         core = core[t][:, t]
-    return core.astype(np.float64)
+    return core
 
 
 def _cholesky(ans: Any, a: Any, upper: bool = False) -> tuple:
@@ -99,12 +114,19 @@ def _cholesky(ans: Any, a: Any, upper: bool = False) -> tuple:
 
 def triangular_cores(
     n: int, k: int, trans: Any = 0, lower: bool = False, unit_diagonal: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Any, Any]:
     """The cores of x = M^-1 b, M = T or T^T for the triangle T of a: (n*k, n*n) for a, (n*k, n*k)
     for b. M lower: x_i depends on M[p, q] with q <= p <= i and on b_p with p <= i (upper: the
     mirror image); each of its columns on the same column of b only."""
+    from scipy import sparse
+
     transposed = is_transposed(trans)
     solves_lower = lower != transposed
+    if n**3 > LARGE:
+        rhs = np.tri(n, dtype=bool) if solves_lower else np.tri(n, dtype=bool).T
+        return None, None if n * n * k > LARGE else sparse.kron(
+            sparse.csr_array(rhs), sparse.eye_array(k), format="csr"
+        )
     i, p, q = np.ix_(*(np.arange(n),) * 3)
     if solves_lower:
         reads = (q <= p) & (p <= i)
@@ -117,7 +139,7 @@ def triangular_cores(
     rows = reads.reshape(n, n * n)  # in M's entries
     if transposed:
         rows = rows[:, transpose_entries(n)]
-    return per_column(rows.astype(np.float64), k), np.kron(rhs, np.eye(k))
+    return per_column(rows, k), sparse.kron(sparse.csr_array(rhs), sparse.eye_array(k), format="csr")
 
 
 def _solve_triangular(
@@ -134,7 +156,7 @@ def _solve_triangular(
 def _cho_solve(ans: Any, c: Any, b: Any, lower: bool = True) -> tuple:
     """x = (L L^T)^-1 b: every entry of the factor's triangle, the same column of b."""
     n, k, core = right_hand_side(ans, b)
-    reads = per_column(np.tile(triangle(n, lower).ravel(), (n, 1)).astype(np.float64), k)
+    reads = None if n**3 * k > LARGE else per_column(np.tile(triangle(n, lower).ravel(), (n, 1)), k)
     return (
         batched(np.shape(ans), np.shape(c), core, 2, reads),
         batched(np.shape(ans), np.shape(b), core, core, columns_apart(n, k)),
@@ -147,10 +169,13 @@ def _matrix_power(ans: Any, a: Any, n: int = 1) -> tuple:
     size = np.shape(a)[-1]
     if n == 0:
         return (None,)
-    if n in (1, 2):
+    if n == 1:
+        from scipy import sparse
+
+        return (batched(np.shape(ans), np.shape(a), 2, 2, sparse.eye_array(size * size, format="csr")),)
+    if n == 2 and size**4 <= LARGE:
         i, j, p, q = np.ix_(*(np.arange(size),) * 4)
-        core = ((p == i) & (q == j)) if n == 1 else ((p == i) | (q == j))
-        return (batched(np.shape(ans), np.shape(a), 2, 2, core.reshape(size * size, -1).astype(np.float64)),)
+        return (batched(np.shape(ans), np.shape(a), 2, 2, ((p == i) | (q == j)).reshape(size * size, -1)),)
     return _dense_per_matrix(ans, a)
 
 

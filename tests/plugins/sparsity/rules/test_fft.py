@@ -59,3 +59,8 @@ def test_irfftn_superset_of_a_jacobian_with_zeros():
     jac = np.asarray(adcore.jacobian(lambda z: adcore.ops.irfftn(z), backend="reverse")(x))
     assert (np.abs(jac) < 1e-12).any()  # cos(2 pi k j / n) vanishes: the rule cannot be exact
     assert pattern("irfftn", (5,)).all()
+
+
+def test_one_fibre_read_whole_is_dense_without_a_matrix():
+    rule = adcore.plugins.get_registry().rules["sparsity"]["fftn"]
+    assert rule(Unknown((10**5,), np.complex128), Unknown((10**5,), np.float64)) == ("dense",)

@@ -76,8 +76,10 @@ def test_cholesky_pattern_is_the_jacobian_structure():
 
 def test_det_of_rank_n_minus_2_depends_on_nothing_at_that_point():
     a = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])  # rank 1: every cofactor is 0
-    (p,) = rule("det")(np.linalg.det(a), a)
-    assert p.nnz == 0
+    assert rule("det")(np.linalg.det(a), a) == (None,)
+    stack = np.stack([a, np.eye(3)])  # in a stack, the other matrix keeps its entries
+    (p,) = rule("det")(np.linalg.det(stack), stack)
+    assert p.nnz == 9 and np.flatnonzero(p.toarray()[1]).tolist() == list(range(9, 18))
     (p,) = pattern("det", (), (3, 3))
     assert p.all()  # globally, every entry
 
@@ -125,3 +127,15 @@ def stored_zeros(name: str) -> list[dict]:
 @pytest.mark.parametrize("name", [*OPS, "matrix_power"])
 def test_no_stored_zeros(name):
     assert stored_zeros(name) == []
+
+
+def test_a_large_matrix_is_dense_without_building_its_pattern():
+    """A 2000 x 2000 (or a triangle's 1000^3 / 6 entries) pattern is not built: DENSE, a superset,
+    at once, so a large constant matrix costs nothing."""
+    big = Unknown((1000, 1000), np.float64)
+    vector = Unknown((1000,), np.float64)
+    assert rule("inv")(Unknown((2000, 2000), np.float64), Unknown((2000, 2000), np.float64)) == ("dense",)
+    assert rule("solve")(vector, big, vector) == ("dense", "dense")
+    a, b = rule("solve_triangular")(vector, big, vector, lower=True)
+    assert a == "dense" and b.nnz == 1000 * 1001 // 2  # forward substitution's triangle, still exact
+    assert rule("cholesky")(big, big) == ("dense",)
