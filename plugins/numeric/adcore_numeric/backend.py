@@ -106,11 +106,12 @@ class NumericBackend(Backend):
 def _along(f, args, value, tangents, method, step, vectorized, executor) -> np.ndarray:
     """The derivative of f at args along one set of tangents (None: that argument stays)."""
     moved = [t for t in tangents if t is not None]
-    size = max([float(np.max(np.abs(x), initial=0.0)) for x in args] + [1.0])
+    perturbed = [x for x, t in zip(args, tangents) if t is not None]  # others may be ints, strings, ...
+    size = max([float(np.max(np.abs(x), initial=0.0)) for x in perturbed] + [1.0])
     length = max(float(np.max(np.abs(t), initial=0.0)) for t in moved)
     if length == 0:
         return np.zeros(np.shape(value))
-    eps = max(float(np.finfo(x.dtype).eps) for x in args)
+    eps = max(float(np.finfo(x.dtype).eps) for x in perturbed)
     if step is None:
         first = relative_step(method, eps) * size / length
     else:

@@ -164,3 +164,13 @@ def test_the_contract_jvp_takes_a_batch_of_directions_and_none_for_a_fixed_argum
     # d(sin(x) y) along t = cos(x) y t, elementwise
     np.testing.assert_allclose(tangents, directions * np.cos(x) * y, rtol=1e-8)
     assert be.jvp(np.sin, (x,), (None,)) == (pytest.approx(np.sin(x)), None)  # nothing perturbed
+
+
+def test_jvp_leaves_arguments_without_a_tangent_alone():
+    """The Backend contract allows any argument without a tangent (None): a string, an index array."""
+    be = adcore.get_backend("numeric")
+    x = np.array([0.1, 0.2, 0.3])
+    _, t = be.jvp(lambda x, s: np.sin(x), (x, "s"), (np.ones((1, 3)), None))
+    np.testing.assert_allclose(t[0], np.cos(x), rtol=1e-8)
+    _, t = be.jvp(lambda x, i: np.sin(x[i]), (x, np.array([0, 2])), (np.ones((1, 3)), None))
+    np.testing.assert_allclose(t[0], np.cos(x[[0, 2]]), rtol=1e-8)
