@@ -9,7 +9,12 @@ import numpy as np
 
 from adcore import core
 from adcore.core import bind, concrete
-from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedByBackendError
+from adcore.errors import (
+    InvalidValueError,
+    LinearAlgebraError,
+    UnsupportedByBackendError,
+    ValueDependentError,
+)
 from adcore.spec import REAL, OpSpec, Sample, SampleFn, fixed_samples
 
 # including the seeds' matrix broadcasting case: a 2x1 matmul b 4x1x3
@@ -307,7 +312,8 @@ def slogdet(a: Any) -> SlogdetResult:
     log = bind(core.OPS.getitem, packed, index=(Ellipsis, 1))
     try:
         sign = concrete(packed)[..., 0]
-    except UnsupportedByBackendError:  # the symbolic backend traces no numbers: sign(det), derivative 0
+    except (UnsupportedByBackendError, ValueDependentError):
+        # symbolic traces no numbers, a global sparsity pattern reads none: sign(det), derivative 0
         sign = bind(core.OPS.getitem, packed, index=(Ellipsis, 0))
     return SlogdetResult(sign, log)
 

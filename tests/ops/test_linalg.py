@@ -474,3 +474,15 @@ def test_slogdet_of_a_singular_matrix_names_slogdet_packed(backend):
     singular = np.array([[1.0, 2.0], [2.0, 4.0]])
     with pytest.raises(LinearAlgebraError, match="op 'slogdet_packed'.*singular"):
         adcore.grad(lambda a: np.linalg.slogdet(a)[1], backend=backend)(singular)
+
+
+def test_slogdet_has_a_global_sparsity_pattern_and_a_sparse_jacobian():
+    """slogdet reads the sign's number where it can; a global pattern hides it, as symbolic does."""
+    x = np.array([1.0, 0.5, -0.2, 2.0])
+
+    def f(x):
+        return np.linalg.slogdet(x.reshape(2, 2) + 3 * np.eye(2))[1]
+
+    assert adcore.jacobian_sparsity(f)(x).toarray().tolist() == [[True] * 4]
+    dense = adcore.jacobian(f, backend="forward")(x)
+    np.testing.assert_allclose(adcore.jacobian(f, backend="forward", sparse=True)(x).toarray()[0], dense)
