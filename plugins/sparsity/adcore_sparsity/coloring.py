@@ -145,6 +145,8 @@ def _distance2(vertices: Any, others: Any, lower_bound: int, order: str) -> np.n
     compressed along the other axis)."""
     from adcore_sparsity import _coloring_kernels as kernels
 
+    if order not in ORDERS:
+        raise InvalidValueError(f"a coloring's order is one of {ORDERS}, not {order!r}")
     n = vertices.indptr.size - 1
     if lower_bound == n:  # one row holds every column: n colors, whatever the order
         return np.arange(n, dtype=np.int64)
@@ -197,9 +199,11 @@ def star_coloring(pattern: Any, order: str = "auto") -> Coloring:
             f"a star coloring colors a square (symmetric) pattern, not one of shape {csr.shape}"
         )
     symmetric = as_pattern(csr + csr.T)
-    adjacency = symmetric.copy()
-    adjacency.setdiag(False)
-    adjacency = as_pattern(csr_array(adjacency))
+    rows = np.repeat(np.arange(n), np.diff(symmetric.indptr))
+    off = rows != symmetric.indices
+    adjacency = as_pattern(
+        csr_array((np.ones(off.sum(), bool), (rows[off], symmetric.indices[off])), shape=(n, n))
+    )
     ptr, idx = _ints(adjacency.indptr, adjacency.indices)
     identity = np.arange(n + 1, dtype=np.int64)
     graph = (ptr, idx, identity, identity[:n].copy(), n)
