@@ -4,8 +4,7 @@ A traced array carries P, a bool CSR (array.size, n): row k holds the differenti
 its element k may depend on. An op's rule gives, per input, a dependency D_i (None, DENSE or a
 sparse (ans.size, input.size) matrix); the output's P is the union of the terms D_i @ P_i. A DENSE
 dependency's term is kept as `DenseRows` (every row the same set: the support of P_i), so Hessian
-terms never multiply out ans.size identical rows. For Hessian patterns each array also carries H,
-a bool CSR (n, n): the union of its elements' Hessian patterns (`hessian_of`).
+terms never multiply out ans.size identical rows (adcore_sparsity.second_order pairs the terms).
 
 Imports SciPy: import this module only when tracing (the plugin's hooks never do).
 """
@@ -154,33 +153,36 @@ def gram(a: Term, b: Term, n: int) -> sparse.csr_array | None:
     return as_bool(a.T @ b)
 
 
-def hessian_of(order: str, terms: list[Term], hessians: list[sparse.csr_array], n: int) -> sparse.csr_array:
-    """An op's output H from its inputs' H and terms D_i P_i, by the rule's order: linear, the union
-    of the H_i; multilinear, also the pairs of different inputs (D_i P_i)^T (D_j P_j) both ways;
-    nonlinear, also every pair within each output element's dependencies, P_out^T P_out."""
-    parts = [h for h in hessians if h.nnz]
-    if order == "multilinear":
-        for i in range(len(terms)):
-            for j in range(i + 1, len(terms)):
-                cross = gram(terms[i], terms[j], n)
-                if cross is not None:
-                    parts += [cross, cross.T.tocsr()]
-    elif order == "nonlinear" and terms:
-        dense = [t for t in terms if isinstance(t, DenseRows)]
-        rest = [t for t in terms if not isinstance(t, DenseRows)]
-        merged = []
-        if rest:
-            merged.append(union(rest, rest[0].shape[0], n))
-        if dense:
-            merged.append(DenseRows(dense[0].rows, np.unique(np.concatenate([t.support for t in dense]))))
-        for i in range(len(merged)):
-            for j in range(i, len(merged)):
-                pairs = gram(merged[i], merged[j], n)
-                if pairs is not None:
-                    parts += [pairs] if i == j else [pairs, pairs.T.tocsr()]
-    if not parts:
-        return empty(n, n)
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return as_bool(total)
+def distinct_rows(pattern: sparse.csr_array) -> sparse.csr_array:
+    """The pattern's rows without repeats (in no particular order): the same second-derivative pairs
+    for fewer rows. Rows are grouped by a hash of their columns and length, then compared entry by
+    entry with their group's first row, so a hash collision keeps both rows."""
+    rows = pattern.shape[0]
+    if rows < 2 or pattern.nnz == 0:
+        return pattern
+    if not pattern.has_sorted_indices:
+        pattern = pattern.sorted_indices()
+    indptr, indices = pattern.indptr, pattern.indices
+    lengths = np.diff(indptr)
+    with np.errstate(over="ignore"):
+        mixed = (indices.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        mixed ^= mixed >> np.uint64(29)
+        sums = np.add.reduceat(np.append(mixed, np.uint64(0)), indptr[:-1])  # (an empty row's: masked)
+        key = np.where(lengths > 0, sums, 0) ^ (lengths.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
+    order = np.argsort(key)
+    ordered = key[order]
+    starts = np.ones(rows, dtype=bool)
+    starts[1:] = ordered[1:] != ordered[:-1]
+    representative = np.empty(rows, dtype=np.int64)
+    representative[order] = order[np.maximum.accumulate(np.where(starts, np.arange(rows), 0))]
+    row_of = np.repeat(np.arange(rows), lengths)
+    offsets = np.arange(indices.size) - np.repeat(indptr[:-1], lengths)
+    same_length = lengths[representative] == lengths
+    within = np.repeat(same_length, lengths)  # a collision across lengths: compare nothing, keep
+    compared = np.repeat(indptr[:-1][representative], lengths) + offsets
+    same = within & (indices == indices[np.minimum(compared, indices.size - 1)])
+    differs = np.bincount(row_of[~same], minlength=rows) > 0
+    keep = np.flatnonzero((representative == np.arange(rows)) | differs)
+    if keep.size == rows:
+        return pattern
+    return gather_rows(pattern, keep, pattern.shape[1])

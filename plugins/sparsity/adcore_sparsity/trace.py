@@ -27,6 +27,7 @@ from adcore.errors import AdcoreError, ComplexValueError, InvalidInputError, Plu
 from adcore.extend.sparsity import Condition, Unknown, is_condition
 from adcore_sparsity import patterns
 from adcore_sparsity.fallback import plugin_of, rule_for
+from adcore_sparsity.second_order import SecondOrder
 
 
 class SparsityTrace(Trace):
@@ -35,7 +36,8 @@ class SparsityTrace(Trace):
     backend = "sparsity"
 
     def __init__(self, n: int, local: bool = False, hessian: bool = False) -> None:
-        self.n, self.local, self.hessian = n, local, hessian
+        self.n, self.local = n, local
+        self.second = SecondOrder(n) if hessian else None  # the Hessian's bookkeeping, when asked
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         for name, value in params.items():
@@ -62,7 +64,7 @@ class SparsityTrace(Trace):
             inputs = [_unknown(a) if isinstance(a, Tracer) else a for a in args]
             shown = _unknown(ans)
         dependencies = _dependencies(op, rule, shown, inputs, params)
-        terms, hessians = [], []
+        terms, parents = [], []
         for i, (a, m) in enumerate(zip(args, mine)):
             if not m or dependencies[i] is None or not op.is_differentiable(i):
                 continue
@@ -72,9 +74,9 @@ class SparsityTrace(Trace):
                 raise _rule_error(op, f"its entry for input {i} does not fit: {e}") from e
             if term is not None:
                 terms.append(term)
-                hessians.append(a.hessian)
+                parents.append(a.hessian)
         pattern = patterns.union(terms, rows, self.n)
-        hessian = patterns.hessian_of(rule.order, terms, hessians, self.n) if self.hessian else None
+        hessian = None if self.second is None else self.second.node(rule.order, terms, parents, pattern)
         return SparsityTracer(ans, pattern, hessian, self)
 
     def _decides(self, param: Any) -> bool:
@@ -88,8 +90,7 @@ class SparsityTrace(Trace):
     def constant(self, value: Any) -> SparsityTracer:
         """A traced value that depends on no differentiated element (a comparison, an argument not
         differentiated): its numbers stay hidden in a global trace all the same."""
-        n = self.n
-        return SparsityTracer(value, patterns.empty(int(np.size(value)), n), _no_pairs(n, self.hessian), self)
+        return SparsityTracer(value, patterns.empty(int(np.size(value)), self.n), None, self)
 
 
 def _dependencies(op: Any, rule: Any, ans: Any, inputs: list, params: dict) -> tuple:
@@ -140,7 +141,8 @@ _READERS = {
 class SparsityTracer(Tracer):
     """A value the sparsity trace follows: its `value` at this point, `pattern` (a bool CSR
     (size, n): the differentiated input elements each element may depend on) and, in a Hessian
-    trace, `hessian` (a bool CSR (n, n): the pairs its elements' second derivatives may couple)."""
+    trace, `hessian` (its adcore_sparsity.second_order.Node, None when it has no second derivative:
+    the pairs of elements its elements' second derivatives may couple)."""
 
     __slots__ = ("hessian", "pattern")
 
@@ -339,7 +341,7 @@ def trace(
     with new_trace(SparsityTrace, n=n, local=local, hessian=hessian) as sparsity:
         inputs, start = list(args), 0
         for i, size in zip(argnums, sizes):
-            inputs[i] = SparsityTracer(args[i], columns(start, size, n), _no_pairs(n, hessian), sparsity)
+            inputs[i] = SparsityTracer(args[i], columns(start, size, n), None, sparsity)
             start += size
         if not local:  # a float argument not differentiated may change: the pattern must not read it
             for i, a in enumerate(args):
@@ -348,8 +350,8 @@ def trace(
         out = f(*inputs)
     check_output(out, "sparsity", scalar=False)
     if isinstance(out, SparsityTracer) and out._trace is sparsity:
-        h = out.hessian
-        return out.value, out.pattern, None if h is None else patterns.as_bool(h + h.T), sizes
+        second = sparsity.second
+        return out.value, out.pattern, None if second is None else second.hessian(out.hessian), sizes
     if isinstance(out, Tracer):
         raise InvalidInputError(
             "f returned a value traced by another transformation than the sparsity backend's; "
@@ -357,7 +359,3 @@ def trace(
         )
     size = int(np.size(out))
     return out, patterns.empty(size, n), patterns.empty(n, n) if hessian else None, sizes
-
-
-def _no_pairs(n: int, hessian: bool) -> Any:
-    return patterns.empty(n, n) if hessian else None
