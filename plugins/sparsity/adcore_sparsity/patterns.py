@@ -120,6 +120,7 @@ def union(terms: list[Term], rows: int, n: int) -> sparse.csr_array:
     """The union of the terms, a bool CSR (rows, n) (every term has `rows` rows)."""
     if not terms:
         return empty(rows, n)
+    terms = list({id(t): t for t in terms}.values())  # x + x, x * x: one term
     if len(terms) == 1:
         return materialize(terms[0], n)
     dense = [t for t in terms if isinstance(t, DenseRows)]

@@ -119,3 +119,18 @@ def test_random_programs_hessian_pattern_holds_every_nonzero(steps, seed):
     x = np.random.default_rng(seed).uniform(-1.0, 1.0, 8)
     got, want = hessian_pattern(f, x), hessian_nonzeros(f, x)
     assert not (want & ~got).any(), f"the Hessian pattern misses {np.argwhere(want & ~got)[:5]}"
+
+
+def test_a_long_program_and_shared_terms():
+    x = np.random.default_rng(6).random(5)
+
+    def chain(x):
+        y = x
+        for _ in range(2000):
+            y = np.sin(y) + np.cos(y) * 0.5
+        return np.sum(y[1:] * y[:-1])
+
+    got = hessian_pattern(chain, x)
+    np.testing.assert_array_equal(
+        got, np.eye(5, dtype=bool) | np.eye(5, k=1, dtype=bool) | np.eye(5, k=-1, dtype=bool)
+    )
