@@ -43,10 +43,11 @@ class SparsityTrace(Trace):
         for name, value in params.items():
             if self._decides(value):
                 raise ValueDependentError(
-                    f"op {op.name!r} got a comparison of a traced value as its {name!r} (a mask or an index): "
-                    "which elements it picks depends on the input's numbers, which a global sparsity pattern "
-                    "(valid for every input) cannot follow. Detect the pattern at this point with "
-                    "local=True, or choose between values with anp.where (both branches are kept)."
+                    f"op {op.name!r} got a traced value (a comparison, or a float argument's value) as its "
+                    f"param {name!r} (a mask, an index, a static value): what the op does then depends on the "
+                    "input's numbers, which a global sparsity pattern (valid for every input) cannot follow. "
+                    "Detect the pattern at this point with local=True, or choose between values with anp.where "
+                    "(both branches are kept)."
                 )
         rule = rule_for(op)
         if rule is None:  # a traceable op with no rule: its body, op by op
