@@ -198,11 +198,11 @@ def greedy_by_rows(order, a_ptr, a_idx, n_rows, max_words):
 
 
 @njit(cache=True)
-def _sift_up(keys, verts, i):
-    """Restore the max-heap (key, then the lower vertex) above position i."""
+def _sift_up(keys, verts, rank, i):
+    """Restore the max-heap (key, then the lower rank) above position i."""
     while i > 0:
         parent = (i - 1) // 2
-        if keys[parent] > keys[i] or (keys[parent] == keys[i] and verts[parent] < verts[i]):
+        if keys[parent] > keys[i] or (keys[parent] == keys[i] and rank[verts[parent]] < rank[verts[i]]):
             return
         keys[parent], keys[i] = keys[i], keys[parent]
         verts[parent], verts[i] = verts[i], verts[parent]
@@ -210,14 +210,15 @@ def _sift_up(keys, verts, i):
 
 
 @njit(cache=True)
-def _sift_down(keys, verts, size):
+def _sift_down(keys, verts, rank, size):
     """Restore the max-heap below its root."""
     i = 0
     while True:
         best = i
         for child in (2 * i + 1, 2 * i + 2):
             if child < size and (
-                keys[child] > keys[best] or (keys[child] == keys[best] and verts[child] < verts[best])
+                keys[child] > keys[best]
+                or (keys[child] == keys[best] and rank[verts[child]] < rank[verts[best]])
             ):
                 best = child
         if best == i:
@@ -228,9 +229,9 @@ def _sift_down(keys, verts, size):
 
 
 @njit(cache=True)
-def dsatur(a_ptr, a_idx, b_ptr, b_idx, n, words):
+def dsatur(a_ptr, a_idx, b_ptr, b_idx, n, words, rank):
     """Greedy distance-1 coloring that next colors the vertex whose colored neighbours show the most
-    distinct colors (its saturation), ties to the larger degree, then the lower number (Brélaz,
+    distinct colors (its saturation), ties to the larger degree, then the lower rank (Brélaz,
     "New methods to color the vertices of a graph", CACM 22(4), 1979). `words` 64-bit words per
     vertex hold the colors its neighbours have (at least (largest degree + 1) / 64). The vertices
     wait in a max-heap whose stale entries are skipped when popped."""
@@ -247,14 +248,14 @@ def dsatur(a_ptr, a_idx, b_ptr, b_idx, n, words):
         keys[size] = degree[v]
         verts[size] = v
         size += 1
-        _sift_up(keys, verts, size - 1)
+        _sift_up(keys, verts, rank, size - 1)
     one = np.uint64(1)
     for _ in range(n):
         while True:
             key, v = keys[0], verts[0]
             size -= 1
             keys[0], verts[0] = keys[size], verts[size]
-            _sift_down(keys, verts, size)
+            _sift_down(keys, verts, rank, size)
             if color[v] < 0 and key == saturation[v] * scale + degree[v]:
                 break
         c = 0
@@ -277,7 +278,7 @@ def dsatur(a_ptr, a_idx, b_ptr, b_idx, n, words):
                 keys[size] = saturation[w] * scale + degree[w]
                 verts[size] = w
                 size += 1
-                _sift_up(keys, verts, size - 1)
+                _sift_up(keys, verts, rank, size - 1)
     return color
 
 

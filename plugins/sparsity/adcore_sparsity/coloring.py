@@ -14,7 +14,8 @@ Graph coloring for computing derivatives", SIAM Review 47(4), 2005 (Algorithms 3
 their vertex orderings: "natural", "largest_first" (by degree), "smallest_last" and
 "incidence_degree", and for column and row colorings "dsatur" (Brélaz 1979: next the vertex with
 the most distinct colors around it). The default, "auto", is largest_first, then DSATUR when that
-left more colors than the lower bound (a 2-D 5-point stencil: 7 colors, DSATUR's 5 the optimum).
+left more colors than the lower bound (a 2-D 5-point stencil: 7 colors, DSATUR's 5 the optimum),
+with ties broken in a few seeded random orders while the bound is not reached (see DSATUR_RUNS).
 
 Cost: a greedy column coloring keeps one bitset of used colors per row, O(nnz x colors / 64);
 DSATUR, smallest_last and incidence_degree visit every pair of non-zeros sharing a row,
@@ -39,10 +40,13 @@ if TYPE_CHECKING:
 KINDS = ("column", "row", "star")
 ORDERS = ("auto", "natural", "largest_first", "smallest_last", "incidence_degree", "dsatur")
 # DSATUR keeps one bit per vertex and color its neighbours may have, and visits every pair of
-# non-zeros in a row: "auto" tries it (when largest_first left colors above the lower bound) only
-# under 64 MB of bits and 10^7 pairs. Greedy coloring's row bitsets stop at 64 MB as well.
+# non-zeros in a row. When largest_first left colors above the lower bound, "auto" runs it with ties
+# to the lower vertex, then with ties in random (seeded) orders, which find lattice colorings greedy
+# orders miss (the 2-D Brusselator's 6 colors), up to DSATUR_RUNS runs and 10^7 pairs visited in
+# all, until one reaches the bound; only under 64 MB of bits. Greedy's row bitsets stop at 64 MB too.
 DSATUR_WORDS = 1 << 23
 DSATUR_PAIRS = 10**7
+DSATUR_RUNS = 8
 BITSET_WORDS = 1 << 23
 
 
@@ -169,13 +173,19 @@ def _distance2(vertices: Any, others: Any, lower_bound: int, order: str) -> np.n
                 f"order='dsatur' would keep {n * words * 8 / 2**20:.0f} MB of color bits for this pattern "
                 f"(the limit is {DSATUR_WORDS * 8 / 2**20:.0f} MB): use order='auto' or 'largest_first'"
             )
-        return kernels.dsatur(*graph, words)
+        return kernels.dsatur(*graph, words, np.arange(n, dtype=np.int64))
     colors = _greedy(by_degree, graph)
-    if colors.size and colors.max() + 1 > lower_bound and n * words <= DSATUR_WORDS:
-        if _pairs(others) <= DSATUR_PAIRS:
-            better = kernels.dsatur(*graph, words)
-            if better.max() < colors.max():
-                colors = better
+    if not colors.size or colors.max() + 1 == lower_bound or n * words > DSATUR_WORDS:
+        return colors
+    runs = min(DSATUR_RUNS, DSATUR_PAIRS // max(_pairs(others), 1))
+    rng = np.random.default_rng(0)  # the same colors on every call
+    for run in range(runs):
+        rank = np.arange(n, dtype=np.int64) if run == 0 else rng.permutation(n).astype(np.int64)
+        better = kernels.dsatur(*graph, words, rank)
+        if better.max() < colors.max():
+            colors = better
+        if colors.max() + 1 == lower_bound:
+            break
     return colors
 
 

@@ -144,6 +144,20 @@ def test_laplacian_2d_in_five_colors() -> None:
     assert column_coloring(laplacian_2d(32), order="largest_first").ncolors > 5
 
 
+def test_brusselator_2d_in_six_colors() -> None:
+    """Two species on a 32 x 32 grid, each on its own 5-point stencil and the other's value at the
+    point: 6 columns a row, and a 6-coloring exists ((i + 2j + 3 species) mod 6) which greedy orders
+    miss (9 to 12 colors) and DSATUR with seeded random ties finds."""
+    stencil = laplacian_2d(32)
+    eye = sp.eye_array(32 * 32)
+    pattern = sp.csr_array(sp.block_array([[stencil, eye], [eye, stencil]]) != 0)
+    coloring = column_coloring(pattern)
+    assert coloring.ncolors == coloring.lower_bound == 6
+    assert_distance2(coloring)
+    assert (column_coloring(pattern).colors == coloring.colors).all()  # seeded: the same every call
+    assert column_coloring(pattern, order="largest_first").ncolors > 6
+
+
 def test_dense_row_and_diagonal_by_rows_in_two_colors() -> None:
     pattern = dense_row_and_diagonal(40)
     rows = row_coloring(pattern)
