@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError
 
 STATIC_ORDERS = [order for order in ORDERS if order != "dsatur"]
+RNG = np.random.default_rng(5)
 
 
 # ---- patterns ----------------------------------------------------------------------------------------
@@ -309,6 +310,9 @@ def test_the_structure_is_the_patterns_even_where_values_are_zero(kind: str) -> 
     assert recovered.nnz == coloring.pattern.nnz
     recovered.eliminate_zeros()  # the caller's edit must not reach the next decompression
     assert coloring.decompress(np.zeros(coloring.compressed_shape)).nnz == coloring.pattern.nnz
+    matrix = (symmetric_values if kind == "star" else random_values)(coloring.pattern, np.float64, RNG)
+    fortran = np.asfortranarray(compress(coloring, matrix))  # any memory layout
+    assert (coloring.decompress(fortran).toarray() == matrix).all()
 
 
 # ---- edge cases ---------------------------------------------------------------------------------------
@@ -370,6 +374,8 @@ def test_as_pattern_keeps_every_stored_entry() -> None:
 def test_errors() -> None:
     with pytest.raises(InvalidInputError, match="2-D"):
         column_coloring(np.ones(3))
+    with pytest.raises(InvalidInputError, match="2-D"):
+        column_coloring(sp.coo_array(np.ones(3)))
     with pytest.raises(InvalidInputError, match="square"):
         star_coloring(np.ones((2, 3)))
     with pytest.raises(InvalidValueError, match="kind"):
