@@ -9,6 +9,7 @@ check compares real Jacobians: complex128 like float64, complex64 like float32."
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -30,6 +31,9 @@ class Call:
     argnums: tuple[int, ...]
     zeros: tuple[int, ...] = ()
     label: str = ""
+    # for an op's call, whether fn is the op alone: no complex input or output split into parts
+    # (split_function adds ops of its own); asked lazily, it runs the op once (None: not an op's call)
+    op_alone: Callable[[], bool] | None = None
 
     def in_float64(self) -> Call:
         """The same call at the same values, every float input in float64."""
@@ -106,7 +110,20 @@ def split_call(op: OpSpec, sample: Sample, label: str) -> Call:
             (argnums if op.is_differentiable(i) else zeros).extend(range(len(args), len(args) + len(parts)))
         args += parts
     dtypes = tuple(a.dtype if is_complex(a) else None for a in sample.args)
-    return Call(_op_function(op, sample.params, dtypes), tuple(args), tuple(argnums), tuple(zeros), label)
+    fn = _op_function(op, sample.params, dtypes)
+    return Call(
+        fn, tuple(args), tuple(argnums), tuple(zeros), label, functools.cache(lambda: _alone(op, sample))
+    )
+
+
+def _alone(op: OpSpec, sample: Sample) -> bool:
+    """Whether the op at the sample takes and gives real values only (split_function adds nothing)."""
+    if any(map(is_complex, sample.args)):
+        return False
+    try:
+        return not np.iscomplexobj(op.impl(*sample.args, **sample.params))
+    except Exception:
+        return False
 
 
 def split_function(fn: Callable[..., Any], dtypes: Sequence[np.dtype | None] = ()) -> Callable[..., Any]:

@@ -14,8 +14,10 @@ import adcore
 from adcore.backend import Backend
 from adcore.conformance import engine, report
 from adcore.conformance.abilities import exact_for, outers, patterns
+from adcore.conformance.calls import Call
 from adcore.conformance.fuzz import FuzzRun, programs
-from adcore.conformance.pattern import check_kink_patterns, nonzeros
+from adcore.conformance.pattern import check_kink_patterns, check_patterns, nonzeros
+from adcore.conformance.reference import Reference
 from adcore.conformance.results import Tally
 from adcore.conformance.tolerances import EXACT
 from adcore.errors import UnsupportedByBackendError, ValueDependentError
@@ -163,6 +165,15 @@ def test_exactness_is_not_judged_on_a_complex_dtypes_split_function(register_plu
     assert run.cell("sin", strict.name).status == "agrees"
 
 
+def test_exactness_is_not_judged_where_a_real_input_gives_a_complex_output(register_plugin):
+    # fftn's output is split into its real and imaginary parts: the imaginary part of the zero
+    # frequency is 0 whatever the input, which the op's own (complex) pattern cannot say
+    strict = ExtraClaimingExact()
+    _register(register_plugin, strict)
+    run = engine.run(ops=["fftn"], dtypes=["float64"], backends=[strict.name, "reverse", "forward"])
+    assert run.cell("fftn", strict.name).status == "agrees"
+
+
 def test_a_local_entry_outside_the_global_pattern_disagrees(register_plugin):
     backend = LocalBeyondGlobal()
     _register(register_plugin, backend)
@@ -297,6 +308,25 @@ def test_check_grads_skips_a_pattern_backend_and_refuses_one_named_alone(registe
     assert "dependency patterns" in checked.skipped[backend.name] and "reverse" in checked.checked
     with pytest.raises(UnsupportedByBackendError, match="dependency patterns"):
         adcore.check_grads(f, (np.linspace(0.1, 1.0, 3),), backends=[backend.name])
+
+
+def test_exactness_is_judged_at_the_references_resolution(register_plugin):
+    # a true derivative of 3e-71 (stdtr far in its tail) is no zero: a diagonal pattern is exact;
+    # an estimate's entries within its error are zeros
+    backend = TruePattern()
+    _register(register_plugin, backend)
+    call = Call(lambda x: x * np.array([1.0, 1e-71]), (np.array([1.0, 2.0]),), (0,), label="#0")
+    for jacobian, error, verdict in [
+        (np.diag([1.0, 3e-71]), 0.0, None),
+        (np.diag([1.0, 0.0]), 0.0, "exact pattern"),
+        (np.diag([1.0, 1e-12]), np.full((2, 2), 1e-12), "exact pattern"),
+    ]:
+        tally = Tally()
+        check_patterns(
+            tally, backend.name, call, Reference((jacobian,), "test", (error,)), "float64", exact=True
+        )
+        assert (tally.worst and tally.worst.check) == verdict, tally.worst
+        assert tally.checks == 4
 
 
 def test_non_zeros_are_what_a_zero_would_not_agree_with():
