@@ -140,6 +140,30 @@ class BundleAdjustment:
         )
         return np.concatenate([np.ravel(reproj), gradbench_ba.weight_error(weights)])
 
+    def reference_jacobian(self, params=None):
+        """The Jacobian (csr_array) in BASparseMat's structure (15 entries in a reprojection row), its blocks
+        computed as GradBench's adcore tool does: two reverse sweeps over all observations at once."""
+        import scipy.sparse
+
+        cams, points, weights = self.unpack(self.x0 if params is None else params)
+        data = gradbench_ba.BA(self.n, self.m, cams, points, weights, self.feats, self.obs, backend="reverse")
+        blocks = gradbench_ba.reprojection_blocks(data, cams[self.obs[:, 0]], points[self.obs[:, 1]])
+        block_columns = np.concatenate(
+            [
+                N_CAM * self.obs[:, :1] + np.arange(N_CAM),
+                N_CAM * self.n + 3 * self.obs[:, 1:2] + np.arange(3),
+                N_CAM * self.n + 3 * self.m + np.arange(self.p)[:, None],
+            ],
+            axis=1,
+        )  # (p, 15): the columns of both of an observation's rows
+        weight_columns = N_CAM * self.n + 3 * self.m + np.arange(self.p)
+        values = np.concatenate([np.ravel(blocks), gradbench_ba.weight_partials(data)])
+        columns = np.concatenate([np.ravel(np.repeat(block_columns, 2, axis=0)), weight_columns])
+        row_starts = np.concatenate(
+            [np.arange(0, 2 * self.p * 15, 15), 2 * self.p * 15 + np.arange(self.p + 1)]
+        )
+        return scipy.sparse.csr_array((values, columns, row_starts), shape=(3 * self.p, self.size))
+
     def pattern(self):
         """The Jacobian's non-zeros: an observation's residuals depend on its camera (but the principal
         point's x on the first only, its y on the second), its point and its weight; a weight residual

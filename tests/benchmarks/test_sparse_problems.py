@@ -122,6 +122,15 @@ def test_each_analytic_pattern_is_the_dense_jacobians_non_zeros_at_a_generic_poi
     assert np.array_equal(problem.pattern().toarray(), jacobian != 0)
 
 
+def test_bundle_adjustments_reference_jacobian_is_the_dense_one_in_ba_sparse_mats_structure() -> None:
+    problem = synthetic_ba(3, 8, 20)
+    x = problem.x0 + np.random.default_rng(3).normal(0, 0.01, problem.size)
+    reference = problem.reference_jacobian(x)
+    assert reference.nnz == 20 * (2 * 15 + 1)  # BASparseMat stores 15 entries a reprojection row
+    dense = adcore.jacobian(problem.f, backend="forward")(x)
+    assert np.allclose(reference.toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+
+
 def test_the_synthetic_problem_is_noisy_features_of_its_truth() -> None:
     problem = synthetic_ba(n=3, m=10, p=40, noise=0.5, seed=2)
     assert (problem.n, problem.m, problem.p) == (3, 10, 40)
