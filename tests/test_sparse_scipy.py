@@ -52,7 +52,7 @@ def test_least_squares_reduces_bundle_adjustments_cost_with_the_prepared_sparse_
     initial = 0.5 * np.sum(problem.f(problem.x0) ** 2)
     assert fit.status >= 0 and jacobian.calls == fit.njev > 0
     assert fit.cost < 0.05 * initial  # from about 300 to under 5 in ten evaluations
-    assert fit.cost <= 1.01 * grouped.cost  # exact derivatives do at least as well as differences
+    assert fit.cost <= 1.01 * grouped.cost  # as well as differences (4.003 against 4.000 here)
     # the prepared Jacobian at the solution (a point it was not prepared at) is the dense one
     dense = adcore.jacobian(problem.f, backend="reverse")(fit.x)
     assert np.allclose(prepared(fit.x).toarray(), dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
