@@ -11,6 +11,7 @@ import pytest
 from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
+import adcore.numpy as anp
 from adcore.backend import Backend
 from adcore.conformance import engine, report
 from adcore.conformance.abilities import exact_for, outers, patterns
@@ -21,6 +22,7 @@ from adcore.conformance.reference import Reference
 from adcore.conformance.results import Tally
 from adcore.conformance.tolerances import EXACT
 from adcore.errors import UnsupportedByBackendError, ValueDependentError
+from adcore.spec import Case, Sample
 
 
 class TruePattern(Backend):
@@ -341,3 +343,39 @@ def test_non_zeros_are_what_a_zero_would_not_agree_with():
 def _quiet_warnings():
     with np.errstate(all="ignore"):
         yield
+
+
+# --- the sparsity backend itself ------------------------------------------------------------------
+
+REAL_OPS = ["sin", "matmul", "sum", "getitem", "maximum", "where", "cumsum", "concatenate", "solve"]
+
+
+@pytest.mark.skipif("sparsity" not in adcore.backends(), reason="adcore-sparsity is not installed")
+def test_the_sparsity_backend_agrees_on_a_few_ops_with_their_exactness_checked():
+    run = engine.run(ops=REAL_OPS, dtypes=["float64", "float32"], backends=["sparsity", "reverse", "forward"])
+    for op in REAL_OPS:
+        cell = run.cell(op, "sparsity")
+        assert cell.status == "agrees" and cell.checks > 0, cell
+    # its claims are the backend's own (exact_for), read without naming it in the engine
+    assert exact_for("sparsity", "sin") and patterns("sparsity")
+    assert "sparsity" in run.backends and "sparsity" not in outers(adcore.backends())
+
+
+def _branching(x):  # decides by x's numbers: no global pattern, a local one
+    return anp.sum(x) if x[0] > 0 else anp.sum(x * x)
+
+
+class _BranchingCase:
+    @adcore.hookimpl
+    def adcore_register_cases(self, register):
+        samples = lambda rng, dtype: [Sample((np.array([1.0, 2.0], dtype=dtype),), {})]  # noqa: E731
+        register(Case("branching_case", _branching, samples))
+
+
+@pytest.mark.skipif("sparsity" not in adcore.backends(), reason="adcore-sparsity is not installed")
+def test_the_sparsity_backend_declines_the_global_pattern_of_a_case_that_branches(register_plugin):
+    register_plugin(_BranchingCase(), "branching")
+    run = engine.run(ops=[], cases=["branching_case"], dtypes=["float64"], backends=["sparsity", "reverse"])
+    cell = run.cell("branching_case", "sparsity")
+    assert cell.status == "agrees" and cell.checks == 1  # the local pattern
+    assert "ValueDependentError" in cell.message and cell.message.startswith("declined")
