@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from adcore.extend.sparsity import DENSE, SparsityRule, batched, broadcast, known
 from adcore_scipy.linalg.ops import check_bands
@@ -32,6 +31,8 @@ def _size(shape: Any) -> int:
 
 def _rows_where(pattern: Any, keep: np.ndarray) -> Any:
     """The pattern with only the rows where `keep` (flat, one per output element) holds."""
+    from scipy import sparse
+
     kept = (sparse.diags_array(keep.astype(np.float64)) @ pattern).tocsr()
     kept.eliminate_zeros()
     return kept
@@ -71,6 +72,8 @@ def band_core(n: int, k: int, low: int, up: int) -> tuple[np.ndarray, np.ndarray
 
 
 def _solve_banded(ans: Any, ab: Any, b: Any, l_and_u: Any = (0, 0)) -> tuple:
+    from scipy import sparse
+
     low, up = check_bands(l_and_u, ab)
     n = np.shape(ab)[1]
     k = 1 if len(np.shape(b)) == 1 else np.shape(b)[1]
@@ -117,6 +120,8 @@ def _signal_convolve(ans: Any, in1: Any, in2: Any, mode: str = "full", method: s
     nonzero2 = (np.asarray(in2) != 0).ravel() if known(in2) else np.ones(_size(shape2), dtype=bool)
 
     def pattern(keep: np.ndarray, column: np.ndarray, size: int) -> Any:
+        from scipy import sparse
+
         keep = keep & inside
         ones = np.ones(int(keep.sum()))
         matrix = sparse.coo_array((ones, (rows[keep], column[keep])), shape=(_size(out), size)).tocsr()
@@ -135,6 +140,8 @@ def _signal_convolve(ans: Any, in1: Any, in2: Any, mode: str = "full", method: s
 def _odeint(ans: Any, y0: Any, t: Any, theta: Any, **params: Any) -> tuple:
     """ys (len(t), n): ys[0] = y0; a later ys[k] reads all of y0 and theta (the dynamics may couple
     every component), and t[0] and t[k] only (the flow from t[0] to t[k])."""
+    from scipy import sparse
+
     steps, n = np.shape(ans)
     n_theta = _size(np.shape(theta))
     later = sparse.csr_array(np.repeat(np.arange(steps) > 0, n)[:, None].astype(np.float64))
