@@ -56,7 +56,11 @@ class SparsityTrace(Trace):
         primals = [a.value if m else _plain(a) for a, m in zip(args, mine)]
         ans = _plain(bind_below(op, primals, params))
         rows = int(np.size(ans))
-        if self.local:
+        # A local Hessian shows a rule that is not piecewise linear the traced inputs' shapes only, as a
+        # global trace does: at a point it drops what a zero of a traced factor cuts from the first
+        # derivative (v[:3] @ v[3:] at v[3:] = 0), and the second derivative across that factor is still
+        # there. A linear rule's choice of branch (maximum, where, relu) holds near the point.
+        if self.local and (self.second is None or rule.order == "linear"):
             inputs = [
                 _unknown(a) if isinstance(a, Tracer) and not m else p for a, m, p in zip(args, mine, primals)
             ]

@@ -134,3 +134,18 @@ def test_a_long_program_and_shared_terms():
     np.testing.assert_array_equal(
         got, np.eye(5, dtype=bool) | np.eye(5, k=1, dtype=bool) | np.eye(5, k=-1, dtype=bool)
     )
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda v: v[:3] @ v[3:],  # a zero factor cuts the first derivative, not the cross second one
+        lambda v: np.sum(v[:3] ** 2 * v[3:]),
+        lambda v: np.sum(np.einsum("i,i->i", v[:3], v[3:]) ** 2),
+    ],
+)
+def test_local_hessian_pattern_keeps_what_a_zero_factor_cuts_from_the_first_derivative(f):
+    x = np.array([1.0, 2.0, 3.0, 0.0, 0.0, 0.0])
+    want = hessian_nonzeros(f, x)
+    got = hessian_pattern(f, x, local=True)
+    assert want.any() and not (want & ~got).any()
