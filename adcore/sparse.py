@@ -307,11 +307,19 @@ class _ByJvp:
         step = chunk if chunk is not None else derivatives.default_chunk_size(n)
         self.seeds = [seeds[s : s + step] for s in range(0, k, step)]
         self.dtype = x.dtype
+        # An estimating backend (numeric) takes one step along each seed, sized by the largest |x|: each
+        # column is scaled by max(|x_j|, 1) along it, so every column gets its own relative step, as in
+        # a dense estimate (SciPy's groups do the same), and the entries are scaled back after. (A star
+        # coloring reads some H[i, j] along column i: its scale would not be column j's, so it is not scaled.)
+        self.scaled = be.estimates and coloring.kind == "column"
 
     def __call__(self, g: Callable[..., Any], x: np.ndarray) -> Any:
         parts = []
         out = None
+        scale = np.maximum(np.abs(x), 1).astype(self.dtype, copy=False) if self.scaled else None
         for seed in self.seeds:
+            if scale is not None:
+                seed = seed * scale
             out, tangent = self.be.jvp(g, (x,), (seed,), **self.options)
             if tangent is None:  # the output does not depend on the argument
                 tangent = np.zeros((len(seed), np.size(out)), dtype=self.dtype)
@@ -322,7 +330,10 @@ class _ByJvp:
         compressed = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else None
         if compressed is None:
             compressed = np.zeros((0, self.rows), dtype=self.dtype)
-        return self.coloring.decompress(compressed.astype(self.dtype, copy=False))
+        jacobian = self.coloring.decompress(compressed.astype(self.dtype, copy=False))
+        if scale is not None:
+            jacobian.data /= scale.reshape(-1)[jacobian.indices]
+        return jacobian
 
 
 class _ByVjp:
