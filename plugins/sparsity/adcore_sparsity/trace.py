@@ -23,7 +23,14 @@ from scipy import sparse
 
 from adcore.backend import check_output
 from adcore.core import Trace, Tracer, bind_below, concrete, conversion_error, new_trace
-from adcore.errors import AdcoreError, ComplexValueError, InvalidInputError, PluginError, ValueDependentError
+from adcore.errors import (
+    AdcoreError,
+    ComplexValueError,
+    InvalidInputError,
+    PluginError,
+    UnsupportedFunctionError,
+    ValueDependentError,
+)
 from adcore.extend.sparsity import Condition, Unknown, is_condition
 from adcore_sparsity import patterns
 from adcore_sparsity.fallback import plugin_of, rule_for
@@ -235,6 +242,15 @@ class SparsityTracer(Tracer):
 
     def all(self, *args: Any, **kwargs: Any) -> Any:
         return self._number("x.all()") if self._global else super().all(*args, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        try:
+            return super().__array_function__(func, types, args, kwargs)
+        except UnsupportedFunctionError:
+            # np.all(x > 0), np.any, np.count_nonzero: no op, and one would decide by hidden numbers
+            if self._global and self.dtype == bool:
+                raise self._value_dependent(f"np.{getattr(func, '__name__', func)}(x > ...)") from None
+            raise
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._global:
