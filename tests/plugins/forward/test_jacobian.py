@@ -344,3 +344,15 @@ def test_chunked_jacobian_of_chunked_jacobian_is_the_hessian(outer_chunk, inner_
     outer = {} if outer_chunk is None else {"chunk_size": outer_chunk}
     hess = forward(forward(f, **inner), **outer)(x)
     np.testing.assert_allclose(hess, (a + a.T) / 2 - np.diag(np.sin(x)), rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "shapes", [((3,), (5, 3)), ((5, 3), (3,)), ((4, 5, 3), (5, 3)), ((2,), (2,)), ((5, 2), (5, 3))]
+)
+def test_cross_jacobians_equal_reverse_mode_for_broadcast_3_and_2_vectors(shapes):
+    """cross's JVP is one batched cross for 3-vectors (the tangent lifted under the output), else einsum."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.normal(size=s) for s in shapes)
+    for k in (0, 1):
+        forward = adcore.jacobian(np.cross, argnums=k, backend="forward")(a, b)
+        np.testing.assert_array_equal(forward, adcore.jacobian(np.cross, argnums=k, backend="reverse")(a, b))
