@@ -70,13 +70,18 @@ def test_rule_cells_say_rule_body_none_or_not_needed(register_plugin):
     # softplus_body: traceable, no rules; scaled_sin: traceable with a vjp rule; opaque_sin: neither
     registry = register_plugin(TraceableOps(), "traceable")
     cells = {e.name: e.rules for e in catalogue.entries(registry)}
-    assert cells["softplus_body"] == {"vjp": "body", "jvp": "body", "sympy": "body"}
-    assert cells["scaled_sin"] == {"vjp": "rule", "jvp": "body", "sympy": "body"}
-    assert cells["opaque_sin"] == {"vjp": "none", "jvp": "none", "sympy": "none"}
-    assert cells["stop_gradient"] == {"vjp": "not needed", "jvp": "not needed", "sympy": "rule"}
+    assert cells["softplus_body"] == {"vjp": "body", "jvp": "body", "sympy": "body", "sparsity": "body"}
+    assert cells["scaled_sin"] == {"vjp": "rule", "jvp": "body", "sympy": "body", "sparsity": "body"}
+    assert cells["opaque_sin"] == {"vjp": "none", "jvp": "none", "sympy": "none", "sparsity": "none"}
+    assert cells["stop_gradient"] == {
+        "vjp": "not needed",
+        "jvp": "not needed",
+        "sympy": "rule",
+        "sparsity": "rule",
+    }
     out = io.StringIO()
     cli.rules(as_markdown=True, out=out)
-    assert "| `softplus_body` |  | body | body | body |" in out.getvalue()
+    assert "| `softplus_body` |  | body | body | body | body |" in out.getvalue()
     assert "## plugin traceable" in out.getvalue()
 
 
@@ -93,8 +98,8 @@ def test_markdown_escapes_pipes_and_shows_names_kinks_and_docs(register_plugin):
     text = io.StringIO()
     cli.rules(as_markdown=True, out=text)
     md = text.getvalue()
-    assert r"| `log_abs_gamma` | `numpy.spacing` | none | none | none |  | log\|Gamma(x)\| |" in md
-    assert "| `abs` | `numpy.absolute` | rule | rule | rule |" in md
+    assert r"| `log_abs_gamma` | `numpy.spacing` | none | none | none | none |  | log\|Gamma(x)\| |" in md
+    assert "| `abs` | `numpy.absolute` | rule | rule | rule | rule |" in md
     for spec in CORE_OPS:
         for kink in spec.kinks:
             assert kink.why.replace("|", "\\|") in md, (
