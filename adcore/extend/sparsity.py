@@ -131,11 +131,17 @@ def is_condition(x: Any) -> bool:
 @dataclass(frozen=True)
 class SparsityRule:
     """An op's sparsity rule: `dependencies(ans, *inputs, **params)` gives one entry per input
-    (None, DENSE or a sparse (ans.size, input.size) matrix); `order` and `exact` as data."""
+    (None, DENSE or a sparse (ans.size, input.size) matrix); `order` and `exact` as data.
+
+    A multilinear rule may give `pairs(ans, *inputs, **params)`: {(i, j): a sparse (input_i.size,
+    input_j.size) matrix of the elements of inputs i and j that multiply each other in some term},
+    or None. Without it, a Hessian pattern pairs the elements that reach one output element, which
+    for a contraction (r @ r: one output) is every pair."""
 
     dependencies: Callable[..., tuple]
     order: str = "nonlinear"
     exact: bool = True
+    pairs: Callable[..., dict | None] | None = None
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
@@ -376,3 +382,43 @@ def reduced(in_shape: tuple[int, ...], axes: tuple[int, ...], out_size: int, kee
     if keep is not True:
         fibre = np.where(np.broadcast_to(keep, in_shape), fibre, -1)
     return scatter(fibre, out_size)
+
+
+def einsum_pairs(subscripts: str, *operands: Any, limit: int = 1 << 24) -> dict | None:
+    """For each two operands i < j of np.einsum(subscripts, ...) (explicit subscripts), the elements
+    that multiply each other in some term whose other factors are not known zeros: a CSR
+    (size_i, size_j); None when a pair's terms number more than `limit` (the default pairing stands)."""
+    from scipy import sparse
+
+    inputs = subscripts.replace(" ", "").split("->")[0].split(",")
+    sizes: dict[str, int] = {}
+    for sub, operand in zip(inputs, operands):
+        sizes.update(zip(sub, np.shape(operand)))
+    masks = [
+        (np.asarray(op) != 0).astype(np.float64) if known(op) else np.ones(np.shape(op)) for op in operands
+    ]
+    result = {}
+    for i in range(len(operands)):
+        for j in range(i + 1, len(operands)):
+            joint = "".join(dict.fromkeys(inputs[i] + inputs[j]))
+            if _size(tuple(sizes[c] for c in joint)) > limit:
+                return None
+            others = [k for k in range(len(operands)) if k not in (i, j)]
+            counts = np.einsum(
+                ",".join([inputs[i], inputs[j], *(inputs[k] for k in others)]) + "->" + joint,
+                np.ones(np.shape(operands[i])),
+                np.ones(np.shape(operands[j])),
+                *(masks[k] for k in others),
+            )
+            coords = dict(zip(joint, np.nonzero(np.atleast_1d(counts)) if joint else ()))
+            count = int(np.count_nonzero(counts))
+
+            def flat(k: int, coords: dict = coords, count: int = count) -> np.ndarray:
+                sub = inputs[k]
+                if not sub:
+                    return np.zeros(count, dtype=np.int64)
+                return np.ravel_multi_index(tuple(coords[c] for c in sub), np.shape(operands[k]))
+
+            shape = (_size(np.shape(operands[i])), _size(np.shape(operands[j])))
+            result[(i, j)] = sparse.coo_array((np.ones(count), (flat(i), flat(j))), shape=shape).tocsr()
+    return result

@@ -36,11 +36,18 @@ class SecondOrder:
         self.pairs: dict[tuple[int, int], tuple[Term, Term]] = {}  # keeps the terms alive: ids stay unique
 
     def node(
-        self, order: str, terms: list[Term], parents: list[Node | None], pattern: sparse.csr_array
+        self,
+        order: str,
+        terms: list[Term],
+        parents: list[Node | None],
+        pattern: sparse.csr_array,
+        paired: list[tuple[Term, Term]] | None = None,
     ) -> Node | None:
         """The node of an op's output: the pairs its order creates from its terms D_i P_i (whose
-        union is the output's `pattern`), and the nodes of the inputs those terms come from."""
-        keys = [self._record(a, b) for a, b in self._new_pairs(order, terms, pattern)]
+        union is the output's `pattern`), or the rule's own pairs (P_i, M_ij P_j) of a multilinear
+        op when `paired` is given, and the nodes of the inputs those terms come from."""
+        new = paired if paired is not None else self._new_pairs(order, terms, pattern)
+        keys = [self._record(a, b) for a, b in new]
         known = tuple({id(p): p for p in parents if p is not None}.values())
         if not keys:
             return known[0] if len(known) == 1 else Node((), known) if known else None

@@ -88,7 +88,13 @@ class SparsityTrace(Trace):
                 terms.append(term)
                 parents.append(a.hessian)
         pattern = patterns.union(terms, rows, self.n)
-        hessian = None if self.second is None else self.second.node(rule.order, terms, parents, pattern)
+        if self.second is None:
+            hessian = None
+        else:
+            paired = (
+                _paired(op, rule, shown, inputs, params, args, mine) if rule.order == "multilinear" else None
+            )
+            hessian = self.second.node(rule.order, terms, parents, pattern, paired)
         return SparsityTracer(ans, pattern, hessian, self)
 
     def _decides(self, param: Any) -> bool:
@@ -103,6 +109,18 @@ class SparsityTrace(Trace):
         """A traced value that depends on no differentiated element (a comparison, an argument not
         differentiated): its numbers stay hidden in a global trace all the same."""
         return SparsityTracer(value, patterns.empty(int(np.size(value)), self.n), None, self)
+
+
+def _paired(op: Any, rule: Any, ans: Any, inputs: list, params: dict, args: tuple, mine: list) -> list | None:
+    """A multilinear rule's own pairs (P_i, M_ij P_j) of the traced inputs, or None (the default)."""
+    pairs = None if rule.pairs is None else rule.pairs(ans, *inputs, **params)
+    if pairs is None:
+        return None
+    paired = []
+    for (i, j), m in pairs.items():
+        if m is not None and mine[i] and mine[j] and op.is_differentiable(i) and op.is_differentiable(j):
+            paired.append((args[i].pattern, patterns.as_bool(m @ args[j].pattern)))
+    return paired
 
 
 def _dependencies(op: Any, rule: Any, ans: Any, inputs: list, params: dict) -> tuple:

@@ -149,3 +149,19 @@ def test_local_hessian_pattern_keeps_what_a_zero_factor_cuts_from_the_first_deri
     want = hessian_nonzeros(f, x)
     got = hessian_pattern(f, x, local=True)
     assert want.any() and not (want & ~got).any()
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: (x[1:] - x[:-1] ** 2) @ (x[1:] - x[:-1] ** 2),  # a least-squares objective as r @ r
+        lambda x: np.einsum("i,i->", x, x),
+        lambda x: np.sum(np.reshape(x[:6], (2, 3)) @ np.reshape(x[1:7], (3, 2))),
+        lambda x: np.sum(np.cross(x[:6].reshape(2, 3), x[1:7].reshape(2, 3)) ** 2),
+    ],
+    ids=["r@r", "einsum-dot", "matmul", "cross"],
+)
+def test_a_contraction_pairs_only_the_elements_that_meet_in_one_term(f):
+    """r @ r's Hessian pattern is sum(r**2)'s, not every pair of r's elements."""
+    x = np.random.default_rng(3).normal(size=N + 1)
+    np.testing.assert_array_equal(hessian_pattern(f, x), hessian_nonzeros(f, x))

@@ -16,7 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import DENSE, SparsityRule, Unknown, einsum_dependencies, is_condition, known
+from adcore.extend.sparsity import (
+    DENSE,
+    SparsityRule,
+    Unknown,
+    einsum_dependencies,
+    einsum_pairs,
+    is_condition,
+    known,
+)
 from adcore.ops.einsum_forms import EinsumForm, einsum_form
 from adcore.ops.einsum_notation import einsum_plan
 from adcore_sparsity.rules.table import defsparsity
@@ -55,7 +63,14 @@ def _contraction(form_of: Callable[[tuple, dict], EinsumForm]) -> SparsityRule:
         found = einsum_dependencies(plan.subscripts, out, *operands)[: len(inputs)]
         return tuple(_full_is_dense(d, out.size, int(np.size(o))) for d, o in zip(found, operands))
 
-    return SparsityRule(dependencies, "multilinear", True)
+    def pairs(ans: Any, *inputs: Any, **params: Any) -> dict | None:
+        """The elements of two inputs that meet in one term (r @ r pairs r_k with r_k only)."""
+        form = form_of(inputs, params)
+        operands = [_as_operand(x, s) for x, s in zip((*inputs, *form.constants), form.plan.shapes)]
+        found = einsum_pairs(form.plan.subscripts, *operands)
+        return None if found is None else {k: m for k, m in found.items() if max(k) < len(inputs)}
+
+    return SparsityRule(dependencies, "multilinear", True, pairs)
 
 
 def _form_of(op: str) -> Callable[[tuple, dict], EinsumForm]:
