@@ -32,6 +32,22 @@ class BrokenPlugin:
         register(BrokenBackend())
 
 
+class BlindPatternBackend(adcore.Backend):
+    """A pattern backend whose pattern misses every dependency."""
+
+    name = "blind"
+    pattern = True
+
+    def value_and_jacobian(self, f, args, argnums):
+        return f(*args), [np.zeros_like(np.asarray(args[i], dtype=float)) for i in argnums]
+
+
+class BlindPatternPlugin:
+    @adcore.hookimpl
+    def adcore_register_backends(self, register):
+        register(BlindPatternBackend())
+
+
 def test_example_prints_each_backend_against_the_exact_gradient(capsys, clean_plugins):
     assert cli.main(["example"]) == 0
     out = capsys.readouterr().out
@@ -40,6 +56,15 @@ def test_example_prints_each_backend_against_the_exact_gradient(capsys, clean_pl
     for row in ("exact", "reverse", "symbolic"):
         assert re.search(rf"^. {row} +. 5\.500000000000 . 1\.716337814537 .", out, re.MULTILINE), row
     assert re.search(r"^. reverse .* ok ", out, re.MULTILINE)
+    if "sparsity" in adcore.backends():  # a pattern backend: its 0/1 pattern, not a wrong derivative
+        assert re.search(r"^. sparsity +. 1 +. 1 +. +. ok \(pattern\)", out, re.MULTILINE), out
+
+
+def test_example_fails_when_a_pattern_backend_misses_a_non_zero_of_the_gradient(register_plugin):
+    register_plugin(BlindPatternPlugin(), "blind")
+    out = io.StringIO()
+    assert cli.example(out) == 1
+    assert re.search(r"^. blind +. 0 +. 0 +. +. WRONG \(pattern misses a non-zero\)", out.getvalue(), re.M)
 
 
 def test_example_fails_when_a_backend_breaks_and_still_shows_the_others(register_plugin):
