@@ -210,6 +210,7 @@ _MARKS = {
     "body": "[green]body[/]",
     "none": "[red]✗[/]",
     "not needed": "[dim]not needed[/]",
+    "elementwise": "[green]elementwise[/]",
 }
 
 

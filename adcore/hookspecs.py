@@ -55,6 +55,8 @@ class RuleKind:
 
     leading: tuple[str, ...]
     per_input: bool
+    # an op flagged `elementwise` needs no rule of this kind: its backend derives it from the flag
+    elementwise_by_flag: bool = False
 
 
 # What the rules of each kind receive. The registry stores a per-input kind's rules in one form,
@@ -71,7 +73,7 @@ RULE_KINDS: dict[str, RuleKind] = {
     "sympy": RuleKind((), per_input=False),
     # the output (an adcore.extend.sparsity.Unknown in a global pattern) -> one dependency pattern
     # per input (None, DENSE or a sparse matrix): an adcore.extend.sparsity.SparsityRule
-    "sparsity": RuleKind(("ans",), per_input=False),
+    "sparsity": RuleKind(("ans",), per_input=False, elementwise_by_flag=True),
 }
 
 

@@ -250,7 +250,11 @@ class Registry:
 
     def supports(self, backend: Any, op: OpSpec) -> bool:
         """Whether `backend` can differentiate `op`: it has a rule of each kind, or the op's body."""
-        return op.traceable or all(op.name in self.rules[kind] for kind in getattr(backend, "kinds", ()))
+        return op.traceable or all(
+            op.name in self.rules[kind]
+            or (op.elementwise and kind in RULE_KINDS and RULE_KINDS[kind].elementwise_by_flag)
+            for kind in getattr(backend, "kinds", ())
+        )
 
 
 # --- the one form a trace reads ----------------------------------------------------

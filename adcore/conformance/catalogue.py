@@ -24,7 +24,7 @@ from adcore.spec import OpSpec
 # what the rule cells say: a rule of that kind, the op's body differentiated (traceable), no
 # rule (the backends needing the kind refuse the op with MissingRuleError), or no input a
 # derivative flows through
-RULE, BODY, NONE, NOT_NEEDED = "rule", "body", "none", "not needed"
+RULE, BODY, NONE, NOT_NEEDED, ELEMENTWISE = "rule", "body", "none", "not needed", "elementwise"
 USER_PLUGIN = "user"  # custom_vjp / checkpoint functions: ops of the running program, not of the catalogue
 MARKDOWN_COMMAND = "adcore rules --markdown > docs/ops.md"
 
@@ -38,7 +38,7 @@ class OpEntry:
     plugin: str
     numpy_names: tuple[str, ...]
     aliases: tuple[str, ...]
-    rules: dict[str, str]  # kind -> RULE, BODY, NONE or NOT_NEEDED
+    rules: dict[str, str]  # kind -> RULE, BODY, NONE, NOT_NEEDED or ELEMENTWISE
     kinks: tuple[str, ...]
     doc: str
 
@@ -63,6 +63,8 @@ def rule_state(registry: Registry, op: OpSpec, kind: str) -> str:
         return RULE
     if not needs_rule(op):
         return NOT_NEEDED
+    if op.elementwise and kind in RULE_KINDS and RULE_KINDS[kind].elementwise_by_flag:
+        return ELEMENTWISE
     return BODY if op.traceable else NONE
 
 
@@ -182,7 +184,8 @@ def markdown(registry: Registry) -> str:
         "Rule cells: **rule**, the kind's rule; **body**, no rule, the backend differentiates the",
         "op's impl (written with adcore ops); **none**, no rule, so the backends that need the",
         "kind refuse the op with MissingRuleError (conformance counts it as unsupported);",
-        "**not needed**, no input a derivative flows through.",
+        "**not needed**, no input a derivative flows through; **elementwise**, no rule, the",
+        "kind's backend derives it from the op's elementwise flag (sparsity: the elementwise pattern).",
         "",
         "Backends per rule kind: "
         + "; ".join(f"{k}: {', '.join(backends_needing(registry, k)) or '-'}" for k in kinds)
