@@ -69,6 +69,15 @@ def check_patterns(
         if exact:
             zero = np.abs(jacobian) <= tolerances.SAFETY * _matrix(error, size)  # nan: not 0
             judge("exact pattern", here & zero, "the pattern, claimed exact, has {} where the Jacobian is 0")
+    if call.zeros:  # the inputs the op declares not differentiable: nothing may depend on them
+        held = patterns_of(backend, call.fn, call.args, call.zeros, local=True)
+        for n, i in enumerate(call.zeros):
+            judge = _Judge(tally, call.label, f"input {i}", reference.source)
+            judge(
+                "no dependency",
+                _matrix(held[n], int(np.size(call.args[i]))) != 0,
+                "the pattern has {} on an input the op declares not differentiable",
+            )
 
 
 def check_kink_patterns(
