@@ -113,3 +113,16 @@ def test_numpy_functions_served_by_a_function_over_ops_are_listed(clean_plugins)
     md = text.getvalue()
     for func in core.NUMPY_FUNCTIONS:
         assert f"| `{catalogue.function_name(func)}` | `" in md
+
+
+def test_an_elementwise_op_needs_no_sparsity_rule():
+    """The sparsity backend takes an elementwise op's pattern from its flag: the cell says so, the
+    registry says the backend supports it, and --missing does not list it."""
+    registry = get_registry()
+    erf = registry.op("erf")
+    assert erf.elementwise and "erf" not in registry.rules["sparsity"]
+    assert catalogue.rule_state(registry, erf, "sparsity") == catalogue.ELEMENTWISE
+    assert registry.supports(registry.backend("sparsity"), erf)
+    out = io.StringIO()
+    cli.rules(missing=True, out=out)
+    assert "erf" not in out.getvalue().split()
