@@ -78,6 +78,21 @@ def _conv_terms(n_batch: int, o: int, c: int, t: Taps):
     return n, oo, cc, t.out[e], t.tap[e], t.into[e]
 
 
+def _bilinear(
+    ans: Any, out_flat: np.ndarray, a: Any, a_flat: np.ndarray, b: Any, b_flat: np.ndarray
+) -> tuple:
+    """The patterns of a bilinear op whose terms a[a_flat] * b[b_flat] sum into ans[out_flat]: a term
+    whose other factor is a known zero reaches nothing."""
+    nz_a, nz_b = _nonzero(a), _nonzero(b)
+    keep_a = True if nz_b is None else nz_b.reshape(-1)[b_flat]
+    keep_b = True if nz_a is None else nz_a.reshape(-1)[a_flat]
+    size = _size(np.shape(ans))
+    return (
+        _matrix(out_flat, a_flat, keep_a, (size, _size(np.shape(a)))),
+        _matrix(out_flat, b_flat, keep_b, (size, _size(np.shape(b)))),
+    )
+
+
 def _conv2d(
     ans: Any, x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, **_: Any
 ) -> tuple:
@@ -86,13 +101,7 @@ def _conv2d(
     n, o, c, out, tap, into = _conv_terms(nb, no, nc, t)
     out_flat = (n * no + o) * (h2 * w2) + out
     x_flat, w_flat = (n * nc + c) * (hi * wi) + into, (o * nc + c) * (kh * kw) + tap
-    nz_x, nz_w = _nonzero(x), _nonzero(w)
-    keep_x = True if nz_w is None else nz_w.reshape(-1)[w_flat]
-    keep_w = True if nz_x is None else nz_x.reshape(-1)[x_flat]
-    size = _size(np.shape(ans))
-    return _matrix(out_flat, x_flat, keep_x, (size, nb * nc * hi * wi)), _matrix(
-        out_flat, w_flat, keep_w, (size, _size(np.shape(w)))
-    )
+    return _bilinear(ans, out_flat, x, x_flat, w, w_flat)
 
 
 def _conv2d_input_grad(
@@ -104,13 +113,7 @@ def _conv2d_input_grad(
     n, o, c, out, tap, into = _conv_terms(nb, no, nc, t)
     ans_flat = (n * nc + c) * (hi * wi) + into
     g_flat, w_flat = (n * no + o) * (h2 * w2) + out, (o * nc + c) * (kh * kw) + tap
-    nz_g, nz_w = _nonzero(g), _nonzero(w)
-    keep_g = True if nz_w is None else nz_w.reshape(-1)[w_flat]
-    keep_w = True if nz_g is None else nz_g.reshape(-1)[g_flat]
-    size = _size(np.shape(ans))
-    return _matrix(ans_flat, g_flat, keep_g, (size, _size(np.shape(g)))), _matrix(
-        ans_flat, w_flat, keep_w, (size, _size(np.shape(w)))
-    )
+    return _bilinear(ans, ans_flat, g, g_flat, w, w_flat)
 
 
 def _conv2d_weight_grad(
@@ -122,13 +125,7 @@ def _conv2d_weight_grad(
     n, o, c, out, tap, into = _conv_terms(nb, no, nc, t)
     ans_flat = (o * nc + c) * (kh * kw) + tap
     x_flat, g_flat = (n * nc + c) * (hi * wi) + into, (n * no + o) * (h2 * w2) + out
-    nz_x, nz_g = _nonzero(x), _nonzero(g)
-    keep_x = True if nz_g is None else nz_g.reshape(-1)[g_flat]
-    keep_g = True if nz_x is None else nz_x.reshape(-1)[x_flat]
-    size = _size(np.shape(ans))
-    return _matrix(ans_flat, x_flat, keep_x, (size, _size(np.shape(x)))), _matrix(
-        ans_flat, g_flat, keep_g, (size, _size(np.shape(g)))
-    )
+    return _bilinear(ans, ans_flat, x, x_flat, g, g_flat)
 
 
 # --- pooling --------------------------------------------------------------------------------------
