@@ -114,9 +114,8 @@ def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
         if not op.variadic and op.differentiable == () and estimates(backend):
             return f"{backend} differentiates the impl, which cannot say that no input of {op.name!r} is differentiable"
         be = registry.backend(backend)
-        if be.pattern and op.elementwise:  # a pattern backend's own rule for an elementwise op (CONTRACT)
-            return ""
-        # a traceable op's body is differentiated where it has no rule (Registry.supports)
+        # a traceable op's body is differentiated where it has no rule, and a kind may take an
+        # elementwise op's rule from its flag (Registry.supports)
         if not registry.supports(be, op) and (op.variadic or op.differentiable != ()):  # else no rule needed
             missing = [kind for kind in getattr(be, "kinds", ()) if op.name not in registry.rules[kind]]
             return f"no {' or '.join(map(repr, missing))} rule for op {op.name!r}"
