@@ -1,5 +1,5 @@
-"""Where a convolution reads its input: the one description every algorithm's kernels take,
-and the checks of the shapes and params that describe it.
+"""Where a convolution or pooling reads its input: the one description every algorithm's kernels
+take, and the one place the ops' inputs are checked (conv2d, its two gradients, the poolings).
 
 Output pixel (r, q) and kernel tap (i, j) read the *unpadded* input at row
 `r*stride_h + i*dilation_h - offset_h` and column `q*stride_w + j*dilation_w - offset_w`;
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from adcore.errors import InvalidInputError, InvalidValueError
-from adcore_kernels.reference import conv2d_output_size, pair
+from adcore_kernels.reference import conv2d_output_size
 
 
 class Geometry(NamedTuple):
@@ -51,125 +51,157 @@ def upsampled(g: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- checking
-# The three convolutions' shapes and params, checked from shapes alone: conv.py runs these
-# before computing, and a backend that traces an op's rule instead of running its impl
-# (symbolic) runs them through `check`, so every backend refuses the same calls.
+# Every check of the kernel ops' inputs, in this one place, from dtypes and shapes alone (no numba
+# here): conv.py and ops.py run them before computing, and the sympy rules, which the symbolic
+# backend traces instead of the impls, run the same ones, so every backend refuses the same calls
+# with the same error. Each error names its op ("op 'conv2d': ..."), as raised: none is rewritten.
 
 ALGORITHMS = ("direct", "im2col", "fft", "winograd")
-GeometryArgs = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]  # stride, padding, dilation
+Pair = tuple[int, int]
+GeometryArgs = tuple[Pair, Pair, Pair]  # stride, padding, dilation
+
+
+def float_array(op: str, name: str, value: Any) -> np.ndarray:
+    """value as an array, which must be float32 or float64 (what the kernels are compiled for)."""
+    a = np.asarray(value)
+    if a.dtype not in (np.float32, np.float64):
+        raise InvalidInputError(
+            f"op {op!r}: {name} has dtype {a.dtype}; {op} takes float32 or float64 arrays "
+            f"(convert with {name}.astype(np.float64))"
+        )
+    return a
+
+
+def int_pair(op: str, name: str, value: Any, least: int) -> Pair:
+    """An int or an (h, w) pair of ints, each at least `least` (0 or 1), as (h, w)."""
+    items = (value, value) if np.ndim(value) == 0 else tuple(value)
+    if len(items) != 2 or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items
+    ):
+        raise InvalidValueError(f"op {op!r}: {name} must be an int or a pair of ints, got {value!r}")
+    if min(items) < least:
+        kind = "positive" if least else "non-negative"
+        raise InvalidValueError(f"op {op!r}: {name} must be {kind} ints, got {value!r}")
+    return int(items[0]), int(items[1])
+
+
+def geometry_args(op: str, stride: Any, padding: Any, dilation: Any) -> GeometryArgs:
+    """A convolution's (stride, padding, dilation), each an (h, w) pair."""
+    return (
+        int_pair(op, "stride", stride, 1),
+        int_pair(op, "padding", padding, 0),
+        int_pair(op, "dilation", dilation, 1),
+    )
+
+
+# --- convolutions
 
 
 def applicable(kernel_size: Any, stride: Any = 1, dilation: Any = 1) -> tuple[str, ...]:
     """The algorithms that can compute a convolution (and both its gradients) with this geometry."""
-    kernel, s, d = pair(kernel_size, "kernel_size"), pair(stride, "stride"), pair(dilation, "dilation")
+    kernel, s = int_pair("conv2d", "kernel_size", kernel_size, 1), int_pair("conv2d", "stride", stride, 1)
+    d = int_pair("conv2d", "dilation", dilation, 1)
     winograd = kernel == (3, 3) and s == (1, 1) and d == (1, 1)
     return ALGORITHMS if winograd else tuple(a for a in ALGORITHMS if a != "winograd")
 
 
-def plan_conv2d(x_shape, w_shape, stride, padding, dilation, algorithm) -> tuple[Geometry, GeometryArgs]:
+def plan_conv2d(
+    x_shape: tuple,
+    w_shape: tuple,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    algorithm: Any = "auto",
+) -> tuple[Geometry, GeometryArgs]:
     """conv2d's geometry and checked (stride, padding, dilation), or the error that names what is wrong."""
-    _four_d(x_shape, "x", "(N, C, H, W)")
-    _four_d(w_shape, "w", "(O, C, kh, kw)")
+    op = "conv2d"
+    _four_d(op, x_shape, "x", "(N, C, H, W)")
+    _four_d(op, w_shape, "w", "(O, C, kh, kw)")
     if x_shape[1] != w_shape[1]:
         raise InvalidValueError(
-            f"conv2d: x has {x_shape[1]} channels but w (O, C, kh, kw) = {tuple(w_shape)} expects "
+            f"op {op!r}: x has {x_shape[1]} channels but w (O, C, kh, kw) = {tuple(w_shape)} expects "
             f"{w_shape[1]}; x.shape[1] must equal w.shape[1]"
         )
-    args = _geometry_args(stride, padding, dilation)
-    geometry = _forward_geometry(x_shape[2:], w_shape[2:], *args)
-    _check_algorithm(algorithm, w_shape[2:], args)
+    args = geometry_args(op, stride, padding, dilation)
+    geometry = _forward_geometry(op, tuple(x_shape[2:]), tuple(w_shape[2:]), *args)
+    _check_algorithm(op, algorithm, tuple(w_shape[2:]), args)
     return geometry, args
 
 
 def plan_input_grad(
-    g_shape, w_shape, input_size, stride, padding, dilation, algorithm
-) -> tuple[tuple[int, int], Geometry, GeometryArgs]:
+    g_shape: tuple,
+    w_shape: tuple,
+    input_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    algorithm: Any = "auto",
+) -> tuple[Pair, Geometry, GeometryArgs]:
     """conv2d_input_grad's input size, geometry and checked (stride, padding, dilation)."""
-    _four_d(g_shape, "g", "(N, O, H', W')")
-    _four_d(w_shape, "w", "(O, C, kh, kw)")
-    size = _positive_pair(input_size, "input_size")
-    args = _geometry_args(stride, padding, dilation)
-    geometry = _forward_geometry(size, w_shape[2:], *args)
-    _check_cotangent(g_shape, (g_shape[0], w_shape[0], *geometry.out))
-    _check_algorithm(algorithm, w_shape[2:], args)
+    op = "conv2d_input_grad"
+    _four_d(op, g_shape, "g", "(N, O, H', W')")
+    _four_d(op, w_shape, "w", "(O, C, kh, kw)")
+    size = int_pair(op, "input_size", input_size, 1)
+    args = geometry_args(op, stride, padding, dilation)
+    geometry = _forward_geometry(op, size, tuple(w_shape[2:]), *args)
+    _check_cotangent(op, g_shape, (g_shape[0], w_shape[0], *geometry.out))
+    _check_algorithm(op, algorithm, tuple(w_shape[2:]), args)
     return size, geometry, args
 
 
 def plan_weight_grad(
-    x_shape, g_shape, kernel_size, stride, padding, dilation, algorithm
-) -> tuple[tuple[int, int], Geometry, GeometryArgs]:
+    x_shape: tuple,
+    g_shape: tuple,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    algorithm: Any = "auto",
+) -> tuple[Pair, Geometry, GeometryArgs]:
     """conv2d_weight_grad's kernel size, geometry and checked (stride, padding, dilation)."""
-    _four_d(x_shape, "x", "(N, C, H, W)")
-    _four_d(g_shape, "g", "(N, O, H', W')")
-    kernel = _positive_pair(kernel_size, "kernel_size")
-    args = _geometry_args(stride, padding, dilation)
-    geometry = _forward_geometry(x_shape[2:], kernel, *args)
-    _check_cotangent(g_shape, (x_shape[0], g_shape[1], *geometry.out))
-    _check_algorithm(algorithm, kernel, args)
+    op = "conv2d_weight_grad"
+    _four_d(op, x_shape, "x", "(N, C, H, W)")
+    _four_d(op, g_shape, "g", "(N, O, H', W')")
+    kernel = int_pair(op, "kernel_size", kernel_size, 1)
+    args = geometry_args(op, stride, padding, dilation)
+    geometry = _forward_geometry(op, tuple(x_shape[2:]), kernel, *args)
+    _check_cotangent(op, g_shape, (x_shape[0], g_shape[1], *geometry.out))
+    _check_algorithm(op, algorithm, kernel, args)
     return kernel, geometry, args
 
 
+CONV_PLANS = {
+    "conv2d": plan_conv2d,
+    "conv2d_input_grad": plan_input_grad,
+    "conv2d_weight_grad": plan_weight_grad,
+}
+
+
 def check(op: str, a_shape: tuple, b_shape: tuple, **params: Any) -> None:
-    """Raise the error the impl of `op` (conv2d, conv2d_input_grad or conv2d_weight_grad) would
-    raise for inputs of these shapes, prefixed with the op's name as the impls' are."""
-    third = {"conv2d": (), "conv2d_input_grad": ("input_size",), "conv2d_weight_grad": ("kernel_size",)}[op]
-    plan = {
-        "conv2d": plan_conv2d,
-        "conv2d_input_grad": plan_input_grad,
-        "conv2d_weight_grad": plan_weight_grad,
-    }
-    defaults = {"stride": 1, "padding": 0, "dilation": 1, "algorithm": "auto"}
-    given = {**defaults, **params}
-    try:
-        plan[op](a_shape, b_shape, *(given[k] for k in (*third, *defaults)))
-    except (InvalidInputError, InvalidValueError) as e:
-        raise type(e)(f"op {op!r}: {str(e).removeprefix('conv2d: ')}") from e
+    """Raise the error the impl of the convolution `op` raises for inputs of these shapes (if any)."""
+    CONV_PLANS[op](tuple(a_shape), tuple(b_shape), **params)
 
 
-def _four_d(shape: tuple, name: str, layout: str) -> None:
+def _four_d(op: str, shape: tuple, name: str, layout: str) -> None:
     if len(shape) != 4:
         raise InvalidValueError(
-            f"conv2d: {name} must be a 4-D array {layout}, got shape {tuple(shape)}"
+            f"op {op!r}: {name} must be a 4-D array {layout}, got shape {tuple(shape)}"
             + ("; add a batch axis with [None]" if len(shape) == 3 and name != "w" else "")
         )
 
 
-def _geometry_args(stride: Any, padding: Any, dilation: Any) -> GeometryArgs:
-    checked = []
-    for name, value, least in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
-        try:
-            v = pair(value, name)
-        except (TypeError, ValueError) as error:
-            raise InvalidValueError(f"conv2d: {error}") from None
-        if min(v) < least:
-            kind = "positive" if least else "non-negative"
-            raise InvalidValueError(f"conv2d: {name} must be {kind} ints, got {value!r}")
-        checked.append(v)
-    return tuple(checked)
-
-
-def _positive_pair(value: Any, name: str) -> tuple[int, int]:
-    try:
-        size = pair(value, name)
-    except (TypeError, ValueError) as error:
-        raise InvalidValueError(f"conv2d: {error}") from None
-    if min(size) < 1:
-        raise InvalidValueError(f"conv2d: {name} must be positive, got {value!r}")
-    return size
-
-
-def _forward_geometry(input_size, kernel_size, stride, padding, dilation) -> Geometry:
+def _forward_geometry(op: str, input_size: Pair, kernel_size: Pair, stride, padding, dilation) -> Geometry:
     """The forward's geometry, once the kernel is known to be non-empty and to fit in the padded input."""
     if min(kernel_size) < 1:  # the output-size formula would give a larger, all-zero output, silently
         raise InvalidValueError(
-            f"conv2d: the kernel is {kernel_size[0]}x{kernel_size[1]}, empty; "
+            f"op {op!r}: the kernel is {kernel_size[0]}x{kernel_size[1]}, empty; "
             "w (O, C, kh, kw) needs kh >= 1 and kw >= 1"
         )
     extent = tuple(d * (k - 1) + 1 for d, k in zip(dilation, kernel_size))
     padded = tuple(n + 2 * p for n, p in zip(input_size, padding))
     if extent[0] > padded[0] or extent[1] > padded[1]:
         raise InvalidValueError(
-            f"conv2d: the {kernel_size[0]}x{kernel_size[1]} kernel (spanning {extent[0]}x{extent[1]} at "
+            f"op {op!r}: the {kernel_size[0]}x{kernel_size[1]} kernel (spanning {extent[0]}x{extent[1]} at "
             f"dilation {dilation}) is larger than the padded input {padded[0]}x{padded[1]} (input "
             f"{input_size[0]}x{input_size[1]}, padding {padding}); use a smaller kernel or dilation, or "
             "more padding"
@@ -178,28 +210,125 @@ def _forward_geometry(input_size, kernel_size, stride, padding, dilation) -> Geo
     return Geometry(out, stride, padding, dilation)
 
 
-def _check_cotangent(g_shape: tuple, expected: tuple[int, ...]) -> None:
+def _check_cotangent(op: str, g_shape: tuple, expected: tuple[int, ...]) -> None:
     if tuple(g_shape) != expected:
         raise InvalidValueError(
-            f"conv2d: the cotangent g has shape {tuple(g_shape)} but the convolution's output is {expected}; "
-            f"pass the g of this convolution (same stride, padding and dilation)"
+            f"op {op!r}: the cotangent g has shape {tuple(g_shape)} but the convolution's output is "
+            f"{expected}; pass the g of this convolution (same stride, padding and dilation)"
         )
 
 
-def _check_algorithm(algorithm: Any, kernel: tuple, args: GeometryArgs) -> None:
+def _check_algorithm(op: str, algorithm: Any, kernel: Pair, args: GeometryArgs) -> None:
     """`auto`, or an algorithm that applies to this kernel and geometry."""
     if algorithm == "auto":
         return
     if algorithm not in ALGORITHMS:
         raise InvalidValueError(
-            f"conv2d: unknown algorithm {algorithm!r}; choose one of auto, {', '.join(ALGORITHMS)}"
+            f"op {op!r}: unknown algorithm {algorithm!r}; choose one of auto, {', '.join(ALGORITHMS)}"
         )
     stride, _, dilation = args
-    fitting = applicable(tuple(kernel), stride, dilation)
+    fitting = applicable(kernel, stride, dilation)
     if algorithm not in fitting:
-        kh, kw = kernel
         raise InvalidValueError(
-            f"conv2d: algorithm {algorithm!r} does not apply to a {kh}x{kw} kernel at stride {stride} and "
-            f"dilation {dilation} (winograd is F(2x2, 3x3): 3x3 kernels, stride 1, dilation 1 only); "
+            f"op {op!r}: algorithm {algorithm!r} does not apply to a {kernel[0]}x{kernel[1]} kernel at stride "
+            f"{stride} and dilation {dilation} (winograd takes 3x3 kernels at stride 1 and dilation 1 only); "
             f"algorithms that apply: {', '.join(fitting)}"
+        )
+
+
+# --- poolings: over the last two axes (..., H, W), stride kernel_size by default
+
+
+class PoolGeometry(NamedTuple):
+    """A pooling's checked params and sizes."""
+
+    size: Pair  # the input's (H, W)
+    kernel: Pair
+    stride: Pair
+    padding: Pair
+    out: Pair  # (H', W')
+
+    def args(self) -> tuple[Pair, Pair, Pair]:
+        """kernel, stride, padding: what the pooling kernels take."""
+        return self.kernel, self.stride, self.padding
+
+
+def plan_pool(
+    op: str, x_shape: tuple, kernel_size: Any, stride: Any = None, padding: Any = 0
+) -> PoolGeometry:
+    """The geometry of pooling x (..., H, W) (max_pool2d, avg_pool2d; and x of the linear maps)."""
+    _at_least_2d(op, "x", x_shape)
+    return pool_geometry(op, tuple(x_shape[-2:]), kernel_size, stride, padding)
+
+
+def pool_geometry(op: str, size: Any, kernel_size: Any, stride: Any, padding: Any) -> PoolGeometry:
+    """The geometry of pooling an input of spatial size `size` (H, W)."""
+    size = int_pair(op, "input size (H, W)", size, 1)
+    kernel = int_pair(op, "kernel_size", kernel_size, 1)
+    stride = kernel if stride is None else int_pair(op, "stride", stride, 1)
+    padding = int_pair(op, "padding", padding, 0)
+    if any(2 * p > k for p, k in zip(padding, kernel)):
+        raise InvalidValueError(
+            f"op {op!r}: padding must be at most half the kernel size, got padding {padding} for "
+            f"kernel_size {kernel}"
+        )
+    padded = tuple(n + 2 * p for n, p in zip(size, padding))
+    if any(k > n for k, n in zip(kernel, padded)):
+        raise InvalidValueError(f"op {op!r}: kernel_size {kernel} is larger than the padded input {padded}")
+    return PoolGeometry(size, kernel, stride, padding, conv2d_output_size(size, kernel, stride, padding, 1))
+
+
+def plan_max_pool_gather(
+    t_shape: tuple, x_shape: tuple, kernel_size: Any, stride=None, padding=0
+) -> PoolGeometry:
+    """max_pool2d_gather(t, x): t (..., H, W) has x's (H, W), its leading axes broadcast with x's."""
+    op = "max_pool2d_gather"
+    geometry = plan_pool(op, x_shape, kernel_size, stride, padding)
+    _at_least_2d(op, "t", t_shape)
+    _same(op, "t's (H, W) against x's", t_shape[-2:], geometry.size)
+    _leading(op, "t", t_shape, x_shape)
+    return geometry
+
+
+def plan_max_pool_scatter(
+    g_shape: tuple, x_shape: tuple, kernel_size: Any, stride=None, padding=0
+) -> PoolGeometry:
+    """max_pool2d_scatter(g, x): g (..., H', W') has x's pooled size, its leading axes broadcast with x's."""
+    op = "max_pool2d_scatter"
+    geometry = plan_pool(op, x_shape, kernel_size, stride, padding)
+    _at_least_2d(op, "g", g_shape)
+    _same(op, "g's (H', W') for x's pooled size", g_shape[-2:], geometry.out)
+    _leading(op, "g", g_shape, x_shape)
+    return geometry
+
+
+def plan_avg_pool_grad(
+    g_shape: tuple, input_size: Any, kernel_size: Any, stride=None, padding=0
+) -> PoolGeometry:
+    """avg_pool2d_grad(g, input_size): g (..., H', W') has the pooled size of an input of input_size."""
+    op = "avg_pool2d_grad"
+    _at_least_2d(op, "g", g_shape)
+    geometry = pool_geometry(op, input_size, kernel_size, stride, padding)
+    _same(op, f"g's (H', W') for input_size {geometry.size}", g_shape[-2:], geometry.out)
+    return geometry
+
+
+def _at_least_2d(op: str, name: str, shape: tuple) -> None:
+    if len(shape) < 2:
+        raise InvalidValueError(
+            f"op {op!r}: {name} must have at least 2 axes (..., H, W), got shape {tuple(shape)}"
+        )
+
+
+def _same(op: str, what: str, got: tuple, expected: tuple) -> None:
+    if tuple(got) != tuple(expected):
+        raise InvalidValueError(f"op {op!r}: {what}: expected {tuple(expected)}, got {tuple(got)}")
+
+
+def _leading(op: str, name: str, first: tuple, x: tuple) -> None:
+    """The leading axes (before H, W) of the first input and x must broadcast."""
+    a, b = tuple(first[:-2])[::-1], tuple(x[:-2])[::-1]
+    if any(p != q and 1 not in (p, q) for p, q in zip(a, b)):
+        raise InvalidValueError(
+            f"op {op!r}: the leading axes of {name} {tuple(first)} and x {tuple(x)} do not broadcast"
         )

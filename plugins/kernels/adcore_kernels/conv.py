@@ -28,6 +28,11 @@ of spectra for fft and the adjoint of the winograd map for winograd.
 behind it are there; `benchmarks/kernels_conv.py` reprints them). `applicable` lists the
 algorithms that apply to a geometry.
 
+Each function is the impl of the op of its name (`adcore_kernels.ops`): its inputs are
+checked once, by `_geometry` (dtypes, shapes, params, the algorithm's applicability), and
+a bad one raises InvalidInputError (dtype) or InvalidValueError naming that op, e.g.
+`op 'conv2d_weight_grad': the cotangent g has shape ...`.
+
 The numba kernels compile on first use (`cache=True`: a later process loads them from
 disk), never at import, once per dtype (`_numba.frozen`). winograd's three tile transforms
 run in parallel over the (image, channel) planes (`prange`) from `_numba.PARALLEL_FROM`
@@ -48,18 +53,19 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import InvalidInputError, InvalidValueError
+from adcore.errors import InvalidValueError
 from adcore_kernels import _direct, _fft, _geometry, _im2col, _winograd
 from adcore_kernels._geometry import (
     applicable,
     flipped_transposed,
+    float_array,
+    int_pair,
     plan_conv2d,
     plan_input_grad,
     plan_weight_grad,
     transposed,
     upsampled,
 )
-from adcore_kernels.reference import pair
 
 ALGORITHMS = _geometry.ALGORITHMS
 FUNCTIONS = ("conv2d", "input_grad", "weight_grad")
@@ -98,9 +104,9 @@ def choose_algorithm(
     """
     if function not in FUNCTIONS:
         raise InvalidValueError(
-            f"conv2d: unknown function {function!r}; choose one of {', '.join(FUNCTIONS)}"
+            f"choose_algorithm: unknown function {function!r}; choose one of {', '.join(FUNCTIONS)}"
         )
-    kernel, s = tuple(w_shape[2:]), pair(stride, "stride")
+    kernel, s = tuple(w_shape[2:]), int_pair("conv2d", "stride", stride, 1)
     n_in, n_out = x_shape[1], w_shape[0]
     if "winograd" in applicable(kernel, s, dilation) and 2 * n_in >= n_out:
         return "winograd"
@@ -114,19 +120,9 @@ def _chosen(algorithm: str, x_shape, w_shape, geometry_args: tuple, function: st
     return choose_algorithm(x_shape, w_shape, *geometry_args, function) if algorithm == "auto" else algorithm
 
 
-# ----------------------------------------------------------------------------- checking
-# The shapes and params are checked by _geometry's plans (no numba there, so backends that
-# trace the ops' rules instead of running them check with the same code); the dtypes here.
-def _float_array(a: Any, name: str) -> np.ndarray:
-    a = np.asarray(a)
-    if a.dtype not in (np.float32, np.float64):
-        raise InvalidInputError(
-            f"conv2d: {name} has dtype {a.dtype}; conv2d takes float32 or float64 arrays "
-            f"(convert with {name}.astype(np.float64))"
-        )
-    return a
-
-
+# The dtypes, shapes and params are checked by _geometry (the one place the ops' inputs are
+# checked; no numba there, so backends that trace the ops' rules instead of running them check
+# with the same code), its errors naming the op: "op 'conv2d_input_grad': ...".
 def _common(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The arrays in their common dtype, C-contiguous (what the numba kernels are compiled for)."""
     dtype = np.result_type(*arrays)
@@ -143,7 +139,7 @@ def conv2d(
     algorithm: str = "auto",
 ) -> np.ndarray:
     """y[n, o, r, q] = sum over c, i, j of w[o, c, i, j] * xpad[n, c, r*s + i*d, q*s + j*d]."""
-    x, w = _float_array(x, "x"), _float_array(w, "w")
+    x, w = float_array("conv2d", "x", x), float_array("conv2d", "w", w)
     geometry, args = plan_conv2d(x.shape, w.shape, stride, padding, dilation, algorithm)
     chosen = _chosen(algorithm, x.shape, w.shape, args, "conv2d")
     x, w = _common([x, w])
@@ -160,7 +156,7 @@ def conv2d_input_grad(
     algorithm: str = "auto",
 ) -> np.ndarray:
     """d<g, conv2d(x, w)>/dx, shape (N, C, *input_size): the transposed convolution of g with w."""
-    g, w = _float_array(g, "g"), _float_array(w, "w")
+    g, w = float_array("conv2d_input_grad", "g", g), float_array("conv2d_input_grad", "w", w)
     size, geometry, args = plan_input_grad(g.shape, w.shape, input_size, stride, padding, dilation, algorithm)
     chosen = _chosen(algorithm, (g.shape[0], w.shape[1], *size), w.shape, args, "input_grad")
     g, w = _common([g, w])
@@ -180,7 +176,7 @@ def conv2d_weight_grad(
     algorithm: str = "auto",
 ) -> np.ndarray:
     """d<g, conv2d(x, w)>/dw, shape (O, C, *kernel_size): the input's windows correlated with g."""
-    x, g = _float_array(x, "x"), _float_array(g, "g")
+    x, g = float_array("conv2d_weight_grad", "x", x), float_array("conv2d_weight_grad", "g", g)
     kernel, geometry, args = plan_weight_grad(
         x.shape, g.shape, kernel_size, stride, padding, dilation, algorithm
     )

@@ -17,8 +17,9 @@ never picks it, and its derivative goes to each window's maxima, split equally o
 
 The impls run the numba kernels of `adcore_kernels.conv` and `adcore_kernels.pooling`,
 imported on the first call: loading the plugin imports neither numba nor the kernels.
-Bad inputs raise errors that name the op: conv.py checks the convolutions' own inputs
-(its messages are re-prefixed with the op's name), this module the pooling ops'.
+Bad inputs raise typed errors that name the op (`op 'max_pool2d': ...`), from one place:
+`_geometry` checks every op's dtypes, shapes and params (conv.py calls it for the
+convolutions, this module for the poolings, the sympy rules for the symbolic backend).
 """
 
 from __future__ import annotations
@@ -28,9 +29,15 @@ from typing import Any
 import numpy as np
 
 from adcore import Domain, OpSpec, Sample
-from adcore.errors import InvalidInputError, InvalidValueError
 from adcore.spec import REAL, Kink
-from adcore_kernels.reference import conv2d_output_size, pair
+from adcore_kernels._geometry import (
+    float_array,
+    plan_avg_pool_grad,
+    plan_max_pool_gather,
+    plan_max_pool_scatter,
+    plan_pool,
+)
+from adcore_kernels.reference import conv2d_output_size
 
 AUTO = "auto"
 DISTINCT = Domain(distinct=True)  # max pooling: no near-ties for a finite difference to straddle
@@ -38,60 +45,15 @@ DISTINCT = Domain(distinct=True)  # max pooling: no near-ties for a finite diffe
 # the whole output; the numeric backend measures f's noise, so its error bars allow for that
 CONV_DOMAIN = REAL
 
-Pair = tuple[int, int]
-
-
-# --- checks ---------------------------------------------------------------------------------------
-
-
-def _array(op: str, name: str, value: Any, ndim: int | None = None, min_ndim: int = 0) -> np.ndarray:
-    """value as a float32 or float64 array of `ndim` (or at least `min_ndim`) axes."""
-    a = np.asarray(value)
-    if a.dtype not in (np.float32, np.float64):
-        raise InvalidInputError(f"op {op!r}: {name} must be float32 or float64, got dtype {a.dtype}")
-    if ndim is not None and a.ndim != ndim:
-        raise InvalidValueError(f"op {op!r}: {name} must have {ndim} axes, got shape {a.shape}")
-    if a.ndim < min_ndim:
-        raise InvalidValueError(
-            f"op {op!r}: {name} must have at least {min_ndim} axes (..., H, W), got shape {a.shape}"
-        )
-    return a
-
-
-def _pair(op: str, name: str, value: Any, least: int) -> Pair:
-    """An int or (h, w) pair of ints, each at least `least`."""
-    try:
-        result = pair(value, name)
-    except (TypeError, ValueError) as e:
-        raise InvalidValueError(f"op {op!r}: {e}") from e
-    if min(result) < least:
-        raise InvalidValueError(f"op {op!r}: {name} must be at least {least}, got {value!r}")
-    return result
-
-
-def _same(op: str, what: str, got: Any, expected: Any) -> None:
-    if tuple(got) != tuple(expected):
-        raise InvalidValueError(f"op {op!r}: {what}: expected {tuple(expected)}, got {tuple(got)}")
-
-
-# --- convolution ------------------------------------------------------------------------------------
-
-
-def _run_conv(op: str, *args: Any, **params: Any) -> np.ndarray:
-    """The function `op` of adcore_kernels.conv, which checks its inputs; its errors name the op."""
-    from adcore_kernels import conv
-
-    try:
-        return getattr(conv, op)(*args, **params)
-    except (TypeError, ValueError) as e:
-        message = str(e).removeprefix("conv2d: ")  # conv.py's errors say "conv2d: ..." for all three
-        raise type(e)(f"op {op!r}: {message}") from e
+# --- convolution: conv.py's functions, which check their inputs (in _geometry) -------------------------
 
 
 def _conv2d(
     x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, algorithm: str = AUTO
 ) -> Any:
-    return _run_conv("conv2d", x, w, stride, padding, dilation, algorithm)
+    from adcore_kernels import conv
+
+    return conv.conv2d(x, w, stride, padding, dilation, algorithm)
 
 
 def _conv2d_input_grad(
@@ -103,7 +65,9 @@ def _conv2d_input_grad(
     dilation: Any = 1,
     algorithm: str = AUTO,
 ) -> Any:
-    return _run_conv("conv2d_input_grad", g, w, input_size, stride, padding, dilation, algorithm)
+    from adcore_kernels import conv
+
+    return conv.conv2d_input_grad(g, w, input_size, stride, padding, dilation, algorithm)
 
 
 def _conv2d_weight_grad(
@@ -115,91 +79,51 @@ def _conv2d_weight_grad(
     dilation: Any = 1,
     algorithm: str = AUTO,
 ) -> Any:
-    return _run_conv("conv2d_weight_grad", x, g, kernel_size, stride, padding, dilation, algorithm)
+    from adcore_kernels import conv
+
+    return conv.conv2d_weight_grad(x, g, kernel_size, stride, padding, dilation, algorithm)
 
 
-# --- pooling ---------------------------------------------------------------------------------------------
-
-
-class PoolGeometry:
-    """A pooling's checked params and sizes: kernel, stride (kernel if None), padding, output (H', W')."""
-
-    def __init__(self, op: str, size: Any, kernel_size: Any, stride: Any, padding: Any) -> None:
-        self.size = _pair(op, "input size (H, W)", size, 1)
-        self.kernel = _pair(op, "kernel_size", kernel_size, 1)
-        self.stride = self.kernel if stride is None else _pair(op, "stride", stride, 1)
-        self.padding = _pair(op, "padding", padding, 0)
-        if any(2 * p > k for p, k in zip(self.padding, self.kernel)):
-            raise InvalidValueError(
-                f"op {op!r}: padding must be at most half the kernel size, got padding "
-                f"{self.padding} for kernel_size {self.kernel}"
-            )
-        padded = tuple(n + 2 * p for n, p in zip(self.size, self.padding))
-        if any(k > n for k, n in zip(self.kernel, padded)):
-            raise InvalidValueError(
-                f"op {op!r}: kernel_size {self.kernel} is larger than the padded input {padded}"
-            )
-        self.out = conv2d_output_size(self.size, self.kernel, self.stride, self.padding, 1)
-
-    def args(self) -> tuple[Pair, Pair, Pair]:
-        return self.kernel, self.stride, self.padding
-
-
-def _leading(op: str, first: np.ndarray, x: np.ndarray) -> None:
-    """The leading axes (before H, W) of the first input and x must broadcast."""
-    try:
-        np.broadcast_shapes(first.shape[:-2], x.shape[:-2])
-    except ValueError as e:
-        raise InvalidValueError(
-            f"op {op!r}: the leading axes of {first.shape} and x {x.shape} do not broadcast"
-        ) from e
+# --- pooling: checked by _geometry, then pooling.py's kernels ---------------------------------------------
 
 
 def _max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     from adcore_kernels import pooling
 
-    x = _array("max_pool2d", "x", x, min_ndim=2)
-    geometry = PoolGeometry("max_pool2d", x.shape[-2:], kernel_size, stride, padding)
+    x = float_array("max_pool2d", "x", x)
+    geometry = plan_pool("max_pool2d", x.shape, kernel_size, stride, padding)
     return pooling.max_pool2d(x, *geometry.args())
 
 
 def _max_pool2d_gather(t: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     from adcore_kernels import pooling
 
-    op = "max_pool2d_gather"
-    t, x = _array(op, "t", t, min_ndim=2), _array(op, "x", x, min_ndim=2)
-    geometry = PoolGeometry(op, x.shape[-2:], kernel_size, stride, padding)
-    _same(op, "t's (H, W) against x's", t.shape[-2:], x.shape[-2:])
-    _leading(op, t, x)
+    t, x = float_array("max_pool2d_gather", "t", t), float_array("max_pool2d_gather", "x", x)
+    geometry = plan_max_pool_gather(t.shape, x.shape, kernel_size, stride, padding)
     return pooling.max_pool2d_gather(t, x, *geometry.args())
 
 
 def _max_pool2d_scatter(g: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     from adcore_kernels import pooling
 
-    op = "max_pool2d_scatter"
-    g, x = _array(op, "g", g, min_ndim=2), _array(op, "x", x, min_ndim=2)
-    geometry = PoolGeometry(op, x.shape[-2:], kernel_size, stride, padding)
-    _same(op, "g's (H', W') for x's pooled size", g.shape[-2:], geometry.out)
-    _leading(op, g, x)
+    g, x = float_array("max_pool2d_scatter", "g", g), float_array("max_pool2d_scatter", "x", x)
+    geometry = plan_max_pool_scatter(g.shape, x.shape, kernel_size, stride, padding)
     return pooling.max_pool2d_scatter(g, x, *geometry.args())
 
 
 def _avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     from adcore_kernels import pooling
 
-    x = _array("avg_pool2d", "x", x, min_ndim=2)
-    geometry = PoolGeometry("avg_pool2d", x.shape[-2:], kernel_size, stride, padding)
+    x = float_array("avg_pool2d", "x", x)
+    geometry = plan_pool("avg_pool2d", x.shape, kernel_size, stride, padding)
     return pooling.avg_pool2d(x, *geometry.args())
 
 
 def _avg_pool2d_grad(g: Any, input_size: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     from adcore_kernels import pooling
 
-    op = "avg_pool2d_grad"
-    g = _array(op, "g", g, min_ndim=2)
-    geometry = PoolGeometry(op, input_size, kernel_size, stride, padding)
-    _same(op, f"g's (H', W') for input_size {geometry.size}", g.shape[-2:], geometry.out)
+    g = float_array("avg_pool2d_grad", "g", g)
+    geometry = plan_avg_pool_grad(g.shape, input_size, kernel_size, stride, padding)
     return pooling.avg_pool2d_grad(g, geometry.size, *geometry.args())
 
 
@@ -275,7 +199,7 @@ def _pool_samples(role: str, domain: Domain):
         out = []
         for k, (shape, params) in enumerate(POOL_CALLS):
             x = domain.draw(rng, shape, dtype)
-            pooled = PoolGeometry("pool", shape[-2:], **{"stride": None, "padding": 0, **params}).out
+            pooled = plan_pool("pool", shape, **params).out
             lead = LINEAR_LEADS.get(k, shape[:-2])
             if role == "x":
                 out.append(Sample((x,), dict(params)))

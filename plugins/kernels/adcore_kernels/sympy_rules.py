@@ -30,10 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.errors import InvalidValueError
 from adcore.extend import LazyModule
 from adcore_kernels import _geometry, reference
-from adcore_kernels.ops import PoolGeometry
 from adcore_kernels.reference import conv2d_output_size, pair
 
 sp = LazyModule("sympy")
@@ -78,9 +76,7 @@ def _max_weights(values: list) -> list:
 def _pool_checked(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any) -> np.ndarray:
     """x as objects, after the checks op's impl makes (this rule runs instead of the impl)."""
     x = _objects(x)
-    if x.ndim < 2:
-        raise InvalidValueError(f"op {op!r}: x must have at least 2 axes (..., H, W), got shape {x.shape}")
-    PoolGeometry(op, x.shape[-2:], kernel_size, stride, padding)
+    _geometry.plan_pool(op, x.shape, kernel_size, stride, padding)
     return x
 
 
@@ -97,8 +93,9 @@ def _max_pool2d_linear(gather: bool) -> Callable[..., np.ndarray]:
     """max_pool2d_gather (t at the maxima) or max_pool2d_scatter (g onto the maxima)."""
 
     def rule(first: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> np.ndarray:
-        op = "max_pool2d_gather" if gather else "max_pool2d_scatter"
-        first, x = _objects(first), _pool_checked(op, x, kernel_size, stride, padding)
+        plan = _geometry.plan_max_pool_gather if gather else _geometry.plan_max_pool_scatter
+        plan(np.shape(first), np.shape(x), kernel_size, stride, padding)  # the impl's checks
+        first, x = _objects(first), _objects(x)
         lead = np.broadcast_shapes(first.shape[:-2], x.shape[:-2])
         first = np.broadcast_to(first, lead + first.shape[-2:])
         x = np.broadcast_to(x, lead + x.shape[-2:])
@@ -121,6 +118,7 @@ def _max_pool2d_linear(gather: bool) -> Callable[..., np.ndarray]:
 def _avg_pool2d_grad(
     g: Any, input_size: Any, kernel_size: Any, stride: Any = None, padding: Any = 0
 ) -> np.ndarray:
+    _geometry.plan_avg_pool_grad(np.shape(g), input_size, kernel_size, stride, padding)  # the impl's checks
     g, size = _objects(g), pair(input_size)
     area = int(np.prod(pair(kernel_size)))
     out = np.zeros(g.shape[:-2] + size, dtype=object)

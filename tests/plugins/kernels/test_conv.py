@@ -187,91 +187,100 @@ G = np.ones((2, 4, 6, 6))  # the cotangent of conv2d(X, W, padding=1)
 ERRORS = {
     "x-ndim": (
         lambda: conv.conv2d(X[0], W),
-        r"conv2d: x must be a 4-D array \(N, C, H, W\), got shape \(3, 6, 6\)",
+        r"op 'conv2d': x must be a 4-D array \(N, C, H, W\), got shape \(3, 6, 6\)",
     ),
-    "w-ndim": (lambda: conv.conv2d(X, W[0]), r"conv2d: w must be a 4-D array \(O, C, kh, kw\), got shape"),
-    "g-ndim": (lambda: conv.conv2d_input_grad(G[0], W, (6, 6), padding=1), r"conv2d: g must be a 4-D array"),
+    "w-ndim": (
+        lambda: conv.conv2d(X, W[0]),
+        r"op 'conv2d': w must be a 4-D array \(O, C, kh, kw\), got shape",
+    ),
+    "g-ndim": (
+        lambda: conv.conv2d_input_grad(G[0], W, (6, 6), padding=1),
+        r"op 'conv2d_input_grad': g must be a 4-D array",
+    ),
     "channels": (
         lambda: conv.conv2d(X, np.ones((4, 2, 3, 3))),
-        r"conv2d: x has 3 channels but w .* expects 2",
+        r"op 'conv2d': x has 3 channels but w .* expects 2",
     ),
     "kernel-too-large": (
         lambda: conv.conv2d(X, np.ones((4, 3, 9, 9)), padding=1),
-        r"conv2d: the 9x9 kernel .* is larger than the padded input 8x8 .*more padding",
+        r"op 'conv2d': the 9x9 kernel .* is larger than the padded input 8x8 .*more padding",
     ),
-    "dilated-too-large": (lambda: conv.conv2d(X, W, dilation=3), r"conv2d: the 3x3 kernel \(spanning 7x7"),
+    "dilated-too-large": (
+        lambda: conv.conv2d(X, W, dilation=3),
+        r"op 'conv2d': the 3x3 kernel \(spanning 7x7",
+    ),
     "int-dtype": (
         lambda: conv.conv2d(X.astype(int), W),
-        r"conv2d: x has dtype int64; conv2d takes float32 or float64",
+        r"op 'conv2d': x has dtype int64; conv2d takes float32 or float64",
     ),
-    "complex-dtype": (lambda: conv.conv2d(X, W + 0j), r"conv2d: w has dtype complex128; .*astype"),
-    "stride-0": (lambda: conv.conv2d(X, W, stride=0), r"conv2d: stride must be positive ints, got 0"),
+    "complex-dtype": (lambda: conv.conv2d(X, W + 0j), r"op 'conv2d': w has dtype complex128; .*astype"),
+    "stride-0": (lambda: conv.conv2d(X, W, stride=0), r"op 'conv2d': stride must be positive ints, got 0"),
     "dilation-negative": (
         lambda: conv.conv2d(X, W, dilation=(1, -1)),
-        r"conv2d: dilation must be positive ints",
+        r"op 'conv2d': dilation must be positive ints",
     ),
     "padding-negative": (
         lambda: conv.conv2d(X, W, padding=-1),
-        r"conv2d: padding must be non-negative ints, got -1",
+        r"op 'conv2d': padding must be non-negative ints, got -1",
     ),
     "stride-triple": (
         lambda: conv.conv2d(X, W, stride=(1, 1, 1)),
-        r"conv2d: stride must be an int or a pair of ints",
+        r"op 'conv2d': stride must be an int or a pair of ints",
     ),
     "stride-float": (
         lambda: conv.conv2d(X, W, stride=1.5),
-        r"conv2d: stride must be an int or a pair of ints",
+        r"op 'conv2d': stride must be an int or a pair of ints",
     ),
     "unknown-algorithm": (
         lambda: conv.conv2d(X, W, algorithm="gemm"),
-        r"conv2d: unknown algorithm 'gemm'; choose one of auto, direct, im2col, fft, winograd",
+        r"op 'conv2d': unknown algorithm 'gemm'; choose one of auto, direct, im2col, fft, winograd",
     ),
     "winograd-5x5": (
         lambda: conv.conv2d(X, np.ones((4, 3, 5, 5)), padding=2, algorithm="winograd"),
-        r"conv2d: algorithm 'winograd' does not apply to a 5x5 kernel .*algorithms that apply: direct, im2col, fft$",
+        r"op 'conv2d': algorithm 'winograd' does not apply to a 5x5 kernel .*algorithms that apply: direct, im2col, fft$",
     ),
     "winograd-stride-input-grad": (
         lambda: conv.conv2d_input_grad(G[:, :, :3, :3], W, (6, 6), stride=2, padding=1, algorithm="winograd"),
-        r"conv2d: algorithm 'winograd' does not apply .* stride \(2, 2\).*: direct, im2col, fft$",
+        r"op 'conv2d_input_grad': algorithm 'winograd' does not apply .* stride \(2, 2\).*: direct, im2col, fft$",
     ),
     "winograd-dilation-weight-grad": (
         lambda: conv.conv2d_weight_grad(
             X, G[:, :, :4, :4], (3, 3), padding=1, dilation=2, algorithm="winograd"
         ),
-        r"conv2d: algorithm 'winograd' does not apply .* dilation \(2, 2\).*: direct, im2col, fft$",
+        r"op 'conv2d_weight_grad': algorithm 'winograd' does not apply .* dilation \(2, 2\).*: direct, im2col, fft$",
     ),
     "input-grad-g-shape": (
         lambda: conv.conv2d_input_grad(G, W, (6, 6), padding=0),
-        r"conv2d: the cotangent g has shape \(2, 4, 6, 6\) but the convolution's output is \(2, 4, 4, 4\)",
+        r"op 'conv2d_input_grad': the cotangent g has shape \(2, 4, 6, 6\) but the convolution's output is \(2, 4, 4, 4\)",
     ),
     "input-grad-g-channels": (
         lambda: conv.conv2d_input_grad(G[:, :3], W, (6, 6), padding=1),
-        r"conv2d: the cotangent g has shape \(2, 3, 6, 6\) but the convolution's output is \(2, 4, 6, 6\)",
+        r"op 'conv2d_input_grad': the cotangent g has shape \(2, 3, 6, 6\) but the convolution's output is \(2, 4, 6, 6\)",
     ),
     "weight-grad-g-batch": (
         lambda: conv.conv2d_weight_grad(X, G[:1], (3, 3), padding=1),
-        r"conv2d: the cotangent g has shape \(1, 4, 6, 6\) but the convolution's output is \(2, 4, 6, 6\)",
+        r"op 'conv2d_weight_grad': the cotangent g has shape \(1, 4, 6, 6\) but the convolution's output is \(2, 4, 6, 6\)",
     ),
     "kernel-size-zero": (
         lambda: conv.conv2d_weight_grad(X, G, (0, 3), padding=1),
-        r"conv2d: kernel_size must be positive",
+        r"op 'conv2d_weight_grad': kernel_size must be positive",
     ),
     # a kernel with a zero dimension: the output-size formula alone gave a larger all-zero output
     "w-kernel-height-zero": (
         lambda: conv.conv2d(X, np.ones((4, 3, 0, 3))),
-        r"conv2d: the kernel is 0x3, empty; w \(O, C, kh, kw\) needs kh >= 1 and kw >= 1",
+        r"op 'conv2d': the kernel is 0x3, empty; w \(O, C, kh, kw\) needs kh >= 1 and kw >= 1",
     ),
     "w-kernel-width-zero-input-grad": (
         lambda: conv.conv2d_input_grad(G, np.ones((4, 3, 3, 0)), (6, 6)),
-        r"conv2d: the kernel is 3x0, empty",
+        r"op 'conv2d_input_grad': the kernel is 3x0, empty",
     ),
     "input-size-bad": (
         lambda: conv.conv2d_input_grad(G, W, "6x6", padding=1),
-        r"conv2d: input_size must be an int or a pair of ints",
+        r"op 'conv2d_input_grad': input_size must be an int or a pair of ints",
     ),
     "unknown-function": (
         lambda: conv.choose_algorithm(X.shape, W.shape, function="hessian"),
-        r"conv2d: unknown",
+        r"choose_algorithm: unknown",
     ),
 }
 
