@@ -68,6 +68,41 @@ def test_every_algorithm_matches_the_reference(case, dtype):
         assert_close(got, gw, dtype, f"{algorithm} weight grad")
 
 
+# the grid the issue asks for: strides x paddings x dilations (groups of one), a 3x3 kernel so
+# winograd takes the stride-1, dilation-1 cells; odd, non-square input
+STRIDES, PADDINGS, DILATIONS = (1, 2, (2, 1)), (0, 1, (2, 0)), (1, 2)
+GRID = [(s, p, d) for s in STRIDES for p in PADDINGS for d in DILATIONS]
+GRID_SHAPES = ((2, 3, 9, 8), (4, 3, 3, 3))
+
+
+def grid_id(cell) -> str:
+    return "s{}-p{}-d{}".format(*cell).replace(" ", "")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("cell", GRID, ids=grid_id)
+def test_every_algorithm_on_the_stride_padding_dilation_grid(cell, dtype):
+    s, p, d = cell
+    case = (*GRID_SHAPES, s, p, d)
+    x, w, g = random_arrays(case, dtype, seed=11)
+    x64, w64, g64 = (a.astype(np.float64) for a in (x, w, g))  # the reference in float64 for both
+    expected = (
+        reference.conv2d(x64, w64, s, p, d),
+        reference.conv2d_input_grad(g64, w64, x.shape[2:], s, p, d),
+        reference.conv2d_weight_grad(x64, g64, w.shape[2:], s, p, d),
+    )
+    algorithms = conv.applicable(w.shape[2:], s, d)
+    assert ("winograd" in algorithms) == (s == 1 and d == 1)
+    for algorithm in ("auto", *algorithms):
+        got = (
+            conv.conv2d(x, w, s, p, d, algorithm),
+            conv.conv2d_input_grad(g, w, x.shape[2:], s, p, d, algorithm),
+            conv.conv2d_weight_grad(x, g, w.shape[2:], s, p, d, algorithm),
+        )
+        for what, a, b in zip(("forward", "input grad", "weight grad"), got, expected):
+            assert_close(a, b.astype(dtype), dtype, f"{algorithm} {what}")
+
+
 @st.composite
 def geometries(draw):
     """A random convolution whose dilated kernel fits in the padded input."""
