@@ -1,11 +1,17 @@
-"""The nine optimizers' update kernels: one fused numba loop each, updating in place.
+"""The optimizers' update kernels: one fused numba loop per optimizer, updating in place.
 
 Imported by `adcore_kernels.optim` on an optimizer's first `.step()`, so that loading the
-plugin never imports numba. Every kernel takes the flat (1-D, C-contiguous) views of one
-parameter `p`, its gradient `g` and its state arrays, all of one dtype (float32 or
-float64), then the scalar hyperparameters already converted to that dtype by the caller
-(so float32 arithmetic stays float32). It reads and writes each element once: one pass
-over memory for the parameter and all of its state. Formulas: see the classes in optim.py.
+plugin never imports numba. A kernel takes the flat (1-D, C-contiguous) views of one
+parameter `p`, its gradient `g` and its state arrays (an empty array for a state its
+options leave unused), all of one dtype, then its scalars, already converted to that dtype
+by the caller (so float32 arithmetic stays float32), and its options as booleans. It reads
+and writes each element once: one pass over memory for the parameter and all of its state.
+
+Each loop follows the operations of torch.optim's single-tensor update in torch's order
+(so float64 agrees with torch to rounding); `sign` is -1 for `maximize`, else 1; weight
+decay enters as `g + weight_decay * p` (0 when torch would skip it). An option is a
+loop-invariant branch, which LLVM hoists out of the vectorized loop: one compiled kernel
+per dtype, whatever the options. Formulas: the table in optim.py.
 """
 
 from __future__ import annotations
@@ -35,90 +41,137 @@ def threads_for(size: int) -> Iterator[None]:
         set_num_threads(threads)
 
 
-@kernel
-def sgd(p, g, lr, weight_decay):
-    for i in prange(p.size):
-        p[i] = p[i] - lr * (g[i] + weight_decay * p[i])
+@njit(cache=True, inline="always")
+def lerp(start, end, weight, one_minus_weight):
+    """torch.lerp's formula: start + weight·(end − start), from the end when weight ≥ 0.5."""
+    if weight < 0.5:
+        return start + weight * (end - start)
+    return end - (end - start) * one_minus_weight
 
 
 @kernel
-def momentum(p, g, delta, lr, rho, weight_decay):
+def sgd(p, g, buf, sign, lr, weight_decay, momentum, one_minus_dampening, use_momentum, nesterov, first):
     for i in prange(p.size):
-        d = rho * delta[i] - g[i] - weight_decay * p[i]
-        delta[i] = d
-        p[i] = p[i] + lr * d
+        gi = sign * g[i] + weight_decay * p[i]
+        if use_momentum:
+            b = gi if first else buf[i] * momentum + one_minus_dampening * gi
+            buf[i] = b
+            gi = gi + momentum * b if nesterov else b
+        p[i] = p[i] - lr * gi
 
 
 @kernel
-def nesterov(p, g, delta, lr, rho, weight_decay):
+def adam(
+    p,
+    g,
+    exp_avg,
+    exp_avg_sq,
+    max_exp_avg_sq,
+    sign,
+    decay,
+    weight_decay,
+    w1,
+    one_minus_w1,
+    beta2,
+    w2,
+    bias_correction2_sqrt,
+    step_size,
+    eps,
+    amsgrad,
+):
     for i in prange(p.size):
-        gi = g[i] + weight_decay * p[i]
-        d = rho * delta[i] - gi
-        delta[i] = d
-        p[i] = p[i] + lr * (rho * d - gi)
+        pi = p[i] * decay  # AdamW's decoupled decay 1 - lr·λ, else 1
+        gi = sign * g[i] + weight_decay * pi  # Adam's L2 term, 0 for AdamW
+        m = lerp(exp_avg[i], gi, w1, one_minus_w1)
+        v = exp_avg_sq[i] * beta2 + w2 * gi * gi
+        exp_avg[i] = m
+        exp_avg_sq[i] = v
+        if amsgrad:
+            v = max(max_exp_avg_sq[i], v)
+            max_exp_avg_sq[i] = v
+        p[i] = pi - step_size * (m / (np.sqrt(v) / bias_correction2_sqrt + eps))
 
 
 @kernel
-def rprop(p, g, previous, step_size, eta_minus, eta_plus, step_min, step_max):
+def adagrad(p, g, state_sum, sign, weight_decay, clr, eps):
     for i in prange(p.size):
-        gi = g[i]
-        agreement = gi * previous[i]
+        gi = sign * g[i] + weight_decay * p[i]
+        s = state_sum[i] + gi * gi
+        state_sum[i] = s
+        p[i] = p[i] - clr * (gi / (np.sqrt(s) + eps))
+
+
+@kernel
+def rmsprop(
+    p,
+    g,
+    square_avg,
+    buf,
+    grad_avg,
+    sign,
+    weight_decay,
+    alpha,
+    w,
+    one_minus_w,
+    eps,
+    lr,
+    momentum,
+    centered,
+    use_momentum,
+):
+    for i in prange(p.size):
+        gi = sign * g[i] + weight_decay * p[i]
+        s = square_avg[i] * alpha + w * gi * gi
+        square_avg[i] = s
+        if centered:
+            a = lerp(grad_avg[i], gi, w, one_minus_w)
+            grad_avg[i] = a
+            s = s - a * a
+        avg = np.sqrt(s) + eps
+        if use_momentum:
+            b = buf[i] * momentum + gi / avg
+            buf[i] = b
+            p[i] = p[i] - lr * b
+        else:
+            p[i] = p[i] - lr * (gi / avg)
+
+
+@kernel
+def adadelta(p, g, square_avg, acc_delta, sign, weight_decay, rho, one_minus_rho, eps, lr):
+    for i in prange(p.size):
+        gi = sign * g[i] + weight_decay * p[i]
+        s = square_avg[i] * rho + one_minus_rho * gi * gi
+        square_avg[i] = s
+        delta = np.sqrt(acc_delta[i] + eps) / np.sqrt(s + eps) * gi
+        acc_delta[i] = acc_delta[i] * rho + one_minus_rho * delta * delta
+        p[i] = p[i] - lr * delta
+
+
+@kernel
+def adamax(p, g, exp_avg, exp_inf, sign, weight_decay, w1, one_minus_w1, beta2, eps, clr):
+    for i in prange(p.size):
+        gi = sign * g[i] + weight_decay * p[i]
+        m = lerp(exp_avg[i], gi, w1, one_minus_w1)
+        u = max(exp_inf[i] * beta2, abs(gi) + eps)
+        exp_avg[i] = m
+        exp_inf[i] = u
+        p[i] = p[i] - clr * (m / u)
+
+
+@kernel
+def rprop(p, g, prev, step_size, sign, eta_minus, eta_plus, step_min, step_max):
+    for i in prange(p.size):
+        gi = sign * g[i]
+        agreement = gi * prev[i]
         a = step_size[i]
         if agreement > 0:
-            a = min(a * eta_plus, step_max)
+            a = a * eta_plus
         elif agreement < 0:
-            a = max(a * eta_minus, step_min)
+            a = a * eta_minus
+        a = min(max(a, step_min), step_max)
         step_size[i] = a
-        previous[i] = gi
-        p[i] = p[i] - a * np.sign(gi)
-
-
-@kernel
-def rmsprop(p, g, mean_square, lr, alpha, one_minus_alpha, eps, weight_decay):
-    for i in prange(p.size):
-        gi = g[i] + weight_decay * p[i]
-        ms = alpha * mean_square[i] + one_minus_alpha * (gi * gi)
-        mean_square[i] = ms
-        p[i] = p[i] - lr * (gi / (np.sqrt(ms) + eps))
-
-
-@kernel
-def adagrad(p, g, sum_square, lr, eps, weight_decay):
-    for i in prange(p.size):
-        gi = g[i] + weight_decay * p[i]
-        s = sum_square[i] + gi * gi
-        sum_square[i] = s
-        p[i] = p[i] - lr * (gi / (np.sqrt(s) + eps))
-
-
-@kernel
-def adadelta(p, g, mean_square, mean_square_delta, lr, rho, one_minus_rho, eps, weight_decay):
-    for i in prange(p.size):
-        gi = g[i] + weight_decay * p[i]
-        ms = rho * mean_square[i] + one_minus_rho * (gi * gi)
-        d = np.sqrt(mean_square_delta[i] + eps) / np.sqrt(ms + eps) * gi
-        mean_square[i] = ms
-        mean_square_delta[i] = rho * mean_square_delta[i] + one_minus_rho * (d * d)
-        p[i] = p[i] - lr * d
-
-
-@kernel
-def adam(p, g, m, v, step_size, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay):
-    for i in prange(p.size):
-        gi = g[i] + weight_decay * p[i]
-        mi = beta1 * m[i] + one_minus_beta1 * gi
-        vi = beta2 * v[i] + one_minus_beta2 * (gi * gi)
-        m[i] = mi
-        v[i] = vi
-        p[i] = p[i] - step_size * (mi / (np.sqrt(vi) + eps))
-
-
-@kernel
-def adamax(p, g, m, u, step_size, beta1, one_minus_beta1, beta2, eps, weight_decay):
-    for i in prange(p.size):
-        gi = g[i] + weight_decay * p[i]
-        mi = beta1 * m[i] + one_minus_beta1 * gi
-        ui = max(beta2 * u[i], abs(gi))
-        m[i] = mi
-        u[i] = ui
-        p[i] = p[i] - step_size * (mi / (ui + eps))
+        if agreement < 0:  # iRprop-: after a sign change no step, and nothing to compare with next time
+            prev[i] = 0
+        else:
+            p[i] = p[i] - np.sign(gi) * a
+            prev[i] = gi
