@@ -1,32 +1,39 @@
 """conv2d section of the kernels benchmark: adcore-kernels' four algorithms and `auto` against torch.
 
-Run by hand (not part of the tests):  python benchmarks/kernels_conv.py
+Run by hand (not part of the tests):  python benchmarks/kernels_conv.py [--runs R] [--quick]
 (or as a section of `python benchmarks/bench_kernels.py conv`).
 
-1. forward, float32, N=8, C=64, 32x32, 64 filters 3x3, padding 1: each algorithm and
-   `auto` against torch.nn.functional.conv2d (2 threads), a plain NumPy im2col (the
-   anchor) and the naive numba loop (`direct`). Target: auto <= 2x torch.
-2. forward + both gradients (input and weight) on the same shapes against torch's
-   forward + autograd backward. Target: auto <= 1.5x torch.
-3. a 15x15 kernel on 64x64 (N=2, C=O=8, padding 7): every algorithm, FFT wins.
-4. the crossovers `auto`'s rule rests on: winograd against im2col as the channels grow,
-   fft against im2col as the kernel grows.
-5. compile times: the first and second call of each algorithm in a fresh process with an
+1. The layer of the targets: float32, N=8, C=64, 32x32, 64 filters 3x3, padding 1. Forward
+   (against torch.nn.functional.conv2d) and forward + both gradients (against torch's
+   forward + autograd backward of x and w), each algorithm and `auto`. R runs (3 by
+   default), each printed with the 1-minute load average (the machine is shared): a run is
+   several rounds in which each contender is called next to a call of torch (interleaved
+   call by call), its figure the median of its calls and its ratio the median of its time
+   over the paired torch call's, so a burst of load slows both sides of a ratio alike. The
+   summary is the median over the runs, with OK/MISS against the targets: forward <= 1.0x
+   torch, forward + both gradients <= 1.5x torch.
+2. `auto`'s crossovers: forward + both gradients (what auto's rule is for; the rule is the
+   same for each function) at N=2, 32x32, padding (k-1)//2 for C, O in {3, 8, 16, 32, 64},
+   k in {3, 5, 7, 11}, stride 1 and 2: every applicable algorithm (direct only where it
+   takes at most DIRECT_BUDGET multiply-adds: it is never chosen), the one `auto` picks,
+   and a mark where the pick takes more than 1.2x the best.
+3. compile times: the first and second call of each algorithm in a fresh process with an
    empty numba cache, then the first call in a second process that loads the cache.
 
-Every figure is the best of several timeit-style repeats taken in interleaved blocks
-(`timing.race`); every result is first checked against the NumPy reference (a wrong
-one reports ERROR and is not timed). torch is optional: without it its column says
-"not installed".
+Every result is first checked against the NumPy reference (a wrong one reports ERROR and
+is not timed). torch is optional: without it its column says "not installed".
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -42,200 +49,234 @@ except ImportError:
     torch = None
 
 from adcore_kernels import conv, reference  # noqa: E402  (after the sys.path fallback above)
-from timing import ERROR, cell, guarded, race, ratio, verdict, warm_heap  # noqa: E402  (benchmarks/timing.py)
+from timing import ERROR, MISSING, cell, guarded, verdict, warm_heap  # noqa: E402  (benchmarks/timing.py)
 
-# the contenders in race order: the one timed right after torch is slowed by torch's threads, so that is direct
-RACE_ORDER = ("direct", "auto", "im2col", "fft", "winograd")
-
-
-# ----------------------------------------------------------------------------- the anchors
-def numpy_im2col(x, w, padding):
-    """Stride-1 forward the plain NumPy way: sliding_window_view unfolded into one matmul."""
-    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    o, c, kh, kw = w.shape
-    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))  # (N, C, H', W', kh, kw)
-    n, _, h, wd = windows.shape[:4]
-    cols = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, c * kh * kw)
-    return (cols @ w.reshape(o, -1).T).reshape(n, h, wd, o).transpose(0, 3, 1, 2)
+TARGETS = {"fwd": 1.0, "f+b": 1.5}  # auto's time / torch's, at most
+CONTENDERS = ("torch", "auto", "winograd", "im2col", "fft", "direct")  # the order of a run
+DIRECT_BUDGET = 2e8  # multiply-adds of forward + both gradients past which the crossover table skips direct
+SLOW_PICK = 1.2  # the crossover table marks auto's pick when it takes more than this times the best
 
 
-def numpy_im2col_backward(x, w, g, padding):
-    """Both gradients the plain NumPy way: weight = g^T @ cols, input = col2im of g @ w by slice adds."""
-    n, c, height, width = x.shape
-    o, _, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
-    h, wd = windows.shape[2:4]
-    cols = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, c * kh * kw)
-    g2 = g.transpose(0, 2, 3, 1).reshape(n * h * wd, o)
-    gw = (g2.T @ cols).reshape(w.shape)
-    dcols = (g2 @ w.reshape(o, -1)).reshape(n, h, wd, c, kh, kw)
-    gxp = np.zeros_like(xp)
-    for i in range(kh):
-        for j in range(kw):
-            gxp[:, :, i : i + h, j : j + wd] += dcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
-    return gxp[:, :, padding : padding + height, padding : padding + width], gw
+# ----------------------------------------------------------------------------- what is timed
+def adcore_forward(x, w, g, stride, padding, algorithm):
+    return (conv.conv2d(x, w, stride, padding, 1, algorithm),)
 
 
-def torch_forward(tx, tw, padding):
-    return torch.nn.functional.conv2d(tx, tw, padding=padding)
-
-
-def torch_forward_backward(tx, tw, tg, padding):
-    x, w = tx.detach().requires_grad_(), tw.detach().requires_grad_()
-    y = torch.nn.functional.conv2d(x, w, padding=padding)
-    return (y.detach(), *torch.autograd.grad(y, (x, w), tg))
-
-
-def adcore_forward_backward(x, w, g, padding, algorithm):
-    y = conv.conv2d(x, w, 1, padding, 1, algorithm)
-    gx = conv.conv2d_input_grad(g, w, x.shape[2:], 1, padding, 1, algorithm)
-    gw = conv.conv2d_weight_grad(x, g, w.shape[2:], 1, padding, 1, algorithm)
+def adcore_forward_backward(x, w, g, stride, padding, algorithm):
+    y = conv.conv2d(x, w, stride, padding, 1, algorithm)
+    gx = conv.conv2d_input_grad(g, w, x.shape[2:], stride, padding, 1, algorithm)
+    gw = conv.conv2d_weight_grad(x, g, w.shape[2:], stride, padding, 1, algorithm)
     return y, gx, gw
 
 
-# ----------------------------------------------------------------------------- helpers
-def data(n, c, size, o, k, seed=0):
+def torch_forward(tx, tw, tg, stride, padding):
+    return (torch.nn.functional.conv2d(tx, tw, stride=stride, padding=padding),)
+
+
+def torch_forward_backward(tx, tw, tg, stride, padding):
+    x, w = tx.detach().requires_grad_(), tw.detach().requires_grad_()
+    y = torch.nn.functional.conv2d(x, w, stride=stride, padding=padding)
+    return (y.detach(), *torch.autograd.grad(y, (x, w), tg))
+
+
+def as_numpy(f, *args):
+    return tuple(t.numpy() for t in f(*args))
+
+
+def data(n, c, size, o, k, stride=1, seed=0):
+    """x, w and a cotangent g of conv2d(x, w, stride, padding (k-1)//2), float32."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, c, size, size), dtype=np.float32)
     w = rng.standard_normal((o, c, k, k), dtype=np.float32) / np.float32(np.sqrt(c * k * k))
-    g = rng.standard_normal((n, o, size, size), dtype=np.float32)  # padding (k-1)/2 keeps the size
+    out = reference.conv2d_output_size((size, size), (k, k), stride, (k - 1) // 2, 1)
+    g = rng.standard_normal((n, o, *out), dtype=np.float32)
     return x, w, g
 
 
-def checked(contenders, expected, tolerance=1e-4):
-    """The contenders, each whose result is off the expected arrays (relative max error) replaced by ERROR."""
+def expected_results(x, w, g, stride, padding, backward):
+    """The NumPy reference's forward (and both gradients), in float64."""
+    x, w, g = (a.astype(np.float64) for a in (x, w, g))
+    y = reference.conv2d(x, w, stride, padding, 1)
+    if not backward:
+        return (y,)
+    gx = reference.conv2d_input_grad(g, w, x.shape[2:], stride, padding, 1)
+    return y, gx, reference.conv2d_weight_grad(x, g, w.shape[2:], stride, padding, 1)
+
+
+def checked(name, f, expected, tolerance=1e-4):
+    """f, or ERROR when it raises or its results are off the reference (relative max error)."""
+    got = guarded(name, f)
+    if got == ERROR:
+        return ERROR
+    errors = [np.abs(np.asarray(a) - b).max() / np.abs(b).max() for a, b in zip(got, expected)]
+    if max(errors) > tolerance:
+        print(f"  !! {name}: relative error {max(errors):.1e} against the NumPy reference")
+        return ERROR
+    return f
+
+
+def median_ms(f, calls):
+    """The median of `calls` timed calls of f, in ms (f has been called before: compiled, warm)."""
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+# ----------------------------------------------------------------------------- 1: the target layer
+def contenders(x, w, g, padding, backward):
+    """{name: thunk, None (torch missing) or ERROR}, each checked against the reference."""
+    expected = expected_results(x, w, g, 1, padding, backward)
+    ours, theirs = (
+        (adcore_forward_backward, torch_forward_backward) if backward else (adcore_forward, torch_forward)
+    )
     out = {}
-    for name, f in contenders.items():
-        got = guarded(name, f, f is not None)
-        if isinstance(got, str):  # MISSING or ERROR
-            out[name] = None if f is None else ERROR
-            continue
-        got = got if isinstance(got, tuple) else (got,)
-        errors = [np.abs(np.asarray(a) - b).max() / np.abs(b).max() for a, b in zip(got, expected)]
-        if max(errors) > tolerance:
-            print(f"  !! {name}: relative error {max(errors):.1e} against the NumPy reference")
-            out[name] = ERROR
+    for name in CONTENDERS:
+        if name == "torch":
+            if torch is None:
+                out[name] = None
+                continue
+            f = partial(as_numpy, theirs, *(torch.from_numpy(a) for a in (x, w, g)), 1, padding)
         else:
-            out[name] = f
+            f = partial(ours, x, w, g, 1, padding, name)
+        out[name] = checked(name, f, expected)
     return out
 
 
-def ms(times):
-    return {n: t * 1e3 if isinstance(t, float) else t for n, t in times.items()}
+SETTLE = 0.005  # s of sleep before each timed call: the last call's thread pool (torch's OpenMP, OpenBLAS) goes idle
 
 
-def line(kind, name, value, anchor_name, anchor, target=None):
-    """`conv fwd   auto      2.31 ms   torch 1.50 ms   ratio 1.54  target ≤ 2.0  OK`."""
-    r = ratio(value, anchor)
-    text = f"  conv {kind:<5} {name:<10}{cell(value, 8)} ms   {anchor_name} {cell(anchor, 6)} ms   ratio {cell(r, 5)}"
-    if target is not None:
-        text += f"  target ≤ {target}  {verdict(r, target)}"
-    print(text)
+def timed(f):
+    """Seconds f() takes, after SETTLE: no contender pays for the spinning threads of the one before."""
+    time.sleep(SETTLE)
+    start = time.perf_counter()
+    f()
+    return time.perf_counter() - start
 
 
-def print_table(kind, times, anchor_name, target=None, target_for=("auto",)):
-    for name in ("auto", *conv.ALGORITHMS, "numpy im2col"):
-        if name in times:
-            line(
-                kind,
-                name,
-                times[name],
-                anchor_name,
-                times[anchor_name],
-                target if name in target_for else None,
-            )
+def run_once(thunks, calls):
+    """One run: ({name: ms}, {name: ratio to torch}). `calls` rounds; in a round each contender is
+    called next to a call of torch (torch first in even rounds, second in odd ones: whichever
+    runs right after the other's threads pays for the switch), direct in the first round only.
+    Its ms is the median of its calls, its ratio the median of its time over the paired torch
+    call's, so a burst of load from another process slows both sides of a ratio alike."""
+    anchor = thunks.get("torch")
+    live = {name: f for name, f in thunks.items() if callable(f) and name != "torch"}
+    times, ratios = {name: [] for name in (*live, "torch")}, {name: [] for name in live}
+    for round_ in range(calls):
+        for name, f in live.items():
+            if name == "direct" and round_ > 0:
+                continue
+            if not callable(anchor):
+                times[name].append(timed(f))
+                continue
+            if round_ % 2 == 0:
+                theirs, ours = timed(anchor), timed(f)
+            else:
+                ours, theirs = timed(f), timed(anchor)
+            times[name].append(ours)
+            times["torch"].append(theirs)
+            ratios[name].append(ours / theirs)
+    ms = {name: statistics.median(t) * 1e3 for name, t in times.items() if t}
+    figures = {name: ms.get(name, MISSING if f is None else f) for name, f in thunks.items()}
+    return figures, {name: statistics.median(r) for name, r in ratios.items() if r}
 
 
-# ----------------------------------------------------------------------------- 1 and 2: the 3x3 case
-def bench_3x3():
+def bench_layer(runs):
     n, c, size, o, k, padding = 8, 64, 32, 64, 3, 1
     x, w, g = data(n, c, size, o, k)
     print(
-        f"\n1. forward, float32, N={n}, C={c}, {size}x{size}, {o} filters {k}x{k}, padding {padding}   [ms]"
+        f"\n1. float32, N={n}, C={c}, {size}x{size}, {o} filters {k}x{k}, padding {padding}   [ms; ratio to torch]"
     )
     print(f"   auto picks {conv.choose_algorithm(x.shape, w.shape, 1, padding, 1)}")
-    tx, tw, tg = (torch.from_numpy(a) for a in (x, w, g)) if torch else (None, None, None)
-    expected = (reference.conv2d(x.astype(np.float64), w.astype(np.float64), 1, padding, 1),)
-    contenders = {name: (lambda a=name: conv.conv2d(x, w, 1, padding, 1, a)) for name in RACE_ORDER}
-    contenders["numpy im2col"] = lambda: numpy_im2col(x, w, padding)
-    contenders["torch"] = torch and (lambda: torch_forward(tx, tw, padding).numpy())
-    times = ms(race(checked(contenders, expected), number=5, repeat=3))
-    print_table("fwd", times, "torch", 2.0)
-
-    print(f"\n2. forward + input and weight gradients, same shapes, cotangent g {g.shape}   [ms]")
-    expected = (
-        expected[0],
-        reference.conv2d_input_grad(g.astype(np.float64), w.astype(np.float64), (size, size), 1, padding, 1),
-        reference.conv2d_weight_grad(x.astype(np.float64), g.astype(np.float64), (k, k), 1, padding, 1),
-    )
-    contenders = {name: (lambda a=name: adcore_forward_backward(x, w, g, padding, a)) for name in RACE_ORDER}
-    contenders["numpy im2col"] = lambda: (
-        numpy_im2col(x, w, padding),
-        *numpy_im2col_backward(x, w, g, padding),
-    )
-    contenders["torch"] = torch and (
-        lambda: tuple(t.numpy() for t in torch_forward_backward(tx, tw, tg, padding))
-    )
-    times = ms(race(checked(contenders, expected), number=3, repeat=3))
-    print_table("f+b", times, "torch", 1.5)
-
-
-# ----------------------------------------------------------------------------- 3: a large kernel
-def bench_large_kernel():
-    n, c, size, o, k, padding = 2, 8, 64, 8, 15, 7
-    x, w, g = data(n, c, size, o, k)
-    print(
-        f"\n3. large kernel, float32, N={n}, C={c}, {size}x{size}, {o} filters {k}x{k}, padding {padding}   [ms]"
-    )
-    print(f"   auto picks {conv.choose_algorithm(x.shape, w.shape, 1, padding, 1)}")
-    tx, tw, tg = (torch.from_numpy(a) for a in (x, w, g)) if torch else (None, None, None)
-    expected = (reference.conv2d(x.astype(np.float64), w.astype(np.float64), 1, padding, 1),)
-    contenders = {
-        name: (lambda a=name: conv.conv2d(x, w, 1, padding, 1, a))
-        for name in RACE_ORDER
-        if name != "winograd"
-    }
-    contenders["numpy im2col"] = lambda: numpy_im2col(x, w, padding)
-    contenders["torch"] = torch and (lambda: torch_forward(tx, tw, padding).numpy())
-    times = ms(race(checked(contenders, expected), number=3, repeat=3))
-    print_table("fwd", times, "torch")
-    contenders = {
-        name: (lambda a=name: adcore_forward_backward(x, w, g, padding, a))
-        for name in RACE_ORDER
-        if name != "winograd"
-    }
-    contenders["torch"] = torch and (lambda: torch_forward_backward(tx, tw, tg, padding))
-    times = ms(race(contenders, number=2, repeat=3))
-    print_table("f+b", times, "torch")
-
-
-# ----------------------------------------------------------------------------- 4: crossovers
-def race_forward_backward(x, w, g, padding, algorithms):
-    """{algorithm: ms} of forward + both gradients."""
-    return ms(race({a: (lambda a=a: adcore_forward_backward(x, w, g, padding, a)) for a in algorithms}, 3, 3))
-
-
-def bench_crossovers():
-    print("\n4. crossovers behind auto's rule, float32 forward + both gradients   [ms]")
-    print("   3x3, padding 1, N=8, 32x32, C in, O out: winograd against im2col")
-    for channels, filters in ((4, 4), (64, 4), (64, 64), (32, 64), (16, 64), (8, 64), (3, 64)):
-        x, w, g = data(8, channels, 32, filters, 3)
-        t = race_forward_backward(x, w, g, 1, ("im2col", "winograd"))
-        pick = conv.choose_algorithm(x.shape, w.shape, 1, 1, 1)
+    for kind, backward, calls in (("fwd", False, 9), ("f+b", True, 5)):
+        what = "forward" if kind == "fwd" else "forward + input and weight gradients (torch: autograd)"
         print(
-            f"   C={channels:<3} O={filters:<4} im2col {cell(t['im2col'], 7)}   winograd {cell(t['winograd'], 7)}"
-            f"   auto: {pick}"
+            f"\n   {what}; a run: {calls} rounds of each contender next to a torch call (direct: 1 round); "
+            "median ms, median of the paired ratios"
         )
-    print("   k x k, padding (k-1)/2, N=2, C=O=16, 48x48: fft against im2col")
-    for k in (3, 5, 7, 9, 11):
-        x, w, g = data(2, 16, 48, 16, k)
-        t = race_forward_backward(x, w, g, (k - 1) // 2, ("im2col", "fft"))
-        pick = conv.choose_algorithm(x.shape, w.shape, 1, (k - 1) // 2, 1)
-        print(f"   k={k:<4} im2col {cell(t['im2col'], 7)}   fft {cell(t['fft'], 7)}   auto: {pick}")
+        thunks = contenders(x, w, g, padding, backward)
+        run_once(thunks, 1)  # warm: compiled, heap grown
+        print("   run  load " + "".join(f"{name:>16}" for name in CONTENDERS))
+        per_run = []
+        for r in range(runs):
+            load = os.getloadavg()[0]
+            figures, ratios = run_once(thunks, calls)
+            per_run.append((figures, ratios))
+            cells = "".join(
+                cell(figures[name], 9) + (f" {ratios[name]:5.2f}x" if name in ratios else " " * 7)
+                for name in CONTENDERS
+            )
+            print(f"   {r + 1:>3} {load:5.2f}" + cells)
+        summarize(kind, per_run)
 
 
-# ----------------------------------------------------------------------------- 5: compile times
+def summarize(kind, per_run):
+    """The median over the runs of each contender's ms and of its ratio to torch."""
+    print(f"   median over {len(per_run)} runs:")
+    for name in CONTENDERS:
+        values = [figures[name] for figures, _ in per_run]
+        if not all(isinstance(v, float) for v in values):
+            print(f"   conv {kind:<4} {name:<9} {values[0]}")
+            continue
+        text = f"   conv {kind:<4} {name:<9}{statistics.median(values):9.2f} ms"
+        ratios = [r[name] for _, r in per_run if name in r]
+        if ratios:
+            ratio = statistics.median(ratios)
+            text += f"   {ratio:5.2f}x torch"
+            if name == "auto":
+                text += f"   target ≤ {TARGETS[kind]}  {verdict(ratio, TARGETS[kind])}"
+        print(text)
+
+
+# ----------------------------------------------------------------------------- 2: auto's crossovers
+def multiply_adds(n, c, o, out, k):
+    return 3 * n * c * o * out[0] * out[1] * k * k  # forward and both gradients, each as many
+
+
+def bench_crossovers(quick):
+    n, size = 2, 32
+    channels = (3, 16, 64) if quick else (3, 8, 16, 32, 64)
+    print(
+        f"\n2. auto's crossovers: forward + both gradients, float32, N={n}, {size}x{size}, padding (k-1)//2   [ms]"
+    )
+    print(
+        f"   the median of 3 calls each (direct: 1 call, only up to {DIRECT_BUDGET:.0e} multiply-adds); "
+        f"* marks the fastest, ! an auto pick > {SLOW_PICK}x the fastest"
+    )
+    print(
+        f"   {'k':>2} {'s':>2} {'C':>3} {'O':>3}" + "".join(f"{a:>10}" for a in conv.ALGORITHMS) + "   auto"
+    )
+    slow = total = 0
+    for k in (3, 5, 7, 11):
+        for stride in (1, 2):
+            for c in channels:
+                for o in channels:
+                    x, w, g = data(n, c, size, o, k, stride, seed=k + c + o)
+                    out = g.shape[2:]
+                    times = {}
+                    for a in conv.applicable(k, stride, 1):
+                        if a == "direct" and multiply_adds(n, c, o, out, k) > DIRECT_BUDGET:
+                            continue
+                        f = partial(adcore_forward_backward, x, w, g, stride, (k - 1) // 2, a)
+                        if guarded(a, f) != ERROR:
+                            times[a] = median_ms(f, 1 if a == "direct" else 3)
+                    pick = conv.choose_algorithm(x.shape, w.shape, stride, (k - 1) // 2, 1)
+                    best = min(times, key=times.get)
+                    cells = "".join(
+                        (f"{times[a]:9.2f}" + ("*" if a == best else " ")) if a in times else f"{'-':>9} "
+                        for a in conv.ALGORITHMS
+                    )
+                    off = times[pick] / times[best] if pick in times else float("nan")
+                    mark = f"  ! {off:.2f}x" if off > SLOW_PICK else ""
+                    slow, total = slow + bool(mark), total + 1
+                    print(f"   {k:>2} {stride:>2} {c:>3} {o:>3}{cells}   {pick}{mark}")
+    print(f"   auto's pick within {SLOW_PICK}x the fastest at {total - slow} of {total} shapes")
+
+
+# ----------------------------------------------------------------------------- 3: compile times
 FIRST_CALLS = """
 import json, sys, time
 import numpy as np
@@ -270,7 +311,7 @@ def first_calls(cache_dir):
 
 
 def bench_compile():
-    print("\n5. first calls (forward + both gradients, 2x4x10x10, 3x3) in fresh processes   [s]")
+    print("\n3. first calls (forward + both gradients, 2x4x10x10, 3x3) in fresh processes   [s]")
     with tempfile.TemporaryDirectory() as cache_dir:
         cold = guarded("cold process", lambda: first_calls(cache_dir))
         warm = guarded("second process", lambda: first_calls(cache_dir))
@@ -286,19 +327,20 @@ def bench_compile():
     print(f"  {'all':<18}{total_cold:10.2f}{'':10}{total_warm:13.3f}")
 
 
-def main():
+def main(argv=()):
+    runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 3
     warm_heap()
     if torch:
         torch.set_num_threads(2)
     print(
         "\nconv2d (adcore-kernels) against torch.nn.functional.conv2d"
-        + ("" if torch else ": torch not installed")
+        + (f" (torch {torch.__version__}, 2 threads)" if torch else ": torch not installed")
+        + f"; {os.cpu_count()} cores"
     )
-    bench_3x3()
-    bench_large_kernel()
-    bench_crossovers()
+    bench_layer(max(runs, 1))
+    bench_crossovers("--quick" in argv)
     bench_compile()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -2,7 +2,8 @@
 
 Every function pools the last two axes (H, W) of an array with any leading axes, which the
 kernels see flattened into one axis L. Params are already checked and
-normalized to (h, w) pairs by `adcore_kernels.ops`; the output has the inputs' dtype.
+normalized to (h, w) pairs by `adcore_kernels._geometry` (which the ops' impls in
+`adcore_kernels.ops` call first); the output has the inputs' dtype.
 
 Window (r, q) covers rows r*sh - ph ... r*sh - ph + kh - 1 (and likewise columns) of the
 input; the positions that fall in the padding are skipped. So max pooling never picks the
