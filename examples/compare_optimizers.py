@@ -1,13 +1,13 @@
-"""The nine optimizers of adcore-kernels on the Rosenbrock function, from the standard start.
+"""The optimizers of adcore-kernels on the Rosenbrock function, from the standard start.
 
     python examples/compare_optimizers.py [--steps 2000] [--out compare_optimizers.png]
 
 f(x, y) = (1 − x)² + 100(y − x²)², minimum 0 at (1, 1), started at (−1.2, 1): a long,
 curved, flat-bottomed valley, where plain gradient descent crawls and momentum and the
 adaptive methods differ visibly. Gradients come from `adcore.value_and_grad` (the reverse
-backend), each optimizer from `adcore.optimizer(name, [w], lr=...)`, with the learning rate
-in LEARNING_RATES (chosen by hand for this problem; every other hyperparameter is the
-optimizer's default). Writes one PNG, to --out (default: compare_optimizers.png in the
+backend), each optimizer from `adcore.optimizer(name, [w], **hyper)` with a run of RUNS:
+learning rates chosen by hand for this problem, momentum and Nesterov as SGD's options (as
+in torch.optim), every other hyperparameter the optimizer's default. Writes one PNG, to --out (default: compare_optimizers.png in the
 current directory): the loss of each optimizer per step (log scale), and their paths over
 the function's contours. Needs adcore-kernels and matplotlib (its `examples` extra).
 """
@@ -26,16 +26,17 @@ import numpy as np
 import adcore
 
 START = (-1.2, 1.0)
-LEARNING_RATES = {
-    "sgd": 1e-3,
-    "momentum": 1e-3,
-    "nesterov": 1e-3,
-    "rprop": 1e-3,  # the initial per-element step size
-    "rmsprop": 1e-2,
-    "adagrad": 0.5,
-    "adadelta": 1.0,
-    "adam": 3e-2,
-    "adamax": 0.1,
+# label: (registered name, hyperparameters); momentum and Nesterov are SGD's options, as in torch
+RUNS = {
+    "sgd": ("sgd", {"lr": 1e-3}),
+    "momentum": ("sgd", {"lr": 1e-3, "momentum": 0.9}),
+    "nesterov": ("sgd", {"lr": 1e-3, "momentum": 0.9, "nesterov": True}),
+    "rprop": ("rprop", {"lr": 1e-3}),  # the initial per-element step size
+    "rmsprop": ("rmsprop", {"lr": 1e-2}),
+    "adagrad": ("adagrad", {"lr": 0.5}),
+    "adadelta": ("adadelta", {"lr": 1.0}),
+    "adam": ("adam", {"lr": 3e-2}),
+    "adamax": ("adamax", {"lr": 0.1}),
 }
 
 
@@ -43,10 +44,11 @@ def rosenbrock(w):
     return (1 - w[0]) ** 2 + 100 * (w[1] - w[0] ** 2) ** 2
 
 
-def descend(name: str, steps: int) -> tuple[list[float], np.ndarray]:
-    """(the loss at each point of the path, the path as a (steps + 1, 2) array) of one optimizer."""
+def descend(label: str, steps: int) -> tuple[list[float], np.ndarray]:
+    """(the loss at each point of the path, the path as a (steps + 1, 2) array) of one run of RUNS."""
     w = np.array(START)
-    opt = adcore.optimizer(name, [w], lr=LEARNING_RATES[name])
+    name, hyper = RUNS[label]
+    opt = adcore.optimizer(name, [w], **hyper)
     value_and_grad = adcore.value_and_grad(rosenbrock)
     losses, path = [], [w.copy()]
     for _ in range(steps):
@@ -65,7 +67,7 @@ def plot(runs: dict[str, tuple[list[float], np.ndarray]], out: Path) -> None:
     paths.plot(*START, "ko")
     paths.plot(1, 1, "k*", markersize=12)
     for name, (losses, path) in runs.items():
-        label = f"{name} (lr={LEARNING_RATES[name]:g})"
+        label = f"{name} (lr={RUNS[name][1]['lr']:g})"
         curves.semilogy(np.maximum(losses, 1e-16), label=label)
         paths.plot(path[:, 0], path[:, 1], label=label, linewidth=1.2)
     curves.set(xlabel="step", ylabel="f(w)", title="Rosenbrock loss from (−1.2, 1)")
@@ -77,12 +79,12 @@ def plot(runs: dict[str, tuple[list[float], np.ndarray]], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict[str, list[float]]:
-    """Run the nine optimizers, write the PNG; returns each one's losses (for the test)."""
+    """Run every entry of RUNS, write the PNG; returns each one's losses (for the test)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=Path("compare_optimizers.png"))
     args = parser.parse_args(argv)
-    runs = {name: descend(name, args.steps) for name in LEARNING_RATES}
+    runs = {label: descend(label, args.steps) for label in RUNS}
     plot(runs, args.out)
     width = max(map(len, runs))
     for name, (losses, _) in runs.items():
