@@ -5,13 +5,15 @@ Run by hand (not part of the tests):  python benchmarks/kernels_conv.py [--runs 
 
 1. The layer of the targets: float32, N=8, C=64, 32x32, 64 filters 3x3, padding 1. Forward
    (against torch.nn.functional.conv2d) and forward + both gradients (against torch's
-   forward + autograd backward of x and w), each algorithm and `auto`. R runs (3 by
-   default), each printed with the 1-minute load average (the machine is shared): a run is
-   several rounds in which each contender is called next to a call of torch (interleaved
-   call by call), its figure the median of its calls and its ratio the median of its time
-   over the paired torch call's, so a burst of load slows both sides of a ratio alike. The
-   summary is the median over the runs, with OK/MISS against the targets: forward <= 1.0x
-   torch, forward + both gradients <= 1.5x torch.
+   forward + autograd backward of x and w), each algorithm and `auto`. R runs (5 by
+   default), all printed. A run is several rounds in which each contender is called next
+   to a call of torch (interleaved call by call): its figure is the median of its calls,
+   its ratio the median of its time over the paired torch call's, so a burst of load slows
+   both sides of a ratio alike. The machine is shared: a run first waits (up to QUIET_WAIT
+   s) for other processes to keep at most QUIET of the CPUs busy, and is printed with that
+   share, marked q (quiet) or B (busy). The summary is the median over the quiet runs (over
+   all of them if fewer than 3 are quiet, and it says so), with OK/MISS against the
+   targets: forward <= 1.0x torch, forward + both gradients <= 1.5x torch.
 2. `auto`'s crossovers: forward + both gradients (what auto's rule is for; the rule is the
    same for each function) at N=2, 32x32, padding (k-1)//2 for C, O in {3, 8, 16, 32, 64},
    k in {3, 5, 7, 11}, stride 1 and 2: every applicable algorithm (direct only where it
@@ -115,16 +117,6 @@ def checked(name, f, expected, tolerance=1e-4):
     return f
 
 
-def median_ms(f, calls):
-    """The median of `calls` timed calls of f, in ms (f has been called before: compiled, warm)."""
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
 # ----------------------------------------------------------------------------- 1: the target layer
 def contenders(x, w, g, padding, backward):
     """{name: thunk, None (torch missing) or ERROR}, each checked against the reference."""
@@ -143,6 +135,37 @@ def contenders(x, w, g, padding, backward):
             f = partial(ours, x, w, g, 1, padding, name)
         out[name] = checked(name, f, expected)
     return out
+
+
+QUIET = 0.25  # a run starts once other processes use at most this share of the CPUs (or after QUIET_WAIT s)
+QUIET_WAIT = 20.0
+
+
+def busy_share(interval=0.5):
+    """The share of all CPUs busy over `interval` s (this process sleeps meanwhile: the others' use);
+    None where /proc/stat is missing."""
+
+    def sample():
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:]]
+        return ticks[3] + ticks[4], sum(ticks)  # idle + iowait, all
+
+    try:
+        idle0, total0 = sample()
+        time.sleep(interval)
+        idle1, total1 = sample()
+    except OSError:
+        return None
+    return 1 - (idle1 - idle0) / max(total1 - total0, 1)
+
+
+def wait_for_quiet():
+    """Wait (at most QUIET_WAIT s) until other processes leave the CPUs mostly idle; their busy share."""
+    deadline = time.monotonic() + QUIET_WAIT
+    while True:
+        share = busy_share()
+        if share is None or share <= QUIET or time.monotonic() > deadline:
+            return share
 
 
 SETTLE = 0.005  # s of sleep before each timed call: the last call's thread pool (torch's OpenMP, OpenBLAS) goes idle
@@ -199,23 +222,32 @@ def bench_layer(runs):
         )
         thunks = contenders(x, w, g, padding, backward)
         run_once(thunks, 1)  # warm: compiled, heap grown
-        print("   run  load " + "".join(f"{name:>16}" for name in CONTENDERS))
-        per_run = []
+        print("   run  busy " + "".join(f"{name:>16}" for name in CONTENDERS))
+        per_run, busy_shares = [], []
         for r in range(runs):
-            load = os.getloadavg()[0]
+            busy = wait_for_quiet()
+            busy_shares.append(busy)
             figures, ratios = run_once(thunks, calls)
             per_run.append((figures, ratios))
             cells = "".join(
                 cell(figures[name], 9) + (f" {ratios[name]:5.2f}x" if name in ratios else " " * 7)
                 for name in CONTENDERS
             )
-            print(f"   {r + 1:>3} {load:5.2f}" + cells)
-        summarize(kind, per_run)
+            quiet = "  " if busy is None else (" q" if busy <= QUIET else " B")
+            print(f"   {r + 1:>3} {'?' if busy is None else f'{busy:.0%}':>4}{quiet}" + cells)
+        summarize(kind, per_run, busy_shares)
 
 
-def summarize(kind, per_run):
-    """The median over the runs of each contender's ms and of its ratio to torch."""
-    print(f"   median over {len(per_run)} runs:")
+def summarize(kind, per_run, busy):
+    """The median over the quiet runs (all of them if fewer than 3) of each contender's ms and ratio to torch."""
+    quiet = [run for run, b in zip(per_run, busy) if b is not None and b <= QUIET]
+    if len(quiet) >= 3:
+        print(f"   median over the {len(quiet)} quiet runs of {len(per_run)}:")
+        per_run = quiet
+    else:
+        print(
+            f"   median over all {len(per_run)} runs ({len(quiet)} quiet: the figures are a busy machine's):"
+        )
     for name in CONTENDERS:
         values = [figures[name] for figures, _ in per_run]
         if not all(isinstance(v, float) for v in values):
@@ -236,6 +268,28 @@ def multiply_adds(n, c, o, out, k):
     return 3 * n * c * o * out[0] * out[1] * k * k  # forward and both gradients, each as many
 
 
+def crossover_times(x, w, g, stride, k, rounds=3):
+    """{algorithm: ms} of forward + both gradients: `rounds` rounds of one call of each applicable
+    algorithm in turn (direct in the first only, and only within DIRECT_BUDGET), medians."""
+    padding = (k - 1) // 2
+    thunks = {}
+    for a in conv.applicable(k, stride, 1):
+        if (
+            a == "direct"
+            and multiply_adds(x.shape[0], x.shape[1], w.shape[0], g.shape[2:], k) > DIRECT_BUDGET
+        ):
+            continue
+        f = partial(adcore_forward_backward, x, w, g, stride, padding, a)
+        if guarded(a, f) != ERROR:  # also the warm-up call
+            thunks[a] = f
+    times = {a: [] for a in thunks}
+    for round_ in range(rounds):
+        for a, f in thunks.items():
+            if a != "direct" or round_ == 0:
+                times[a].append(timed(f))
+    return {a: statistics.median(t) * 1e3 for a, t in times.items()}
+
+
 def bench_crossovers(quick):
     n, size = 2, 32
     channels = (3, 16, 64) if quick else (3, 8, 16, 32, 64)
@@ -243,8 +297,8 @@ def bench_crossovers(quick):
         f"\n2. auto's crossovers: forward + both gradients, float32, N={n}, {size}x{size}, padding (k-1)//2   [ms]"
     )
     print(
-        f"   the median of 3 calls each (direct: 1 call, only up to {DIRECT_BUDGET:.0e} multiply-adds); "
-        f"* marks the fastest, ! an auto pick > {SLOW_PICK}x the fastest"
+        f"   3 rounds of one call of each algorithm in turn, medians (direct: 1 call, only up to "
+        f"{DIRECT_BUDGET:.0e} multiply-adds); * marks the fastest, ! an auto pick > {SLOW_PICK}x the fastest"
     )
     print(
         f"   {'k':>2} {'s':>2} {'C':>3} {'O':>3}" + "".join(f"{a:>10}" for a in conv.ALGORITHMS) + "   auto"
@@ -255,14 +309,7 @@ def bench_crossovers(quick):
             for c in channels:
                 for o in channels:
                     x, w, g = data(n, c, size, o, k, stride, seed=k + c + o)
-                    out = g.shape[2:]
-                    times = {}
-                    for a in conv.applicable(k, stride, 1):
-                        if a == "direct" and multiply_adds(n, c, o, out, k) > DIRECT_BUDGET:
-                            continue
-                        f = partial(adcore_forward_backward, x, w, g, stride, (k - 1) // 2, a)
-                        if guarded(a, f) != ERROR:
-                            times[a] = median_ms(f, 1 if a == "direct" else 3)
+                    times = crossover_times(x, w, g, stride, k)
                     pick = conv.choose_algorithm(x.shape, w.shape, stride, (k - 1) // 2, 1)
                     best = min(times, key=times.get)
                     cells = "".join(
@@ -328,7 +375,7 @@ def bench_compile():
 
 
 def main(argv=()):
-    runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 3
+    runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 5
     warm_heap()
     if torch:
         torch.set_num_threads(2)
