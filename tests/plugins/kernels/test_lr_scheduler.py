@@ -335,3 +335,49 @@ def test_load_state_dict_checks_one_cycle_phases():
     check_error(
         InvalidValueError, r"_schedule_phases\[0\] is not a OneCycleLR phase", sched.load_state_dict, bad
     )
+
+
+# ------------------------------------------------------------- with adcore_kernels.optim's optimizers
+REAL = [
+    ("SGD", dict(lr=0.1, momentum=0.9), "OneCycleLR", dict(max_lr=0.3, total_steps=30)),
+    ("SGD", dict(lr=0.1), "OneCycleLR", dict(max_lr=0.3, total_steps=30)),  # momentum 0 -> cycled from 0.95
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True), "StepLR", dict(step_size=5, gamma=0.5)),
+    ("Adam", dict(lr=0.05), "OneCycleLR", dict(max_lr=0.1, total_steps=30, three_phase=True)),
+    ("AdamW", dict(lr=0.05, amsgrad=True), "CosineAnnealingLR", dict(T_max=10, eta_min=1e-3)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5), "OneCycleLR", dict(max_lr=0.02, total_steps=30)),
+]
+
+
+def quadratic_grad(w: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """The gradient of ½ wᵀAw − Σw: a coupled quadratic, so every coordinate's trajectory differs."""
+    return a @ w - 1.0
+
+
+@pytest.mark.parametrize(("cls_name", "hyper", "sched_name", "sched_kwargs"), REAL)
+def test_with_adcore_optimizers_the_run_matches_torch(cls_name, hyper, sched_name, sched_kwargs):
+    torch = pytest.importorskip("torch")
+    from adcore_kernels import optim
+
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((4, 4))
+    a_w, a_b = q @ q.T / 4 + np.eye(4), np.diag([1.0, 2.0, 3.0])
+    w, b = rng.standard_normal(4), rng.standard_normal(3)
+    w0 = w.copy()
+    tw, tb = (torch.tensor(v.copy(), requires_grad=True) for v in (w, b))
+    groups = lambda p, q: [{"params": [p]}, {"params": [q], "lr": hyper["lr"] / 3}]  # noqa: E731
+    mine_opt = getattr(optim, cls_name)(groups(w, b), **hyper)
+    theirs_opt = getattr(torch.optim, cls_name)(groups(tw, tb), **hyper)
+    mine = getattr(lr_scheduler, sched_name)(mine_opt, **sched_kwargs)
+    theirs = getattr(torch.optim.lr_scheduler, sched_name)(theirs_opt, **sched_kwargs)
+    for step in range(30):
+        mine_opt.step([quadratic_grad(w, a_w), quadratic_grad(b, a_b)])
+        with torch.no_grad():
+            tw.grad = torch.from_numpy(quadratic_grad(tw.numpy(), a_w))
+            tb.grad = torch.from_numpy(quadratic_grad(tb.numpy(), a_b))
+        theirs_opt.step()
+        mine.step()
+        theirs.step()
+        np.testing.assert_allclose(mine.get_last_lr(), theirs.get_last_lr(), rtol=1e-12, atol=0)
+        np.testing.assert_allclose(w, tw.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=f"step {step}")
+        np.testing.assert_allclose(b, tb.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=f"step {step}")
+    assert np.abs(w - w0).max() > 0.1  # the run did move the parameters
