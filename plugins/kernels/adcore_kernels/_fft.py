@@ -64,8 +64,10 @@ def forward(x: np.ndarray, w: np.ndarray, geometry: Geometry) -> np.ndarray:
     lengths = _lengths(x.shape[2:], kernel.shape[2:], geometry)
     spectrum_x = np.fft.rfft2(x, s=lengths)  # (N, C, L1, L2//2 + 1)
     spectrum_w = np.fft.rfft2(kernel, s=lengths).conj().transpose(1, 0, 2, 3)  # (C, O, ...)
-    full = np.fft.irfft2(_spectral_matmul(spectrum_x, spectrum_w), s=lengths)
-    return _pick(full, geometry.out, geometry.stride, geometry.offset, lengths).astype(x.dtype, copy=False)
+    spectrum_y = _spectral_matmul(spectrum_x, spectrum_w)
+    return _inverse(spectrum_y, geometry.out, geometry.stride, geometry.offset, lengths).astype(
+        x.dtype, copy=False
+    )
 
 
 def weight_grad(x: np.ndarray, g: np.ndarray, kernel_size: tuple[int, int], geometry: Geometry) -> np.ndarray:
@@ -75,12 +77,19 @@ def weight_grad(x: np.ndarray, g: np.ndarray, kernel_size: tuple[int, int], geom
     lengths = tuple(max(length, next_fast_len(n)) for length, n in zip(lengths, dense_g.shape[2:]))
     spectrum_x = np.fft.rfft2(x, s=lengths)  # (N, C, ...)
     spectrum_g = np.fft.rfft2(dense_g, s=lengths).conj().transpose(1, 0, 2, 3)  # (O, N, ...)
-    full = np.fft.irfft2(_spectral_matmul(spectrum_g, spectrum_x), s=lengths)  # (O, C, L1, L2)
-    return _pick(full, kernel_size, geometry.dilation, geometry.offset, lengths).astype(x.dtype, copy=False)
+    spectrum_gw = _spectral_matmul(spectrum_g, spectrum_x)  # (O, C, L1, L2//2 + 1)
+    return _inverse(spectrum_gw, kernel_size, geometry.dilation, geometry.offset, lengths).astype(
+        x.dtype, copy=False
+    )
 
 
-def _pick(full: np.ndarray, count: tuple[int, int], step: tuple[int, int], offset, lengths) -> np.ndarray:
-    """Rows (step*r - offset) mod L, r < count, and likewise columns, of the circular result."""
+def _inverse(
+    spectrum: np.ndarray, count: tuple[int, int], step: tuple[int, int], offset, lengths
+) -> np.ndarray:
+    """Rows (step*r - offset) mod L, r < count, and likewise columns, of the circular result
+    irfft2(spectrum, s=lengths): the inverse along the rows first (as irfft2's), then along the
+    columns of the rows picked only (the weight gradient keeps kh of L1 rows, the forward H')."""
     rows = (step[0] * np.arange(count[0]) - offset[0]) % lengths[0]
     cols = (step[1] * np.arange(count[1]) - offset[1]) % lengths[1]
-    return full[:, :, rows[:, None], cols]
+    picked_rows = np.fft.ifft(spectrum, n=lengths[0], axis=-2)[:, :, rows]
+    return np.fft.irfft(picked_rows, n=lengths[1], axis=-1)[:, :, :, cols]
