@@ -420,20 +420,31 @@ def test_each_step_follows_torchs_rule(case, problem, dtype):
                 assert_state_close(saved[i][k], v, dtype, f"{i} {k}")
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_large_parameters_take_the_same_steps_as_small_ones(name):
+@pytest.mark.parametrize("case", CASES)
+def test_large_parameters_take_the_same_steps_as_small_ones(case):
     """A parameter of 2^16 elements runs on all of numba's threads, a small one on this thread alone:
-    the same numbers either way."""
+    the same numbers either way, with every option of the case's first group."""
     rng = np.random.default_rng(2)
     curvature, start = rng.uniform(0.5, 3.0, 1 << 16), rng.standard_normal(1 << 16)
-    cls = getattr(optim, CLASS_OF[name])
-    opt = cls([start.copy(), start[:100].copy()])
+    cls, ctor, first, _ = CASES[case]
+    opt = getattr(optim, cls)([start.copy(), start[:100].copy()], **{**ctor, **first})
     for _ in range(10):
         big, small = all_params(opt)
         opt.step([curvature * big, curvature[:100] * small])
     big, small = all_params(opt)
     assert not np.array_equal(small, start[:100])
     np.testing.assert_array_equal(big[:100], small)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_gradient_that_is_the_parameter_itself_is_read_before_the_parameter_is_written(case):
+    """f = ½|w|² has gradient w: handing over the parameter array itself gives the steps of a copy."""
+    aliased, copied = make(case, quadratic_start(np.float64)), make(case, quadratic_start(np.float64))
+    for _ in range(5):
+        aliased.step(all_params(aliased))
+        copied.step([p.copy() for p in all_params(copied)])
+    for p, q, p0 in zip(all_params(aliased), all_params(copied), quadratic_start(np.float64)):
+        assert np.array_equal(p, q) and not np.array_equal(p, p0)
 
 
 def test_defaults_and_registered_names_are_torchs():
@@ -688,6 +699,16 @@ def test_eager_tensors_a_none_grad_is_skipped_and_zero_grad_can_zero():
     assert np.array_equal(wa.grad, np.zeros(3))
 
 
+def test_only_eager_leaf_tensors_that_require_grad_are_parameters():
+    from adcore_reverse import Tensor
+
+    w = Tensor(np.ones(3), requires_grad=True)
+    for bad in (Tensor(np.ones(3)), w * 2.0):
+        with pytest.raises(InvalidValueError, match="requires_grad") as raised:
+            optim.SGD([bad])
+        assert "SGD" in str(raised.value) and "parameter 0" in str(raised.value)
+
+
 # ----------------------------------------------------------------------------- state_dict
 @pytest.mark.parametrize("case", CASES)
 def test_state_dict_round_trip_continues_bit_identically(case):
@@ -884,6 +905,19 @@ def test_a_bad_value_assigned_into_param_groups_is_refused_at_the_next_step(key,
     run(opt, "quadratic", "adam", 1)  # the next good step is the one the twin takes
     run(twin, "quadratic", "adam", 1)
     assert all(np.array_equal(p, q) for p, q in zip(params, twin_params))
+
+
+def test_nesterov_is_checked_in_every_group_and_at_every_step():
+    with pytest.raises(InvalidValueError, match="nesterov"):
+        optim.SGD([{"params": [np.ones(3)]}, {"params": [np.ones(2)], "nesterov": True}], momentum=0)
+    opt = optim.SGD([np.ones(3)], lr=0.1, momentum=0.9, nesterov=True)
+    opt.step([np.ones(3)])
+    before = opt.state_dict()
+    opt.param_groups[0]["dampening"] = 0.5
+    with pytest.raises(InvalidValueError, match="SGD.*nesterov"):
+        opt.step([np.ones(3)])
+    opt.param_groups[0]["dampening"] = 0
+    assert_same_state(opt.state_dict(), before)
 
 
 # ----------------------------------------------------------------------------- parameters and gradients
