@@ -171,8 +171,7 @@ class Optimizer:
         arrays = [state[s.name].reshape(-1) if s.used is None or s.used(h) else unused for s in row.state]
         t = state["step"] + 1.0 if row.counts_steps else 0.0
         scalars = [a if isinstance(a, bool) else p.dtype.type(a) for a in row.scalars(h, t, new)]
-        with kernels.threads_for(p.size):
-            getattr(kernels, row.kernel)(p.reshape(-1), g.reshape(-1), *arrays, *scalars)
+        getattr(kernels, row.kernel)(p.reshape(-1), g.reshape(-1), *arrays, *scalars)
         if row.counts_steps:
             state["step"] = t
         if state:
