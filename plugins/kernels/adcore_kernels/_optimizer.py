@@ -86,9 +86,7 @@ class Optimizer:
 
     def __init__(self, params: Params, **given: Any) -> None:
         me, row = type(self).__name__, self.row
-        self.defaults = {
-            k: _checked_value(given[k], bound, f"{me}: {k}") for k, (_, bound) in row.hyper.items()
-        }
+        self.defaults = {k: _checked_value(given[k], b, f"{me}: {k}") for k, (_, b) in row.hyper.items()}
         if problem := row.rule(self.defaults):
             raise InvalidValueError(f"{me}: {problem}")
         for name, default in row.switches.items():
@@ -112,18 +110,13 @@ class Optimizer:
         constructor's. Other keys are kept (and ignored)."""
         me, gi = type(self).__name__, len(self.param_groups)
         if not isinstance(param_group, dict) or "params" not in param_group:
-            raise InvalidInputError(
-                f"{me}: a param group is a dict with a 'params' list, got {param_group!r}"
-            )
+            raise InvalidInputError(f"{me}: a param group is a dict with 'params', got {param_group!r}")
         params = param_group["params"]
         params = [params] if isinstance(params, np.ndarray | Tracer) else params
         if not isinstance(params, Iterable) or isinstance(params, dict | str):
             raise InvalidInputError(f"{me}: a param group's 'params' is a list, got {type(params).__name__}")
-        group = {
-            "params": list(params),
-            **self.defaults,
-            **{k: v for k, v in param_group.items() if k != "params"},
-        }
+        extra = {k: v for k, v in param_group.items() if k != "params"}
+        group = {"params": list(params), **self.defaults, **extra}
         group.update(self._hyper(group, f"{me}: param_groups[{gi}]"))
         for name, default in self.row.switches.items():
             _checked_switch(group[name], name, default, f"{me}: param_groups[{gi}]")
