@@ -460,6 +460,13 @@ def test_defaults_and_registered_names_are_torchs():
     assert not hasattr(optim, "Momentum") and not hasattr(optim, "Nesterov")
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_each_class_documents_torchs_formula_and_the_seeds(name):
+    """The class docstring is its table row's formula: torch's update and how seed 001's differs."""
+    doc = optim.OPTIMIZERS[name].__doc__ or ""
+    assert "torch" in doc and re.search("seed", doc, re.IGNORECASE), doc
+
+
 def test_float32_stays_float32_and_0d_and_empty_parameters_work():
     scalar, empty, vector = np.array(2.0, np.float32), np.zeros((0, 3), np.float32), np.ones(4, np.float64)
     opt = optim.Adam([scalar, empty, vector], lr=0.1)
