@@ -372,7 +372,7 @@ def _checked_switch(value: Any, name: str, default: Any, where: str) -> Any:
 
 
 def _checked_value(value: Any, bound: Bound, what: str) -> Any:
-    """`value` if `bound` accepts it (pairs as tuples, flags as bool); else the error that says why."""
+    """`value` as a float (a pair as a tuple, a flag as a bool) if `bound` accepts it; else raises why."""
     if bound.arity == 0:
         if isinstance(value, bool | np.bool_):
             return bool(value)
@@ -382,7 +382,7 @@ def _checked_value(value: Any, bound: Bound, what: str) -> Any:
         isinstance(v, REAL_TYPES) and type(v) is not bool for v in numbers
     )
     if reals and all(math.isfinite(v) for v in numbers) and bound.ok(*numbers):
-        return numbers if bound.arity == 2 else value
+        return tuple(map(float, numbers)) if bound.arity == 2 else float(value)
     if not reals:
         kind = "a pair of real numbers" if bound.arity == 2 else "a real number"
         hint = f" (write {float(value)!r}, a number, not a string)" if _is_number_text(value) else ""
