@@ -329,9 +329,7 @@ def _array_of(p: Any, what: str) -> np.ndarray:
     """The array a parameter is updated through: itself, or an eager leaf Tensor's; else raises."""
     if isinstance(p, Tracer):
         if getattr(p, "requires_grad", False) is not True or getattr(p, "is_leaf", False) is not True:
-            raise InvalidValueError(
-                f"{what} is a traced value, not an eager leaf Tensor with requires_grad=True"
-            )
+            raise InvalidValueError(f"{what} is a {type(p).__name__}, not a leaf with requires_grad=True")
         p = p.numpy()  # raises unless p is an eager Tensor
     if not isinstance(p, np.ndarray):
         raise InvalidInputError(f"{what} is a {type(p).__name__}, not a NumPy array or an eager Tensor")
