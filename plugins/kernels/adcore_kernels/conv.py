@@ -16,13 +16,14 @@ for the arithmetic):
     direct     plain loops (`_direct`), the baseline; any geometry
     im2col     unfold windows into a matrix, one GEMM (`_im2col`); any geometry
     fft        products of spectra (`_fft`); any geometry, cost independent of kernel size
-    winograd   F(2x2, 3x3) (`_winograd`): 3x3 kernels at stride 1 and dilation 1 only
+    winograd   F(4x4, 3x3) (`_winograd`): 3x3 kernels at stride 1 and dilation 1 only
 
 All four apply to both gradients as well: the input gradient at stride 1 is the forward
 convolution of the cotangent with the flipped, transposed kernel (so winograd and fft run
 their forward on it; fft upsamples the cotangent at larger strides), im2col scatters
 `w.T @ g` back (col2im), and the weight gradient is `g @ cols.T` for im2col, a correlation
-of spectra for fft and the adjoint of the winograd map for winograd.
+of spectra for fft and the adjoint of the winograd map for winograd (which reuses the input
+transform its forward computed, when x is byte-equal to the forward's).
 
 `algorithm="auto"` picks by shape, see `choose_algorithm` (the rule and the measurements
 behind it are there; `benchmarks/kernels_conv.py` reprints them). `applicable` lists the
