@@ -71,7 +71,8 @@ from adcore_kernels._geometry import (
 ALGORITHMS = _geometry.ALGORITHMS
 FUNCTIONS = ("conv2d", "input_grad", "weight_grad")
 
-FFT_MIN_KERNEL = 7  # `auto`'s threshold (see choose_algorithm)
+FFT_MIN_TAPS = 25  # `auto` takes fft for kernels of at least this many taps (5x5) ...
+FFT_TAPS_PER_OUTPUT = 12  # ... when FFT_TAPS_PER_OUTPUT * O <= N * kh * kw (see choose_algorithm)
 
 
 # ----------------------------------------------------------------------------- choosing
@@ -88,30 +89,42 @@ def choose_algorithm(
     The rule, for the forward and both gradients alike (`function` is one of FUNCTIONS):
 
     1. winograd where it applies (3x3 kernel, stride 1, dilation 1) and the input has at
-       least half as many channels as the output (2*C >= O): its multiplies are 2.25x
-       fewer than im2col's, but its tile transforms cost ~4*(C + O) memory passes per
-       pixel against im2col's unfold's 9*C, so with few input channels im2col wins;
-    2. fft for large kernels at stride 1 (kh or kw >= FFT_MIN_KERNEL = 7): its cost does
-       not grow with the kernel, im2col's grows as kh*kw;
-    3. im2col otherwise: unfold + one GEMM, good for any geometry.
+       least half as many channels as the output (2*C >= O): F(4x4, 3x3) multiplies 4x
+       less than im2col, but its output-side transforms (of y, and of the cotangent for
+       the weight gradient) cost per output channel, so with few input channels im2col,
+       whose unfold costs per input channel, wins;
+    2. fft at stride 1 for kernels of at least FFT_MIN_TAPS = 25 taps (5x5) when
+       FFT_TAPS_PER_OUTPUT * O <= N * kh * kw (12 * O <= N * kh * kw): im2col's work grows
+       as N * C * O * kh * kw, fft's does not grow with the kernel, but the spectra of
+       the O x C kernels (and of the weight gradient) cost the same for any batch, so
+       fft pays for large kernels on large batches with few output channels;
+    3. im2col otherwise: unfold + one GEMM, good for any geometry (at stride 2 it beat
+       fft at every shape measured: fft computes the stride-1 output and drops 3/4).
 
     direct is never chosen: it is the baseline the others beat at every shape measured.
-    Evidence (benchmarks/kernels_conv.py, 2-core AMD EPYC, float32, forward + both
-    gradients, N=8, 32x32, 3x3, padding 1; im2col / winograd in ms): C=O=4 0.76 / 0.53,
-    C=64 O=4 14.1 / 6.6, C=O=64 17.1 / 10.2, C=32 O=64 10.4 / 10.8, C=16 O=64 5.6 / 8.0,
-    C=8 O=64 3.1 / 6.6, C=3 O=64 1.6 / 4.3. k x k kernels, N=2, C=O=16, 48x48 (im2col /
-    fft): k=5 5.3 / 7.2, k=7 10.2 / 8.2, k=11 25.8 / 8.5; 15x15 on 64x64, N=2, C=O=8:
-    fft 4.8, im2col 83, direct 181.
+    Evidence (benchmarks/kernels_conv.py and its crossover table; 2 cores shared with
+    other processes, so the figures are a busy machine's). 3x3, padding 1, float32,
+    forward + both gradients, N=8, 32x32, the best of 5 (im2col / winograd in ms):
+    C=O=3 1.66 / 1.12, C=3 O=64 3.10 / 7.86, C=8 O=32 4.45 / 4.72, C=8 O=64 5.51 / 7.52,
+    C=16 O=32 7.63 / 6.11, C=16 O=64 8.80 / 8.93, C=32 O=64 18.8 / 16.1, C=64 O=3
+    26.3 / 7.97, C=O=64 35.6 / 22.3. fft against im2col: CPU time on one thread (the
+    wall times of OpenBLAS's two threads swung 10-100x with the other processes' load),
+    C, O in {3, 8, 16, 32, 64}, k in {5, 7, 11}, N in {2, 8}, 32x32, stride 1: this rule
+    picks one within 1.2x the faster at 139 of 150 shapes (worst 2.1x: N=2, k=11, C=64,
+    O=32), the former "fft for k >= 7" at 114 (worst 4.6x: N=8, k=5, C=64, O=3, where fft
+    takes 32 ms and im2col 147). E.g. N=8, k=7, C=O=64: fft 225 / im2col 433 ms;
+    N=2, k=7, C=O=64: fft 148 / im2col 63; N=2, k=11, C=16, O=8: fft 5.5 / im2col 21.
     """
     if function not in FUNCTIONS:
         raise InvalidValueError(
             f"choose_algorithm: unknown function {function!r}; choose one of {', '.join(FUNCTIONS)}"
         )
     kernel, s = tuple(w_shape[2:]), int_pair("conv2d", "stride", stride, 1)
-    n_in, n_out = x_shape[1], w_shape[0]
+    n_batch, n_in, n_out = x_shape[0], x_shape[1], w_shape[0]
     if "winograd" in applicable(kernel, s, dilation) and 2 * n_in >= n_out:
         return "winograd"
-    if s == (1, 1) and max(kernel) >= FFT_MIN_KERNEL:
+    taps = kernel[0] * kernel[1]
+    if s == (1, 1) and taps >= FFT_MIN_TAPS and FFT_TAPS_PER_OUTPUT * n_out <= n_batch * taps:
         return "fft"
     return "im2col"
 

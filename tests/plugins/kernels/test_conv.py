@@ -212,7 +212,14 @@ def test_auto_rule(function):
     assert choose((8, 64, 32, 32), (64, 64, 3, 3), 2, 1, 1, function) == "im2col"  # strided
     assert choose((2, 8, 64, 64), (8, 8, 15, 15), 1, 7, 1, function) == "fft"  # large kernel
     assert choose((2, 8, 64, 64), (8, 8, 15, 15), 2, 7, 1, function) == "im2col"
-    assert choose((8, 64, 32, 32), (64, 64, 5, 5), 1, 2, 1, function) == "im2col"
+    assert choose((8, 64, 32, 32), (64, 64, 5, 5), 1, 2, 1, function) == "im2col"  # 12 * 64 > 8 * 25
+    # fft: 5x5 or larger at stride 1 when 12 * O <= N * kh * kw (the batch pays for the kernels' spectra)
+    assert choose((8, 64, 32, 32), (16, 64, 5, 5), 1, 2, 1, function) == "fft"  # 192 <= 200
+    assert choose((8, 64, 32, 32), (17, 64, 5, 5), 1, 2, 1, function) == "im2col"  # 204 > 200
+    assert choose((8, 64, 32, 32), (32, 64, 7, 7), 1, 3, 1, function) == "fft"  # 384 <= 392
+    assert choose((2, 64, 32, 32), (64, 64, 7, 7), 1, 3, 1, function) == "im2col"  # 768 > 98
+    assert choose((64, 3, 32, 32), (3, 3, 3, 3), 1, 1, 2, function) == "im2col"  # 9 taps, dilated
+    assert choose((64, 3, 32, 32), (3, 3, 5, 1), 1, 0, 1, function) == "im2col"  # 5 taps
 
 
 # ----------------------------------------------------------------------------- errors
