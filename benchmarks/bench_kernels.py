@@ -4,8 +4,9 @@ Run by hand (not part of the tests):  python benchmarks/bench_kernels.py [conv|o
 
 1. conv2d (`kernels_conv.py`): float32 N=8, C=64, 32x32, 64 filters 3x3, padding 1,
    forward and forward + both gradients for each algorithm and `auto`, against
-   torch.nn.functional.conv2d, a NumPy im2col and a naive numba loop; a 15x15 kernel on
-   64x64 where FFT wins; first-call compile time and a second process's cached time.
+   torch.nn.functional.conv2d and its autograd, in several printed runs with their median
+   and OK/MISS against the targets; `auto`'s crossover table over channels, kernel sizes
+   and strides; first-call compile time and a second process's cached time.
 2. optimizers (`kernels_optim.py`): each optimizer's step on 10^7 float32 parameters, ms
    and effective GB/s, against torch.optim (default, foreach, fused); compile times.
 
