@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -171,6 +172,7 @@ def wait_for_quiet():
             return share
 
 
+SHUFFLE = random.Random(0)  # the contenders' order in each round of a run
 SETTLE = 0.005  # s of sleep before each timed call: the last call's thread pool (torch's OpenMP, OpenBLAS) goes idle
 
 
@@ -183,16 +185,20 @@ def timed(f):
 
 
 def run_once(thunks, calls):
-    """One run: ({name: ms}, {name: ratio to torch}). `calls` rounds; in a round each contender is
-    called next to a call of torch (torch first in even rounds, second in odd ones: whichever
-    runs right after the other's threads pays for the switch), direct in the first round only.
+    """One run: ({name: ms}, {name: ratio to torch}). `calls` rounds; in a round each contender, in
+    a shuffled order, is called next to a call of torch (torch first in even rounds, second in
+    odd ones: whichever runs right after the other's threads pays for the switch), direct in the
+    first round only.
     Its ms is the median of its calls, its ratio the median of its time over the paired torch
     call's, so a burst of load from another process slows both sides of a ratio alike."""
     anchor = thunks.get("torch")
     live = {name: f for name, f in thunks.items() if callable(f) and name != "torch"}
     times, ratios = {name: [] for name in (*live, "torch")}, {name: [] for name in live}
     for round_ in range(calls):
-        for name, f in live.items():
+        names = list(live)
+        SHUFFLE.shuffle(names)  # no contender always comes first, or right after the same one
+        for name in names:
+            f = live[name]
             if name == "direct" and round_ > 0:
                 continue
             if not callable(anchor):
