@@ -8,7 +8,9 @@ by the caller (so float32 arithmetic stays float32), and its options as booleans
 and writes each element once: one pass over memory for the parameter and all of its state.
 
 Each loop follows the operations of torch.optim's single-tensor update in torch's order
-(so float64 agrees with torch to rounding); `sign` is -1 for `maximize`, else 1; weight
+(so float64 agrees with torch to rounding), two rewritten to save work: Adam multiplies
+sqrt(v) by 1/sqrt(1 − β2^t) where torch divides (a rounding apart), and `lerp` takes torch's
+two formulas as one multiply (the same numbers). `sign` is -1 for `maximize`, else 1; weight
 decay enters as `g + weight_decay * p` (0 when torch would skip it). An option is a
 loop-invariant branch, which LLVM hoists out of the vectorized loop: one compiled kernel (serial
 and parallel) per dtype, whatever the options. Formulas: the table in optim.py.
@@ -28,11 +30,11 @@ kernel = SerialOrParallel
 
 
 @njit(cache=True, inline="always")
-def lerp(start, end, weight, one_minus_weight):
-    """torch.lerp's formula: start + weight·(end − start), from the end when weight ≥ 0.5."""
-    if weight < 0.5:
-        return start + weight * (end - start)
-    return end - (end - start) * one_minus_weight
+def lerp(start, end, from_end, weight):
+    """torch.lerp's formula: start + w·(end − start), or end − (1 − w)·(end − start) for w ≥ 0.5,
+    as (end if from_end else start) + weight·(end − start) with `weight` w or −(1 − w): the same
+    numbers, one multiply."""
+    return (end if from_end else start) + weight * (end - start)
 
 
 @kernel
@@ -56,11 +58,11 @@ def adam(
     sign,
     decay,
     weight_decay,
+    from_end1,
     w1,
-    one_minus_w1,
     beta2,
     w2,
-    bias_correction2_sqrt,
+    inv_bias_correction2_sqrt,
     step_size,
     eps,
     amsgrad,
@@ -68,14 +70,14 @@ def adam(
     for i in prange(p.size):
         pi = p[i] * decay  # AdamW's decoupled decay 1 - lr·λ, else 1
         gi = sign * g[i] + weight_decay * pi  # Adam's L2 term, 0 for AdamW
-        m = lerp(exp_avg[i], gi, w1, one_minus_w1)
+        m = lerp(exp_avg[i], gi, from_end1, w1)
         v = exp_avg_sq[i] * beta2 + w2 * gi * gi
         exp_avg[i] = m
         exp_avg_sq[i] = v
         if amsgrad:
             v = max(max_exp_avg_sq[i], v)
             max_exp_avg_sq[i] = v
-        p[i] = pi - step_size * (m / (np.sqrt(v) / bias_correction2_sqrt + eps))
+        p[i] = pi - step_size * (m / (np.sqrt(v) * inv_bias_correction2_sqrt + eps))
 
 
 @kernel
@@ -98,7 +100,8 @@ def rmsprop(
     weight_decay,
     alpha,
     w,
-    one_minus_w,
+    from_end,
+    w_lerp,
     eps,
     lr,
     momentum,
@@ -110,7 +113,7 @@ def rmsprop(
         s = square_avg[i] * alpha + w * gi * gi
         square_avg[i] = s
         if centered:
-            a = lerp(grad_avg[i], gi, w, one_minus_w)
+            a = lerp(grad_avg[i], gi, from_end, w_lerp)
             grad_avg[i] = a
             s = s - a * a
         avg = np.sqrt(s) + eps
@@ -134,10 +137,10 @@ def adadelta(p, g, square_avg, acc_delta, sign, weight_decay, rho, one_minus_rho
 
 
 @kernel
-def adamax(p, g, exp_avg, exp_inf, sign, weight_decay, w1, one_minus_w1, beta2, eps, clr):
+def adamax(p, g, exp_avg, exp_inf, sign, weight_decay, from_end1, w1, beta2, eps, clr):
     for i in prange(p.size):
         gi = sign * g[i] + weight_decay * p[i]
-        m = lerp(exp_avg[i], gi, w1, one_minus_w1)
+        m = lerp(exp_avg[i], gi, from_end1, w1)
         u = max(exp_inf[i] * beta2, abs(gi) + eps)
         exp_avg[i] = m
         exp_inf[i] = u

@@ -12,8 +12,8 @@
 ROWS is the table: per optimizer its fused numba kernel (`_optim_kernels`), torch's
 hyperparameters with their defaults and bounds, its implementation switches, its state
 (torch's names, how each starts), the kernel's scalars from a group and the parameter's step
-count, and its formula, which is the class's docstring: torch 2.13's update, operation for
-operation (float64 agrees with torch to rounding), and how seed 001's differs. `_optimizer`
+count, and its formula, which is the class's docstring: torch 2.13's update, in torch's order
+of operations (float64 agrees with torch to rounding), and how seed 001's differs. `_optimizer`
 holds the class that runs a row and its checks; each class here spells out torch's signature.
 Importing this module imports no numba: the kernels compile (cache=True) on the first step.
 """
@@ -35,15 +35,25 @@ def _sign(h: dict) -> float:
     return -1.0 if h["maximize"] else 1.0
 
 
-def _weight(w: float) -> tuple[float, float]:
-    """A lerp weight and 1 − weight, as torch computes them."""
-    return w, 1 - w
+def _weight(w: float) -> tuple[bool, float]:
+    """A lerp weight w as the kernels take it: w, or from the end with −(1 − w) as torch's lerp for w ≥ 0.5."""
+    return (False, w) if abs(w) < 0.5 else (True, -(1 - w))
 
 
 def _adam(h: dict, t: float, decoupled: bool) -> tuple:
     (b1, b2), lr, wd = h["betas"], h["lr"], h["weight_decay"]
     decay, l2 = (1 - lr * wd, 0.0) if decoupled else (1.0, wd)
-    return (_sign(h), decay, l2, *_weight(1 - b1), b2, 1 - b2, (1 - b2**t) ** 0.5, lr / (1 - b1**t), h["eps"])
+    return (
+        _sign(h),
+        decay,
+        l2,
+        *_weight(1 - b1),
+        b2,
+        1 - b2,
+        1 / (1 - b2**t) ** 0.5,
+        lr / (1 - b1**t),
+        h["eps"],
+    )
 
 
 ADAM_HYPER = {"lr": (1e-3, AT_LEAST_0), "betas": ((0.9, 0.999), BETAS), "eps": (1e-8, AT_LEAST_0)}
@@ -126,8 +136,8 @@ State: step, sum (S; from construction, filled with initial_accumulator_value)."
         {"capturable": False, "foreach": None, "differentiable": False},
         (State("square_avg"), State("momentum_buffer", lambda h: h["momentum"] > 0),
          State("grad_avg", lambda h: h["centered"])),
-        lambda h, t, new: (_sign(h), h["weight_decay"], h["alpha"], *_weight(1 - h["alpha"]), h["eps"], h["lr"],
-                           h["momentum"], h["centered"], h["momentum"] > 0),
+        lambda h, t, new: (_sign(h), h["weight_decay"], h["alpha"], 1 - h["alpha"], *_weight(1 - h["alpha"]),
+                           h["eps"], h["lr"], h["momentum"], h["centered"], h["momentum"] > 0),
         """RMSprop, torch.optim.RMSprop's update (δ alpha, μ momentum):
 
     g ← ±∇ + λw;   MS ← δ·MS + (1 − δ)g²;   d ← sqrt(MS) + ε
