@@ -7,9 +7,11 @@ Run alone:  python benchmarks/kernels_optim.py   (bench_kernels.py calls `main()
    keywords): adcore's ms and effective GB/s next to torch.optim's three CPU implementations,
    its default (a loop over parameters), foreach=True and fused=True (where torch has a fused
    CPU kernel), torch.set_num_threads(2). Target: torch's best ÷ ours ≥ 0.95 for every row.
-   Each contender is warmed up, then all of a row's contenders alternate in blocks (the shared
-   `race`), the median of 8 runs of 3 steps each: the machine is shared and noisy, so compare
-   the ratios, which come from the same run. Each row first waits (up to 20 s, as the conv
+   Each contender is warmed up, then all of a row's contenders alternate in blocks, the
+   median of 8 runs of 3 steps each: the machine is shared and noisy, so compare the ratios,
+   which come from the same run. Each block starts settled (see `settled_race`): right after
+   a torch step, torch's OpenMP threads keep spinning and a numba step took 8.6 ms instead of
+   5.9 (SGD momentum), while torch right after ours lost nothing. Each row first waits (up to 20 s, as the conv
    section does) for the other processes to leave the CPUs mostly idle, and prints their busy
    share, q (quiet) or B (busy). When another process holds one of the two cores, a two-thread
    step waits for the scheduler, torch's far more than ours (its OpenMP threads meet at a
@@ -29,6 +31,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+import timeit
 
 import numpy as np
 
@@ -39,7 +43,7 @@ except ImportError:
 
 from adcore_kernels import optim
 from kernels_conv import QUIET, wait_for_quiet  # the conv section's wait for the other processes
-from timing import ERROR, MISSING, cell, guarded, race, row  # benchmarks/timing.py
+from timing import ERROR, MISSING, cell, guarded, row  # benchmarks/timing.py
 
 N = 10**7
 TARGET = 0.95  # torch's best time ÷ ours: at least this
@@ -99,6 +103,27 @@ def torch_contender(cls_name: str, hyper: dict, mode: str, param: np.ndarray, gr
     return opt.step
 
 
+SETTLE = 0.01  # s of sleep before a block: the thread pool of the contender before goes idle
+
+
+def settled_race(contenders: dict, number: int = 3, repeat: int = 2, passes: int = 4) -> dict:
+    """{name: median ms per step, or MISSING / ERROR}: timing.race's blocks (`repeat` runs of `number`
+    steps per contender, contender after contender, `passes` rounds), each block started by a
+    sleep and one untimed step, so that no contender pays for the spinning threads of the one
+    before it."""
+    live = {n: f for n, f in contenders.items() if callable(f) and guarded(n, f) is not ERROR}  # warm-up
+    runs = {name: [] for name in live}
+    for _ in range(passes):
+        for name, f in live.items():
+            time.sleep(SETTLE)
+            f()
+            runs[name] += [t / number for t in timeit.repeat(f, number=number, repeat=repeat)]
+    return {
+        n: statistics.median(runs[n]) * 1e3 if n in runs else MISSING if f is None else ERROR
+        for n, f in contenders.items()
+    }
+
+
 def race_row(cls_name: str, hyper: dict, param: np.ndarray, grad: np.ndarray) -> tuple[dict, int]:
     """({contender: ms per step, MISSING, ERROR or "-"}, adcore's number of state arrays), all
     contenders stepping the same parameter; their state is freed on return."""
@@ -106,8 +131,7 @@ def race_row(cls_name: str, hyper: dict, param: np.ndarray, grad: np.ndarray) ->
     contenders = {"adcore": ours[0] if isinstance(ours, tuple) else ERROR}
     contenders |= {mode: torch_contender(cls_name, hyper, mode, param, grad) for mode in TORCH_MODES}
     timed = {k: v for k, v in contenders.items() if v != "-"}
-    times = race(timed, number=3, repeat=2, passes=4, summary=statistics.median)
-    ms = {k: t * 1e3 if isinstance(t, float) else t for k, t in times.items()}
+    ms = settled_race(timed)
     return ms | {k: "-" for k, v in contenders.items() if v == "-"}, ours[1] if isinstance(ours, tuple) else 0
 
 
@@ -181,7 +205,8 @@ def bench_first_call() -> None:
     for name in compiled:
         row(name, cell(compiled[name], fmt="{:.2f}"), cell(cached[name], fmt="{:.3f}"))
     print(
-        "  (the first step of a process also imports the kernels and starts numba's thread pool: in the SGD row)"
+        "  (the first row also pays, once per process, numba's start: importing the kernels, readying its"
+        "\n   compiler even to load from the cache, its thread pool; about 1 s here with or without a cache)"
     )
 
 
