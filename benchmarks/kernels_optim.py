@@ -206,7 +206,8 @@ def bench_first_call() -> None:
         row(name, cell(compiled[name], fmt="{:.2f}"), cell(cached[name], fmt="{:.3f}"))
     print(
         "  (the first row also pays, once per process, numba's start: importing the kernels, readying its"
-        "\n   compiler even to load from the cache, its thread pool; about 1 s here with or without a cache)"
+        "\n   compiler even to load from the cache, its thread pool; about 1 s here with or without a cache;"
+        "\n   0.00: the options of a class share its kernel, compiled in the row above)"
     )
 
 
