@@ -10,6 +10,8 @@ InvalidValueError (a ValueError) naming the class and what is wrong.
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import inspect
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -27,6 +29,7 @@ Params = Iterable[Any]  # arrays or eager Tensors, or dicts {"params": [...], hy
 # torch's implementation switches and the values accepted: the kernel is always one fused CPU loop
 SWITCH_VALUES = {"foreach": (None, True, False), "fused": (None, True, False), "capturable": (False,)}
 SWITCH_VALUES["differentiable"] = (False,)
+SCHEDULER_KEYS = {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"}  # lr_scheduler adds them
 
 
 class Bound(NamedTuple):
@@ -58,13 +61,6 @@ class Row(NamedTuple):
     rule: Callable[[dict], str | None] = lambda h: None  # a check across hyperparameters
     counts_steps: bool = True  # torch keeps a "step" in the state (all but SGD)
     at_construction: bool = False  # state made with the parameter (Adagrad), not at its first step
-
-
-def _kernels() -> ModuleType:
-    """The numba kernels module, imported (numba with it) on the first step."""
-    from adcore_kernels import _optim_kernels
-
-    return _optim_kernels
 
 
 class Optimizer:
@@ -116,6 +112,12 @@ class Optimizer:
         if not isinstance(params, Iterable) or isinstance(params, dict | str):
             raise InvalidInputError(f"{me}: a param group's 'params' is a list, got {type(params).__name__}")
         extra = {k: v for k, v in param_group.items() if k != "params"}
+        for key in extra.keys() - {*self.row.hyper, *self.row.switches, *SCHEDULER_KEYS}:
+            if near := difflib.get_close_matches(str(key), self.row.hyper, n=1, cutoff=0.8):
+                raise InvalidValueError(  # a misspelt hyperparameter would be silently ignored
+                    f"{me}: param_groups[{gi}] has {key!r}, not a hyperparameter of {me}: did you mean "
+                    f"{near[0]!r}? (other keys are kept and ignored)"
+                )
         group = {"params": list(params), **self.defaults, **extra}
         group.update(self._hyper(group, f"{me}: param_groups[{gi}]"))
         for name, default in self.row.switches.items():
@@ -148,7 +150,7 @@ class Optimizer:
         if any(p is not a and p.value is not a for p, a in self._params):
             raise InvalidValueError(f"{me}: a Tensor parameter's array was replaced since it was added")
         grads = self._checked_grads(grads, me)
-        kernels = _kernels()
+        kernels = importlib.import_module("adcore_kernels._optim_kernels")  # numba, on the first step
         owners = (h for g, h in zip(self.param_groups, hypers) for _ in g["params"])
         for i, ((_, p), g, h) in enumerate(zip(self._params, grads, owners)):
             if g is not None:

@@ -617,6 +617,20 @@ def test_extra_keys_in_a_group_are_kept_and_ignored():
     assert all(np.array_equal(p, q) for p, q in zip(params, ref_params))
 
 
+@pytest.mark.parametrize(
+    ("cls", "typo", "meant"),
+    [("SGD", "lrr", "lr"), ("SGD", "momentom", "momentum"), ("Adam", "weight_decy", "weight_decay")],
+)
+def test_a_misspelt_hyperparameter_in_a_group_is_refused_not_ignored(cls, typo, meant):
+    w = np.zeros(3)
+    with pytest.raises(InvalidValueError, match=rf"param_groups\[1\] has '{typo}'.*did you mean '{meant}'"):
+        getattr(optim, cls)([{"params": [np.zeros(2)]}, {"params": [w], typo: 0.5}], lr=0.1)
+    opt = getattr(optim, cls)([{"params": [w]}], lr=0.1)
+    with pytest.raises(InvalidValueError, match=f"did you mean '{meant}'"):
+        opt.add_param_group({"params": [np.zeros(2)], typo: 0.5})
+    assert len(opt.param_groups) == 1  # nothing added
+
+
 def test_add_param_group_joins_the_next_steps():
     params, ref_params = quadratic_start(np.float64), quadratic_start(np.float64)
     opt = optim.Adam([params[0]], lr=1e-2)
