@@ -4,7 +4,8 @@
   `conv2d` (algorithms direct, im2col, fft, winograd, auto), `max_pool2d`, `avg_pool2d`;
 - `adcore_kernels.optim`: torch.optim's SGD, Adam, AdamW, Adagrad, RMSprop, Adadelta, Adamax
   and Rprop (torch's signatures, param groups, state dicts), each step one fused numba kernel
-  updating the parameters in place, also reachable as `adcore.optimizer("adam", params, **hyper)`.
+  updating the parameters in place, also reachable as `adcore.optimizer("adam", params, **hyper)`;
+- `adcore_kernels.lr_scheduler`: torch's StepLR, CosineAnnealingLR and OneCycleLR over their param groups.
 
 Importing this package compiles nothing and does not import numba: each kernel compiles
 on its first call (`cache=True`, so later processes load it from numba's cache).
