@@ -125,6 +125,8 @@ State: step, exp_avg (m), exp_avg_sq (v), max_exp_avg_sq (v̂, with amsgrad)."""
     g ← ±∇ + λw;   S ← S + g²;   w ← w − α/(1 + (t − 1)·lr_decay) · g / (sqrt(S) + ε)
 
 Seed 001 divides by sqrt(S) alone and has no lr_decay (the same at ε = 0, lr_decay = 0).
+A group's own initial_accumulator_value fills its parameters' S; torch fills every group's from
+the constructor's value, ignoring the group's (the same when no group overrides it).
 State: step, sum (S; from construction, filled with initial_accumulator_value).""",
         at_construction=True,
     ),

@@ -617,6 +617,14 @@ def test_extra_keys_in_a_group_are_kept_and_ignored():
     assert all(np.array_equal(p, q) for p, q in zip(params, ref_params))
 
 
+def test_adagrad_fills_each_groups_sum_with_that_groups_initial_accumulator_value():
+    a, b = np.zeros(2), np.zeros(2)  # torch would fill b's sum with the constructor's 0 and take 0.9
+    opt = optim.Adagrad([{"params": [a]}, {"params": [b], "initial_accumulator_value": 1.0}], lr=0.1)
+    opt.step([np.ones(2), np.ones(2)])
+    np.testing.assert_allclose(a, -0.1 / (1.0 + 1e-10) * np.ones(2), rtol=1e-12)  # eps = 1e-10
+    np.testing.assert_allclose(b, -0.1 / (np.sqrt(2.0) + 1e-10) * np.ones(2), rtol=1e-12)
+
+
 @pytest.mark.parametrize(
     ("cls", "typo", "meant"),
     [("SGD", "lrr", "lr"), ("SGD", "momentom", "momentum"), ("Adam", "weight_decy", "weight_decay")],
