@@ -219,7 +219,7 @@ class Registry:
             installed = ", ".join(sorted(self.optimizers)) or "none"
             raise UnknownOptimizerError(
                 f"no optimizer named {name!r}{_suggest(name, self.optimizers)}; installed optimizers: "
-                f"{installed}. Optimizers come from plugins: pip install adcore-kernels brings nine."
+                f"{installed}. Optimizers come from plugins: pip install adcore-kernels brings torch.optim's eight (momentum and Nesterov are SGD options)."
             ) from None
 
     def rule(self, kind: str, op: OpSpec, backend: str) -> Any:
