@@ -286,29 +286,35 @@ def _kernel_transform(w: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- reusing V
 class InputTransforms:
-    """The input transforms V of the last `entries` forwards, each kept with a copy of its x.
+    """The input transforms V of the latest forwards, each kept with a copy of its x.
 
     `weight_grad` needs the V of x that the forward computed. It reuses a kept one only for the
     same dtype, shape and geometry and an x byte-equal to the copy (np.array_equal reads x once;
     the transform reads it and writes 2.25x as much), so a V is never stale, whoever mutated x
-    since. Two entries, as conv.py's input gradient runs `forward` on the cotangent between the
-    forward and the weight gradient (the reverse sweep's order); an entry over `max_bytes` (x's
-    copy and V) is not kept. Thread-safe; a kept V is read-only.
+    since. The newest are kept up to `max_bytes` in all (x's copies and Vs), so a network's
+    backward sweep, which runs its layers' weight gradients in reverse, finds each layer's V
+    while they fit. Thread-safe; a kept V is read-only.
     """
 
-    def __init__(self, entries: int = 2, max_bytes: int = 32 << 20) -> None:
-        self.entries, self.max_bytes = entries, max_bytes
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
         self.hits = self.misses = 0  # lookups that found a V, that did not
         self._kept: list[tuple[tuple, np.ndarray, np.ndarray]] = []  # (key, copy of x, V), newest first
         self._lock = threading.Lock()
 
     def keep(self, x: np.ndarray, key: tuple, v: np.ndarray) -> None:
-        if x.nbytes + v.nbytes > self.max_bytes or self.entries < 1:
+        if x.nbytes + v.nbytes > self.max_bytes:
             return
         v.flags.writeable = False
         entry = (key, _bits(x).copy(), v)
         with self._lock:
-            self._kept = [entry, *self._kept[: self.entries - 1]]
+            kept, total = [entry], x.nbytes + v.nbytes
+            for old in self._kept:  # the newest that fit beside it
+                total += old[1].nbytes + old[2].nbytes
+                if total > self.max_bytes:
+                    break
+                kept.append(old)
+            self._kept = kept
 
     def find(self, x: np.ndarray, key: tuple) -> np.ndarray | None:
         with self._lock:
@@ -340,10 +346,12 @@ MEMO = InputTransforms()
 
 
 # ----------------------------------------------------------------------------- the two entry points
-def forward(x: np.ndarray, w: np.ndarray, geometry: Geometry) -> np.ndarray:
+def forward(x: np.ndarray, w: np.ndarray, geometry: Geometry, keep: bool = True) -> np.ndarray:
+    """y; V kept for x's weight gradient unless `keep` is False (the input gradient's forward of g)."""
     tiles_h, tiles_w = tile_counts(geometry.out)
     v = _input_transform(frozen(x), tiles_h, tiles_w, *geometry.offset)
-    MEMO.keep(x, (x.dtype, x.shape, geometry), v)
+    if keep:
+        MEMO.keep(x, (x.dtype, x.shape, geometry), v)
     m = np.matmul(_kernel_transform(w), v)  # (36, O, N*tiles): 36 BLAS multiplies
     return _output_transform(frozen(m), x.shape[0], *geometry.out, tiles_h, tiles_w)
 

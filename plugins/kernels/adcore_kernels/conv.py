@@ -174,9 +174,11 @@ def conv2d_input_grad(
     size, geometry, args = plan_input_grad(g.shape, w.shape, input_size, stride, padding, dilation, algorithm)
     chosen = _chosen(algorithm, (g.shape[0], w.shape[1], *size), w.shape, args, "input_grad")
     g, w = _common([g, w])
-    if chosen in ("winograd", "fft"):  # a forward convolution of the upsampled g with the flipped kernel
-        through = transposed(geometry, size, w.shape[2:])
-        return _FORWARD[chosen](upsampled(g, geometry.stride), flipped_transposed(w), through)
+    through = transposed(geometry, size, w.shape[2:])  # a forward of the upsampled g, flipped kernel:
+    if chosen == "winograd":  # whose input transform no weight gradient will ask for
+        return _winograd.forward(g, flipped_transposed(w), through, keep=False)
+    if chosen == "fft":
+        return _fft.forward(upsampled(g, geometry.stride), flipped_transposed(w), through)
     return _INPUT_GRAD[chosen](g, w, size, geometry)
 
 

@@ -266,19 +266,35 @@ def test_a_different_x_or_geometry_never_gets_a_kept_transform(change):
     assert relative_error(gw, expected) < (1e-13 if x2.dtype == np.float64 else 1e-5)
 
 
-def test_the_memo_keeps_two_entries_under_its_byte_limit_and_its_transforms_read_only():
-    memo = _winograd.InputTransforms(entries=2, max_bytes=10_000)
+def test_the_memo_keeps_the_newest_transforms_within_its_bytes_and_them_read_only():
+    memo = _winograd.InputTransforms(max_bytes=1_000)  # each entry below: 128 B of x + 288 B of V
     xs = [np.full((1, 1, 4, 4), float(i)) for i in range(3)]
     vs = [np.full((36, 1, 1), float(i)) for i in range(3)]
     for x, v in zip(xs, vs):
         memo.keep(x, ("key",), v)
-    assert memo.find(xs[0], ("key",)) is None  # pushed out by the two after it
+    assert memo.find(xs[0], ("key",)) is None  # pushed out: three entries are 1248 B
     assert memo.find(xs[1], ("key",)) is vs[1] and memo.find(xs[2], ("key",)) is vs[2]
     assert memo.find(xs[2], ("other key",)) is None
     assert not vs[2].flags.writeable
-    big = np.zeros((1, 1, 40, 40))
-    memo.keep(big, ("key",), np.zeros((36, 1, 100)))  # 12.8 kB + 28.8 kB > 10 kB: not kept
-    assert memo.find(big, ("key",)) is None and (memo.hits, memo.misses) == (2, 3)
+    big = np.zeros((1, 1, 10, 10))
+    memo.keep(big, ("key",), np.zeros((36, 1, 4)))  # 800 B + 1152 B > 1000 B: not kept, none pushed out
+    assert memo.find(big, ("key",)) is None and memo.find(xs[2], ("key",)) is vs[2]
+    assert (memo.hits, memo.misses) == (3, 3)
+
+
+def test_a_backward_sweep_through_two_layers_reuses_both_forwards_transforms(monkeypatch):
+    x1, w1, _ = arrays((2, 3, 9, 8), 4, 1)
+    w2 = arrays((2, 4, 9, 8), 4, 1, seed=3)[1]
+    calls = count_transforms(monkeypatch)
+    y1 = conv.conv2d(x1, w1, 1, 1, 1, "winograd")
+    y2 = conv.conv2d(y1, w2, 1, 1, 1, "winograd")
+    g2 = np.ones_like(y2)  # reverse order, as the sweep runs: layer 2's gradients, then layer 1's
+    gw2 = conv.conv2d_weight_grad(y1, g2, (3, 3), 1, 1, 1, "winograd")
+    g1 = conv.conv2d_input_grad(g2, w2, (9, 8), 1, 1, 1, "winograd")
+    gw1 = conv.conv2d_weight_grad(x1, g1, (3, 3), 1, 1, 1, "winograd")
+    assert len(calls) == 3 and _winograd.MEMO.hits == 2  # x1, y1 and g2's forward; no weight gradient's
+    assert relative_error(gw2, reference.conv2d_weight_grad(y1, g2, (3, 3), 1, 1, 1)) < 1e-13
+    assert relative_error(gw1, reference.conv2d_weight_grad(x1, g1, (3, 3), 1, 1, 1)) < 1e-13
 
 
 def test_the_memo_under_threads_gives_each_thread_its_own_right_gradient():
