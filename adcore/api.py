@@ -7,7 +7,9 @@ backends work on, and builds each result back in the structure JAX gives it.
 
 from __future__ import annotations
 
+import difflib
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -61,6 +63,27 @@ def optimizers() -> list[str]:
 # --- the derivative functions ----------------------------------------------------------------
 
 
+def _keywords_checked(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` refusing a keyword one slip away from one of its own (`grad(f, argnum=0)`) with
+    'did you mean', before it could pass as a backend option; where it takes no options, any
+    unknown keyword, as an InvalidInputError (a TypeError, Python's own error for it)."""
+    parameters = inspect.signature(function).parameters.values()
+    own = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    takes_options = any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for key in kwargs.keys() - set(own):
+            near = difflib.get_close_matches(key, own, n=1, cutoff=0.75)
+            if near or not takes_options:
+                hint = f"did you mean {near[0]!r}?" if near else f"its keywords are {', '.join(own[1:])}"
+                raise InvalidInputError(f"adcore.{function.__name__} has no keyword {key!r}: {hint}")
+        return function(*args, **kwargs)
+
+    return checked
+
+
+@_keywords_checked
 def differentiate(
     f: Callable[..., Any],
     backend: str = "reverse",
@@ -101,6 +124,7 @@ def differentiate(
 jacobian = differentiate
 
 
+@_keywords_checked
 def grad(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -121,6 +145,7 @@ def grad(
     )
 
 
+@_keywords_checked
 def value_and_grad(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -137,6 +162,7 @@ def value_and_grad(
     )
 
 
+@_keywords_checked
 def hessian(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -147,6 +173,7 @@ def hessian(
     sparse: bool = False,
     sparsity: Any = None,
     local: bool = False,
+    has_aux: bool = False,
 ):
     """Second derivatives: the Jacobian (by `outer`) of the Jacobian (by `inner`) of f.
 
@@ -155,6 +182,7 @@ def hessian(
     for both, `inner=`/`outer=` pick each (they override `backend`). The result has
     shape f(...).shape + x.shape + x.shape; with a tuple `argnums`, `H[i][j]` is
     `d^2 f / d args[i] d args[j]`; for pytrees, H has x's structure of x's structure (JAX's).
+    With has_aux, f returns (output, aux) and the result is (H, aux), as jax.hessian's.
 
     sparse=True (adcore.sparse): a symmetric `scipy.sparse.csr_array` (x.size, x.size) of a
     scalar f of one array, from the detected (or given, `sparsity=`) Hessian pattern, star
@@ -162,9 +190,10 @@ def hessian(
     """
     inner, outer = _inner_outer(f, backend, inner, outer)
     if sparse or sparsity is not None or local:
-        _sparse_only(sparse, False, False)
+        _sparse_only(sparse, has_aux, False)
         return _sparse.hessian_function(f, argnums, inner, outer, sparsity, local)
-    second = differentiate(differentiate(f, inner, argnums), outer, argnums)
+    # with has_aux the inner derivative returns (J, aux), and the outer takes that aux as its own
+    second = differentiate(differentiate(f, inner, argnums, has_aux=has_aux), outer, argnums, has_aux=has_aux)
 
     @functools.wraps(f)
     def hessian_of(*args: Any, **kwargs: Any) -> Any:
@@ -174,6 +203,7 @@ def hessian(
     return hessian_of
 
 
+@_keywords_checked
 def hvp(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -224,6 +254,7 @@ def hvp(
     return product
 
 
+@_keywords_checked
 def jvp(
     f: Callable[..., Any],
     primals: Sequence[Any],
@@ -250,6 +281,7 @@ def jvp(
     return _jvp(f, tuple(primals), tuple(tangents), backend, options, range(len(primals)))
 
 
+@_keywords_checked
 def vjp(
     f: Callable[..., Any], *primals: Any, backend: str = "reverse", has_aux: bool = False, **options: Any
 ):
