@@ -9,8 +9,8 @@ plugin registers is recorded under its name, and if any of it is invalid the who
 is rolled back and reported, the others unaffected.
 
 Within each hook the plugins are called in a fixed load order: the core catalogue, the
-first-party plugins (reverse, forward, numeric, symbolic, kernels), the other entry points
-by name, then those registered by hand. A name is taken by the first plugin that registers
+first-party plugins by name (the entry point N of a distribution adcore-N), the other entry
+points by name, then those registered by hand. A name is taken by the first plugin that registers
 it; a later plugin asking for it is the one rolled back (docs/conventions.md, "Plugin
 clashes"). A plugin must not use adcore (`adcore.ops[...]`, `grad`, ...) at import or
 inside a hook: the registry it would read is the one being built.

@@ -38,19 +38,11 @@ HOOKS = (
     "adcore_register_optimizers",
 )
 
-# The first-party plugins in the order they load, first of all, each with the only distribution
-# that may provide it: an entry point of another distribution taking one of these names is refused.
-FIRST_PARTY = {
-    "core": "adcore",
-    "reverse": "adcore-reverse",
-    "forward": "adcore-forward",
-    "numeric": "adcore-numeric",
-    "symbolic": "adcore-symbolic",
-    "kernels": "adcore-kernels",
-    "sparsity": "adcore-sparsity",
-}
-# backend="reverse" must mean the real one, also when adcore-reverse is blocked or not installed
-RESERVED = {("backend", name): name for name in ("reverse", "forward", "numeric", "symbolic", "sparsity")}
+ESSENTIAL_DIST = "adcore"
+# The naming convention that makes first-party plugins data, not a list to keep up to date: the
+# plugin named N is the entry point N of the distribution adcore-N (plugins/<N>/ and
+# examples/adcore-<N>/ are shipped so), and that distribution owns N wherever it is installed.
+OWNER_PREFIX = "adcore-"
 
 
 class _Essential:
@@ -116,9 +108,10 @@ def reset() -> None:
 
 def register_plugin(plugin: Any, name: str) -> None:
     """Add a plugin object by hand (as tests and notebooks do); it loads with the next registry."""
-    if name in FIRST_PARTY:
+    owner = first_party().get(name)
+    if owner is not None:
         raise PluginError(
-            f"{name!r} is the name of a first-party plugin (distribution {FIRST_PARTY[name]}); "
+            f"{name!r} is the name of a first-party plugin (distribution {owner}); "
             "register yours under another name"
         )
     _by_hand[name] = plugin
@@ -190,11 +183,14 @@ def load() -> Registry:
     if os.environ.get("ADCORE_DEBUG") == "1":
         pm.trace.root.setwriter(lambda message: sys.stderr.write(message))
         pm.enable_tracing()
-    registry = Registry(reserved=RESERVED)
+    refused: list[tuple[_Candidate, str]] = []
+    found = _entry_points(refused)
+    owners = _owners(found)
+    # backend="reverse" must mean the real one, also when adcore-reverse is blocked
+    registry = Registry(reserved={("backend", name): name for name in owners if name != ESSENTIAL})
     _loading.active = True
     try:
-        refused: list[tuple[_Candidate, str]] = []
-        for candidate in _candidates(refused):
+        for candidate in _candidates(found, owners, refused):
             _register(pm, registry, candidate)
         for candidate, reason in refused:  # listed after the loaded ones, in `adcore plugins` too
             _refuse(registry, candidate, reason)
@@ -213,42 +209,63 @@ def load() -> Registry:
     return registry
 
 
-def _candidates(refused: list[tuple[_Candidate, str]]) -> list[_Candidate]:
+def first_party() -> dict[str, str]:
+    """The first-party plugin names installed, each with the only distribution that may provide it."""
+    return _owners(_entry_points([]))
+
+
+def _owners(found: list[Any]) -> dict[str, str]:
+    """Who owns which plugin name: the core, and each entry point N of a distribution adcore-N."""
+    owners = {ESSENTIAL: ESSENTIAL_DIST}
+    for ep in found:
+        dist = _dist(ep)
+        if dist == _normalize(OWNER_PREFIX + ep.name):
+            owners.setdefault(ep.name, dist)
+    return owners
+
+
+def _dist(ep: Any) -> str:
+    return _normalize(getattr(ep.dist, "name", None) or "")  # (metadata may lack a Name)
+
+
+def _candidates(
+    found: list[Any], owners: dict[str, str], refused: list[tuple[_Candidate, str]]
+) -> list[_Candidate]:
     """Every plugin to load, in load order; the refused ones go to `refused`, with the reason.
 
     The order decides every clash (the later plugin is the one refused), so it is fixed: the core,
-    the first-party plugins in FIRST_PARTY's order, the other entry points by name, then the
+    the first-party plugins (those in `owners`) by name, the other entry points by name, then the
     plugins registered by hand in the order they were.
     """
-    found = []
+    wanted = []
     # (Entry points are not told apart by isinstance: with the importlib_metadata backport
     # imported, as Dask does, entry_points() may hand out the backport's EntryPoint class.)
-    for ep in _entry_points(refused):
+    for ep in found:
         if not _wanted(ep.name):
             continue
-        dist = _normalize(getattr(ep.dist, "name", None) or "")  # (metadata may lack a Name)
+        dist = _dist(ep)
         candidate = _Candidate(ep.name, getattr(ep.dist, "version", None) or "", dist, ep.load)
-        owner = FIRST_PARTY.get(ep.name, dist)
+        owner = owners.get(ep.name, dist)
         if owner != dist:  # refused by name, before its module is imported
             reason = (
-                f"its entry point takes the name of the first-party plugin {ep.name!r}, which only "
-                f"the distribution {owner} provides. Uninstall it: pip uninstall {dist}"
+                f"the distribution {dist} has an entry point {ep.name!r}, a plugin name that belongs to "
+                f"the distribution {owner} (adcore-<name> owns <name>, as every first-party plugin "
+                f"does). Uninstall it: pip uninstall {dist}"
             )
             refused.append((candidate, reason))
             continue
-        found.append(candidate)
-    rank = {name: i for i, name in enumerate(FIRST_PARTY)}
-    found.sort(key=lambda c: (rank.get(c.name, len(rank)), c.name, c.dist))
-    found.insert(
-        0, _Candidate(ESSENTIAL, _version("adcore"), FIRST_PARTY[ESSENTIAL], lambda: ESSENTIAL_PLUGIN)
+        wanted.append(candidate)
+    wanted.sort(key=lambda c: (c.name not in owners, c.name, c.dist))
+    wanted.insert(
+        0, _Candidate(ESSENTIAL, _version(ESSENTIAL_DIST), ESSENTIAL_DIST, lambda: ESSENTIAL_PLUGIN)
     )
-    found += [
+    wanted += [
         _Candidate(name, "", "", functools.partial(lambda obj: obj, obj))
         for name, obj in _by_hand.items()
         if name not in _names("ADCORE_BLOCK_PLUGINS")
     ]
     kept: dict[str, _Candidate] = {}
-    for candidate in found:
+    for candidate in wanted:
         first = kept.get(candidate.name)
         if first is None:
             kept[candidate.name] = candidate

@@ -755,17 +755,129 @@ def test_which_third_party_plugin_wins_a_clash_does_not_depend_on_the_entry_poin
         _assert_rolled_back_and_named("zzz_clash", "op 'cube'", "'aaa_clash'")
 
 
-def test_an_entry_point_claiming_a_first_party_name_from_another_distribution_is_refused(install_dist):
-    install_dist("reverse", "adcore_impostor", FAKE_REVERSE)
+def _sparsity_jacobian_is_diagonal() -> None:
+    jac = adcore.jacobian(lambda x: np.sin(x), backend="sparsity")(X)  # the 0/1 pattern of diag(cos x)
+    np.testing.assert_array_equal(jac, np.eye(3))
+
+
+def _kernels_adam_steps() -> None:
+    w = np.array([1.0, -2.0])
+    adcore.optimizer("adam", [w], lr=0.1).step([np.array([3.0, -4.0])])
+    np.testing.assert_allclose(w, [0.9, -1.9])  # Adam's first step is lr * sign(g) (bias-corrected)
+
+
+def _scipy_erf() -> None:
+    import scipy.special
+
+    assert adcore.grad(scipy.special.erf)(0.5) == pytest.approx(2 / np.sqrt(np.pi) * np.exp(-0.25))
+
+
+def _special_erfcx() -> None:
+    import scipy.special
+
+    erfcx = scipy.special.erfcx(0.5)
+    assert adcore.grad(scipy.special.erfcx)(0.5) == pytest.approx(2 * 0.5 * erfcx - 2 / np.sqrt(np.pi))
+
+
+# every first-party plugin, with a call that needs it and an analytic answer
+FIRST_PARTY_CHECKS = {
+    "reverse": lambda: np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X),
+    "forward": lambda: assert_cos(adcore.grad(np.sin, backend="forward")(0.5)),
+    "numeric": lambda: assert_cos(adcore.grad(np.sin, backend="numeric")(0.5), rel=1e-7),
+    "symbolic": lambda: assert_cos(adcore.grad(np.sin, backend="symbolic")(0.5)),
+    "sparsity": _sparsity_jacobian_is_diagonal,
+    "kernels": _kernels_adam_steps,
+    "scipy": _scipy_erf,
+    "special": _special_erfcx,  # the example plugin, examples/adcore-special
+}
+
+
+def assert_cos(value: float, rel: float = 1e-12) -> None:
+    assert value == pytest.approx(np.cos(0.5), rel=rel)
+
+
+IMPOSTOR = """
+raise RuntimeError("an impostor's module must never be imported")
+"""
+
+
+def test_every_installed_first_party_plugin_is_found_by_its_distribution_and_checked_here(clean_plugins):
+    # no list in adcore: the plugin N of the distribution adcore-N owns N (and the core is adcore's)
+    expected = {name: f"adcore-{name}" for name in FIRST_PARTY_CHECKS} | {"core": "adcore"}
+    assert plugins.first_party() == expected
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_PARTY_CHECKS))
+def test_an_entry_point_claiming_a_first_party_name_from_another_distribution_is_refused(install_dist, name):
+    install_dist(name, "adcore_impostor", IMPOSTOR)
     with pytest.warns(PluginWarning, match="adcore-impostor"):
-        _assert_reverse_is_the_real_one()
+        record = get_registry().plugins[name]
+    assert (record.error, record.dist) == ("", f"adcore-{name}")  # the real one loaded
     assert "adcore_impostor" not in sys.modules  # refused by name, never imported
     (key,) = plugins.failures()
-    assert key == "reverse (adcore-impostor)"
+    assert key == f"{name} (adcore-impostor)"
     reason = plugins.failures()[key]
+    for word in ("first-party", f"adcore-{name}", "adcore-impostor", "pip uninstall adcore-impostor"):
+        assert word in reason, f"{word!r} not in {reason!r}"
+    FIRST_PARTY_CHECKS[name]()  # the real plugin's numbers
+    FIRST_PARTY_CHECKS[name]()  # and again: the next call works too
+    assert_cos(adcore.grad(np.sin)(0.5))
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_PARTY_CHECKS))
+def test_a_backend_named_after_a_first_party_plugin_is_reserved_for_it(register_plugin, monkeypatch, name):
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", name)  # reserved also while its owner is not loaded
+    with pytest.warns(PluginWarning, match="'aaa_fake'"):
+        registry = register_plugin(_backend_plugin(name), "aaa_fake")
+    assert name not in registry.backends
+    _assert_rolled_back_and_named("aaa_fake", f"reserved for the first-party plugin {name!r}")
+    monkeypatch.delenv("ADCORE_BLOCK_PLUGINS")
+    plugins.reset()
+    with pytest.warns(PluginWarning, match="'aaa_fake'"):
+        assert set(plugins.failures()) == {"aaa_fake"}
+    FIRST_PARTY_CHECKS[name]()
+
+
+def _backend_plugin(name: str):
+    """A plugin registering a backend `name` whose derivatives are all zero (wrong on purpose)."""
+
+    class Zeros(adcore.Backend):
+        kinds = ()
+
+        def value_and_jacobian(self, f, args, argnums):
+            out = f(*args)
+            return out, tuple(np.zeros(np.shape(out) + np.shape(args[i])) for i in argnums)
+
+    Zeros.name = name
+
+    class Plugin:
+        @adcore.hookimpl
+        def adcore_register_backends(self, register):
+            register(Zeros())
+
+    return Plugin()
+
+
+def test_a_third_party_distribution_named_after_its_plugin_owns_that_name_too(install_dist):
+    # the convention that makes the first-party names data holds for anyone: adcore-cubes owns "cubes"
+    install_dist("cubes", "adcore_cubes", DEMO)
+    install_dist("cubes", "aaa_cubes_impostor", IMPOSTOR)
+    with pytest.warns(PluginWarning, match="aaa-cubes-impostor"):
+        assert plugins.first_party()["cubes"] == "adcore-cubes"
+        assert adcore.grad(lambda x: adcore.ops.cube(x))(2.0) == 12  # 3 x^2 at x = 2
+    (key,) = plugins.failures()
     assert (
-        "first-party" in reason and "adcore-reverse" in reason and "pip uninstall adcore-impostor" in reason
+        key == "cubes (aaa-cubes-impostor)" and "pip uninstall aaa-cubes-impostor" in plugins.failures()[key]
     )
+    assert "aaa_cubes_impostor" not in sys.modules
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_PARTY_CHECKS))
+def test_a_plugin_registered_by_hand_under_any_first_party_name_is_refused(clean_plugins, name):
+    with pytest.raises(adcore.PluginError, match=f"adcore-{name}"):
+        plugins.register_plugin(_op_plugin("hand_op"), name)
+    assert "hand_op" not in adcore.ops
+    FIRST_PARTY_CHECKS[name]()
 
 
 def test_a_plugin_registered_by_hand_under_a_first_party_name_is_refused(clean_plugins):
