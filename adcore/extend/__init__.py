@@ -4,8 +4,9 @@ For `vjp` and `jvp` rules, written with adcore ops so that a rule built from the
 differentiated again (`adcore.extend.rules`): `unbroadcast` for VJP rules; `lift` and
 `batched_axis` for JVP rules, whose tangents carry a leading batch axis; `reduced_axes` and
 `kept_shape` for reductions; `tie_weights`, `tie_split`, `mask`, `inside_clip` for
-derivatives that are steps; `prod_partials`, `power_by_base` and `power_by_exponent` for the
-products and powers whose formulas break at zero.
+derivatives that are steps, and `times_step` to apply one (0 where it is 0, even times inf or
+nan); `prod_partials`, `power_by_base` and `power_by_exponent` for the products and powers whose
+formulas break at zero.
 
 For `sympy` rules, none of them importing sympy (`adcore.extend.sympy_rules`): `LazyModule`,
 `each`, `reduce_with`.
@@ -33,6 +34,7 @@ from adcore.extend.rules import (
     reduced_axes,
     tie_split,
     tie_weights,
+    times_step,
     unbroadcast,
 )
 from adcore.extend.sympy_rules import LazyModule, each, reduce_with
@@ -52,5 +54,6 @@ __all__ = [
     "reduced_axes",
     "tie_split",
     "tie_weights",
+    "times_step",
     "unbroadcast",
 ]

@@ -2,7 +2,8 @@
 
 `unbroadcast` for VJP rules; `lift` and `batched_axis` for JVP rules, whose tangents carry a
 leading batch axis (one slice per tangent direction); `reduced_axes` and `kept_shape` for
-reductions; `tie_weights`, `tie_split`, `mask`, `inside_clip` for derivatives that are steps;
+reductions; `tie_weights`, `tie_split`, `mask`, `inside_clip` for derivatives that are steps,
+and `times_step` to apply one (0 where the step is 0, even times inf or nan: select, not multiply);
 `prod_partials` and `power_by_base` / `power_by_exponent` for the products and powers whose
 formulas break at zero. They are written with adcore ops, so a rule built from them can be
 differentiated again. Layer 3 (docs/architecture.md): it imports core and ops only.
@@ -118,6 +119,17 @@ def _products_of_others(x: Any, axis: Any) -> Any:
 def mask(condition: Any, like: Any) -> np.ndarray:
     """A concrete 0/1 (or weight) array in `like`'s dtype: a derivative that is a step."""
     return np.asarray(condition, dtype=like.dtype)
+
+
+def times_step(v: Any, weight: Any) -> Any:
+    """v * weight where weight is a step's derivative (concrete: 0/1, 0.5 on ties, a sign), with 0
+    wherever weight is 0, even where v is inf or nan: the chain rule's zero factor wins (as JAX's
+    select), so a NaN or inf tangent or cotangent the op ignores there does not poison the result."""
+    zero = np.asarray(weight) == 0
+    product = v * weight
+    if not zero.any():
+        return product
+    return elementwise.where(zero, 0.0, product)
 
 
 def tie_split(x: Any, y: Any, wins: Any, like: Any) -> np.ndarray:

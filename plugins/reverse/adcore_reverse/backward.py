@@ -11,7 +11,7 @@ import adcore.numpy as anp
 from adcore.errors import GraphFreedError, StateChangedError
 from adcore_reverse.tensor import Tensor
 from adcore_reverse.vjps.shapes import JOINT_VJPS
-from adcore_reverse.zeros import Masked, MaskingRules, unbroadcast_mask, zero_at
+from adcore_reverse.zeros import MOVES, Masked, MaskingRules, moved_zeros, unbroadcast_mask, zero_at
 
 
 def backward_pass(
@@ -22,8 +22,8 @@ def backward_pass(
     Nodes are numbered when created, after their inputs, so popping the highest number
     first visits every node after all the nodes that use it: no recursion, no sort.
     With `create_graph` the rules get Tensors, so the sweep is recorded as a graph.
-    `zeros` holds, per pending node, the positions of its cotangent that a `where` proved
-    structurally zero (zeros.py); a node with none takes the plain loop below.
+    `zeros` holds, per pending node, the positions of its cotangent that a `where` or a step
+    proved structurally zero (zeros.py); a node with none takes the plain loop below.
     """
     trace = root._trace
     pending = {root._seq: seed}
@@ -120,7 +120,8 @@ def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> 
     """The loop of backward_pass for a node with structural zeros: its own (`known_zero`,
     zeroed in each input's cotangent) or those its rules return (Masked)."""
     op, trace, vjps, params = node._op, node._trace, node._vjps, node._params
-    if known_zero is not None and not op.elementwise:
+    moves = known_zero is not None and op.name in MOVES
+    if known_zero is not None and not op.elementwise and not moves:
         # positions no longer line up with the inputs'; but if no output position reaches
         # the result, no input position does through this node (a reduction under where)
         known_zero = np.ones((), bool) if known_zero.all() else None
@@ -134,7 +135,10 @@ def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> 
         zi = None
         if gi.__class__ is Masked:
             gi, zi = gi
-        if known_zero is not None:
+        if moves:  # gi gathers g's entries, zero at known_zero: only the positions need moving
+            zi = moved_zeros(rule, known_zero, node._ans, node._primals, params)
+            zi = zi if zi.any() else None
+        elif known_zero is not None:
             shape = a.value.shape
             mask = (
                 np.broadcast_to(known_zero, shape)

@@ -1,13 +1,17 @@
-"""Structural zeros: positions of a cotangent that `where` proved zero, kept through elementwise nodes.
+"""Structural zeros: positions of a cotangent that `where` or a step proved zero, kept through
+elementwise nodes and the ops that only move elements.
 
 `where(c, x, y)` never uses x where c is false, so the result does not depend on x there,
 and x's cotangent at those positions is exactly zero whatever x's own derivative is (an
-inf from log at 0, a nan from sin(x)/x at 0). The backward pass keeps such a boolean mask
-with the cotangent through elementwise nodes (each output position depends only on the
-same input positions) and zeroes those positions of the inputs' cotangents, so
-`0 * inf = nan` never appears there. At any other node the mask is dropped: its nan, if
-any, remains (as in JAX). Only `where` makes masks (its rules are MaskingRules), so a graph without one pays one
-check per node.
+inf from log at 0, a nan from sin(x)/x at 0). The same holds where a step's derivative is 0
+(relu, clip, maximum's loser, nan_to_num at a non-finite x: `step_cotangent`). The backward
+pass keeps such a boolean mask with the cotangent through elementwise nodes (each output
+position depends only on the same input positions), zeroing those positions of the inputs'
+cotangents so `0 * inf = nan` never appears there, and through the ops in MOVES (reshape,
+transpose, broadcast_to, tile, stack, getitem, pad, sum, ...), whose VJP only copies or adds
+cotangent entries: an input position is a structural zero when everything it receives is
+(`moved_zeros`). At any other node the mask is dropped: its nan, if any, remains (as in
+JAX). Only MaskingRules make masks, so a graph without one pays one check per node.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.extend import unbroadcast
+from adcore.extend import times_step, unbroadcast
 
 
 class Masked(NamedTuple):
@@ -43,6 +47,39 @@ def where_branch(g: Any, ans: Any, c: Any, branch: Any, taken_where: bool) -> An
     if not zeros.any():
         return cotangent
     return Masked(cotangent, unbroadcast_mask(zeros, getattr(branch, "shape", ())))
+
+
+def step_cotangent(g: Any, weight: np.ndarray, target: Any) -> Any:
+    """The cotangent `g * weight` of a step's input `target` (weight concrete: 0/1, or 0.5 on a tie),
+    selected rather than multiplied, with the positions where weight is 0 marked structurally zero:
+    a nan or inf cotangent there, or one met further down (log's g / 0), contributes nothing."""
+    cotangent = unbroadcast(times_step(g, weight), target)
+    zeros = weight == 0
+    if not zeros.any():
+        return cotangent
+    zeros = np.broadcast_to(zeros, np.broadcast_shapes(zeros.shape, np.shape(g)))
+    return Masked(cotangent, unbroadcast_mask(zeros, np.shape(target)))
+
+
+def moved_zeros(rule: Any, known_zero: np.ndarray, ans: Any, inputs: tuple, params: dict) -> np.ndarray:
+    """The positions of an input of a MOVES op whose cotangent only gathers structural zeros: its
+    VJP (coefficients 0 or 1, no cancelling) applied to the indicator of the other positions is 0 there."""
+    reach = np.broadcast_to(~known_zero, np.shape(ans)).astype(np.float64)
+    gathered = rule(reach, ans, *inputs, **params)
+    return np.asarray(concrete(gathered)) == 0
+
+
+# The ops whose VJP only copies, moves or adds cotangent entries (each input entry a sum of output
+# entries, with weight 1, or a positive one: mean): structural zeros pass through them (moved_zeros).
+MOVES = frozenset(
+    {
+        "reshape", "transpose", "swapaxes", "moveaxis", "rollaxis", "broadcast_to", "expand_dims",
+        "squeeze", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "getitem", "scatter_add",
+        "take", "take_along_axis", "concatenate", "stack", "tile", "repeat", "pad", "flip",
+        "flipud", "fliplr", "rot90", "roll", "diag", "diagonal", "diagflat", "tril", "triu",
+        "astype", "sum", "mean", "cumsum",
+    }
+)  # fmt: skip
 
 
 def unbroadcast_mask(zeros: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -9,8 +9,8 @@ from adcore.core import concrete
 from adcore.extend import inside_clip, mask, power_by_base, power_by_exponent, tie_split, unbroadcast
 from adcore.ops import complex_parts as cp
 from adcore.ops import elementwise as ew
-from adcore_reverse.vjps.table import VJPS, defvjp
-from adcore_reverse.zeros import MaskingRules, where_branch
+from adcore_reverse.vjps.table import VJPS, defvjp, defvjp_steps
+from adcore_reverse.zeros import MaskingRules, step_cotangent, where_branch
 
 # fmt: off
 # --- arithmetic -------------------------------------------------------------------
@@ -49,15 +49,16 @@ defvjp("cosh",       lambda g, ans, x: g * anp.sinh(x))
 defvjp("tanh",       lambda g, ans, x: g * (1 - ans * ans))
 
 # --- kinks and steps -----------------------------------------------------------------
-defvjp("abs",        lambda g, ans, x: g * cp.abs_slope(x, ans))  # conj(x) / |x| on complex x
+defvjp_steps("abs",  lambda g, ans, x: g * cp.abs_slope(x, ans) if cp.is_complex(x) else step_cotangent(g, mask(np.sign(concrete(x)), g), x))  # conj(x) / |x| on complex x
 defvjp("sign",       None)
 defvjp("floor",      None)
 defvjp("round",      None)
-defvjp("maximum",    lambda g, ans, x, y: unbroadcast(g * tie_split(x, y, np.greater, g), x),
-                     lambda g, ans, x, y: unbroadcast(g * tie_split(y, x, np.greater, g), y))
-defvjp("minimum",    lambda g, ans, x, y: unbroadcast(g * tie_split(x, y, np.less, g), x),
-                     lambda g, ans, x, y: unbroadcast(g * tie_split(y, x, np.less, g), y))
-defvjp("clip",       lambda g, ans, x, a_min=None, a_max=None: g * mask(inside_clip(x, a_min, a_max), g))
+# steps select, not multiply, and their zero derivatives are structural zeros (zeros.step_cotangent)
+defvjp_steps("maximum", lambda g, ans, x, y: step_cotangent(g, tie_split(x, y, np.greater, g), x),
+                        lambda g, ans, x, y: step_cotangent(g, tie_split(y, x, np.greater, g), y))
+defvjp_steps("minimum", lambda g, ans, x, y: step_cotangent(g, tie_split(x, y, np.less, g), x),
+                        lambda g, ans, x, y: step_cotangent(g, tie_split(y, x, np.less, g), y))
+defvjp_steps("clip",    lambda g, ans, x, a_min=None, a_max=None: step_cotangent(g, mask(inside_clip(x, a_min, a_max), g), x))
 VJPS["where"] = MaskingRules((None,  # untaken positions are structural zeros (zeros.py): no 0 * inf there
                      lambda g, ans, c, x, y: where_branch(g, ans, c, x, taken_where=True),
                      lambda g, ans, c, x, y: where_branch(g, ans, c, y, taken_where=False)))
@@ -98,19 +99,20 @@ defvjp("floor_divide", None, None)
 
 # --- steps, kinks and signs -----------------------------------------------------------
 defvjp("ceil",         None)
-defvjp("fabs",         lambda g, ans, x: g * anp.sign(x))
-defvjp("copysign",     lambda g, ans, x, y: unbroadcast(g * ew.copysign_weight(x, y, g), x),
-                       None)
-defvjp("heaviside",    None,  # the value at 0 is h: d/dh = 1 where x = 0
-                       lambda g, ans, x, h: unbroadcast(g * mask(concrete(x) == 0, g), h))
-defvjp("fmax",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y, np.greater, g), x),
-                       lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(y, x, np.greater, g), y))
-defvjp("fmin",         lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(x, y, np.less, g), x),
-                       lambda g, ans, x, y: unbroadcast(g * ew.fmax_weight(y, x, np.less, g), y))
+defvjp_steps("fabs",      lambda g, ans, x: step_cotangent(g, mask(np.sign(concrete(x)), g), x))
+defvjp_steps("copysign",  lambda g, ans, x, y: step_cotangent(g, ew.copysign_weight(x, y, g), x),
+                          None)
+defvjp_steps("heaviside", None,  # the value at 0 is h: d/dh = 1 where x = 0
+                          lambda g, ans, x, h: step_cotangent(g, mask(concrete(x) == 0, g), h))
+defvjp_steps("fmax",      lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(x, y, np.greater, g), x),
+                          lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(y, x, np.greater, g), y))
+defvjp_steps("fmin",      lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(x, y, np.less, g), x),
+                          lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(y, x, np.less, g), y))
 
 # --- float_power, nan_to_num -------------------------------------------------------------
 defvjp("float_power",  lambda g, ans, x, y: unbroadcast(g * power_by_base(ew.in_float64(x), ew.in_float64(y)), x),
                        lambda g, ans, x, y: unbroadcast(g * power_by_exponent(cp.complex_base(ew.in_float64(x), ans), ew.in_float64(y), ans), y))
-defvjp("nan_to_num",   lambda g, ans, x, **params: g * ew.finite_weight(x, g))
+# d nan_to_num / dx is 0 at a nan or inf x (NumPy's replacement is a constant there; JAX's too)
+defvjp_steps("nan_to_num", lambda g, ans, x, **params: step_cotangent(g, ew.finite_weight(x, g), x))
 
 # fmt: on

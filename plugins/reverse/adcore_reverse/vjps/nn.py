@@ -5,13 +5,14 @@ from __future__ import annotations
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import kept_shape, mask
-from adcore_reverse.vjps.table import defvjp
+from adcore_reverse.vjps.table import defvjp, defvjp_steps
 from adcore_reverse.vjps.table import expand as _expand
+from adcore_reverse.zeros import step_cotangent
 
 # fmt: off
 # --- neural-network ops -------------------------------------------------------------
 defvjp("sigmoid",     lambda g, ans, x: g * ans * (1 - ans))
-defvjp("relu",        lambda g, ans, x: g * mask(concrete(x) > 0, g))
+defvjp_steps("relu",  lambda g, ans, x: step_cotangent(g, mask(concrete(x) > 0, g), x))
 defvjp("softplus",    lambda g, ans, x: g * anp.sigmoid(x))
 defvjp("softmax",     lambda g, ans, x, axis=-1: ans * (g - anp.sum(g * ans, axis=axis, keepdims=True)))
 defvjp("log_softmax", lambda g, ans, x, axis=-1: g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True))

@@ -9,12 +9,13 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.extend import kept_shape, prod_partials, tie_weights
+from adcore.extend import kept_shape, mask, prod_partials, tie_weights, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import from_rows, quantile_weights
 from adcore.ops.reductions import reduced_count
-from adcore_reverse.vjps.table import defvjp
+from adcore_reverse.vjps.table import defvjp, defvjp_steps
 from adcore_reverse.vjps.table import expand as _expand
+from adcore_reverse.zeros import step_cotangent
 
 
 def _mask(x: Any, where: Any, dtype: Any) -> np.ndarray:
@@ -24,7 +25,7 @@ def _mask(x: Any, where: Any, dtype: Any) -> np.ndarray:
 
 def _sum_vjp(g, ans, x, axis=None, keepdims=False, dtype=None, where=True):
     out = _expand(g, x, axis)
-    return out if where is True else out * _mask(x, where, g.dtype)
+    return out if where is True else step_cotangent(out, _mask(x, where, g.dtype), x)
 
 
 def _mean_vjp(g, ans, x, axis=None, keepdims=False, dtype=None, where=True):
@@ -32,7 +33,7 @@ def _mean_vjp(g, ans, x, axis=None, keepdims=False, dtype=None, where=True):
         return _expand(g, x, axis) * (max(ans.size, 1) / max(x.size, 1))
     mask = _mask(x, where, g.dtype)
     count = np.maximum(np.sum(mask, axis=axis, keepdims=True), 1)  # an all-masked slice: 0, not nan
-    return _expand(g, x, axis) * (mask / count)
+    return step_cotangent(_expand(g, x, axis), mask / count, x)
 
 
 def _centred(x, axis):
@@ -99,35 +100,36 @@ def nan_free(x) -> np.ndarray:
 
 
 def _nansum_vjp(g, ans, x, axis=None, keepdims=False):
-    return anp.where(nan_free(x), _expand(g, x, axis), 0.0)
+    return step_cotangent(_expand(g, x, axis), mask(nan_free(x), g), x)
 
 
 def _nanmean_vjp(g, ans, x, axis=None, keepdims=False):
     kept = nan_free(x)
     count = np.maximum(np.sum(kept, axis=axis, keepdims=True), 1)  # an all-NaN slice: 0, not nan
-    return anp.where(kept, _expand(g, x, axis) / np.asarray(count, dtype=g.dtype), 0.0)
+    return step_cotangent(_expand(g, x, axis), mask(kept / count, g), x)
 
 
 def quantile_vjp(g, ans, x, q, axis, method):
     """The cotangent of x: g spread over each slice by the interpolation weights."""
     weights = quantile_weights(x, q, axis, method, g.dtype)  # (nq, m, n)
     per_q = anp.reshape(g, weights.shape[:2] + (1,))
-    return from_rows(anp.sum(per_q * weights, axis=0), x.shape, axis)
+    return from_rows(anp.sum(times_step(per_q, weights), axis=0), x.shape, axis)
 
 
 # fmt: off
 # --- reductions ----------------------------------------------------------------------
-defvjp("sum",        _sum_vjp)
-defvjp("mean",       _mean_vjp)
+# the steps among these (max, min, ptp, where=, the nan-skipping ones) select: zeros.step_cotangent
+defvjp_steps("sum",  _sum_vjp)
+defvjp_steps("mean", _mean_vjp)
 defvjp("prod",       lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * prod_partials(x, ans, axis))
-defvjp("max",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * tie_weights(x, ans, axis, g.dtype))
-defvjp("min",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * tie_weights(x, ans, axis, g.dtype))
+defvjp_steps("max",  lambda g, ans, x, axis=None, keepdims=False: step_cotangent(_expand(g, x, axis), tie_weights(x, ans, axis, g.dtype), x))
+defvjp_steps("min",  lambda g, ans, x, axis=None, keepdims=False: step_cotangent(_expand(g, x, axis), tie_weights(x, ans, axis, g.dtype), x))
 defvjp("var",        _var_vjp)
 defvjp("std",        _std_vjp)
-defvjp("ptp",        lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * ptp_weights(x, axis, g.dtype))
+defvjp_steps("ptp",  lambda g, ans, x, axis=None, keepdims=False: step_cotangent(_expand(g, x, axis), ptp_weights(x, axis, g.dtype), x))
 defvjp("average",    _average_vjp_a, _average_vjp_w)
-defvjp("nansum",     _nansum_vjp)
-defvjp("nanmean",    _nanmean_vjp)
+defvjp_steps("nansum",  _nansum_vjp)
+defvjp_steps("nanmean", _nanmean_vjp)
 defvjp("median",     lambda g, ans, x, axis=None, keepdims=False: quantile_vjp(g, ans, x, 0.5, axis, "linear"))
 defvjp("quantile",   lambda g, ans, x, q, axis=None, method="linear", keepdims=False: quantile_vjp(g, ans, x, q, axis, method))
 defvjp("percentile", lambda g, ans, x, q, axis=None, method="linear", keepdims=False: quantile_vjp(g, ans, x, np.asarray(q) / 100, axis, method))

@@ -7,6 +7,7 @@ from typing import Any
 
 import adcore.numpy as anp
 from adcore.extend import kept_shape
+from adcore_reverse.zeros import MaskingRules
 
 VJPS: dict[str, Any] = {}
 
@@ -16,6 +17,13 @@ def defvjp(op: str, *rules: Any) -> None:
     if op in VJPS:
         raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
     VJPS[op] = rules
+
+
+def defvjp_steps(op: str, *rules: Any) -> None:
+    """defvjp for an op whose rules may return Masked (zeros.step_cotangent: a step's zero
+    derivative): the backward pass keeps those structural zeros below the op."""
+    defvjp(op, *rules)
+    VJPS[op] = MaskingRules(rules)
 
 
 def defvjp_variadic(op: str, rule: Any) -> None:
