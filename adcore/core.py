@@ -60,6 +60,10 @@ class Trace:
 
     level: int = 0
     backend: str | None = None  # the backend's name, for error messages (else the class name)
+    # `bind` hands `process` copies of the arrays and lists among an op's params (frozen_params), so
+    # a trace that reads them after the op ran (a tape, a recording, a plan) reads what the op used;
+    # a trace that reads them only inside `process`, and wants the caller's own objects, sets False
+    copies_params: bool = True
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not process ops")
@@ -84,7 +88,51 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
         return op.impl(*args, **params)
     if not op.accepts_complex:
         _refuse_complex(op, args, top)
+    if params and top.copies_params:
+        params = frozen_params(params)
     return top.process(op, args, params)
+
+
+# Param values nothing can change in place: the common case passes them by their class alone.
+_FIXED = frozenset({int, float, bool, str, type(None), complex, type(Ellipsis), np.dtype})
+
+
+def frozen_params(params: dict) -> dict:
+    """params with every array, list and dict in them (in tuples and slices too) copied; the dict
+    itself when there is none, the common case. A trace's later passes (a backward sweep, a recorded
+    program, a plan) read an op's params after the op ran, when the caller may have written into its
+    own index array or mask (`idx[:] = 0`): they must read what the op used (issue 32)."""
+    out = None
+    for name, value in params.items():
+        if value.__class__ in _FIXED:
+            continue
+        kept = frozen_value(value)
+        if kept is not value:
+            if out is None:
+                out = dict(params)
+            out[name] = kept
+    return params if out is None else out
+
+
+def frozen_value(value: Any) -> Any:
+    """value, or a copy of it where it holds something mutable (itself when it holds nothing)."""
+    cls = value.__class__
+    if cls in _FIXED:
+        return value
+    if isinstance(value, np.ndarray):
+        return value.copy(order="K")
+    if cls is tuple:
+        items = tuple(map(frozen_value, value))
+        return value if all(a is b for a, b in zip(items, value)) else items
+    if cls is slice:
+        ends = (frozen_value(value.start), frozen_value(value.stop), frozen_value(value.step))
+        same = ends[0] is value.start and ends[1] is value.stop and ends[2] is value.step
+        return value if same else slice(*ends)
+    if isinstance(value, list):
+        return [frozen_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: frozen_value(v) for k, v in value.items()}
+    return value  # numpy scalars, functions, dtypes, objects a trace does not look into
 
 
 def _refuse_complex(op: Any, args: tuple, top: Trace) -> None:

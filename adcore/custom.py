@@ -28,7 +28,7 @@ import numpy as np
 
 from adcore import ops, plugins, tree
 from adcore.api import value_and_grad
-from adcore.core import Tracer, concrete
+from adcore.core import Tracer, concrete, frozen_value
 from adcore.errors import (
     InvalidArgnumsError,
     InvalidInputError,
@@ -135,7 +135,9 @@ class _Custom:
                 raise InvalidInputError(f"{e}; or name it in nondiff_argnums, as a static argument") from None
             leaves += flat
             treedefs.append(td)
-        static = tuple(args[i] for i in nondiff)
+        # copied: the rules run the body (or fwd, bwd) again in the backward pass, after the caller
+        # may have written into an index array or appended to a list it passed here
+        static = tuple(frozen_value(args[i]) for i in nondiff)
         traced = [
             i for i, value in zip(nondiff, static) if any(isinstance(x, Tracer) for x in tree.leaves(value))
         ]

@@ -26,7 +26,9 @@ def backward_pass(
     proved structurally zero (zeros.py); a node with none takes the plain loop below.
     """
     trace = root._trace
-    pending = {root._seq: seed}
+    # the caller's array may change before its next sweep, while rules keep what they computed
+    # for a cotangent by its identity (custom.py, checkpoint.py): each sweep gets its own
+    pending = {root._seq: seed.copy() if seed.__class__ is np.ndarray else seed}
     zeros: dict[int, np.ndarray] = {}
     heap = [(-root._seq, root)]
     leaves = []

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.core import Trace, Tracer, bind_below, conversion_error
+from adcore.core import Trace, Tracer, bind_below, conversion_error, frozen_value
 from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
 from adcore_reverse import grad_mode
@@ -24,9 +24,10 @@ class ReverseTrace(Trace):
 
     The backward pass reads a node's inputs and output again, after f (or its caller) may
     have changed an array in place (`k *= 10` on a constant f used). So a node keeps a copy of
-    every array it did not make itself: constants here, and in the eager trace also the
-    Tensors' values and its own output, which the user reaches through `.data`. The
-    derivative is then that of the computation as it ran (docs/conventions.md, "State").
+    every array it did not make itself: constants here (lists too), and in the eager trace also
+    the Tensors' values and its own output, which the user reaches through `.data`; `bind` has
+    copied the arrays and lists among the params (index arrays, masks, `q`: core.frozen_params).
+    The derivative is then that of the computation as it ran (docs/conventions.md, "State").
     """
 
     owns_values = True  # Tensor values are made by ops of this trace and reach no one else
@@ -44,16 +45,13 @@ class ReverseTrace(Trace):
         # copied up front, so the impl reads the same copy the node keeps
         if self.owns_values:
             primals = [
-                a.value
-                if isinstance(a, Tensor) and a._trace is self
-                else (a.copy(order="K") if isinstance(a, np.ndarray) else a)
-                for a in args
+                a.value if isinstance(a, Tensor) and a._trace is self else frozen_value(a) for a in args
             ]
         else:  # the Tensors' values too; numpy scalars, which 0-d ops return, cannot change
             primals = [
                 (a.value.copy(order="K") if a.value.__class__ is np.ndarray else a.value)
                 if isinstance(a, Tensor) and a._trace is self
-                else (a.copy(order="K") if isinstance(a, np.ndarray) else a)
+                else frozen_value(a)
                 for a in args
             ]
         ans = bind_below(op, primals, params)
@@ -213,7 +211,7 @@ class Tensor(Tracer):
                     f"it must return None or a gradient of this Tensor's shape {np.shape(g)} and "
                     f"dtype {np.result_type(g)}"
                 )
-            g, replaced = new, True
+            g, replaced = _copy(new), True  # the hook's own array may change before the next sweep
         return g, replaced
 
     def _name(self) -> str:
