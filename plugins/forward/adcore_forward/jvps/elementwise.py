@@ -6,7 +6,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.extend import inside_clip, lift, mask, power_by_base, power_by_exponent, tie_split
+from adcore.extend import inside_clip, lift, mask, power_by_base, power_by_exponent, tie_split, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops import elementwise as ew
 from adcore_forward.jvps.table import defjvp
@@ -48,15 +48,16 @@ defjvp("cosh",       lambda t, ans, x: t * anp.sinh(x))
 defjvp("tanh",       lambda t, ans, x: t * (1 - ans * ans))
 
 # --- kinks and steps -----------------------------------------------------------------
-defjvp("abs",        lambda t, ans, x: cp.real_if_complex(t * cp.abs_slope(x, ans)))
+defjvp("abs",        lambda t, ans, x: cp.real_if_complex(t * cp.abs_slope(x, ans)) if cp.is_complex(x) else times_step(t, mask(np.sign(concrete(x)), t)))
 defjvp("sign",       None)
 defjvp("floor",      None)
 defjvp("round",      None)
-defjvp("maximum",    lambda t, ans, x, y: lift(t, ans) * tie_split(x, y, np.greater, t),
-                     lambda t, ans, x, y: lift(t, ans) * tie_split(y, x, np.greater, t))
-defjvp("minimum",    lambda t, ans, x, y: lift(t, ans) * tie_split(x, y, np.less, t),
-                     lambda t, ans, x, y: lift(t, ans) * tie_split(y, x, np.less, t))
-defjvp("clip",       lambda t, ans, x, a_min=None, a_max=None: t * mask(inside_clip(x, a_min, a_max), t))
+# steps select, not multiply: 0 where the step is 0, even for an inf or nan tangent (times_step)
+defjvp("maximum",    lambda t, ans, x, y: times_step(lift(t, ans), tie_split(x, y, np.greater, t)),
+                     lambda t, ans, x, y: times_step(lift(t, ans), tie_split(y, x, np.greater, t)))
+defjvp("minimum",    lambda t, ans, x, y: times_step(lift(t, ans), tie_split(x, y, np.less, t)),
+                     lambda t, ans, x, y: times_step(lift(t, ans), tie_split(y, x, np.less, t)))
+defjvp("clip",       lambda t, ans, x, a_min=None, a_max=None: times_step(t, mask(inside_clip(x, a_min, a_max), t)))
 defjvp("where",      None,
                      lambda t, ans, c, x, y: anp.where(concrete(c), lift(t, ans), 0.0),
                      lambda t, ans, c, x, y: anp.where(concrete(c), 0.0, lift(t, ans)))
@@ -97,19 +98,20 @@ defjvp("floor_divide", None, None)
 
 # --- steps, kinks and signs -----------------------------------------------------------
 defjvp("ceil",         None)
-defjvp("fabs",         lambda t, ans, x: t * anp.sign(x))
-defjvp("copysign",     lambda t, ans, x, y: lift(t, ans) * ew.copysign_weight(x, y, t),
+defjvp("fabs",         lambda t, ans, x: times_step(t, mask(np.sign(concrete(x)), t)))
+defjvp("copysign",     lambda t, ans, x, y: times_step(lift(t, ans), ew.copysign_weight(x, y, t)),
                        None)
 defjvp("heaviside",    None,  # the value at 0 is h: d/dh = 1 where x = 0
-                       lambda t, ans, x, h: lift(t, ans) * mask(concrete(x) == 0, t))
-defjvp("fmax",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, np.greater, t),
-                       lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(y, x, np.greater, t))
-defjvp("fmin",         lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(x, y, np.less, t),
-                       lambda t, ans, x, y: lift(t, ans) * ew.fmax_weight(y, x, np.less, t))
+                       lambda t, ans, x, h: times_step(lift(t, ans), mask(concrete(x) == 0, t)))
+defjvp("fmax",         lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(x, y, np.greater, t)),
+                       lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(y, x, np.greater, t)))
+defjvp("fmin",         lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(x, y, np.less, t)),
+                       lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(y, x, np.less, t)))
 
 # --- float_power, nan_to_num -------------------------------------------------------------
 defjvp("float_power",  lambda t, ans, x, y: lift(t, ans) * power_by_base(ew.in_float64(x), ew.in_float64(y)),
                        lambda t, ans, x, y: lift(t, ans) * power_by_exponent(cp.complex_base(ew.in_float64(x), ans), ew.in_float64(y), ans))
-defjvp("nan_to_num",   lambda t, ans, x, **params: t * ew.finite_weight(x, t))
+# d nan_to_num / dx is 0 at a nan or inf x (NumPy's replacement is a constant there; JAX's too)
+defjvp("nan_to_num",   lambda t, ans, x, **params: times_step(t, ew.finite_weight(x, t)))
 
 # fmt: on

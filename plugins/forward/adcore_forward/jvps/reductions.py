@@ -7,7 +7,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.extend import batched_axis, kept_shape, prod_partials, tie_weights
+from adcore.extend import batched_axis, kept_shape, prod_partials, tie_weights, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import quantile_weights, to_rows
 from adcore.ops.reductions import reduced_count
@@ -17,8 +17,10 @@ from adcore_forward.jvps.table import reduce as _reduce
 
 
 def _sum_jvp(t, ans, x, axis=None, keepdims=False, dtype=None, where=True):
-    weights = None if where is True else np.broadcast_to(np.asarray(where, dtype=t.dtype), x.shape)
-    return _reduce(t, x, axis, keepdims, weights)
+    if where is True:
+        return _reduce(t, x, axis, keepdims)
+    kept = np.broadcast_to(np.asarray(where, dtype=t.dtype), x.shape)
+    return _reduce(times_step(t, kept), x, axis, keepdims)
 
 
 def _mean_jvp(t, ans, x, axis=None, keepdims=False, dtype=None, where=True):
@@ -26,7 +28,7 @@ def _mean_jvp(t, ans, x, axis=None, keepdims=False, dtype=None, where=True):
         return anp.mean(t, axis=batched_axis(axis, x.ndim), keepdims=keepdims)
     mask = np.broadcast_to(np.asarray(where, dtype=t.dtype), x.shape)
     count = np.maximum(np.sum(mask, axis=axis, keepdims=True), 1)  # an all-masked slice: 0, not nan
-    return _reduce(t, x, axis, keepdims, mask / count)
+    return _reduce(times_step(t, mask / count), x, axis, keepdims)
 
 
 def _centred(x, axis):
@@ -50,7 +52,7 @@ def _ptp_jvp(t, ans, x, axis=None, keepdims=False):
     values = concrete(x)
     high = tie_weights(values, np.max(values, axis=axis, keepdims=True), axis, t.dtype)
     low = tie_weights(values, np.min(values, axis=axis, keepdims=True), axis, t.dtype)
-    return _reduce(t, x, axis, keepdims, high - low)
+    return _reduce(times_step(t, high - low), x, axis, keepdims)
 
 
 def _laid_out(a, weights, axis):
@@ -95,7 +97,7 @@ def quantile_jvp(t, ans, x, q, axis, method):
     """Each output's tangent: the interpolation weights times the slice's tangents."""
     weights = quantile_weights(x, q, axis, method, t.dtype)  # (nq, m, n)
     rows = anp.expand_dims(to_rows(t, axis, lead=1), 1)  # (B, 1, m, n)
-    return anp.reshape(anp.sum(rows * weights, axis=-1), _batch(t, ans))
+    return anp.reshape(anp.sum(times_step(rows, weights), axis=-1), _batch(t, ans))
 
 
 # fmt: off
@@ -103,8 +105,8 @@ def quantile_jvp(t, ans, x, q, axis, method):
 defjvp("sum",        _sum_jvp)
 defjvp("mean",       _mean_jvp)
 defjvp("prod",       lambda t, ans, x, axis=None, keepdims=False: _reduce(t, x, axis, keepdims, prod_partials(x, ans, axis)))
-defjvp("max",        lambda t, ans, x, axis=None, keepdims=False: _reduce(t, x, axis, keepdims, tie_weights(x, ans, axis, t.dtype)))
-defjvp("min",        lambda t, ans, x, axis=None, keepdims=False: _reduce(t, x, axis, keepdims, tie_weights(x, ans, axis, t.dtype)))
+defjvp("max",        lambda t, ans, x, axis=None, keepdims=False: _reduce(times_step(t, tie_weights(x, ans, axis, t.dtype)), x, axis, keepdims))
+defjvp("min",        lambda t, ans, x, axis=None, keepdims=False: _reduce(times_step(t, tie_weights(x, ans, axis, t.dtype)), x, axis, keepdims))
 defjvp("var",        _var_jvp)
 defjvp("std",        _std_jvp)
 defjvp("ptp",        _ptp_jvp)
