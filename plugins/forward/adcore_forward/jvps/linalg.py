@@ -9,6 +9,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.errors import LinearAlgebraError
+from adcore.extend import times_step
 from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp
@@ -84,7 +85,7 @@ def _solve_triangular_jvp(argnum: int):
         if argnum == 1:
             return _like_solution(solve(_rhs_tangent(t, ans, b)), t, ans, b)
         x = _matrix(ans, b)
-        dt = t * triangle_mask(a.shape[-1], lower, unit_diagonal, t.dtype)
+        dt = times_step(t, triangle_mask(a.shape[-1], lower, unit_diagonal, t.dtype))  # unread: no nan
         dm = anp.swapaxes(dt, -1, -2) if is_transposed(trans) else dt
         return _like_solution(-solve(anp.matmul(_lift_to(dm, x.ndim), x)), t, ans, b)
 
@@ -98,7 +99,7 @@ def _cho_solve_jvp(argnum: int):
         if argnum == 1:
             return _like_solution(anp.cho_solve(c, _rhs_tangent(t, ans, b), lower=lower), t, ans, b)
         mask = triangle_mask(c.shape[-1], lower, dtype=t.dtype)
-        factor, d_factor = c * mask, t * mask
+        factor, d_factor = times_step(c, mask), times_step(t, mask)  # the unread triangle may hold anything
         half = (
             anp.matmul(d_factor, anp.swapaxes(factor, -1, -2))
             if lower

@@ -9,7 +9,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.errors import LinearAlgebraError
-from adcore.extend import unbroadcast
+from adcore.extend import times_step, unbroadcast
 from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
 from adcore_reverse.vjps.table import defvjp
 
@@ -84,7 +84,7 @@ def _solve_triangular_vjp(argnum: int):
         ga = (
             anp.matmul(x, anp.swapaxes(gb, -1, -2)) if transposed else anp.matmul(gb, anp.swapaxes(x, -1, -2))
         )
-        return unbroadcast(-ga * triangle_mask(a.shape[-1], lower, unit_diagonal, g.dtype), a)
+        return unbroadcast(times_step(-ga, triangle_mask(a.shape[-1], lower, unit_diagonal, g.dtype)), a)
 
     return rule
 
@@ -98,7 +98,7 @@ def _cho_solve_vjp(argnum: int):
             return _like_rhs(gb, b)
         n = c.shape[-1]
         mask = triangle_mask(n, lower, dtype=g.dtype)
-        factor = c * mask
+        factor = times_step(c, mask)  # the triangle cho_factor leaves unread may hold anything
         ga = -anp.matmul(gb, anp.swapaxes(_matrix(ans, b), -1, -2))
         both = ga + anp.swapaxes(ga, -1, -2)
         return unbroadcast(mask * (anp.matmul(both, factor) if lower else anp.matmul(factor, both)), c)

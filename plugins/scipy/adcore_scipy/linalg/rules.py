@@ -25,7 +25,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.extend import unbroadcast
+from adcore.extend import times_step, unbroadcast
 from adcore_scipy.linalg.ops import check_bands, refuse_singular_sylvester
 
 
@@ -147,7 +147,7 @@ def _banded_times(dab: Any, x: Any, low: int, up: int) -> Any:
     j = np.arange(n)[None, :] - k + up
     mask = ((j >= 0) & (j < n)).astype(concrete(dab).real.dtype)
     j = np.clip(j, 0, n - 1)
-    entries = dab[..., np.broadcast_to(k, j.shape), j] * mask  # dA[i, i - k + u] at [..., k, i]
+    entries = times_step(dab[..., np.broadcast_to(k, j.shape), j], mask)  # dA[i, i - k + u] at [..., k, i]
     if x.ndim == 1:
         return anp.sum(entries * x[j], axis=-2)
     return anp.sum(anp.expand_dims(entries, axis=-1) * x[j], axis=-3)
@@ -157,7 +157,7 @@ def _transposed_bands(ab: Any, low: int, up: int) -> Any:
     """The bands of A^T ((u, l) of them): abT[k, j] = ab[u + l - k, j + k - l]."""
     n = ab.shape[-1]
     k, j, inside = _band_index(low, up, n, shift=low)
-    return ab[up + low - k, j] * inside.astype(concrete(ab).real.dtype)
+    return times_step(ab[up + low - k, j], inside.astype(concrete(ab).real.dtype))  # corners: anything
 
 
 def _solve_banded_jvp(argnum: int):
