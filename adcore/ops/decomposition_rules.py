@@ -6,7 +6,7 @@ triangle eigh reads, norm's (sub)gradient. Written with adcore ops looked up at 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -240,3 +240,76 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
         hit = sums == extreme
         d2 = np.sign(value) * (hit / np.sum(hit, axis=(-2, -1), keepdims=True)).astype(value.dtype)
     return ops.transpose(d2, axes=inverse)
+
+
+# --- pinv and lstsq with a cut: the derivative of the truncated pseudo-inverse ----------------------
+
+
+class TruncatedPinv(NamedTuple):
+    """What the truncated pseudo-inverse's rules need: a's thin SVD U (..., m, r), V (..., n, r);
+    the coefficients H and G of dP = V (H o X + G o X^T) U^T + ..., X = U^T dA V; S_k^-2 (the kept
+    singular values' inverse squares, 0 at the dropped ones)."""
+
+    u: Any
+    v: Any
+    h: Any
+    g: Any
+    inverse_squares: Any
+
+
+def truncated_pinv(op: str, a: Any, rtol: Any, *inputs: Any) -> TruncatedPinv | None:
+    """The SVD pieces of the derivative of pinv(a) with singular values at most rtol * max(s) cut,
+    or None where no singular value but rounding is dropped (Golub & Pereyra's rule, which takes
+    the dropped ones as exact zeros, is then exact and cheaper). That function is smooth where no
+    singular value sits at the cut, and its derivative only divides by the gaps s_kept^2 -
+    s_dropped^2. An InvalidValueError where a singular value is within rounding of the cut, and
+    under an outer derivative (a traced input) at a rank-deficient a."""
+    ops = core.OPS
+    value = concrete(a)
+    second_order = any(isinstance(x, core.Tracer) for x in (a, *inputs))
+    tol = 32 * max(value.shape[-2:]) * np.finfo(np.result_type(value.dtype, np.float32)).eps
+    if np.all(np.asarray(rtol) <= tol) and not second_order:
+        return None  # NumPy's default cut: only rounding is dropped (no SVD: the common case stays cheap)
+    s_value = np.linalg.svd(value, compute_uv=False)
+    cut = np.asarray(rtol)[..., None] * np.max(s_value, axis=-1, keepdims=True)
+    kept = s_value > cut
+    tol = degenerate_tolerance(s_value, max(value.shape[-2:]))
+    _refuse_at_cut(op, s_value, cut, kept, tol)
+    if second_order and np.any(s_value <= tol):
+        raise InvalidValueError(
+            f"op {op!r}: no second derivative at a rank-deficient a (singular values "
+            f"{np.array2string(s_value, precision=4)}): the first derivative there holds the rank "
+            "fixed, and differentiating it again would give a plausible wrong number; take second "
+            "derivatives where a has full rank"
+        )
+    if not np.any(~kept & (s_value > tol)):
+        return None
+    m = a.shape[-2]
+    packed = ops.svd_packed(a)
+    u, s, v = packed[..., :m, :], packed[..., m, :], packed[..., m + 1 :, :]
+    dtype = s_value.dtype
+    one, zero = np.ones((), dtype), np.zeros((), dtype)
+    safe = ops.where(kept, s, one)  # the kept singular values, 1 where dropped (never divided by)
+    row, column = ops.expand_dims(safe, axis=-2), ops.expand_dims(safe, axis=-1)  # s_b, s_a
+    s_row, s_column = ops.expand_dims(s, axis=-2), ops.expand_dims(s, axis=-1)
+    kept_row, kept_column = kept[..., None, :], kept[..., :, None]
+    mixed = kept_row != kept_column  # one of a, b kept, the other dropped
+    squares = s_row * s_row - s_column * s_column  # s_b^2 - s_a^2: positive where b is kept
+    g = ops.where(mixed, np.where(kept_row, 1, -1).astype(dtype) / ops.where(mixed, squares, one), zero)
+    ratio = ops.where(kept_row, s_column / row, s_row / column)  # s_dropped / s_kept
+    both = kept_row & kept_column
+    h = ops.where(mixed, g * ratio, zero) - ops.where(both, 1.0 / (row * column), zero)
+    return TruncatedPinv(u, v, h, g, ops.where(kept, 1.0 / (safe * safe), zero))
+
+
+def _refuse_at_cut(op: str, s: np.ndarray, cut: np.ndarray, kept: np.ndarray, tol: np.ndarray) -> None:
+    """An InvalidValueError where rounding decides whether a singular value is cut (pinv jumps
+    there), or where a zero singular value is kept (a negative rcond: pinv is infinite)."""
+    near = (np.abs(s - cut) <= tol) & (cut > tol) & (cut < np.max(s, axis=-1, keepdims=True))
+    if np.any(near) or np.any(kept & (s <= tol)):
+        raise InvalidValueError(
+            f"op {op!r}: no derivative where a singular value is at the cut rcond * max(s) within "
+            f"rounding (singular values {np.array2string(s, precision=6)}, cut "
+            f"{np.array2string(np.squeeze(cut, -1), precision=6)}): the pseudo-inverse jumps there "
+            "as the singular value is kept or dropped. Move rcond (rtol) away from s / max(s)"
+        )

@@ -322,12 +322,44 @@ def _norm_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
     return out
 
 
+def _truncating_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    """Matrices with singular values 2, 1, 0.3 (2, 0.3 for two) and a cut at 0.6 that drops the
+    nonzero 0.3: the derivative of the truncated pseudo-inverse, not of a fixed rank."""
+    out = []
+    for batch, m, n in (((), 3, 3), ((), 4, 2), ((), 2, 4), ((2,), 3, 2)):
+        k = min(m, n)
+        u, v = _orthogonal(rng, m, batch)[..., :k], _orthogonal(rng, n, batch)[..., :k]
+        a = (u * np.array({1: [2.0], 2: [2.0, 0.3], 3: [2.0, 1.0, 0.3]}[k])) @ np.swapaxes(v, -1, -2)
+        out.append(Sample((a.astype(dtype),), {"rcond": 0.3} if m >= n else {"rtol": 0.3}))
+    return out
+
+
+def _pinv_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+    return _matrix_samples()(rng, dtype) + _truncating_samples(rng, dtype)
+
+
 def _lstsq_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
     out = []
     for (m, n), bshape in ((((4, 2)), (4,)), (((4, 2)), (4, 3)), (((3, 3)), (3,)), (((2, 3)), (2,))):
         a = _with_singular_values(rng, (), m, n).astype(dtype)
         out.append(Sample((a, rng.uniform(-2, 2, bshape).astype(dtype))))
+    for sample in _truncating_samples(rng, dtype)[:3]:
+        a = sample.args[0]
+        out.append(Sample((a, rng.uniform(-2, 2, a.shape[:1]).astype(dtype)), {"rcond": 0.3}))
     return out
+
+
+def _pinv_distance(a: Any, rcond: Any = None, hermitian: bool = False, rtol: Any = None) -> np.ndarray:
+    """Zero singular values at NumPy's default cut (the rank jumps), else how far one is from the cut."""
+    cut = rcond if rcond is not None else rtol
+    if cut is None:
+        return _singular_distance(a)
+    s = np.linalg.svd(np.asarray(a), compute_uv=False)
+    return np.min(np.abs(s - np.asarray(cut)[..., None] * np.max(s, axis=-1, keepdims=True)), axis=-1)
+
+
+def _lstsq_distance(a: Any, b: Any, rcond: Any = None) -> np.ndarray:
+    return _pinv_distance(a, rcond)
 
 
 # --- the ops ------------------------------------------------------------------------
@@ -424,9 +456,12 @@ pinv = OpSpec(
     _pinv,
     params=("rcond", "hermitian", "rtol"),
     numpy=(np.linalg.pinv,),
-    samples=_matrix_samples(),
-    kink_distance=_singular_distance,
-    doc="the derivative holds the rank fixed (Golub & Pereyra): singular values under the cutoff stay 0",
+    samples=_pinv_samples,
+    kink_distance=_pinv_distance,
+    doc="singular values at most rcond (rtol) times the largest are cut: the derivative is the truncated "
+    "pseudo-inverse's (it divides by the gaps between kept and cut ones), an InvalidValueError where "
+    "one is at the cut within rounding; NumPy's default cut drops rounding only, and at a "
+    "rank-deficient a the derivative holds the rank fixed (Golub & Pereyra)",
 )
 lstsq_solution = OpSpec(
     "lstsq_solution",
@@ -434,8 +469,9 @@ lstsq_solution = OpSpec(
     nin=2,
     params=("rcond",),
     samples=_lstsq_samples,
-    kink_distance=_singular_distance,
-    doc="np.linalg.lstsq's x, pinv(a) @ b (the least-norm solution); its derivative holds a's rank fixed",
+    kink_distance=_lstsq_distance,
+    doc="np.linalg.lstsq's x, pinv(a, rcond) @ b (the least-norm solution); its derivative is pinv's "
+    "(the truncated pseudo-inverse's where rcond cuts a nonzero singular value)",
 )
 
 

@@ -31,8 +31,9 @@ from adcore.ops.decomposition_rules import (
     refuse_undetermined,
     swap_last,
     symmetric_read,
+    truncated_pinv,
 )
-from adcore.ops.decompositions import lstsq_rcond, norm_axes
+from adcore.ops.decompositions import lstsq_rcond, norm_axes, pinv_rtol
 from adcore_forward.jvps.table import defjvp
 
 
@@ -160,23 +161,49 @@ def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
 
 
 def _pinv_jvp(t, ans, a, rcond=None, hermitian=False, rtol=None):
-    # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P, P = pinv(A)
-    p, tt = ans, swap_last(t)
+    cut = pinv_rtol(a, rcond, rtol)
+    pieces = truncated_pinv("pinv", a, cut, t, ans)
+    if pieces is not None:
+        return _truncated_pinv_jvp(t, pieces, a.shape[-2], a.shape[-1])
+    return _fixed_rank_pinv_jvp(t, ans, a)
+
+
+def _fixed_rank_pinv_jvp(t, p, a):
+    # Golub & Pereyra, the dropped singular values exact zeros, P = pinv(A):
+    # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    tt = swap_last(t)
     first = -anp.matmul(anp.matmul(p, t), p)
     second = anp.matmul(anp.matmul(p, swap_last(p)), tt - anp.matmul(anp.matmul(tt, a), p))
     third = anp.matmul(tt - anp.matmul(p, anp.matmul(a, tt)), anp.matmul(swap_last(p), p))
     return first + second + third
 
 
+def _truncated_pinv_jvp(t, pieces, m, n):
+    # dP = V (H o X + G o X^T) U^T + (I - V V^T) dA^T U S_k^-2 U^T + V S_k^-2 V^T dA^T (I - U U^T),
+    # X = U^T dA V: the derivative of the truncated pseudo-inverse (decomposition_rules.truncated_pinv)
+    u, v, h, f, inverse_squares = pieces
+    x = anp.matmul(anp.matmul(swap_last(u), t), v)
+    out = anp.matmul(anp.matmul(v, h * x + f * swap_last(x)), swap_last(u))
+    tt = swap_last(t)
+    if n > m:
+        w = anp.matmul(u * anp.expand_dims(inverse_squares, axis=-2), swap_last(u))
+        out = out + anp.matmul(tt - anp.matmul(v, anp.matmul(swap_last(v), tt)), w)
+    if m > n:
+        w = anp.matmul(v * anp.expand_dims(inverse_squares, axis=-2), swap_last(v))
+        out = out + anp.matmul(w, tt - anp.matmul(anp.matmul(tt, u), swap_last(u)))
+    return out
+
+
 def _lstsq_jvp(argnum: int):
-    # x = P b, P = pinv(a): dx = dP b + P db
+    # x = P b, P = pinv(a, rcond): dx = dP b + P db
     def rule(t, ans, a, b, rcond=None):
-        p = anp.pinv(a, rcond=lstsq_rcond(a, rcond))
+        cut = lstsq_rcond(a, rcond)
+        p = anp.pinv(a, rcond=cut)
         if argnum == 1:
             t2 = t if b.ndim == 2 else anp.expand_dims(t, axis=-1)
             return anp.reshape(anp.matmul(p, t2), t.shape[:1] + ans.shape)
         b2 = b if b.ndim == 2 else anp.expand_dims(b, axis=-1)
-        return anp.reshape(anp.matmul(_pinv_jvp(t, p, a), b2), t.shape[:1] + ans.shape)
+        return anp.reshape(anp.matmul(_pinv_jvp(t, p, a, rcond=cut), b2), t.shape[:1] + ans.shape)
 
     return rule
 

@@ -30,8 +30,9 @@ from adcore.ops.decomposition_rules import (
     refuse_second_order,
     refuse_undetermined,
     swap_last,
+    truncated_pinv,
 )
-from adcore.ops.decompositions import lstsq_rcond, norm_axes
+from adcore.ops.decompositions import lstsq_rcond, norm_axes, pinv_rtol
 from adcore_reverse.vjps.table import defvjp
 
 
@@ -198,8 +199,17 @@ def _norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
 
 
 def _pinv_vjp(g, ans, a, rcond=None, hermitian=False, rtol=None):
-    # gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A), P = pinv(A)
-    p, gt = ans, swap_last(g)
+    cut = pinv_rtol(a, rcond, rtol)
+    pieces = truncated_pinv("pinv", a, cut, g, ans)
+    if pieces is not None:
+        return _truncated_pinv_vjp(g, pieces, a.shape[-2], a.shape[-1])
+    return _fixed_rank_pinv_vjp(g, ans, a)
+
+
+def _fixed_rank_pinv_vjp(g, p, a):
+    # Golub & Pereyra, the dropped singular values exact zeros, P = pinv(A):
+    # gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)
+    gt = swap_last(g)
     y = anp.matmul(p, gt)  # P G^T
     first = -anp.matmul(anp.matmul(swap_last(p), g), swap_last(p))
     second = anp.matmul(gt - anp.matmul(a, y), anp.matmul(p, swap_last(p)))
@@ -207,15 +217,32 @@ def _pinv_vjp(g, ans, a, rcond=None, hermitian=False, rtol=None):
     return first + second + third
 
 
+def _truncated_pinv_vjp(g, pieces, m, n):
+    # dP = V (H o X + G o X^T) U^T + (I - V V^T) dA^T U S_k^-2 U^T + V S_k^-2 V^T dA^T (I - U U^T),
+    # X = U^T dA V (decomposition_rules.truncated_pinv); its adjoint, term by term
+    u, v, h, f, inverse_squares = pieces
+    z = anp.matmul(anp.matmul(swap_last(v), g), u)  # V^T G U
+    out = anp.matmul(anp.matmul(u, h * z + f * swap_last(z)), swap_last(v))
+    gt = swap_last(g)
+    if n > m:  # U S_k^-2 U^T G^T (I - V V^T)
+        w = anp.matmul(u * anp.expand_dims(inverse_squares, axis=-2), swap_last(u))
+        out = out + anp.matmul(w, gt - anp.matmul(anp.matmul(gt, v), swap_last(v)))
+    if m > n:  # (I - U U^T) G^T V S_k^-2 V^T
+        w = anp.matmul(v * anp.expand_dims(inverse_squares, axis=-2), swap_last(v))
+        out = out + anp.matmul(gt - anp.matmul(u, anp.matmul(swap_last(u), gt)), w)
+    return out
+
+
 def _lstsq_vjp(argnum: int):
-    # x = P b, P = pinv(a): gb = P^T g, and a's through pinv's rule with gP = g b^T
+    # x = P b, P = pinv(a, rcond): gb = P^T g, and a's through pinv's rule with gP = g b^T
     def rule(g, ans, a, b, rcond=None):
-        p = anp.pinv(a, rcond=lstsq_rcond(a, rcond))
+        cut = lstsq_rcond(a, rcond)
+        p = anp.pinv(a, rcond=cut)
         g2 = g if g.ndim == 2 else anp.expand_dims(g, axis=-1)
         b2 = b if b.ndim == 2 else anp.expand_dims(b, axis=-1)
         if argnum == 1:
             return anp.reshape(anp.matmul(swap_last(p), g2), b.shape)
-        return _pinv_vjp(anp.matmul(g2, swap_last(b2)), p, a)
+        return _pinv_vjp(anp.matmul(g2, swap_last(b2)), p, a, rcond=cut)
 
     return rule
 
