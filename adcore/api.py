@@ -13,6 +13,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from adcore import complex_split, derivatives, tree
 from adcore import sparse as _sparse
 from adcore.complex_split import Split
@@ -305,13 +307,13 @@ def vjp(
         _name_parts(e, None, split)
         raise
     out_def = output_of(call, f, primals)
-    out = out_def.value(flat_out)
+    out = _detached(out_def.value(flat_out))
 
     def vjp_fn(cotangent: Any) -> tuple:
         cts = pullback(out_def.cotangent(cotangent, flat_out))
         if split is not None:  # a complex primal's cotangent is gx - 1j*gy (JAX's)
             cts = split.cotangents(flat, cts)
-        return tuple(cts) if layout.defs is None else tuple(rebuild(layout.defs, cts))
+        return _detached(tuple(cts) if layout.defs is None else tuple(rebuild(layout.defs, cts)))
 
     if has_aux:
         return out, vjp_fn, _aux(be, call, level, f, primals, {})
@@ -382,7 +384,7 @@ def _derivative_function(
             picked = ((value, _aux(be, call, level, f, args, kwargs)) if has_aux else value, picked)
         elif has_aux:
             picked = (picked, _aux(be, call, level, f, args, kwargs))
-        return picked
+        return _detached(picked)
 
     return derivative
 
@@ -554,7 +556,24 @@ def _jvp(
         _name_parts(e, None, split)
         raise
     out_def = output_of(call, f, primals)
-    return out_def.value(out), out_def.value(tangent_out)
+    return _detached(out_def.value(out)), _detached(out_def.value(tangent_out))
+
+
+def _detached(result: Any) -> Any:
+    """`result` with every eager value (a tracer of level 0, of no transformation: an eager reverse
+    Tensor f closed over) as its plain array: a derivative is plain arrays, as torch.autograd.grad's
+    without create_graph. Tracers of transformations open outside (a nested derivative) stay."""
+    if isinstance(result, Tracer):  # the common case, one array, costs one check
+        return _plain_below(result)
+    if isinstance(result, np.ndarray):
+        return result
+    return tree.map(_plain_below, result)
+
+
+def _plain_below(x: Any) -> Any:
+    while isinstance(x, Tracer) and x._trace.level == 0:
+        x = x.value
+    return x
 
 
 # --- has_aux ---------------------------------------------------------------------------------

@@ -115,7 +115,9 @@ def value_and_jacobian(
     args = list(args)
     for i in unique:
         a = args[i]
-        if not (a.__class__ is np.ndarray and a.dtype.kind == "f"):  # the common case, checked at no cost
+        if not (
+            a.__class__ is np.ndarray and a.dtype.char in "fd"
+        ):  # float32/64: the common case, checked at no cost
             args[i] = float_input(a, f"argument {i}")
     value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
     if len(unique) != len(argnums):  # a position named twice: its derivative at each place
@@ -199,7 +201,9 @@ def normalize_argnums(argnums: int | Sequence[int], nargs: int) -> tuple[int, ..
 
 
 def float_input(x: Any, where: str) -> Any:
-    """A float array (or tracer) for the input `where` names; integers and other types are an error."""
+    """A float32 or float64 array (or tracer) for the input `where` names; other dtypes and types
+    are an error."""
+    _plain_ndarray(x, where)
     dtype = x.dtype if isinstance(x, (Tracer, np.ndarray)) else None
     if dtype is None:
         try:
@@ -213,12 +217,36 @@ def float_input(x: Any, where: str) -> Any:
             "complex64 or complex128 arrays only (integers have no derivative). Pass it as "
             "np.asarray(x, float), or leave it out of argnums."
         )
+    if dtype not in _FLOAT_DTYPES:  # float16, longdouble: no rule is written or checked for them
+        raise InvalidInputError(
+            f"{where} has dtype {dtype}: adcore differentiates float32 and float64 (and complex64, "
+            f"complex128) only; pass it as np.asarray(x, np.float32) or np.asarray(x, np.float64)"
+        )
     return x
+
+
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _plain_ndarray(x: Any, where: str) -> None:
+    """np.matrix (whose * is a matrix product, whose reductions stay 2-d) and masked arrays (whose
+    mask no op reads) are refused: a derivative of them would be of another function than f's."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise InvalidInputError(
+            f"{where} is a masked array (np.ma), and no op reads its mask: pass x.filled(value) or "
+            "x.compressed(), or the data and the mask as two arguments (np.asarray(x) drops the mask)"
+        )
+    if isinstance(x, np.matrix):
+        raise InvalidInputError(
+            f"{where} is an np.matrix: pass np.asarray(x), a plain ndarray (and write @ for its "
+            "matrix products: * on an ndarray multiplies elementwise)"
+        )
 
 
 def differentiable_input(x: Any, where: str) -> Any:
     """A float or complex array (or tracer) for the input `where` names, as the API takes it
     (adcore.complex_split hands a complex one to the engine as two float arrays)."""
+    _plain_ndarray(x, where)
     if isinstance(x, complex) or (isinstance(x, (Tracer, np.ndarray, np.generic)) and x.dtype.kind == "c"):
         return np.asarray(x) if isinstance(x, complex) else x
     return float_input(x, where)

@@ -72,7 +72,7 @@ def _float_leaves(leaves: list, treedef: tree.TreeDef | None, where: str) -> lis
     """The leaves as float or complex arrays; an error names the leaf's path (computed only then)."""
     if treedef is None:
         return [derivatives.differentiable_input(leaves[0], where)]
-    if not all(isinstance(x, (np.ndarray, Tracer)) and x.dtype.kind in "fc" for x in leaves):
+    if not all(isinstance(x, (np.ndarray, Tracer)) and x.dtype.char in "fdFD" for x in leaves):
         tree.check_leaves(leaves, treedef, where)
         paths = tree.paths(treedef, where)
         leaves = [derivatives.differentiable_input(x, path) for x, path in zip(leaves, paths)]

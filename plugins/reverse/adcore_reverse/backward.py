@@ -94,8 +94,8 @@ def cotangent_of(g: Any, dtype: np.dtype) -> Any:
         g_dtype = np.result_type(g)
     if g_dtype.kind == "c" and dtype.kind != "c":
         g = anp.real(g)
-    if g.__class__ is np.ndarray and g.dtype != dtype:
-        g = g.astype(dtype)
+    if (g.__class__ is np.ndarray or isinstance(g, np.generic)) and g.dtype != dtype:
+        g = g.astype(dtype)  # a NumPy scalar too: a 0-d leaf's sum rule gives one
     return g
 
 

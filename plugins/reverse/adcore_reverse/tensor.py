@@ -110,10 +110,10 @@ class Tensor(Tracer):
         if isinstance(data, Tensor):
             data = data.value
         value = np.asarray(data, dtype=np.float64) if isinstance(data, (int, float)) else np.asarray(data)
-        if requires_grad and value.dtype.kind != "f":
+        if requires_grad and value.dtype.char not in "fd":  # float16 too: no rule is checked for it
             raise InvalidInputError(
                 f"only float32/float64 Tensors can require grad, got dtype {value.dtype}; "
-                "convert with np.asarray(data, float)"
+                "convert with np.asarray(data, np.float32) or np.asarray(data, np.float64)"
             )
         _make(value, EAGER, None, None, None, None, None, requires_grad, t=self)
 
@@ -166,8 +166,11 @@ class Tensor(Tracer):
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not self.is_leaf:
             raise GradientError("requires_grad can only be changed on leaf Tensors; use detach() first")
-        if requires_grad and self.value.dtype.kind != "f":
-            raise InvalidInputError(f"only float Tensors can require grad, got dtype {self.value.dtype}")
+        if requires_grad and self.value.dtype.char not in "fd":
+            raise InvalidInputError(
+                f"only float32/float64 Tensors can require grad, got dtype {self.value.dtype}; make a "
+                "new Tensor(np.asarray(data, np.float32), requires_grad=True)"
+            )
         self.requires_grad = requires_grad
         return self
 
