@@ -53,6 +53,9 @@ globals().update({spec.name: spec for spec in CORE_OPS})
 # the tracing core's operators call these (x + y is core.OPS.add)
 vars(core.OPS).update({spec.name: spec for spec in CORE_OPS})
 
+# NumPy functions that are Python over the ops above (np.interp, np.gradient, ...): core.NUMPY_FUNCTIONS
+from adcore.ops import numpy_functions  # noqa: E402, F401
+
 
 def _registry():
     return core.get_registry()  # set by adcore.plugins, a layer above this one
