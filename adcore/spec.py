@@ -57,6 +57,11 @@ class OpSpec:
     - `kinks`: the op's non-differentiable points and the derivative rules must give there.
     - `kink_distance(*inputs, **params)`: elementwise, how far the inputs are from a kink or jump
       (0 on one), so random programs keep clear of them; None for an op without any.
+    - `gauge(value, centre, *inputs, **params)`: for an op whose NumPy result is fixed only up to
+      a choice LAPACK makes (the signs of eigen- and singular vectors), `value` with that choice
+      made as in `centre`, the op's value at a point nearby: finite differences of the op compare
+      aligned values (conformance aligns to the sample's value), since its derivative holds
+      LAPACK's choice fixed. Written with adcore ops, so it traces; None for other ops.
     - `accepts_complex`: the op's rules hold for complex inputs, in JAX's convention
       (docs/complex.md); conformance then checks it on complex128/complex64 too. Off, a complex
       value reaching the op inside a traced function is a ComplexValueError naming the op.
@@ -76,6 +81,7 @@ class OpSpec:
     aliases: tuple[str, ...] = ()
     kinks: tuple[Kink, ...] = ()
     kink_distance: Callable[..., Any] | None = None
+    gauge: Callable[..., Any] | None = None
     accepts_complex: bool = False
 
     def __post_init__(self) -> None:

@@ -4,10 +4,16 @@ An op has one output, so the decompositions with several are ops with a packed o
 `np.linalg.eigh/svd/qr(x)` on a traced value unpacks into NumPy's namedtuple (one decomposition
 per call, and one rule that sees every output's cotangent): eigh_packed is (..., n+1, n), the
 eigenvalues over the eigenvectors; svd_packed is (..., m+1+n, k), U over s over V (Vh is its
-transpose); qr_packed is (..., m+n, n), Q over R. Eigen- and singular vectors are only defined up
-to sign: each vector's largest entry is made positive (R's diagonal positive for qr), so the
-outputs are functions of the input a finite difference can follow. Behaviour at degenerate
-points (repeated or zero eigen/singular values, x = 0 for norm): docs/conventions.md.
+transpose); qr_packed is (..., m+n, n), Q over R.
+
+Every value is NumPy's, bit for bit: eigen- and singular vectors, and Q's columns with R's rows,
+keep the signs LAPACK gives them (as JAX and torch do), so `f(x)` and the value adcore traces
+agree. Those signs are a choice LAPACK makes, constant in a almost everywhere: the derivatives are
+those of NumPy's function, the usual formulas holding wherever the choice is locally constant. A
+finite difference must hold it fixed too: each op's `gauge` (OpSpec.gauge) flips a nearby value's
+vectors to the signs of a centre's, which the conformance engine and the random programs apply.
+Behaviour at degenerate points (repeated or zero eigen/singular values, x = 0 for norm):
+docs/conventions.md.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore import core
 from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
 from adcore.spec import Domain, Kink, OpSpec, Sample
 
@@ -51,20 +58,12 @@ def _numpy_linalg(op: str, function: Any, *args: Any, **kwargs: Any) -> Any:
         raise LinearAlgebraError(f"op {op!r}: {e}") from e
 
 
-def _fix_signs(vectors: np.ndarray) -> np.ndarray:
-    """The sign of each column (..., n, k) that makes its largest-magnitude entry positive."""
-    index = np.argmax(np.abs(vectors), axis=-2)[..., None, :]
-    signs = np.sign(np.take_along_axis(vectors, index, axis=-2))
-    return np.where(signs == 0, 1, signs).astype(vectors.dtype)
-
-
 # --- impls -------------------------------------------------------------------------
 
 
 def _eigh_packed(a: np.ndarray, UPLO: str = "L") -> np.ndarray:
     a = _check_matrix("eigh_packed", a, square=True)
     w, v = _numpy_linalg("eigh_packed", np.linalg.eigh, a, UPLO=_check_uplo("eigh_packed", UPLO))
-    v = v * _fix_signs(v)
     return np.concatenate([w[..., None, :], v], axis=-2)
 
 
@@ -76,9 +75,7 @@ def _eigvalsh(a: np.ndarray, UPLO: str = "L") -> np.ndarray:
 def _svd_packed(a: np.ndarray) -> np.ndarray:
     a = _check_matrix("svd_packed", a)
     u, s, vh = _numpy_linalg("svd_packed", np.linalg.svd, a, full_matrices=False)
-    signs = _fix_signs(u)
-    v = np.swapaxes(vh, -1, -2) * signs
-    return np.concatenate([u * signs, s[..., None, :], v], axis=-2)
+    return np.concatenate([u, s[..., None, :], np.swapaxes(vh, -1, -2)], axis=-2)
 
 
 def _svdvals(a: np.ndarray) -> np.ndarray:
@@ -93,9 +90,7 @@ def _qr_packed(a: np.ndarray) -> np.ndarray:
             f"{a.shape}; np.linalg.qr(x) on a traced wide x factors its first m columns with it"
         )
     q, r = np.linalg.qr(a, mode="reduced")
-    signs = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
-    signs = np.where(signs == 0, 1, signs).astype(a.dtype)
-    return np.concatenate([q * signs[..., None, :], r * signs[..., :, None]], axis=-2)
+    return np.concatenate([q, r], axis=-2)
 
 
 def _pinv(a: np.ndarray, rcond: Any = None, hermitian: bool = False, rtol: Any = None) -> np.ndarray:
@@ -169,6 +164,45 @@ def lstsq_rcond(a: Any, rcond: Any) -> Any:
     return max(a.shape[-2:]) * np.finfo(np.result_type(a.dtype, np.float32)).eps if rcond is None else rcond
 
 
+# --- gauges: LAPACK's signs, aligned to a nearby value's (OpSpec.gauge) --------------------------
+
+
+def column_signs(dots: Any) -> Any:
+    """-1 where a column's product with its counterpart nearby is negative (LAPACK flipped it), else
+    1, in dots' dtype: by a comparison and `where`, so a traced value keeps its derivative (the
+    signs are constants) and a pattern trace needs no numbers."""
+    one = np.ones((), np.dtype(dots.dtype))
+    return core.OPS.where(dots < 0, -one, one)
+
+
+def _aligned_columns(vectors: Any, centre: np.ndarray) -> Any:
+    """The signs (..., 1, k) that align each column of vectors (..., n, k) with centre's."""
+    return column_signs(core.OPS.sum(vectors * centre, axis=-2, keepdims=True))
+
+
+def _eigh_gauge(value: Any, centre: np.ndarray, a: Any = None, UPLO: str = "L") -> Any:
+    w, v = value[..., :1, :], value[..., 1:, :]
+    return core.OPS.concatenate([w, v * _aligned_columns(v, centre[..., 1:, :])], axis=-2)
+
+
+def _svd_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
+    """u_k and v_k flip together (u_k s_k v_k^T is what a determines)."""
+    m = a.shape[-2]
+    u, s, v = value[..., :m, :], value[..., m : m + 1, :], value[..., m + 1 :, :]
+    dots = core.OPS.sum(u * centre[..., :m, :], axis=-2, keepdims=True)
+    dots = dots + core.OPS.sum(v * centre[..., m + 1 :, :], axis=-2, keepdims=True)
+    signs = column_signs(dots)
+    return core.OPS.concatenate([u * signs, s, v * signs], axis=-2)
+
+
+def _qr_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
+    """Q's column k and R's row k flip together (Q R is a)."""
+    m = a.shape[-2]
+    q, r = value[..., :m, :], value[..., m:, :]
+    signs = _aligned_columns(q, centre[..., :m, :])
+    return core.OPS.concatenate([q * signs, r * core.OPS.swapaxes(signs, -1, -2)], axis=-2)
+
+
 # --- distances from kinks (for random programs: OpSpec.kink_distance) ----------------------------
 
 
@@ -178,32 +212,13 @@ def _gaps(values: np.ndarray) -> np.ndarray:
     return np.min(np.diff(values, axis=-1), axis=-1, initial=np.inf)
 
 
-def _sign_margin(vectors: np.ndarray) -> np.ndarray:
-    """Per column (..., n, k), how far its largest |entry| is ahead of the next: where they tie,
-    the sign convention (the largest entry positive) can jump."""
-    if vectors.shape[-2] < 2:
-        return np.full(vectors.shape[:-2] + vectors.shape[-1:], np.inf)
-    magnitudes = np.sort(np.abs(vectors), axis=-2)
-    return magnitudes[..., -1, :] - magnitudes[..., -2, :]
-
-
 def _symmetric_distance(a: Any, UPLO: str = "L") -> np.ndarray:
     return _gaps(np.linalg.eigvalsh(np.asarray(a), UPLO=UPLO))
-
-
-def _eigh_distance(a: Any, UPLO: str = "L") -> np.ndarray:
-    w, v = np.linalg.eigh(np.asarray(a), UPLO=UPLO)
-    return np.minimum(_gaps(w), np.min(_sign_margin(v), axis=-1))
 
 
 def _singular_distance(a: Any, *rest: Any, **params: Any) -> np.ndarray:
     s = np.linalg.svd(np.asarray(a), compute_uv=False)
     return np.minimum(_gaps(s), np.min(s, axis=-1))
-
-
-def _svd_distance(a: Any) -> np.ndarray:
-    u, s, _ = np.linalg.svd(np.asarray(a), full_matrices=False)
-    return np.minimum(_singular_distance(a), np.min(_sign_margin(u), axis=-1))
 
 
 def _qr_distance(a: Any) -> np.ndarray:
@@ -239,11 +254,8 @@ def _norm_distance(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = F
 
 
 def _orthogonal(rng: np.random.Generator, n: int, batch: tuple[int, ...]) -> np.ndarray:
-    """A random orthogonal matrix whose columns are 0.1 clear of the sign convention's jump."""
-    for _ in range(200):
-        q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
-        if np.min(_sign_margin(q)) >= 0.1:
-            break
+    """A random orthogonal matrix (Haar: Q of a Gaussian matrix, R's diagonal made positive)."""
+    q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
     return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
 
 
@@ -369,7 +381,8 @@ eigh_packed = OpSpec(
     _eigh_packed,
     params=("UPLO",),
     samples=_symmetric_samples,
-    kink_distance=_eigh_distance,
+    kink_distance=_symmetric_distance,
+    gauge=_eigh_gauge,
     doc="eigenvalues over eigenvectors, (..., n+1, n), of the triangle UPLO names (np.linalg.eigh "
     "unpacks it); at repeated eigenvalues an InvalidValueError where the cotangent (tangent, on "
     "forward) reaches inside the repeated eigenspace: docs/conventions.md",
@@ -401,7 +414,8 @@ svd_packed = OpSpec(
     "svd_packed",
     _svd_packed,
     samples=_matrix_samples(),
-    kink_distance=_svd_distance,
+    kink_distance=_singular_distance,
+    gauge=_svd_gauge,
     doc="U over s over V, (..., m+1+n, min(m, n)) (np.linalg.svd unpacks it, full_matrices=False); "
     "at repeated or zero singular values an InvalidValueError where the cotangent (tangent, on "
     "forward) reaches inside them: docs/conventions.md",
@@ -433,7 +447,8 @@ qr_packed = OpSpec(
     _qr_packed,
     samples=_matrix_samples((((), 1, 1), ((), 3, 3), ((), 4, 2), ((2,), 3, 2))),
     kink_distance=_qr_distance,
-    doc="Q over R, (..., m+n, n), m >= n, R's diagonal positive (np.linalg.qr unpacks it)",
+    gauge=_qr_gauge,
+    doc="Q over R, (..., m+n, n), m >= n, as np.linalg.qr returns them (LAPACK's signs; it unpacks it)",
 )
 norm = OpSpec(
     "norm",

@@ -1,14 +1,15 @@
 """The general eigendecomposition: eig_packed (np.linalg.eig) and eigvals (np.linalg.eigvals).
 
-Both are complex, whatever a's dtype (complex64 for float32, complex128 for float64), as JAX's:
-NumPy returns a real array when every eigenvalue happens to be real, a dtype that would jump
-with a's values. eig_packed is (..., n+1, n): the eigenvalues over the eigenvectors, which
-`np.linalg.eig(x)` on a traced x unpacks into NumPy's namedtuple.
+The ops are complex, whatever a's dtype (complex64 for float32, complex128 for float64), as JAX's,
+so an op's dtype does not jump with a's values; `np.linalg.eig(x)` and `np.linalg.eigvals(x)` on
+a traced x return NumPy's values bit for bit, real (their real parts) where NumPy's are: a real x
+whose eigenvalues are all real. eig_packed is (..., n+1, n): the eigenvalues over the
+eigenvectors, which `np.linalg.eig(x)` on a traced x unpacks into NumPy's namedtuple.
 
-The eigenvectors' gauge: LAPACK scales each to unit 2-norm with its largest entry real, of
-either sign; eig_packed then multiplies each by the phase that makes its entry of largest
-modulus real and positive, so a vector is a function of a (NumPy's, times +1 or -1) that a
-finite difference can follow, away from ties between its two largest entries.
+The eigenvectors' gauge is LAPACK's, NumPy's values unchanged: each of unit 2-norm with its entry
+of largest modulus real, of the sign LAPACK gives it (positive for a complex a). The rules hold
+that entry real (its sign fixed, as LAPACK's is almost everywhere); a finite difference aligns the
+signs first (eig_packed's `gauge`), and the gauge jumps where two entries tie for the largest.
 
 At repeated eigenvalues (or an eigenvector matrix singular to working precision, a defective
 a) the derivative does not exist: the rules raise a LinearAlgebraError (`refuse_degenerate`).
@@ -24,7 +25,7 @@ import numpy as np
 
 from adcore import core
 from adcore.core import concrete
-from adcore.errors import LinearAlgebraError
+from adcore.errors import LinearAlgebraError, ValueDependentError
 from adcore.spec import OpSpec, Sample
 
 # --- impls -----------------------------------------------------------------------------------
@@ -52,20 +53,14 @@ def _eig(op: str, a: Any) -> tuple[np.ndarray, np.ndarray]:
     except np.linalg.LinAlgError as e:
         raise LinearAlgebraError(f"op {op!r}: {e}") from e
     dtype = complex_dtype(a.dtype)
-    w, v = w.astype(dtype), v.astype(dtype)
-    return w, v * np.conj(_phase(v))[..., None, :]
-
-
-def _phase(v: np.ndarray) -> np.ndarray:
-    """Per column (..., n, k), the phase of its entry of largest modulus (1 for a zero column)."""
-    pivot = np.take_along_axis(v, largest_entry(v)[..., None, :], axis=-2)[..., 0, :]
-    size = np.abs(pivot)
-    return np.where(size == 0, 1, pivot / np.where(size == 0, 1, size))
+    return w.astype(dtype), v.astype(dtype)
 
 
 def largest_entry(v: Any) -> np.ndarray:
-    """Per column (..., n, k) of the concrete v, the row of its entry of largest modulus."""
-    return np.argmax(np.abs(concrete(v)), axis=-2)
+    """Per column (..., n, k) of the concrete v, the row of LAPACK's pivot: its real entry of largest
+    modulus (LAPACK makes the largest real, so a tie in modulus within rounding cannot pick another)."""
+    v = concrete(v)
+    return np.argmax(np.where(np.imag(v) == 0, np.abs(v), -1.0), axis=-2)
 
 
 def _eig_packed(a: Any) -> np.ndarray:
@@ -116,7 +111,7 @@ def gap_inverse(w: Any) -> Any:
 
 
 def gauge_mask(v: Any) -> np.ndarray:
-    """E[..., i, k] = 1 where i is column k's entry of largest modulus (made real positive), else 0."""
+    """E[..., i, k] = 1 where i is column k's entry of largest modulus (LAPACK's real one), else 0."""
     v_ = concrete(v)
     return (np.arange(v_.shape[-2])[:, None] == largest_entry(v_)[..., None, :]).astype(v_.real.dtype)
 
@@ -137,9 +132,35 @@ class EigResult(NamedTuple):
 
 
 def linalg_eig(a: Any) -> EigResult:
-    """np.linalg.eig on a traced value: one eig_packed, unpacked (vectors in eig_packed's gauge)."""
+    """np.linalg.eig on a traced value: one eig_packed, unpacked, real where NumPy's is."""
     packed = eig_packed(a)
-    return EigResult(packed[..., 0, :], packed[..., 1:, :])
+    return EigResult(*_as_numpy_returns(a, packed[..., 0, :], packed[..., 1:, :]))
+
+
+def linalg_eigvals(a: Any) -> Any:
+    """np.linalg.eigvals on a traced value: eigvals, real where NumPy's is."""
+    return _as_numpy_returns(a, eigvals(a))[0]
+
+
+def _as_numpy_returns(a: Any, w: Any, *more: Any) -> tuple:
+    """(w, *more), each as its real part where NumPy returns real arrays: a real a whose eigenvalues
+    are all real. A global sparsity pattern, which reads no numbers, keeps them complex."""
+    if np.dtype(a.dtype).kind == "c":
+        return (w, *more)
+    try:
+        real = bool(np.all(np.imag(concrete(w)) == 0))
+    except ValueDependentError:
+        return (w, *more)
+    return tuple(core.OPS.real(x) for x in (w, *more)) if real else (w, *more)
+
+
+def _eig_gauge(value: Any, centre: np.ndarray, a: Any = None) -> Any:
+    """The eigenvectors flipped to the signs of centre's (LAPACK's real pivot is +-1 times a phase
+    that is a function of a): by Re(c^H v) of each column."""
+    w, v = value[..., :1, :], value[..., 1:, :]
+    dots = core.OPS.real(core.OPS.sum(v * np.conj(centre[..., 1:, :]), axis=-2, keepdims=True))
+    one = np.ones((), dots.dtype)
+    return core.OPS.concatenate([w, v * core.OPS.where(dots < 0, -one, one)], axis=-2)
 
 
 # --- samples: non-symmetric matrices with well-separated eigenvalues -----------------------------
@@ -214,19 +235,20 @@ eig_packed = OpSpec(
     samples=_samples,
     kink_distance=_eig_distance,
     accepts_complex=True,
-    doc="eigenvalues over eigenvectors, (..., n+1, n), complex (np.linalg.eig unpacks it); each "
-    "eigenvector of unit 2-norm with its entry of largest modulus real and positive (NumPy's times "
-    "+1 or -1); at repeated eigenvalues a LinearAlgebraError",
+    gauge=_eig_gauge,
+    doc="eigenvalues over eigenvectors, (..., n+1, n), complex (np.linalg.eig unpacks it, real where "
+    "NumPy's is); NumPy's eigenvectors: unit 2-norm, the entry of largest modulus real, LAPACK's sign; "
+    "at repeated eigenvalues a LinearAlgebraError",
 )
 eigvals = OpSpec(
     "eigvals",
     _eigvals,
-    numpy=(np.linalg.eigvals,),
     samples=_samples,
     kink_distance=_eigenvalue_gaps,
     accepts_complex=True,
-    doc="the eigenvalues of a general square a, complex (those of np.linalg.eig); at repeated "
-    "eigenvalues a LinearAlgebraError",
+    doc="the eigenvalues of a general square a, complex (those of np.linalg.eig; np.linalg.eigvals "
+    "on a traced value gives them real where NumPy does); at repeated eigenvalues a LinearAlgebraError",
 )
 
 core.NUMPY_FUNCTIONS[np.linalg.eig] = linalg_eig
+core.NUMPY_FUNCTIONS[np.linalg.eigvals] = linalg_eigvals

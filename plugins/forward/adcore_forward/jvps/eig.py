@@ -2,7 +2,7 @@
 
 With C = V^-1 dA V: dw = diag(C); dV = V (F * C) + V diag(d), F[i, j] = 1 / (w_j - w_i) off the
 diagonal, and d the gauge's share: Re(d_k) = -Re(v_k^H dV0_k) keeps each vector of unit norm,
-Im(d_k) = -Im(dV0_k[m]) / |v_k[m]| keeps its largest entry m real. The map is R-linear in dA
+Im(d_k) = -Im(dV0_k[m]) / v_k[m] keeps its largest entry m real (LAPACK's pivot, of either sign). The map is R-linear in dA
 (Re, Im, conj of the primal only), so it holds for complex a too (JAX's convention).
 """
 
@@ -20,7 +20,7 @@ def _eig_packed_jvp(t, ans, a):
     dw = diagonal_of(c)
     dv0 = anp.matmul(v, gap_inverse(w) * c)
     mask = gauge_mask(v)
-    pivot = anp.sum(v * mask, axis=-2)  # |v_k[m]|, real positive (as complex)
+    pivot = anp.sum(v * mask, axis=-2)  # v_k[m], real (as complex), of LAPACK's sign
     d_re = -anp.real(anp.sum(anp.conj(v) * dv0, axis=-2))
     d_im = -anp.imag(anp.sum(dv0 * mask, axis=-2)) / anp.real(pivot)
     dv = dv0 + v * anp.expand_dims(d_re + 1j * d_im, axis=-2)

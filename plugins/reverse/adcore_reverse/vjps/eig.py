@@ -1,8 +1,8 @@
 """VJPs of adcore/ops/eig.py: eig_packed and eigvals, the transposes of adcore_forward.jvps.eig's
 JVPs under JAX's pairing <u, v> = Re(sum(u * v)) (no conjugation).
 
-With s_k = sum_i gV_ik V_ik: gdV0 = gV - Re(s_k) conj(V) - i Im(s_k) / |v_k[m]| E (E the gauge's
-mask, 1 at each vector's largest entry m); gC = diag(gw) + F * (V^T gdV0); gA = V^-T gC V^T, its
+With s_k = sum_i gV_ik V_ik: gdV0 = gV - Re(s_k) conj(V) - i Im(s_k) / v_k[m] E (E the gauge's
+mask, 1 at each vector's largest entry m, real of LAPACK's sign); gC = diag(gw) + F * (V^T gdV0); gA = V^-T gC V^T, its
 real part for a real a (a real primal's cotangent).
 """
 
