@@ -18,7 +18,7 @@ import numpy as np
 import optree
 
 from adcore.core import Tracer
-from adcore.errors import InvalidInputError
+from adcore.errors import InvalidInputError, InvalidValueError
 
 NAMESPACE = "adcore"
 
@@ -34,9 +34,15 @@ def register(cls: type, flatten: Callable[[Any], tuple], unflatten: Callable[[An
         flat = flatten(obj)
         return flat if len(flat) == 3 else (flat[0], flat[1], None)
 
-    return optree.register_pytree_node(
-        cls, flatten_named, unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE
-    )
+    try:
+        return optree.register_pytree_node(
+            cls, flatten_named, unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE
+        )
+    except ValueError as e:  # optree's: already registered, or a built-in container
+        raise InvalidValueError(
+            f"adcore.tree.register: {getattr(cls, '__qualname__', cls)!r} is already a pytree node "
+            f"({e}): register each class once, where it is defined; its first registration stays in force"
+        ) from e
 
 
 def register_dataclass(cls: type) -> type:
