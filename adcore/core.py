@@ -85,6 +85,9 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
             if top is None or trace.level > top.level:
                 top = trace  # the value of another transformation is a constant to the inner one
     if top is None:
+        if any(arg.__class__ in (list, tuple) and _holds_tracer(arg) for arg in args):
+            # anp.mean([a, b]): an input given as a list holding traced values is their stack
+            return bind(op, *(_stacked(arg) for arg in args), **params)
         return op.impl(*args, **params)
     if not op.accepts_complex:
         _refuse_complex(op, args, top)
@@ -121,9 +124,11 @@ def frozen_value(value: Any) -> Any:
         return value
     if isinstance(value, np.ndarray):
         return value.copy(order="K")
-    if cls is tuple:
+    if isinstance(value, tuple):
         items = tuple(map(frozen_value, value))
-        return value if all(a is b for a, b in zip(items, value)) else items
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if cls is tuple else cls._make(items) if hasattr(cls, "_make") else value
     if cls is slice:
         ends = (frozen_value(value.start), frozen_value(value.stop), frozen_value(value.step))
         same = ends[0] is value.start and ends[1] is value.stop and ends[2] is value.step
@@ -133,6 +138,19 @@ def frozen_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: frozen_value(v) for k, v in value.items()}
     return value  # numpy scalars, functions, dtypes, objects a trace does not look into
+
+
+def _holds_tracer(value: Any) -> bool:
+    if isinstance(value, Tracer):
+        return True
+    return value.__class__ in (list, tuple) and any(_holds_tracer(v) for v in value)
+
+
+def _stacked(value: Any) -> Any:
+    """A list or tuple holding traced values as one traced array (np.asarray's, for tracers)."""
+    if value.__class__ in (list, tuple) and _holds_tracer(value):
+        return OPS.stack([_stacked(v) if _holds_tracer(v) else np.asarray(v) for v in value], axis=0)
+    return value
 
 
 def _refuse_complex(op: Any, args: tuple, top: Trace) -> None:
@@ -396,7 +414,11 @@ class Tracer:
             )
         if target.kind in "fc":
             return OPS.astype(self, dtype=target)  # its derivative casts back to x's dtype
-        raise conversion_error(self, f"x.astype({target})")
+        raise TracerConversionError(
+            f"x.astype({target}) of a traced value ({_where(self)}): {target} has no derivative. For "
+            f"its plain value write adcore.concrete(x).astype({target}); to stay differentiable keep a "
+            "float dtype (anp.floor(x), anp.round(x) have derivative 0)."
+        )
 
     def flatten(self, order: str = "C"):
         return self.ravel(order)

@@ -25,7 +25,7 @@ import numpy as np
 
 from adcore import derivatives, tree
 from adcore.backend import Backend
-from adcore.core import Tracer
+from adcore.core import Tracer, frozen_value
 from adcore.errors import (
     ComplexValueError,
     InvalidArgnumsError,
@@ -33,6 +33,7 @@ from adcore.errors import (
     InvalidOutputError,
     InvalidValueError,
     MissingDependencyError,
+    StateChangedError,
     UnknownBackendError,
 )
 
@@ -224,20 +225,20 @@ class PreparedHessian(PreparedJacobian):
 
 def _make_jacobian(f, args, argnum, be, given, local, options, chunk) -> PreparedJacobian:
     """Pattern (given or detected), coloring and plan for f at args."""
-    n = args[argnum].size
+    n, constants = args[argnum].size, []
     if given is not None:
         _check_columns(given, n, "sparsity")
         pattern = given
     else:
-        pattern = sparsity_backend().jacobian_pattern(f, args, argnum, local=local)
+        pattern = sparsity_backend().jacobian_pattern(f, args, argnum, local=local, constants=constants)
     plan, coloring = _plan(be, pattern, "column", "row", args[argnum], options, chunk, given is not None)
-    return PreparedJacobian(f, _Signature(args, argnum), be.name, pattern, coloring, plan)
+    return PreparedJacobian(f, _Signature(args, argnum, constants), be.name, pattern, coloring, plan)
 
 
 def _make_hessian(f, args, argnum, inner_be, outer_be, given, local) -> PreparedHessian:
     """Pattern, star coloring and plan for f's Hessian at args: the plan differentiates the
     gradient (by `inner_be`) with `outer_be`."""
-    n = args[argnum].size
+    n, constants = args[argnum].size, []
     if given is not None:
         _check_columns(given, n, "sparsity")
         if given.shape[0] != n:
@@ -247,10 +248,11 @@ def _make_hessian(f, args, argnum, inner_be, outer_be, given, local) -> Prepared
             )
         pattern = given
     else:
-        pattern = sparsity_backend().hessian_pattern(f, args, argnum, local=local)
+        pattern = sparsity_backend().hessian_pattern(f, args, argnum, local=local, constants=constants)
     plan, coloring = _plan(outer_be, pattern, "star", "star", args[argnum], {}, None, given is not None)
     gradient = _gradient(f, inner_be, argnum)
-    prepared = PreparedHessian(gradient, _Signature(args, argnum), outer_be.name, pattern, coloring, plan)
+    signature = _Signature(args, argnum, constants)
+    prepared = PreparedHessian(gradient, signature, outer_be.name, pattern, coloring, plan)
     prepared.inner = inner_be.name
     return prepared
 
@@ -409,17 +411,19 @@ class _Restricted:
 
 class _Signature:
     """What a prepared derivative was made for: the number of arguments, the differentiated
-    one's and the other float arguments' shapes and dtypes, and the other arguments themselves
-    (copies of arrays), which may have shaped the pattern."""
+    one's and the other float arguments' shapes and dtypes, and what may have shaped the pattern:
+    the other arguments themselves (copies of the arrays, lists and dicts in them, so one written
+    into or appended to is seen) and the constants f's ops read when it was detected (`constants`,
+    (what, object, copy) from the sparsity backend: a closure's matrix, an index array)."""
 
-    def __init__(self, args: tuple, argnum: int) -> None:
-        self.argnum, self.nargs = argnum, len(args)
+    def __init__(self, args: tuple, argnum: int, constants: list) -> None:
+        self.argnum, self.nargs, self.constants = argnum, len(args), constants
         self.kinds: list[tuple] = []
         for i, a in enumerate(args):
             if i == argnum or _is_float(a):
                 self.kinds.append(("float", np.shape(a), _dtype_of(a)))
             else:
-                self.kinds.append(("fixed", a.copy() if isinstance(a, np.ndarray) else a))
+                self.kinds.append(("fixed", frozen_value(a)))
 
     def check(self, args: tuple, what: str) -> tuple:
         """The arguments (the differentiated one as an array), or a typed error naming the first
@@ -439,7 +443,19 @@ class _Signature:
                     f"{_short(a)}); arguments that are not float arrays may shape the sparsity pattern, so "
                     "they must stay the same: prepare again for the new one"
                 )
+        self._check_constants(what)
         return args
+
+    def _check_constants(self, what: str) -> None:
+        for where, value, copy in self.constants:
+            if not _same(value, copy):
+                raise StateChangedError(
+                    f"{what}: a constant f read when its sparsity pattern was detected ({where}: "
+                    f"{_short(copy)}) has changed since, written into in place, so the pattern may no "
+                    "longer hold. Prepare again after changing it; a float array whose values change "
+                    "between calls may instead be passed to f as a float argument, whose values the "
+                    "pattern never reads"
+                )
 
     def _check_float(self, i: int, a: Any, shape: tuple, dtype: np.dtype, what: str) -> None:
         role = "the differentiated argument" if i == self.argnum else "a float argument"
@@ -471,7 +487,14 @@ def _dtype_of(a: Any) -> np.dtype:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Whether two non-float arguments are the same (arrays: shape, dtype and elements)."""
+    """Whether two non-float arguments are the same (arrays: shape, dtype and elements; lists,
+    tuples and dicts: item by item, as the one may have been written into since the other's copy)."""
+    if isinstance(a, (list, tuple, dict)) or isinstance(b, (list, tuple, dict)):
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return all(_same(x, y) for x, y in zip(a, b))
     if a is b:
         return True
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

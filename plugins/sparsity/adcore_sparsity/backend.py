@@ -25,21 +25,38 @@ class SparsityBackend(Backend):
     pattern = True
 
     def jacobian_pattern(
-        self, f: Callable[..., Any], args: tuple, argnum: int, *, local: bool = False
+        self,
+        f: Callable[..., Any],
+        args: tuple,
+        argnum: int,
+        *,
+        local: bool = False,
+        constants: list | None = None,
     ) -> Any:
         """The (out.size, args[argnum].size) bool CSR of the output elements that may depend on each
-        input element (flat C order)."""
+        input element (flat C order). `constants`, if given, receives (what, object, copy) for each
+        array, list or dict f's ops read as a constant: the pattern holds while they do not change."""
         from adcore_sparsity.trace import trace
 
-        _, pattern, _, _ = trace(f, tuple(args), (_argnum(argnum, args),), local=local)
+        _, pattern, _, _ = trace(f, tuple(args), (_argnum(argnum, args),), local=local, constants=constants)
         return pattern
 
-    def hessian_pattern(self, f: Callable[..., Any], args: tuple, argnum: int, *, local: bool = False) -> Any:
+    def hessian_pattern(
+        self,
+        f: Callable[..., Any],
+        args: tuple,
+        argnum: int,
+        *,
+        local: bool = False,
+        constants: list | None = None,
+    ) -> Any:
         """The symmetric (n, n) bool CSR, n = args[argnum].size: the union over f's output elements
-        of the entries their Hessians may have."""
+        of the entries their Hessians may have (`constants` as for jacobian_pattern)."""
         from adcore_sparsity.trace import trace
 
-        _, _, hessian, _ = trace(f, tuple(args), (_argnum(argnum, args),), local=local, hessian=True)
+        _, _, hessian, _ = trace(
+            f, tuple(args), (_argnum(argnum, args),), local=local, hessian=True, constants=constants
+        )
         return hessian
 
     def value_and_jacobian(

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from adcore.backend import check_output
-from adcore.core import Trace, Tracer, bind_below, concrete, conversion_error, new_trace
+from adcore.core import Trace, Tracer, bind_below, concrete, conversion_error, frozen_value, new_trace
 from adcore.errors import (
     AdcoreError,
     ComplexValueError,
@@ -41,10 +41,15 @@ class SparsityTrace(Trace):
     """One sparsity transformation over n differentiated input elements (columns of every P)."""
 
     backend = "sparsity"
+    copies_params = False  # the caller's own index arrays and masks, to be watched (`constants`)
 
     def __init__(self, n: int, local: bool = False, hessian: bool = False) -> None:
         self.n, self.local = n, local
         self.second = SecondOrder(n) if hessian else None  # the Hessian's bookkeeping, when asked
+        # id -> (what, the object, a copy): every array, list or dict f's ops read as a constant (a
+        # closure's matrix, an index array, a mask), whose values the pattern may depend on; a plan
+        # reused later checks them (adcore.sparse)
+        self.constants: dict[int, tuple[str, Any, Any]] = {}
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         for name, value in params.items():
@@ -56,6 +61,7 @@ class SparsityTrace(Trace):
                     "Detect the pattern at this point with local=True, or choose between values with anp.where "
                     "(both branches are kept)."
                 )
+        self._watch(op, args, params)
         rule = rule_for(op)
         if rule is None:  # a traceable op with no rule: its body, op by op
             return op.impl(*args, **params)
@@ -96,6 +102,15 @@ class SparsityTrace(Trace):
             )
             hessian = self.second.node(rule.order, terms, parents, pattern, paired)
         return SparsityTracer(ans, pattern, hessian, self)
+
+    def _watch(self, op: Any, args: tuple, params: dict) -> None:
+        """Note the constants among an op's inputs and params that could change in place."""
+        named = [(f"input {i}", a) for i, a in enumerate(args) if not isinstance(a, Tracer)]
+        for what, value in named + [(f"param {name!r}", v) for name, v in params.items()]:
+            if id(value) not in self.constants:
+                copy = frozen_value(value)
+                if copy is not value:
+                    self.constants[id(value)] = (f"{what} of op {op.name!r}", value, copy)
 
     def _decides(self, param: Any) -> bool:
         """Whether a param (a mask, an index) is a traced value of a global trace, or a Condition."""
@@ -368,10 +383,17 @@ def _is_float(x: Any) -> bool:
 
 
 def trace(
-    f: Callable[..., Any], args: tuple, argnums: Sequence[int], *, local: bool = False, hessian: bool = False
+    f: Callable[..., Any],
+    args: tuple,
+    argnums: Sequence[int],
+    *,
+    local: bool = False,
+    hessian: bool = False,
+    constants: list | None = None,
 ) -> tuple[Any, Any, Any, list[int]]:
     """Run f on sparsity tracers: (f's value, P of its output (out.size, n), H (n, n) or None,
-    the sizes of the differentiated arguments, whose columns follow one another in P)."""
+    the sizes of the differentiated arguments, whose columns follow one another in P). `constants`,
+    if given, receives (what, object, copy) for each array, list or dict f's ops read as a constant."""
     args = list(args)
     for i in argnums:
         args[i] = differentiated(args[i], i)
@@ -387,6 +409,8 @@ def trace(
                 if i not in argnums and _is_float(a):
                     inputs[i] = sparsity.constant(np.asarray(a))
         out = f(*inputs)
+    if constants is not None:
+        constants.extend(sparsity.constants.values())
     check_output(out, "sparsity", scalar=False)
     if isinstance(out, SparsityTracer) and out._trace is sparsity:
         second = sparsity.second
