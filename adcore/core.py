@@ -84,10 +84,10 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
             trace = arg._trace
             if top is None or trace.level > top.level:
                 top = trace  # the value of another transformation is a constant to the inner one
-    if top is None:
-        if any(arg.__class__ in (list, tuple) and _holds_tracer(arg) for arg in args):
+        elif arg.__class__ in (list, tuple) and _holds_tracer(arg):
             # anp.mean([a, b]): an input given as a list holding traced values is their stack
-            return bind(op, *(_stacked(arg) for arg in args), **params)
+            return bind(op, *(_stacked(a) for a in args), **params)
+    if top is None:
         return op.impl(*args, **params)
     if not op.accepts_complex:
         _refuse_complex(op, args, top)
