@@ -7,6 +7,8 @@ work on traced values wherever adcore maps them to an op.
 
 from __future__ import annotations
 
+import functools as _functools
+import types as _types
 from typing import Any
 
 import numpy as _np
@@ -22,6 +24,9 @@ amax = globals()["max"]
 amin = globals()["min"]
 # np.linalg.slogdet's (sign, logabsdet) on traced values, from one op slogdet_packed
 from adcore.ops.linalg import slogdet  # noqa: E402, F401
+
+# np.full(shape, x) converts x before any dispatch could reach adcore: anp.full instead
+from adcore.ops.numpy_functions import full, full_like  # noqa: E402, F401
 
 # np.average's signature (weights optional, after axis) around ops mean and average
 from adcore.ops.reductions import numpy_average as average  # noqa: E402, F401
@@ -48,10 +53,72 @@ from adcore.ops.shape_functions import (  # noqa: E402, F401
     vsplit,
     vstack,
 )
+from adcore.ops.shape_functions import array as _array  # noqa: E402
+
+# NumPy functions whose array arguments are sequences of arrays, which a list stacked would change
+_TAKE_SEQUENCES = frozenset({_np.hstack, _np.vstack, _np.dstack, _np.column_stack, _np.select, _np.block})
+_served: dict[Any, Any] = {}  # NumPy function -> its adcore.numpy wrapper, made once
+
+
+def _takes_traced_lists(function: Any) -> Any:
+    """A NumPy function adcore serves on traced values, taking lists of traced values too
+    (anp.append([a], x), anp.linalg.norm([a, b])): each such argument is stacked first, as
+    np.asarray would for plain numbers, and the call then dispatches to adcore."""
+    wrapper = _served.get(function)
+    if wrapper is None:
+
+        @_functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if any(_holds_tracer_list(a) for a in args) or any(
+                _holds_tracer_list(a) for a in kwargs.values()
+            ):
+                args = tuple(_array(a) if _holds_tracer_list(a) else a for a in args)
+                kwargs = {k: _array(v) if _holds_tracer_list(v) else v for k, v in kwargs.items()}
+            return function(*args, **kwargs)
+
+        _served[function] = wrapper
+    return wrapper
+
+
+def _holds_tracer_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and any(
+        isinstance(v, _core.Tracer) or _holds_tracer_list(v) for v in value
+    )
+
+
+def _is_served(function: Any) -> bool:
+    try:
+        return function in _core.NUMPY_FUNCTIONS or _core.get_registry().numpy_op(function) is not None
+    except TypeError:  # unhashable
+        return False
+
+
+def _numpy_name(module: Any, name: str) -> Any:
+    value = getattr(module, name)
+    if callable(value) and not isinstance(value, type) and value not in _TAKE_SEQUENCES and _is_served(value):
+        return _takes_traced_lists(value)
+    return value
+
+
+class _Submodule(_types.ModuleType):
+    """anp.linalg, anp.fft: NumPy's, their functions taking lists of traced values too."""
+
+    def __init__(self, module: Any) -> None:
+        super().__init__(f"adcore.numpy.{module.__name__.rsplit('.', 1)[-1]}", module.__doc__)
+        self._numpy = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _numpy_name(self._numpy, name)
+
+
+linalg = _Submodule(_np.linalg)
+fft = _Submodule(_np.fft)
 
 
 def __getattr__(name: str) -> Any:
     op = _core.get_registry().ops.get(name)  # set by adcore.plugins, a layer above this one
     if op is not None:
         return op
-    return getattr(_np, name)
+    return _numpy_name(_np, name)
