@@ -18,7 +18,7 @@ import numpy as np
 
 from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
 from adcore.ops.einsum_forms import cross_form, multi_dot_form
-from adcore.ops.einsum_notation import EinsumPlan, einsum_plan
+from adcore.ops.einsum_notation import EinsumPlan, einsum_plan, from_sublists
 from adcore.spec import Domain, OpSpec, Sample, fixed_samples
 
 # --- impls -------------------------------------------------------------------------------------
@@ -264,14 +264,19 @@ class _SubscriptsFirst(OpSpec):
     """einsum's calls, NumPy's way: the subscripts first, then any number of operands."""
 
     def canonical_call(self, args: tuple, params: dict) -> tuple[tuple, dict]:
-        if len(args) == 1 and isinstance(args[0], list) and args[0] and isinstance(args[0][0], str):
+        if len(args) == 1 and isinstance(args[0], list) and args[0] and (
+            isinstance(args[0][0], str) or from_sublists(tuple(args[0])) is not None
+        ):
             args = tuple(args[0])  # np.einsum's arguments as one list (Tracer.__array_function__)
+        sublists = from_sublists(tuple(args))
+        if sublists is not None:  # einsum(a, [0, 1], b, [1, 2], [0, 2])
+            args = (sublists[0], *sublists[1])
         if args and isinstance(args[0], str):
             args, params = args[1:], {**params, "subscripts": args[0]}
         if "subscripts" not in params:
             raise InvalidValueError(
-                "einsum: no subscripts: call einsum('ij,jk->ik', a, b) (the sublist form "
-                "einsum(a, [0, 1], b, [1, 2]) is not supported)"
+                "einsum: no subscripts: call einsum('ij,jk->ik', a, b), or in the sublist form "
+                "einsum(a, [0, 1], b, [1, 2], [0, 2])"
             )
         unknown = sorted(set(params) - set(self.params))
         if unknown:

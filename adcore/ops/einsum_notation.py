@@ -14,6 +14,8 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from adcore.errors import InvalidValueError
 
 LETTERS = string.ascii_letters  # the labels np.einsum accepts
@@ -38,6 +40,45 @@ class EinsumPlan:
         return tuple(sizes[label] for label in self.output)
 
 
+def from_sublists(args: tuple) -> tuple[str, tuple] | None:
+    """np.einsum's sublist form, einsum(a, [0, 1], b, [1, 2], [0, 2]), as (subscripts, operands);
+    None when args are not in that form. Label k is NumPy's letter for it: A-Z for 0-25, a-z
+    for 26-51 (so the implicit output's order is the labels' order), Ellipsis is '...'."""
+    if len(args) < 2 or isinstance(args[0], str) or not _is_sublist(args[1]):
+        return None
+    pairs, output = args[: len(args) // 2 * 2], args[len(args) // 2 * 2 :]
+    operands, terms = pairs[0::2], pairs[1::2]
+    for i, term in enumerate(terms):
+        if not _is_sublist(term):
+            raise refuse(
+                args, f"argument {2 * i + 1} (operand {i}'s sublist) is not a list of integer labels"
+            )
+    subscripts = ",".join(_sublist_term(term) for term in terms)
+    if output:
+        if not _is_sublist(output[0]):
+            raise refuse(args, "the last argument (the output's sublist) is not a list of integer labels")
+        subscripts += "->" + _sublist_term(output[0])
+    return subscripts, tuple(operands)
+
+
+def _is_sublist(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and all(
+        v is Ellipsis or (isinstance(v, (int, np.integer)) and not isinstance(v, bool)) for v in value
+    )
+
+
+def _sublist_term(term: list | tuple) -> str:
+    letters = []
+    for label in term:
+        if label is Ellipsis:
+            letters.append("...")
+        elif not 0 <= label < len(LETTERS):
+            raise refuse(term, f"sublist label {label} is out of range (einsum's labels are 0 to 51)")
+        else:
+            letters.append(LETTERS[label + 26] if label < 26 else LETTERS[label - 26])  # A-Z, then a-z
+    return "".join(letters)
+
+
 def refuse(subscripts: object, why: str) -> InvalidValueError:
     return InvalidValueError(f"einsum: subscripts {subscripts!r}: {why}")
 
@@ -49,7 +90,8 @@ def einsum_plan(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> EinsumP
     if not isinstance(subscripts, str):
         raise refuse(
             subscripts,
-            "give the subscripts as a string such as 'ij,jk->ik' (the sublist form is not supported)",
+            "give the subscripts as a string such as 'ij,jk->ik', or in the sublist form "
+            "einsum(a, [0, 1], b, [1, 2], [0, 2])",
         )
     if not shapes:
         raise refuse(subscripts, "einsum needs at least one operand")
