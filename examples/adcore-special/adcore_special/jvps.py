@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import adcore.numpy as anp
-from adcore.extend import lift
+from adcore.extend import lift, power_by_base, power_by_exponent
 from adcore_special.ops import psi
 from adcore_special.vjps import TWO_OVER_SQRT_PI
 
@@ -26,7 +25,7 @@ JVPS: dict[str, tuple[Any, ...]] = {
     "erfcx":     (lambda t, ans, x: t * (2 * x * ans - TWO_OVER_SQRT_PI),),
     "loggamma":  (lambda t, ans, x: t * psi(x, n=0),),
     "psi":       (lambda t, ans, x, n=0: t * psi(x, n=n + 1),),
-    "powm1":     (lambda t, ans, x, y: lift(t, ans) * (y * (ans + 1) / x),
-                  lambda t, ans, x, y: lift(t, ans) * ((ans + 1) * anp.log(x))),
+    "powm1":     (lambda t, ans, x, y: lift(t, ans) * power_by_base(x, y),
+                  lambda t, ans, x, y: lift(t, ans) * power_by_exponent(x, y, ans + 1)),
 }
 # fmt: on

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from adcore.extend import LazyModule
-from adcore.spec import POSITIVE, REAL, WIDE, OpSpec, elementwise_samples
+from adcore.spec import POSITIVE, REAL, WIDE, Kink, OpSpec, elementwise_samples
 
 special = LazyModule("scipy.special")
 
@@ -85,7 +85,19 @@ powm1 = OpSpec(
     numpy=("scipy.special.powm1",),
     samples=elementwise_samples(POSITIVE, REAL),  # broadcasting pairs, 0-d and empty included
     elementwise=True,
-    doc="x**y - 1 for x > 0, accurate where x**y is near 1, broadcasting x with y",
+    # Where a rule written y (ans + 1) / x or (ans + 1) log(x) is 0/0 or 0 * -inf = nan, the values
+    # every exact backend must give, checked by conformance as power's are: at x = 0 < y, d/dx =
+    # y x**(y-1) (1 at y = 1, else 0) and d/dy = 0 (0**y is 0 near y); at y = 0, d/dx = 0 (x**0 is
+    # the constant 1) and d/dy = log(x). No random sample can hold them: x < 0 is nan for y off the
+    # integers, and d/dx jumps across y = 1 at x = 0.
+    kinks=(
+        Kink(
+            ([0.0, 0.0, 0.0, 0.0, 2.0, 0.5], [1.0, 2.0, 3.0, 2.5, 0.0, 0.0]),
+            (np.diag([1.0, 0, 0, 0, 0, 0]), np.diag([0, 0, 0, 0, np.log(2.0), np.log(0.5)])),
+            why="x**y - 1 at x = 0 < y: d/dx = y x**(y-1), d/dy = 0 (0**y is 0 near y); at y = 0, d/dx = 0",
+        ),
+    ),
+    doc="x**y - 1, accurate where x**y is near 1, broadcasting x with y; its derivatives are power's",
 )
 
 OPS: tuple[OpSpec, ...] = (erfcx, loggamma, psi, powm1)

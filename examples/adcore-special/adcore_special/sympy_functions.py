@@ -63,9 +63,17 @@ class powm1(OpCall):
     nargs = 2
 
     def fdiff(self, argindex=1):
-        # in terms of powm1 itself, x**y = powm1 + 1, so the derivative keeps its accuracy
+        # x**y - 1 differentiated as power is (the vjp rules' power_by_base, power_by_exponent),
+        # in terms of powm1 itself. The formulas y (ans + 1) / x and (ans + 1) log(x) are 0/0 or
+        # 0 * -inf = nan at x = 0, where the limits exist: y x**(y-1) is written with
+        # powm1(x, y - 1) + 1 (1 at x = 0, y = 1), and is 0 at x = y = 0 (x**0 is the constant 1;
+        # elsewhere the formula is kept, as d/dy of it at y = 0 is 1/x); d/dy is 0 at x = 0 < y
+        # (0**y is 0 near y). log(x) stays nan for x < 0, as NumPy's.
         x, y = self.args
-        return y * (self + 1) / x if argindex == 1 else (self + 1) * sp.log(x)
+        if argindex == 1:
+            return sp.Piecewise((0, sp.Eq(y, 0) & sp.Eq(x, 0)), (y * (powm1(x, y - 1) + 1), True))
+        log_x = sp.log(x, evaluate=False)  # nan for x < 0 as NumPy computes it, not log|x| + i pi
+        return sp.Piecewise((0, sp.Eq(x, 0) & (y > 0)), ((self + 1) * log_x, True))
 
     def elementary(self) -> sp.Expr:
         return self.args[0] ** self.args[1] - 1

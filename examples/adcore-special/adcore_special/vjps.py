@@ -7,7 +7,7 @@ Each entry maps an op name to a tuple with one rule per input of the op:
 `g` is the cotangent of the output, `ans` the output, `inputs` the op's inputs and
 `params` its params as the caller passed them (so a rule gives each param its default).
 The cotangent has the input's shape: powm1 broadcasts, so it `unbroadcast`s. Rules
-are written with adcore ops (`anp.log`, this plugin's `psi`), never raw NumPy, so the
+are written with adcore ops (this plugin's `psi`, adcore.extend's power helpers), never raw NumPy, so the
 backward pass can itself be differentiated: second and higher derivatives come for free.
 """
 
@@ -16,8 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import adcore.numpy as anp
-from adcore.extend import unbroadcast
+from adcore.extend import power_by_base, power_by_exponent, unbroadcast
 from adcore_special.ops import psi
 
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # -erfcx'(0)
@@ -28,8 +27,10 @@ VJPS: dict[str, tuple[Any, ...]] = {
     "erfcx":     (lambda g, ans, x: g * (2 * x * ans - TWO_OVER_SQRT_PI),),
     "loggamma":  (lambda g, ans, x: g * psi(x, n=0),),
     "psi":       (lambda g, ans, x, n=0: g * psi(x, n=n + 1),),
-    # x**y is ans + 1: d/dx = y x**(y - 1), d/dy = x**y log(x)
-    "powm1":     (lambda g, ans, x, y: unbroadcast(g * y * (ans + 1) / x, x),
-                  lambda g, ans, x, y: unbroadcast(g * (ans + 1) * anp.log(x), y)),
+    # powm1 is x**y - 1, so its derivatives are power's, stated once in adcore.extend: d/dx =
+    # y x**(y - 1), d/dy = x**y log(x) (x**y being ans + 1), with their limits where the formulas
+    # are 0 * inf = nan: d/dx = 1 at x = 0, y = 1, and d/dy = 0 at x = 0 < y (0**y is flat there)
+    "powm1":     (lambda g, ans, x, y: unbroadcast(g * power_by_base(x, y), x),
+                  lambda g, ans, x, y: unbroadcast(g * power_by_exponent(x, y, ans + 1), y)),
 }
 # fmt: on

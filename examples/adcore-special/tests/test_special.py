@@ -209,6 +209,49 @@ def test_powm1_keeps_its_digits_where_x_to_the_y_is_near_one(backend):
         assert h == pytest.approx(x**y * log_x**2, rel=1e-13)
 
 
+# --- powm1 where its rules' formulas are 0/0 ------------------------------------------------------
+
+# (x, y, d/dx, d/dy, d2/dx2) of x**y - 1 where y (ans + 1) / x or (ans + 1) log(x) is nan: at x = 0,
+# x**1 - 1 = x - 1, x**2 - 1 and x**3 - 1 (so d/dx = 1, 0, 0 and d2/dx2 = 0, 2, 0), and 0**y = 0 for
+# every y > 0 (d/dy = 0); at y = 0, x**0 - 1 is 0 for every x (d/dx = 0, d2/dx2 = 0) and d/dy = log x
+EDGES = [
+    (0.0, 1.0, 1.0, 0.0, 0.0),
+    (0.0, 2.0, 0.0, 0.0, 2.0),
+    (0.0, 3.0, 0.0, 0.0, 0.0),
+    (0.0, 2.5, 0.0, 0.0, 0.0),
+    (0.0, 0.0, 0.0, None, 0.0),  # d/dy: 0**y jumps from inf to 1 to 0 across y = 0, no derivative
+    (2.0, 0.0, 0.0, math.log(2.0), 0.0),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("backend", EXACT)
+@pytest.mark.parametrize(("x", "y", "dx", "dy", "dxx"), EDGES)
+def test_powm1_derivatives_where_the_formulas_are_zero_over_zero(backend, dtype, x, y, dx, dy, dxx):
+    x, y = dtype(x), dtype(y)
+    d_dx = adcore.grad(powm1, argnums=0, backend=backend)
+    assert d_dx(x, y) == dx
+    assert adcore.grad(d_dx, argnums=0, backend=backend)(x, y) == dxx
+    if dy is not None:
+        assert adcore.grad(powm1, argnums=1, backend=backend)(x, y) == pytest.approx(dy, rel=1e-6)
+    assert adcore.grad(powm1, argnums=0, backend=backend)(dtype(0.5), dtype(2.0)) == 1.0  # the next call
+
+
+@pytest.mark.parametrize(("x", "y", "dx", "dy", "dxx"), [e for e in EDGES if e[1] in (1.0, 2.0, 3.0)])
+def test_powm1_at_x_0_agrees_with_finite_differences(x, y, dx, dy, dxx):
+    # integer y: x**y is defined on both sides of x = 0, so central differences see the same slope
+    if "numeric" not in BACKENDS:
+        pytest.skip("the numeric backend is not installed")
+    assert adcore.grad(powm1, argnums=0, backend="numeric")(x, y) == pytest.approx(dx, abs=1e-8)
+    assert adcore.grad(powm1, argnums=1, backend="numeric")(x, y) == pytest.approx(dy, abs=1e-8)
+
+
+def test_powm1_is_conformance_checked_at_those_points():
+    (kink,) = adcore.ops.powm1.kinks
+    checked = set(zip(*kink.inputs))
+    assert {(0.0, 1.0), (0.0, 2.0), (0.0, 3.0), (2.0, 0.0)} <= checked
+
+
 # --- the symbolic backend -----------------------------------------------------------------------
 
 
