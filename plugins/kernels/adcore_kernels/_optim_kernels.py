@@ -141,7 +141,9 @@ def adamax(p, g, exp_avg, exp_inf, sign, weight_decay, from_end1, w1, beta2, eps
     for i in prange(p.size):
         gi = sign * g[i] + weight_decay * p[i]
         m = lerp(exp_avg[i], gi, from_end1, w1)
-        u = max(exp_inf[i] * beta2, abs(gi) + eps)
+        u = np.maximum(
+            exp_inf[i] * beta2, abs(gi) + eps
+        )  # NaN propagates, as torch.maximum; max() dropped it
         exp_avg[i] = m
         exp_inf[i] = u
         p[i] = p[i] - clr * (m / u)

@@ -152,13 +152,40 @@ class Optimizer:
         grads = self._checked_grads(grads, me)
         kernels = importlib.import_module("adcore_kernels._optim_kernels")  # numba, on the first step
         owners = (h for g, h in zip(self.param_groups, hypers) for _ in g["params"])
-        for i, ((_, p), g, h) in enumerate(zip(self._params, grads, owners)):
-            if g is not None:
-                self._update(kernels, i, p, g, h)
+        updates = [
+            (i, p, g, h) for i, ((_, p), g, h) in enumerate(zip(self._params, grads, owners)) if g is not None
+        ]
+        for i, p, g, h in updates:
+            if "eps" in h and p.dtype.type(h["eps"]) == 0:
+                self._try_on_copies(kernels, i, p, g, h, me)
+        for i, p, g, h in updates:
+            self._update(kernels, i, p, g, h)
 
-    def _update(self, kernels: ModuleType, i: int, p: np.ndarray, g: np.ndarray, h: dict) -> None:
-        """One parameter's fused step: the state its options use made where missing, its kernel called."""
+    def _try_on_copies(
+        self, kernels: ModuleType, i: int, p: np.ndarray, g: np.ndarray, h: dict, me: str
+    ) -> None:
+        """With eps 0 (in p's dtype) a denominator can be 0 (0/0 where the gradient and the state are
+        still 0), and the kernel raises ZeroDivisionError halfway through p: the step runs on copies
+        first, so that it refuses before anything changes. (torch writes NaN into the parameter.)"""
+        try:
+            self._update(kernels, i, p, g, h, on_copies=True)
+        except ZeroDivisionError as e:
+            eps, default = h["eps"], self.row.hyper["eps"][0]
+            rounded = f", 0 in {p.dtype}" if eps != 0 else ""
+            raise InvalidValueError(
+                f"{me}: parameter {i}: eps={eps!r}{rounded}, and a gradient that is 0 where the state is "
+                f"still 0 divides 0 by 0, which would write NaN into the parameter; give eps > 0 (the "
+                f"default is {default!r}). Nothing was changed."
+            ) from e
+
+    def _update(
+        self, kernels: ModuleType, i: int, p: np.ndarray, g: np.ndarray, h: dict, on_copies: bool = False
+    ) -> None:
+        """One parameter's fused step: the state its options use made where missing, its kernel called
+        (on copies of the parameter and its state, changing nothing, if `on_copies`)."""
         row, state = self.row, self.state.get(i, {})
+        if on_copies:
+            p, state = p.copy(), {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()}
         made = self._new_state(p, h, state)
         new = any(name != "step" for name in made)
         state |= made
@@ -167,6 +194,8 @@ class Optimizer:
         t = state["step"] + 1.0 if row.counts_steps else 0.0
         scalars = [a if isinstance(a, bool) else p.dtype.type(a) for a in row.scalars(h, t, new)]
         getattr(kernels, row.kernel)(p.reshape(-1), g.reshape(-1), *arrays, *scalars)
+        if on_copies:
+            return
         if row.counts_steps:
             state["step"] = t
         if state:
