@@ -337,9 +337,13 @@ def test_einsum_keywords_it_does_not_take_are_refused_by_name(backend):
         adcore.grad(lambda x: np.einsum("i,i", x, x, dtype=np.float32), backend=backend)(X)
 
 
-def test_the_sublist_form_of_einsum_is_refused_by_name():
-    with pytest.raises(InvalidValueError, match="sublist"):
-        anp.einsum(np.ones((2, 2)), [0, 1])
+def test_the_sublist_form_of_einsum_is_numpys_and_a_bad_label_is_refused_by_name():
+    a = np.arange(6.0).reshape(2, 3)
+    assert np.array_equal(anp.einsum(a, [0, 1]), np.einsum(a, [0, 1]))
+    assert np.array_equal(anp.einsum(a, [1, 0]), np.einsum(a, [1, 0]))  # implicit output: labels' order
+    with pytest.raises(InvalidValueError, match="sublist label 60"):
+        anp.einsum(a, [0, 60])
+    assert np.array_equal(anp.einsum(a, [0, 1], [1]), a.sum(axis=0))  # the next call works
 
 
 @pytest.mark.parametrize(
