@@ -111,7 +111,11 @@ def _arrays(name: str, tup: Sequence[Any], dtype: Any, casting: str = "same_kind
             f"numpy.{name}(..., dtype=, casting=) on traced values: leave them out and cast the "
             "result with .astype (a float dtype)"
         )
-    if isinstance(tup, core.Tracer) or not isinstance(tup, Sequence):
+    if isinstance(tup, core.Tracer):  # NumPy iterates over an array: its rows, one getitem each
+        if tup.ndim == 0:
+            raise InvalidValueError(f"numpy.{name}: a 0-d array is not a sequence of arrays")
+        return [getitem(tup, index=i) for i in range(tup.shape[0])]
+    if not isinstance(tup, Sequence):
         raise UnsupportedFunctionError(f"numpy.{name} takes a sequence of arrays (a list or tuple)")
     return list(tup)
 
@@ -201,7 +205,9 @@ def delete(arr: Any, obj: Any, axis: int | None = None) -> Any:
 
 
 def _raveled(value: Any) -> Any:
-    return reshape(value, shape=(-1,)) if isinstance(value, core.Tracer) else np.ravel(value)
+    if _has_tracer(value):
+        return reshape(_stacked(value), shape=(-1,))
+    return np.ravel(value)
 
 
 def _shaped(arr: Any) -> np.ndarray:
