@@ -110,10 +110,19 @@ def split_call(op: OpSpec, sample: Sample, label: str) -> Call:
             (argnums if op.is_differentiable(i) else zeros).extend(range(len(args), len(args) + len(parts)))
         args += parts
     dtypes = tuple(a.dtype if is_complex(a) else None for a in sample.args)
-    fn = _op_function(op, sample.params, dtypes)
+    fn = _op_function(op, sample.params, dtypes) if op.gauge is None else _gauged(op, sample, dtypes)
     return Call(
         fn, tuple(args), tuple(argnums), tuple(zeros), label, functools.cache(lambda: _alone(op, sample))
     )
+
+
+def _gauged(op: OpSpec, sample: Sample, dtypes: tuple) -> Callable[..., Any]:
+    """split_function of the op with its gauge (OpSpec.gauge) aligned to its value at the sample:
+    the same value there, bit for bit, and near it the branch of LAPACK's signs the sample's value
+    is on, which a finite difference (or the same sample in float64) must follow."""
+    centre = op.impl(*sample.args, **sample.params)
+    params = sample.params
+    return split_function(lambda *inputs: op.gauge(op(*inputs, **params), centre, *inputs, **params), dtypes)
 
 
 def _alone(op: OpSpec, sample: Sample) -> bool:

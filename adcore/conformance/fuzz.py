@@ -21,6 +21,7 @@ pasted into a test.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import weakref
@@ -279,10 +280,24 @@ class Program:
 
     def __call__(self, *xs: Any) -> Any:
         values = list(xs)
+        for j, line in enumerate(self.lines):
+            args = [values[a] if _is_value(a) else a for a in line.args]
+            op, params = adcore.ops[line.op], dict(line.params)
+            value = op(*args, **params)
+            if op.gauge is not None:  # LAPACK's signs on the branch of the program's own inputs
+                value = op.gauge(value, self._centres[j], *args, **params)
+            values.append(value)
+        return values[-1]
+
+    @functools.cached_property
+    def _centres(self) -> list:
+        """Each line's value at the program's inputs, which an op's gauge aligns to (OpSpec.gauge):
+        a finite difference of the program then follows one branch of LAPACK's signs."""
+        values = list(self.inputs)
         for line in self.lines:
             args = [values[a] if _is_value(a) else a for a in line.args]
             values.append(adcore.ops[line.op](*args, **dict(line.params)))
-        return values[-1]
+        return values[len(self.inputs) :]
 
     @property
     def ops(self) -> set[str]:
