@@ -6,6 +6,7 @@ from adcore import extend, ops  # noqa: F401  (extend: the module for rule and b
 from adcore.api import (
     backends,
     differentiate,
+    elementwise_grad,
     get_backend,
     grad,
     hessian,
@@ -103,6 +104,7 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "differentiate",
+    "elementwise_grad",
     "get_backend",
     "grad",
     "hessian",

@@ -136,7 +136,8 @@ def grad(
     holomorphic: bool = False,
     **options: Any,
 ):
-    """The gradient of a scalar-valued f (NonScalarOutputError otherwise), in the structure of
+    """The gradient of a scalar-valued f (NonScalarOutputError otherwise; an output of size 1, shape
+    (1,) or (1, 1), is the scalar it holds, as autograd and torch take it), in the structure of
     args[argnums]; with has_aux, f returns (loss, aux) and the result is (gradient, aux).
 
     f must be real-valued; of a complex z its gradient is df/dx - 1j*df/dy (JAX's: grad of
@@ -165,6 +166,21 @@ def value_and_grad(
 
 
 @_keywords_checked
+def elementwise_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", **options: Any):
+    """autograd's elementwise_grad: the gradient of sum(f(...)), the vector-Jacobian product with ones.
+
+    It is each element's derivative only for an elementwise f (output element i depends on input
+    element i alone, as anp.sin or anp.tanh): elementwise_grad(anp.tanh)(x) is 1 - tanh(x)**2. For
+    any other f it is the sum of the Jacobian's rows, not a derivative of f; as autograd warns,
+    use adcore.jacobian there."""
+
+    @functools.wraps(f)
+    def summed(*args: Any, **kwargs: Any) -> Any:
+        return np.sum(f(*args, **kwargs))  # on a traced output, the sum op
+
+    return grad(summed, argnums, backend, **options)
+
+
 def hessian(
     f: Callable[..., Any],
     argnums: Argnums = 0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -113,9 +114,10 @@ def check_output(value: Any, backend: str, scalar: bool) -> None:
 
 
 def check_scalar(shape: tuple[int, ...]) -> None:
-    """grad's output must be a scalar."""
-    if shape != ():
+    """grad's output must be a scalar, or hold one (shape (1,), (1, 1): unambiguous, as autograd
+    and torch take it; adcore.derivatives gives its gradient the argument's shape)."""
+    if shape != () and math.prod(shape) != 1:
         raise NonScalarOutputError(
-            f"grad needs a function with a scalar output, this one returned shape {shape}; "
+            f"grad needs a function with a scalar output (or one of size 1), this one returned shape {shape}; "
             "use adcore.jacobian (or differentiate) for array outputs, or reduce the output (sum, mean)"
         )

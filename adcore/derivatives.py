@@ -120,6 +120,11 @@ def value_and_jacobian(
         ):  # float32/64: the common case, checked at no cost
             args[i] = float_input(a, f"argument {i}")
     value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
+    if scalar:  # a size-1 output of shape (1,) or (1, 1): the gradient of the scalar it holds
+        jacobians = tuple(_gradient_shaped(j, args[i]) for j, i in zip(jacobians, unique))
+        errors = (
+            None if errors is None else tuple(_gradient_shaped(e, args[i]) for e, i in zip(errors, unique))
+        )
     if len(unique) != len(argnums):  # a position named twice: its derivative at each place
         place = {i: k for k, i in enumerate(unique)}
         jacobians = tuple(jacobians[place[i]] for i in argnums)
@@ -129,6 +134,13 @@ def value_and_jacobian(
         tuple([_like(j, args[i]) for j, i in zip(jacobians, argnums)]),
         None if errors is None else tuple(_like(e, args[i]) for e, i in zip(errors, argnums)),
     )
+
+
+def _gradient_shaped(jacobian: Any, arg: Any) -> Any:
+    """A size-1 output's Jacobian (shape (1, ...) + arg.shape) as the gradient, arg's shape."""
+    if np.ndim(jacobian) == np.ndim(arg):
+        return jacobian
+    return ops.reshape(jacobian, shape=np.shape(arg))
 
 
 def jvp(be: Backend, f: Callable[..., Any], args: tuple, tangents: tuple, options: dict) -> tuple[Any, Any]:
