@@ -27,7 +27,10 @@ def _static_int(value: Any, function: str, name: str, low: int = 0) -> int:
         )
     if np.ndim(value) == 0 and float(value) == int(value) and int(value) >= low:
         return int(value)
-    raise InvalidValueError(f"scipy.special.{function}: {name} must be one integer >= {low}, got {value!r}")
+    raise InvalidValueError(
+        f"scipy.special.{function}: {name} must be one integer >= {low}, got {value!r}; it has no derivative, "
+        f"so pass a plain int (SciPy's {function} takes it in the same place)"
+    )
 
 
 def polygamma(n: int, x: Any) -> Any:

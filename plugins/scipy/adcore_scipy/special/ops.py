@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
+from adcore.errors import InvalidValueError
 from adcore.extend import LazyModule
 from adcore.spec import POSITIVE, REAL, UNARY_SHAPES, UNIT_OPEN, WIDE, Domain, Kink, OpSpec, Sample
 from adcore.spec import elementwise_samples as _samples
@@ -105,7 +106,10 @@ rgamma = _ufunc(
 def _order(n: Any, name: str = "n") -> int:
     """An integer order, checked: a non-negative integer."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"op 'polygamma': {name} must be a non-negative integer, got {n!r}")
+        raise InvalidValueError(
+            f"op 'polygamma': its order {name} must be an integer >= 0 (0 is digamma, 1 trigamma, ...), got "
+            f"{n!r}; adcore_scipy.special.polygamma(n, x) takes SciPy's order first"
+        )
     return int(n)
 
 

@@ -21,6 +21,7 @@ from adcore.core import concrete
 from adcore.errors import MissingRuleError
 from adcore.extend import LazyModule, each, lift, unbroadcast
 from adcore_scipy.special.ops import (
+    _order,
     betaln,
     digamma,
     gamma,
@@ -171,4 +172,11 @@ _SYMPY_OPS = (
     "gammainc", "gammaincc", "xlogy", "xlog1py", "i0", "i1", "j0", "j1", "y0", "y1", "iv", "ive", "jv", "yn",
 )  # fmt: skip
 SYMPY_RULES: dict[str, Any] = {op: _sympy_rule(op) for op in _SYMPY_OPS}
-SYMPY_RULES["polygamma"] = lambda x, n=0: each(lambda e: fn.polygamma(n, e), x)
+
+
+def _sympy_polygamma(x: Any, n: int = 0) -> Any:
+    order = _order(n)  # checked as impl checks it: the symbolic backend never runs impl
+    return each(lambda e: fn.polygamma(order, e), x)
+
+
+SYMPY_RULES["polygamma"] = _sympy_polygamma

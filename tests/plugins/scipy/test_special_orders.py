@@ -1,0 +1,45 @@
+"""polygamma's order: a non-integer or negative one is an InvalidValueError naming it (issue 32, class 10)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import scipy.special as ss
+from adcore_scipy import special
+
+import adcore
+from adcore.errors import AdcoreError
+
+BACKENDS = ["reverse", "forward", "numeric", "symbolic"]
+BAD_ORDERS = [1.5, -1, -2.0, np.float64(0.5)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", BAD_ORDERS)
+def test_polygamma_with_a_bad_order_is_refused_through_the_function(backend, n):
+    with pytest.raises(
+        AdcoreError, match=re.escape(f"polygamma: n must be one integer >= 0, got {n!r}")
+    ) as caught:
+        adcore.grad(lambda x: special.polygamma(n, x), backend=backend)(1.0)
+    assert isinstance(caught.value, ValueError)
+    # the next call works: d/dx polygamma(1, x) = polygamma(2, x) (SciPy's, the oracle)
+    g = adcore.grad(lambda x: special.polygamma(1, x), backend=backend)(1.0)
+    np.testing.assert_allclose(g, ss.polygamma(2, 1.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", [None, *BACKENDS])
+@pytest.mark.parametrize("n", [1.5, -1, True])
+def test_the_polygamma_op_with_a_bad_order_is_refused_naming_it(backend, n):
+    call = (
+        (lambda: adcore.ops.polygamma(1.0, n=n))
+        if backend is None
+        else (lambda: adcore.grad(lambda x: adcore.ops.polygamma(x, n=n), backend=backend)(1.0))
+    )
+    with pytest.raises(
+        AdcoreError, match=r"op 'polygamma': its order n must be an integer >= 0.*got " + re.escape(repr(n))
+    ) as caught:
+        call()
+    assert isinstance(caught.value, ValueError)  # was a plain ValueError
+    np.testing.assert_allclose(adcore.ops.polygamma(1.0, n=1), ss.polygamma(1, 1.0), rtol=1e-15)
