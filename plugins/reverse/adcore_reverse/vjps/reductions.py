@@ -15,7 +15,7 @@ from adcore.ops.ordering import from_rows, quantile_weights
 from adcore.ops.reductions import reduced_count
 from adcore_reverse.vjps.table import defvjp, defvjp_steps
 from adcore_reverse.vjps.table import expand as _expand
-from adcore_reverse.zeros import step_cotangent
+from adcore_reverse.zeros import Masked, step_cotangent
 
 
 def _mask(x: Any, where: Any, dtype: Any) -> np.ndarray:
@@ -113,7 +113,9 @@ def quantile_vjp(g, ans, x, q, axis, method):
     """The cotangent of x: g spread over each slice by the interpolation weights."""
     weights = quantile_weights(x, q, axis, method, g.dtype)  # (nq, m, n)
     per_q = anp.reshape(g, weights.shape[:2] + (1,))
-    return from_rows(anp.sum(times_step(per_q, weights), axis=0), x.shape, axis)
+    cotangent = from_rows(anp.sum(times_step(per_q, weights), axis=0), x.shape, axis)
+    unread = np.all(weights == 0, axis=0)  # elements no quantile reads: structural zeros
+    return Masked(cotangent, np.asarray(from_rows(unread, x.shape, axis))) if unread.any() else cotangent
 
 
 # fmt: off
@@ -130,8 +132,8 @@ defvjp_steps("ptp",  lambda g, ans, x, axis=None, keepdims=False: step_cotangent
 defvjp("average",    _average_vjp_a, _average_vjp_w)
 defvjp_steps("nansum",  _nansum_vjp)
 defvjp_steps("nanmean", _nanmean_vjp)
-defvjp("median",     lambda g, ans, x, axis=None, keepdims=False: quantile_vjp(g, ans, x, 0.5, axis, "linear"))
-defvjp("quantile",   lambda g, ans, x, q, axis=None, method="linear", keepdims=False: quantile_vjp(g, ans, x, q, axis, method))
-defvjp("percentile", lambda g, ans, x, q, axis=None, method="linear", keepdims=False: quantile_vjp(g, ans, x, np.asarray(q) / 100, axis, method))
+defvjp_steps("median",     lambda g, ans, x, axis=None, keepdims=False: quantile_vjp(g, ans, x, 0.5, axis, "linear"))
+defvjp_steps("quantile",   lambda g, ans, x, q, axis=None, method="linear", keepdims=False: quantile_vjp(g, ans, x, q, axis, method))
+defvjp_steps("percentile", lambda g, ans, x, q, axis=None, method="linear", keepdims=False: quantile_vjp(g, ans, x, np.asarray(q) / 100, axis, method))
 
 # fmt: on
