@@ -65,6 +65,8 @@ def _diff_samples(rng: np.random.Generator, dtype) -> list[Sample]:
         ((3, 4), {"axis": 0, "append": np.array([[1.0, 2.0, 3.0, 4.0]])}),
         ((4,), {"n": 2, "prepend": np.array([1.0, -1.0]), "append": 2.0}),
         ((4,), {"n": 0}),
+        ((2, 1), {"axis": 1}),  # n at least the length: an empty output, a zero derivative
+        ((3,), {"n": 4, "prepend": 0.5}),
     )
     typed = [
         {k: np.asarray(v, dtype) if isinstance(v, np.ndarray) else v for k, v in p.items()} for _, p in calls

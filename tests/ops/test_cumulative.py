@@ -61,6 +61,43 @@ def test_diff_with_constant_ends_matches_numpy(backend):
     )
 
 
+# n at least the length along the axis (prepend and append counted): np.diff's output is empty there
+EMPTY_DIFFS = [
+    ("length-1 axis", np.array([[1.0], [2.5]]), {"axis": 1}),
+    ("length-1 vector", np.array([3.0]), {}),
+    ("n = size", np.array([1.0, 4.0, 2.0]), {"n": 3}),
+    ("n > size", np.array([[1.0, 4.0], [2.0, -1.0]]), {"n": 5, "axis": 0}),
+    ("n = size with ends", np.array([1.0, 4.0]), {"n": 4, "prepend": 0.5, "append": -1.0}),
+]
+
+
+@pytest.mark.parametrize("x, params", [c[1:] for c in EMPTY_DIFFS], ids=[c[0] for c in EMPTY_DIFFS])
+def test_the_cotangent_of_an_empty_diff_is_the_inputs_shaped_zero(x, params):
+    out, vjp_fn = adcore.vjp(lambda v: np.diff(v, **params), x)
+    assert out.size == 0
+    (ct,) = vjp_fn(np.zeros_like(out))
+    assert ct.shape == x.shape and ct.dtype == x.dtype
+    np.testing.assert_array_equal(ct, np.zeros_like(x))
+    (ct,) = adcore.vjp(lambda v: np.diff(v, axis=0), x)[1](np.ones((x.shape[0] - 1,) + x.shape[1:]))
+    np.testing.assert_array_equal(
+        ct, exact_jacobian(lambda v: np.diff(v, axis=0), x).sum(axis=tuple(range(x.ndim)))
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("x, params", [c[1:] for c in EMPTY_DIFFS], ids=[c[0] for c in EMPTY_DIFFS])
+def test_an_empty_diff_adds_nothing_to_the_gradient_on_every_backend(backend, x, params):
+    # sum(x**2) + sum(diff(x)): the empty sum is the constant 0, so the gradient is 2 x
+    def f(v):
+        return anp.sum(v**2) + anp.sum(np.diff(v, **params))
+
+    tol = {"rtol": 1e-7} if backend == "numeric" else {"rtol": 0}
+    np.testing.assert_allclose(adcore.grad(f, backend=backend)(x), 2 * x, **tol)
+    jac = adcore.jacobian(lambda v: np.diff(v, **params), backend=backend)(x)
+    assert jac.shape == np.diff(x, **params).shape + x.shape
+    np.testing.assert_allclose(adcore.grad(f, backend=backend)(x + 1), 2 * (x + 1), **tol)  # the next call
+
+
 def _cumprod_jacobian(x: np.ndarray) -> np.ndarray:
     """d cumprod(x)_k / d x_i = the product of x_0..x_k without x_i (i <= k), written out."""
     n = x.size

@@ -54,6 +54,8 @@ def end_length(end, ndim: int, axis: int) -> int:
 
 def _diff_vjp(g, ans, x, n=1, axis=-1, prepend=None, append=None):
     ax = axis % max(x.ndim, 1)
+    if g.shape[ax] == 0:  # n at least the length (with prepend and append): the output is empty
+        return anp.zeros_like(x)
     for _ in range(n):  # the transpose of one difference: -g[i] + g[i-1], padded with zeros at the ends
         zero = anp.zeros_like(anp.getitem(g, index=(slice(None),) * ax + (slice(0, 1),)))
         g = anp.concatenate([zero, g], axis=ax) - anp.concatenate([g, zero], axis=ax)
