@@ -69,12 +69,14 @@ def _takes_traced_lists(function: Any) -> Any:
 
         @_functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if any(_holds_tracer_list(a) for a in args) or any(
-                _holds_tracer_list(a) for a in kwargs.values()
-            ):
-                args = tuple(_array(a) if _holds_tracer_list(a) else a for a in args)
-                kwargs = {k: _array(v) if _holds_tracer_list(v) else v for k, v in kwargs.items()}
-            return function(*args, **kwargs)
+            values = (*args, *kwargs.values())
+            if not any(isinstance(a, _core.Tracer) or _holds_tracer_list(a) for a in values):
+                return function(*args, **kwargs)
+            args = tuple(_array(a) if _holds_tracer_list(a) else a for a in args)
+            kwargs = {k: _array(v) if _holds_tracer_list(v) else v for k, v in kwargs.items()}
+            # adcore's own function, which sees a traced argument NumPy's dispatch would not
+            # (np.interp(x, xp, fp, left=traced) dispatches on x, xp and fp only)
+            return _core.NUMPY_FUNCTIONS.get(function, function)(*args, **kwargs)
 
         _served[function] = wrapper
     return wrapper
