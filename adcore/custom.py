@@ -15,12 +15,14 @@ of its kind differentiates the body (the op is `traceable`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
 import re
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,11 @@ from adcore.errors import (
 from adcore.spec import OpSpec
 
 _numbers = itertools.count()
+# The levels of the tracers standing for tangents while a custom_jvp rule is pushed forward or
+# transposed. A rule may call its own function on a tangent (`return f(p), f(t)` for a linear f,
+# as JAX allows); that call differentiates f's body, as JAX's linearization does, where f's rule
+# would be pushed forward again, and again, without end.
+_tangent_levels: ContextVar[frozenset[int]] = ContextVar("adcore_tangent_levels", default=frozenset())
 
 
 @dataclass(eq=False)
@@ -117,6 +124,8 @@ class _Custom:
             # as JAX: calling it before its rule is given is an error, not a silent body derivative
             how = "f.defvjp(fwd, bwd)" if self.kind == "custom_vjp" else "@f.defjvp on a rule"
             raise MissingRuleError(f"{self._label} has no rule yet: give it one with {how} before calling it")
+        if _on_a_tangent(args, kwargs):
+            return self.fun(*args, **kwargs)
         args = self._positional(args, kwargs)
         nondiff = self.nondiff_argnums
         if nondiff and nondiff[-1] >= len(args):
@@ -195,6 +204,25 @@ class _Custom:
 
     def __repr__(self) -> str:
         return f"<{self._label}>"
+
+
+def _on_a_tangent(args: tuple, kwargs: dict) -> bool:
+    """Whether this call is a rule's, on a tangent it is being pushed forward or transposed in."""
+    levels = _tangent_levels.get()
+    return bool(levels) and any(
+        isinstance(x, Tracer) and x._trace.level in levels for x in tree.leaves((args, kwargs))
+    )
+
+
+@contextlib.contextmanager
+def _tangents(values: Sequence[Any]) -> Iterator[None]:
+    """While a rule runs on these tangents (see `_tangent_levels`)."""
+    levels = {v._trace.level for v in values if isinstance(v, Tracer)}
+    token = _tangent_levels.set(_tangent_levels.get() | levels)
+    try:
+        yield
+    finally:
+        _tangent_levels.reset(token)
 
 
 def _name(fun: Any) -> str:
@@ -432,7 +460,8 @@ def _batched_jvp(i: int, t: Any, ans: Any, leaves: tuple, call: _Call) -> Any:
         return ops.stack(*rows)
 
     def rule_at(ti: Any) -> Any:
-        return _tangent_out(call, ans, leaves, [*tangents[:i], ti, *tangents[i + 1 :]], check_out=True)
+        with _tangents((ti,)):
+            return _tangent_out(call, ans, leaves, [*tangents[:i], ti, *tangents[i + 1 :]], check_out=True)
 
     at_zero, shares = forward.jvp(rule_at, (tangents[i],), (t,))
     _check_linear(call, at_zero, "forward")
@@ -471,7 +500,8 @@ def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
         tangents = list(zeros)
         for k, t in zip(floats, ts):
             tangents[k] = t
-        return ops.sum(g * _tangent_out(call, ans, leaves, tangents, check_out=True))
+        with _tangents(ts):
+            return ops.sum(g * _tangent_out(call, ans, leaves, tangents, check_out=True))
 
     reverse = _backend_that_builds("vjp", "reverse")
     backend = "reverse" if reverse is None else reverse.name  # (an unknown name is a typed error)

@@ -168,6 +168,65 @@ def test_eager_tensors_use_the_rules():
     np.testing.assert_array_equal(x.grad, [1.0] * 3)
 
 
+# --- a rule calling its own function on the tangent (JAX allows it: the natural rule of a linear f) ---
+
+B = np.array([[2.0, -1.0, 0.0], [0.5, 3.0, 1.0]])
+
+
+@adcore.custom_jvp
+def mix(x):
+    return B @ x
+
+
+@mix.defjvp
+def _mix_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return mix(x), mix(t)  # linear: the tangent goes through mix itself
+
+
+@adcore.custom_jvp
+def doubled(x):
+    return x * 1.0
+
+
+@doubled.defjvp
+def _doubled_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return doubled(x), 2.0 * doubled(t)  # the rule, not the body, says the slope: 2
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse", "symbolic", "numeric"])
+def test_a_rule_calling_its_function_on_the_tangent_gives_the_linear_maps_derivative(backend):
+    x = np.array([1.0, -2.0, 0.5])
+    tol = {"rtol": 1e-7, "atol": 1e-9} if backend == "numeric" else {"rtol": 1e-15}
+    np.testing.assert_allclose(adcore.jacobian(mix, backend=backend)(x), B, **tol)
+    loss = lambda x: anp.sum(mix(x) ** 2)  # noqa: E731
+    np.testing.assert_allclose(adcore.grad(loss, backend=backend)(x), 2 * B.T @ B @ x, **tol)
+    np.testing.assert_allclose(adcore.grad(loss, backend=backend)(2 * x), 4 * B.T @ B @ x, **tol)  # next call
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_the_rule_on_the_tangent_still_wins_over_the_body(backend):
+    x = np.array([0.5, -1.0])
+    np.testing.assert_allclose(adcore.jacobian(doubled, backend=backend)(x), 2 * np.eye(2))
+    out, tangent = adcore.jvp(doubled, (x,), (np.array([1.0, 3.0]),))
+    np.testing.assert_allclose(tangent, [2.0, 6.0])
+    np.testing.assert_allclose(adcore.vjp(doubled, x)[1](np.array([1.0, 3.0]))[0], [2.0, 6.0])
+
+
+@pytest.mark.parametrize(
+    "inner, outer",
+    [("reverse", "forward"), ("reverse", "reverse"), ("forward", "forward"), ("forward", "reverse")],
+)
+def test_second_derivatives_through_a_rule_calling_its_function_on_the_tangent(inner, outer):
+    x = np.array([1.0, -2.0, 0.5])
+    h = adcore.hessian(lambda x: anp.sum(mix(x) ** 2), inner=inner, outer=outer)(x)
+    np.testing.assert_allclose(h, 2 * B.T @ B, rtol=1e-14)
+    h = adcore.hessian(lambda x: anp.sum(doubled(x) ** 3), inner=inner, outer=outer)(x)
+    # the gradient is 3 doubled(x)**2 * 2 (the rule's slope), and its derivative takes the slope again: 24 x
+    np.testing.assert_allclose(h, np.diag(24 * x), rtol=1e-14)
+
+
 # --- higher order -----------------------------------------------------------------------------
 # d2/dx2 log(1 + exp(x)) = sigmoid(x) (1 - sigmoid(x)): the derivative of the rule, which is
 # written with adcore ops
