@@ -181,8 +181,9 @@ def vjp(be: Backend, f: Callable[..., Any], args: tuple, options: dict) -> tuple
             )
 
         return _fresh(value), transposed
-    # the pullback runs later, after the caller may have changed its arrays: keep copies
-    copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    # the pullback runs later, after the caller may have changed its arrays: keep copies, in their
+    # memory layout (order K): NumPy's sums depend on it, and the traced value must be f(x)'s bits
+    copies = tuple(a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args)
     out, pullback_ = be.vjp(f, copies, every, **options)
     check_output(out, be.name, scalar=False)
 

@@ -1,6 +1,8 @@
 """The checks of one subject (an op, a case, a random program) in one dtype, one function each,
 and `check_subject`, which runs them on every backend and makes the cells.
 
+- values: the value each backend traces, bit for bit the plain call's (NumPy's value: the same
+  dtype, shape and numbers, nan where it is nan), the pattern backend's included;
 - jacobians: d f / d x for each differentiable float input, in the input's dtype, against the
   reference (and the derivative's dtype against the input's);
 - zeros: 0 for float inputs the op declares not differentiable (not for an estimating backend,
@@ -17,13 +19,14 @@ and `check_subject`, which runs them on every backend and makes the cells.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 import adcore
-from adcore.conformance import tolerances
+from adcore.conformance import abilities, tolerances
 from adcore.conformance.abilities import (
     estimate_options,
     estimates,
@@ -73,6 +76,7 @@ def check_subject(
     cell_dtype, dtype = dtype, tolerances.judged_as(dtype)
     for k, call in enumerate(calls):
         here = Results(call)
+        plain = plain_value(call)
         at64 = here if dtype == "float64" else Results(call.in_float64())
         reference = reference_for(at64, installed, lambda b: not supported(b))
         rng = np.random.default_rng([seed, k])
@@ -81,6 +85,7 @@ def check_subject(
             if not tally.open:
                 continue
             try:
+                check_value(tally, backend, call, plain)
                 if reference is None:
                     raise RuntimeError(
                         "no installed backend could differentiate it, so there is no reference"
@@ -122,6 +127,58 @@ def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
         return ""
 
     return supported
+
+
+# --- values -----------------------------------------------------------------------------------
+
+
+def plain_value(call: Call) -> np.ndarray | None:
+    """call.fn at its arguments, untraced (an op's impl, NumPy's value); None where it raises (the
+    backends' errors then say why)."""
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(call.fn(*call.args))
+    except Exception:
+        return None
+
+
+def traced_value(backend: str, call: Call) -> Any:
+    """call.fn's value as the backend computes it while differentiating: a pattern backend's at
+    this point, else from one vjp or jvp (by zero tangents: no more than the value for numeric)."""
+    if patterns(backend):
+        return abilities.backend(backend).value_and_jacobian(call.fn, call.args, call.argnums, local=True)[0]
+    xs = tuple(call.args[i] for i in call.argnums)
+    fn = call.of(call.argnums)
+    if "vjp" in products(backend):
+        return adcore.vjp(fn, *xs, backend=backend)[0]
+    return adcore.jvp(fn, xs, tuple(np.zeros_like(x) for x in xs), backend=backend)[0]
+
+
+def check_value(tally: Tally, backend: str, call: Call, plain: np.ndarray | None) -> None:
+    """The backend's traced value of the call against its plain value, bit for bit."""
+    if plain is None or not call.argnums:
+        return
+    got = np.asarray(traced_value(backend, call))
+    differs = value_difference(got, plain)
+    if not differs:
+        tally.checks += 1
+        return
+    detail = f"{differs} (reference: the untraced call, NumPy's value)"
+    tally.add(Worst(call.label, "value", 0.0, 0.0, 0.0, detail), math.inf)
+
+
+def value_difference(got: np.ndarray, plain: np.ndarray) -> str:
+    """'' where got is plain bit for bit (dtype, shape, numbers; nan where nan), else how it differs."""
+    if (got.dtype, got.shape) != (plain.dtype, plain.shape):
+        return f"traced {got.dtype} {got.shape}, untraced {plain.dtype} {plain.shape}"
+    if np.array_equal(got, plain, equal_nan=plain.dtype.kind in "fc"):
+        return ""
+    unequal = got != plain
+    if plain.dtype.kind in "fc":
+        unequal &= ~(np.isnan(got) & np.isnan(plain))
+    where = tuple(int(i) for i in np.argwhere(unequal)[0]) if got.ndim else ()
+    at = f"at {where}: " if where else ""
+    return f"{at}traced {got[where]!r}, untraced {plain[where]!r}"
 
 
 # --- first derivatives ------------------------------------------------------------------------

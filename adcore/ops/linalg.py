@@ -104,6 +104,8 @@ def _cholesky(a, upper=False):
         "symmetric positive definite matrix; add a small multiple of the identity (jitter) if a "
         "is only positive semidefinite."
     )
+    if upper and np.lib.NumpyVersion(np.__version__) >= "2.0.0":  # NumPy's upper factor, its bits
+        return _numpy_linalg("cholesky", np.linalg.cholesky, a, upper=True, advice=advice)
     lower = _numpy_linalg("cholesky", np.linalg.cholesky, swap_last(a) if upper else a, advice=advice)
     return swap_last(lower) if upper else lower
 

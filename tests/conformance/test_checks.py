@@ -14,7 +14,13 @@ from adcore import cli
 from adcore.conformance import engine
 from adcore.conformance.abilities import outers, reference_order
 from adcore.conformance.calls import Call
-from adcore.conformance.checks import along_directions, second_call
+from adcore.conformance.checks import (
+    along_directions,
+    plain_value,
+    second_call,
+    traced_value,
+    value_difference,
+)
 from adcore.errors import UnsupportedByBackendError
 from adcore.spec import OpSpec, fixed_samples
 
@@ -113,6 +119,53 @@ def test_a_backend_that_declines_every_sample_is_unsupported(register_plugin):
     cell = report.cell("sin", "refusing")
     assert cell.status == "unsupported" and "declined every sample" in cell.message
     assert "not today" in cell.message
+
+
+# --- values -----------------------------------------------------------------------------------
+
+
+class OffByAnUlp(ReverseBackend):
+    """reverse, but the value it traces is one ulp above NumPy's (its derivatives are right)."""
+
+    name = "off_by_an_ulp"
+
+    def vjp(self, f, args, argnums):
+        out, pullback = super().vjp(f, args, argnums)
+        return np.nextafter(adcore.concrete(out), np.inf), pullback
+
+
+def test_a_traced_value_that_is_not_numpys_bit_for_bit_is_reported(register_plugin):
+    register_plugin(_plugin(backends=[OffByAnUlp()]), "off_by_an_ulp")
+    report = engine.run(ops=["sin"], dtypes=["float64", "float32"], backends=["off_by_an_ulp", "reverse"])
+    for dtype in ("float64", "float32"):
+        cell = next(c for c in report.cells if c.backend == "off_by_an_ulp" and c.dtype == dtype)
+        assert cell.status == "disagrees" and cell.worst.check == "value", cell
+        assert "untraced" in cell.worst.detail and "NumPy's value" in cell.worst.detail
+    assert report.cell("sin", "reverse").status == "agrees"  # the next run, on a right backend, is clean
+    assert engine.run(ops=["sin"], dtypes=["float64"], backends=["reverse"]).ok
+
+
+def test_a_traced_value_of_another_dtype_or_shape_is_reported():
+    assert value_difference(np.zeros(2, np.float64), np.zeros(2, np.float32)) == (
+        "traced float64 (2,), untraced float32 (2,)"
+    )
+    assert value_difference(np.zeros(2), np.zeros((1, 2))) == "traced float64 (2,), untraced float64 (1, 2)"
+    assert value_difference(np.array([np.nan, -0.0]), np.array([np.nan, 0.0])) == ""  # nan is nan; -0 == 0
+    assert value_difference(np.array([1.0, 2.0]), np.array([1.0, np.nextafter(2.0, 3.0)])).startswith(
+        "at (1,): traced"
+    )
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward", "numeric", "symbolic", "sparsity"])
+def test_every_backend_traces_the_ops_value_bit_for_bit(backend):
+    # a non-contiguous x: NumPy's sums depend on the memory layout, and the copies a backend keeps
+    # of x must not change the value's last bit (norm over axes (2, 0) of a transposed stack)
+    x = np.moveaxis(np.random.default_rng(3).uniform(-2, 2, (2, 2, 3)), (0, 1), (2, 0))
+    calls = [Call(lambda x: adcore.ops.norm(x, ord="fro", axis=(2, 0)), (x,), (0,), label="norm")]
+    calls.append(Call(lambda x: anp.sum(np.cbrt(x) * x**0.37), (np.abs(x) + 0.5,), (0,), label="cbrt"))
+    for call in calls:
+        assert not x.flags.c_contiguous
+        assert value_difference(np.asarray(traced_value(backend, call)), plain_value(call)) == ""
 
 
 # --- abilities --------------------------------------------------------------------------------

@@ -91,10 +91,11 @@ Direction = Basis | Along
 
 def fresh(args: tuple) -> tuple:
     """The arguments with every array copied: an f that writes into its input (x *= 2) must
-    neither see another point's writes nor change the caller's array."""
+    neither see another point's writes nor change the caller's array. Each keeps its memory layout
+    (order K): NumPy's sums depend on it, and f's value at x must be f(x)'s bits."""
     if not any(isinstance(a, np.ndarray) for a in args):  # the common case, at no cost
         return args
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    return tuple(a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args)
 
 
 def evaluate(

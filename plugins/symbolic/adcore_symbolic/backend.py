@@ -100,7 +100,7 @@ def _numpys_value(f: Callable[..., Any], args: tuple, compiled: Any) -> Any:
     second run computes something else) the compiled one, whose run the Jacobians belong to."""
     if isinstance(compiled, Tracer):
         return compiled
-    plain = f(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))  # f may write into x
+    plain = f(*(a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args))  # f may write into x
     if isinstance(plain, Tracer):
         return compiled
     plain = np.asarray(plain)
