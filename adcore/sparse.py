@@ -108,9 +108,12 @@ def prepare_jacobian(
     evaluates the compressed derivative and decompresses. Every call is checked against what it
     was prepared for: the differentiated argument's shape and dtype, the other float arguments'
     shapes and dtypes (their values may change: a global pattern holds for all of them), and the
-    other arguments themselves (ints, index arrays, strings... may have shaped the pattern).
-    Arrays f reads from its closure are constants to the detection (a constant matrix's zeros
-    shape the pattern): pass any that will change as float arguments instead. A given
+    other arguments themselves (ints, index arrays, strings, and the arrays and lists inside
+    dicts, lists and tuples: a write into one is seen). Arrays, lists and dicts f's ops read as
+    constants when the pattern was detected (a closure's matrix, whose zeros shape the pattern; an
+    index array) are checked on each call too: a change is a StateChangedError (prepare again, or
+    pass a float array that changes as a float argument). A closure rebound to a new object is not
+    seen. A given
     `sparsity` is trusted (see adcore.jacobian); `prep.pattern` and `prep.coloring` show what
     was prepared."""
     _check_sparse(sparse, "prepare_jacobian", "adcore.jacobian(f, argnums, backend)")
