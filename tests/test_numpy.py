@@ -175,3 +175,66 @@ def test_adcore_numpy_finds_plugin_ops(register_plugin):
     register_plugin(Plugin(), "np_demo")
     assert anp.triple_np_demo is adcore.ops.triple_np_demo
     assert anp.triple_np_demo(2.0) == 6.0
+
+
+# --- lists of traced values, stacks of one array, einsum's sublists (issue 32, class 11) ----------
+
+BACKENDS = ("reverse", "forward", "symbolic")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_adcore_numpy_functions_take_lists_of_traced_values(backend):
+    x = np.array([3.0, 4.0, 2.0])
+    cases = [
+        (lambda x: anp.mean([x[0], x[1]]), [0.5, 0.5, 0.0]),
+        (lambda x: anp.sum((x[0], 2.0, x[2])), [1.0, 0.0, 1.0]),
+        (lambda x: anp.linalg.norm([x[0], x[1]]), [0.6, 0.8, 0.0]),  # 3-4-5
+        (lambda x: anp.sum(anp.append([x[0]], x)), [2.0, 1.0, 1.0]),
+        (lambda x: anp.dot([x[0], x[1]], x[1:]), [4.0, 3.0 + 2.0, 4.0]),
+        (lambda x: anp.trapezoid([x[0], x[1], 1.0]), [0.5, 1.0, 0.0]),
+    ]
+    for f, expected in cases:
+        np.testing.assert_allclose(adcore.grad(f, backend=backend)(x), expected, rtol=1e-15)
+    value = adcore.value_and_grad(lambda x: anp.linalg.norm([x[0], x[1]]), backend=backend)(x)[0]
+    assert value == np.linalg.norm([3.0, 4.0])
+
+
+@pytest.mark.parametrize("name", ["vstack", "hstack", "column_stack", "dstack"])
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_stacking_a_single_array_iterates_over_its_rows_as_numpy(name, shape):
+    stack = getattr(np, name)
+    x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    expected = stack(x)
+    weights = np.arange(expected.size, dtype=float).reshape(expected.shape)
+    # the stack moves elements: each output's weight goes back to the element it came from
+    sources = stack(np.arange(x.size).reshape(shape)).ravel()
+    pulled_back = np.zeros(x.size)
+    pulled_back[sources] = weights.ravel()
+    assert np.array_equal(adcore.vjp(stack, x)[0], expected)
+    out, tangent = adcore.jvp(stack, (x,), (x,), backend="forward")
+    assert np.array_equal(out, expected) and np.array_equal(tangent, expected)  # linear: J x = f(x)
+    for backend in ("reverse", "forward", "symbolic"):
+        g = adcore.grad(lambda x: np.sum(stack(x) * weights), backend=backend)(x)
+        np.testing.assert_array_equal(g, pulled_back.reshape(shape))
+
+
+def test_stacking_a_0d_traced_array_is_refused_by_name_then_works():
+    with pytest.raises(adcore.InvalidValueError, match="vstack: a 0-d array"):
+        adcore.grad(lambda x: np.sum(anp.vstack(x[0])))(X)
+    with pytest.raises(adcore.UnsupportedFunctionError, match="0-d"):  # NumPy's dispatch takes len()
+        adcore.grad(lambda x: np.sum(np.vstack(x[0])))(X)
+    assert adcore.grad(lambda x: np.sum(np.vstack(x)))(X).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, "numeric"])
+def test_einsum_sublist_form_is_numpys_value_and_derivative(backend):
+    b = np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]])
+
+    def f(a):
+        return np.einsum(a, [0, 1], b, [1, 2], [0, 2])
+
+    expected = f(A)
+    assert np.array_equal(adcore.jvp(f, (A,), (A,), backend=backend)[0], expected)
+    np.testing.assert_allclose(adcore.jvp(f, (A,), (A,), backend=backend)[1], A @ b, rtol=1e-8)  # linear
+    g = adcore.grad(lambda a: anp.einsum(a, [Ellipsis, 0], [Ellipsis]).sum() + f(a).sum(), backend=backend)(A)
+    np.testing.assert_allclose(g, np.broadcast_to(1.0 + b.sum(axis=1), A.shape), rtol=1e-8)
