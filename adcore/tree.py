@@ -25,6 +25,21 @@ NAMESPACE = "adcore"
 TreeDef = optree.PyTreeSpec
 
 
+class _ChildEntry(optree.GetAttrEntry):
+    """A registered class's child in a path: `.w` where flatten names its children, else its
+    position, `[<child 1>]` (optree numbers the children of the two-item form)."""
+
+    __slots__ = ()
+
+    def __call__(self, obj: Any) -> Any:
+        if isinstance(self.entry, str):
+            return super().__call__(obj)
+        return optree.tree_flatten_one_level(obj, none_is_leaf=False, namespace=NAMESPACE)[0][self.entry]
+
+    def codify(self, node: str = "") -> str:
+        return super().codify(node) if isinstance(self.entry, str) else f"{node}[<child {self.entry}>]"
+
+
 def register(cls: type, flatten: Callable[[Any], tuple], unflatten: Callable[[Any, Iterable], Any]) -> type:
     """Make instances of `cls` pytree nodes (JAX's `register_pytree_node` contract):
     `flatten(obj) -> (children, aux_data)` or `(children, aux_data, names)`, names being how
@@ -36,7 +51,7 @@ def register(cls: type, flatten: Callable[[Any], tuple], unflatten: Callable[[An
 
     try:
         return optree.register_pytree_node(
-            cls, flatten_named, unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE
+            cls, flatten_named, unflatten, path_entry_type=_ChildEntry, namespace=NAMESPACE
         )
     except ValueError as e:  # optree's: already registered, or a built-in container
         raise InvalidValueError(

@@ -9,6 +9,7 @@ import numpy as np
 import optree
 import pytest
 
+import adcore
 from adcore import tree
 from adcore.errors import InvalidInputError
 
@@ -23,6 +24,16 @@ class Box:
 
 
 tree.register(Box, lambda box: ((box.w, box.b), None, ("w", "b")), lambda _, children: Box(*children))
+
+
+class Pair:
+    """A user class registered with the two-item flatten -> (children, aux) form: no child names."""
+
+    def __init__(self, w, b):
+        self.w, self.b = w, b
+
+
+tree.register(Pair, lambda pair: ((pair.w, pair.b), "aux"), lambda _, children: Pair(*children))
 
 
 @tree.register_dataclass
@@ -90,3 +101,36 @@ def test_check_leaves_names_the_path_of_a_string_leaf():
         tree.check_leaves(leaves, treedef, "argument 0")
     good, treedef = tree.flatten({"w": np.ones(2), "n": 3})
     tree.check_leaves(good, treedef, "argument 0")  # numbers and arrays pass (dtype is api's check)
+
+
+# --- the two-item form: flatten -> (children, aux), children named by position -------------------
+
+
+def test_the_two_item_form_names_its_children_by_position():
+    leaves, treedef = tree.flatten({"p": Pair(1.0, [2, np.ones(2)])})
+    assert tree.paths(treedef, "argument 0") == [
+        "argument 0['p'][<child 0>]",
+        "argument 0['p'][<child 1>][0]",
+        "argument 0['p'][<child 1>][1]",
+    ]
+    accessors = optree.treespec_accessors(treedef)
+    assert accessors[1]({"p": Pair(1.0, [7, None])}) == 7  # a path reaches its leaf
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward", "symbolic", "numeric"])
+@pytest.mark.parametrize("w, b", [(2.0, 3.0), (np.float64(2.0), 3.0), (np.array(2.0), 3.0)])
+def test_the_two_item_form_with_python_float_leaves_is_differentiated(backend, w, b):
+    # d/dw w**2 b = 2 w b = 12, d/db = w**2 = 4
+    grad = adcore.grad(lambda p: p.w**2 * p.b, backend=backend)(Pair(w, b))
+    assert isinstance(grad, Pair)
+    np.testing.assert_allclose([grad.w, grad.b], [12.0, 4.0], rtol=1e-7 if backend == "numeric" else 1e-15)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_an_int_leaf_of_the_two_item_form_is_a_typed_error_naming_its_position(backend):
+    with pytest.raises(InvalidInputError, match=r"argument 0\[<child 1>\] has dtype int"):
+        adcore.grad(lambda p: p.w**2 * p.b, backend=backend)(Pair(2.0, 3))
+    grad = adcore.grad(lambda p: p.w**2 * p.b, backend=backend)(Pair(2.0, 3.0))  # the next call
+    assert (grad.w, grad.b) == (12.0, 4.0)
+    with pytest.raises(InvalidInputError, match=r"argument 0\[<child 0>\] is str"):
+        adcore.grad(lambda p: p.b, backend=backend)(Pair("w", 3.0))
