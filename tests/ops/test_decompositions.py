@@ -86,6 +86,97 @@ def test_linalg_functions_on_traced_values_return_numpys_namedtuples():
     assert seen["rank"] == 2
 
 
+# --- NumPy's values, LAPACK's signs (issue 32, class 1) ---------------------------------------
+
+WEIGHTS = np.arange(1.0, 17.0).reshape(4, 4) / 8  # each vector's entries weighted differently
+
+
+def eigh_vectors_loss(a):
+    w, v = np.linalg.eigh(a)
+    return anp.sum(v * WEIGHTS) + v[0, 1] * w[2]
+
+
+def svd_vectors_loss(a):
+    u, s, vh = np.linalg.svd(a)
+    return anp.sum(u * WEIGHTS) + vh[1, 2] * s[0] + anp.sum(vh[:, 0])
+
+
+def qr_vectors_loss(a):
+    q, r = np.linalg.qr(a)
+    return anp.sum(q * WEIGHTS) + r[0, 1] + anp.sum(r[:, 3])
+
+
+def random_4x4(k: int, symmetric: bool) -> np.ndarray:
+    x = np.random.default_rng(100 + k).standard_normal((4, 4))
+    return x + x.T if symmetric else x
+
+
+def eigh_vectors_gradient(a: np.ndarray) -> np.ndarray:
+    """eigh_vectors_loss's gradient from the perturbation formulas, LAPACK's vectors held to their
+    signs: dw_k = v_k^T dM v_k, dv_k = sum_{j != k} v_j (v_j^T dM v_k) / (w_k - w_j), M the
+    symmetric matrix read from a's lower triangle (the analytic oracle)."""
+    w, v = np.linalg.eigh(a)
+    gv = WEIGHTS.copy()
+    gv[0, 1] += w[2]
+    gm = np.outer(v[:, 2], v[:, 2]) * v[0, 1]  # through w[2]
+    for k in range(4):
+        for j in range(4):
+            if j != k:
+                gm += (gv[:, k] @ v[:, j]) / (w[k] - w[j]) * np.outer(v[:, j], v[:, k])
+    return lower_read((gm + gm.T) / 2)
+
+
+LOSSES = [
+    pytest.param(eigh_vectors_loss, True, id="eigh"),
+    pytest.param(svd_vectors_loss, False, id="svd"),
+    pytest.param(qr_vectors_loss, False, id="qr"),
+]
+
+
+@pytest.mark.parametrize("loss, symmetric", LOSSES)
+@pytest.mark.parametrize("backend", adcore.backends())
+def test_the_traced_value_of_a_function_of_the_vectors_is_numpys_bit_for_bit(backend, loss, symmetric):
+    # f(x) == value_and_grad(f)(x)[0] exactly on 20 random 4 x 4 matrices (the re-signed vectors
+    # made most of them differ), and the gradient is NumPy's function's: central differences of
+    # f itself, and for eigh the perturbation formulas
+    for k in range(20):
+        x = random_4x4(k, symmetric)
+        if backend == "symbolic":  # no sympy form of a decomposition: refused by name, then it works
+            with pytest.raises(MissingRuleError, match="symbolic"):
+                adcore.value_and_grad(loss, backend=backend)(x)
+            assert adcore.grad(lambda x: anp.sum(x * x), backend=backend)(x) == pytest.approx(2 * x)
+            continue
+        value, gradient = adcore.value_and_grad(loss, backend=backend)(x)
+        assert value.dtype == np.float64 and value == loss(x)  # bit for bit
+        expected = central_difference(loss, x)
+        if backend == "sparsity":  # a pattern: every entry the gradient has is in it
+            assert np.all(gradient[np.abs(expected) > 1e-6] == 1)
+            continue
+        np.testing.assert_allclose(gradient, expected, atol=1e-6 * max(1.0, np.max(np.abs(expected))))
+        if loss is eigh_vectors_loss and backend != "numeric":
+            np.testing.assert_allclose(gradient, eigh_vectors_gradient(x), rtol=1e-9, atol=1e-9)
+
+
+def test_conformance_differences_a_decomposition_on_lapacks_branch_of_signs():
+    # a finite difference of eigh's vectors at a point where LAPACK flips a sign nearby would be
+    # meaningless; the op's gauge aligns the perturbed vectors to the centre's, exactly at the centre
+    op = adcore.ops.eigh_packed
+    a = random_4x4(0, True)
+    centre = op(a)
+    flipped = np.concatenate([centre[:1], centre[1:] * np.array([1.0, -1.0, 1.0, -1.0])])  # vectors 1, 3
+    np.testing.assert_array_equal(op.gauge(flipped, centre, a), centre)
+    np.testing.assert_array_equal(op.gauge(centre, centre, a), centre)
+    for name, a in (("svd_packed", random_4x4(1, False)), ("qr_packed", random_4x4(2, False))):
+        op = adcore.ops[name]
+        centre = op(a)
+        signs = np.array([-1.0, 1.0, -1.0, 1.0])
+        if name == "svd_packed":  # u_k and v_k flip together
+            flipped = np.concatenate([centre[:4] * signs, centre[4:5], centre[5:] * signs])
+        else:  # Q's column k with R's row k
+            flipped = np.concatenate([centre[:4] * signs, centre[4:] * signs[:, None]])
+        np.testing.assert_array_equal(op.gauge(flipped, centre, a), centre)
+
+
 @pytest.mark.parametrize(
     "ord, axis, shape",
     [
@@ -579,9 +670,14 @@ def test_norm_gradient_zero_only_on_the_zero_slice(backend):
 @pytest.mark.parametrize(
     "inner, outer", [("reverse", "forward"), ("reverse", "reverse"), ("forward", "forward")]
 )
-def test_norm_second_derivative_at_zero_is_the_derivative_of_the_zero_convention(inner, outer):
-    h = adcore.hessian(lambda x: np.linalg.norm(x), inner=inner, outer=outer)(np.zeros(3))
-    np.testing.assert_array_equal(h, np.zeros((3, 3)))
+def test_norm_second_derivative_at_zero_is_refused(inner, outer):
+    # the gradient x / |x| is unbounded near 0 (its derivative (I - x x^T / |x|^2) / |x|): the 0
+    # this used to give was the derivative of no function (issue 32, class 3)
+    with pytest.raises(InvalidValueError, match="'norm': ord=None has no second derivative at x = 0"):
+        adcore.hessian(lambda x: np.linalg.norm(x), inner=inner, outer=outer)(np.zeros(3))
+    x = np.array([3.0, 0.0, 4.0])
+    h = adcore.hessian(lambda x: np.linalg.norm(x), inner=inner, outer=outer)(x)
+    np.testing.assert_allclose(h, (np.eye(3) - np.outer(x, x) / 25) / 5, atol=1e-15)
 
 
 @pytest.mark.parametrize(
