@@ -450,6 +450,7 @@ def full_like(
 
 
 def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    """np.copyto of a traced value (np.full, np.full_like call it): refused, naming anp.full."""
     raise UnsupportedFunctionError(
         "numpy.copyto(dst, x) of a traced x writes it into a plain array (np.full, np.full_like and "
         "np.copyto do), which cuts it from the derivative: write anp.full(shape, x) or "
