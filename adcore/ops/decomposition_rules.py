@@ -186,6 +186,7 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
         return _matrix_norm_direction(x, ord, axes)
     if ord in (None, 2, "fro"):
         zero = concrete(n_kept) == 0
+        _refuse_norm_second_order(x, ord, value, zero)
         safe = ops.where(zero, np.ones((), value.dtype), n_kept)
         return x * ops.where(zero, np.zeros((), value.dtype), 1.0 / safe)
     signs = np.sign(value)
@@ -196,15 +197,36 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
     if ord in (np.inf, -np.inf):
         hit = np.abs(value) == concrete(n_kept)
         return signs * (hit / np.sum(hit, axis=axes, keepdims=True)).astype(value.dtype)
+    if value.size == np.size(concrete(n_kept)):
+        return signs  # slices of one entry: the norm is |x|, whatever ord
     if ord < 1 and np.any(value == 0):
         raise InvalidValueError(
             f"op 'norm': ord={ord!r} has no derivative at an x with zero entries (|x|**{ord} has an "
             "infinite slope at 0); differentiate where every entry is nonzero"
         )
     zero = concrete(n_kept) == 0
+    _refuse_norm_second_order(x, ord, value, zero)
     safe = ops.where(zero, np.ones((), value.dtype), n_kept)
     scale = ops.where(zero, np.zeros((), value.dtype), safe ** (1.0 - ord))
     return signs * ops.abs(x) ** (ord - 1.0) * scale
+
+
+def _refuse_norm_second_order(x: Any, ord: Any, value: np.ndarray, zero_norm: np.ndarray) -> None:
+    """Under an outer derivative (a traced x), an InvalidValueError where the p-norm's gradient has
+    no derivative: at x = 0, where the gradient 0 is a subgradient and x / |x|-like nearby (its
+    derivative unbounded), and for 1 < ord < 2 at a zero entry (|x|**ord has an infinite second
+    derivative at 0); either would otherwise come out a plausible 0. A slice of one entry is |x|,
+    whose second derivative is abs's, 0."""
+    if not isinstance(x, core.Tracer) or value.size == zero_norm.size:
+        return
+    where = "x = 0 (its gradient there is the subgradient 0)" if np.any(zero_norm) else None
+    if where is None and ord not in (None, "fro") and 1 < ord < 2 and np.any(value == 0):
+        where = f"an x with zero entries (|x|**{ord} has an infinite second derivative at 0)"
+    if where is not None:
+        raise InvalidValueError(
+            f"op 'norm': ord={ord!r} has no second derivative at {where}; take second derivatives "
+            "where the norm is not 0 (and, for 1 < ord < 2, every entry is nonzero)"
+        )
 
 
 def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:

@@ -1,0 +1,74 @@
+"""Rules at the edge of the domain their formula was derived on (issue 32, class 3's audit): each
+finding's right number against an independent oracle, or its typed refusal and a next call that
+works. pinv and lstsq with a cut: tests/ops/test_truncated_rules.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adcore
+from adcore.errors import InvalidValueError
+
+RULE_BACKENDS = ["reverse", "forward"]
+
+
+def central_jacobian(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """d f / d x, f(x).shape + x.shape, by central differences."""
+    columns = []
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        columns.append((np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * h))
+    return np.stack(columns, axis=-1).reshape(np.shape(f(x)) + x.shape)
+
+
+# --- norm: the gradient at x = 0 is a subgradient; |x|**p, 1 < p < 2, bends infinitely at 0 ----------
+
+
+@pytest.mark.parametrize("outer", RULE_BACKENDS)
+@pytest.mark.parametrize(
+    "ord, x",
+    [
+        (None, np.zeros(3)),  # x / |x| near 0: the Hessian was a plausible 0
+        (3, np.zeros(3)),
+        ("fro", np.zeros((2, 2))),
+        (1.5, np.array([1.0, -2.0, 0.0])),  # d2/dx2 |x|**1.5 = 0.75 |x|**-0.5: inf, was 0 (nan on forward)
+    ],
+)
+def test_norm_second_derivative_where_it_does_not_exist_is_refused(outer, ord, x):
+    f = lambda x: np.linalg.norm(x, ord)  # noqa: E731
+    gradient = adcore.grad(f)
+    # the first derivative stays: the subgradient 0 at x = 0, sign |x|**(p-1) ... elsewhere
+    np.testing.assert_allclose(gradient(x), 0 * x if ord != 1.5 else central_jacobian(f, x), atol=1e-8)
+    with pytest.raises(InvalidValueError, match="'norm': ord=.* has no second derivative"):
+        adcore.jacobian(gradient, backend=outer)(x)
+    away = x + 0.5
+    np.testing.assert_allclose(
+        adcore.jacobian(gradient, backend=outer)(away), central_jacobian(gradient, away, 1e-5), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("outer", RULE_BACKENDS)
+def test_norm_second_derivative_at_a_zero_entry_for_ord_at_least_two_is_right(outer):
+    # d2/dx2 |x|**2.5 = 3.75 |x|**0.5 -> 0 at 0: a Hessian exists, and it is computed
+    x = np.array([1.0, -2.0, 0.0])
+    gradient = adcore.grad(lambda x: np.linalg.norm(x, 2.5))
+    h = adcore.jacobian(gradient, backend=outer)(x)
+    np.testing.assert_allclose(h[:2, :2], central_jacobian(gradient, x, 1e-5)[:2, :2], atol=1e-8)
+    # the zero entry's row and column: 3.75 |x|**0.5 and |x|**1.5 terms, 0 at 0 (central differences
+    # of |x|**1.5 see h**0.5 there)
+    np.testing.assert_array_equal(h[2], np.zeros(3))
+    np.testing.assert_array_equal(h[:, 2], np.zeros(3))
+
+
+@pytest.mark.parametrize("outer", RULE_BACKENDS)
+def test_norm_of_one_entry_slices_is_abs_to_second_order(outer):
+    # norm over an axis of length 1 is |x|: at 0, gradient abs'(0) = 0 and second derivative 0
+    x = np.array([[0.0, 2.0, -3.0]])
+    gradient = adcore.grad(lambda x: np.sum(np.linalg.norm(x, 1.5, axis=0)))
+    np.testing.assert_allclose(gradient(x), [[0.0, 1.0, -1.0]], rtol=1e-15)
+    np.testing.assert_allclose(
+        adcore.jacobian(gradient, backend=outer)(x), np.zeros((1, 3, 1, 3)), atol=1e-15
+    )
