@@ -378,7 +378,7 @@ class Tracer:
             "np.asarray(x) (or np.array(x), np.float64(x), np.r_[...], a NumPy call that converts its input)",
             _scipy_caller()
             + "Build arrays of traced values with anp.array([...]) (adcore.numpy), np.stack or "
-            "np.concatenate; for np.r_ and np.c_, anp.r_ and anp.c_. ",
+            "np.concatenate; for np.r_ and np.c_, anp.r_ and anp.c_; for np.full(shape, x), anp.full. ",
         )
 
     # --- ndarray methods with a traced meaning -----------------------------------------
