@@ -320,6 +320,8 @@ def test_full_and_full_like_with_a_traced_fill_value():
 
 def test_np_full_like_of_a_traced_fill_value_is_refused_with_the_way_out_then_works():
     x = np.array([1.5, -2.0])
+    with pytest.raises(TracerConversionError, match=r"np\.full\(shape, x\), anp\.full"):
+        adcore.grad(lambda x: np.sum(np.full(3, x[0])))(x)
     with pytest.raises(UnsupportedFunctionError, match=r"anp\.full_like"):
         adcore.grad(lambda x: np.sum(np.full_like(np.zeros(3), x[0])))(x)
     assert adcore.grad(lambda x: np.sum(anp.full_like(x, x[0])))(x).tolist() == [2.0, 0.0]
@@ -338,3 +340,21 @@ def test_astype_int_on_a_traced_value_shows_the_fix_in_one_line():
             np.array([1.5])
         )
         assert fixed.tolist() == [1.0]
+
+
+# --- sparsity: patterns of the compositions ----------------------------------------------------
+
+
+def test_sparsity_patterns_global_for_pure_compositions_local_where_numpy_picks_by_value():
+    x = np.array([0.3, 1.2, -0.5, 2.0, 0.1])
+    tridiagonal = np.eye(5, k=1) + np.eye(5, k=-1)
+    tridiagonal[0, 0] = tridiagonal[-1, -1] = 1  # one-sided differences at the ends
+    np.testing.assert_array_equal(adcore.jacobian_sparsity(np.gradient)(x).toarray(), tridiagonal)
+    moved = np.partition(x, 2)  # a permutation: one entry per row, where the element came from
+    expected = (moved[:, None] == x[None, :]).astype(int)
+    np.testing.assert_array_equal(
+        adcore.jacobian_sparsity(lambda y: np.partition(y, 2), local=True)(x).toarray(), expected
+    )
+    with pytest.raises(adcore.ValueDependentError, match="local=True"):
+        adcore.jacobian_sparsity(lambda y: np.partition(y, 2))(x)
+    assert adcore.jacobian_sparsity(np.gradient)(x).nnz == 10  # the next call works
