@@ -188,7 +188,7 @@ class _Sweep:
         out: dict = {}
         charge = lambda n: self.budget.charge(n, op, "differentiating")  # noqa: E731
         _local_gradient(expr, sp.S.One, self.known, out, charge, {expr: t} if t is not None else {})
-        return {s: d for s, d in ((s, _add(ds)) for s, ds in out.items()) if d != 0}
+        return {s: _selected(d) for s, d in ((s, _add(ds)) for s, ds in out.items()) if d != 0}
 
     def _named(self, bar: Any) -> Any:
         """bar with its compound values named. A Piecewise keeps its branches, and so does
@@ -205,6 +205,30 @@ class _Sweep:
         name = next(self.names)
         self.adjoint_definitions.append((name, bar))
         return name
+
+
+def _selected(d: Any) -> Any:
+    """A partial with a step factor (Heaviside, sign, a 0/1 weight, a tie's Piecewise) as a
+    Piecewise with a literal 0 where a step is 0: the chain rule pushes the adjoints below into
+    its branches (`_times`, `_named`), so an inf or nan met there (log's 1/x at x = 0) multiplies
+    that literal 0 in an untaken branch, never a computed 0 (0 * inf = nan), as forward and reverse
+    select (adcore.extend.times_step)."""
+    if d.is_Add:
+        return _add([_selected(term) for term in d.args])
+    if isinstance(d, sp.Piecewise):  # has its literal 0 branch already (a where's partial)
+        return d
+    steps = [f for f in (d.args if d.is_Mul else (d,)) if _is_step(f)]
+    if not steps:
+        return d
+    zero = sp.Or(*(sp.Eq(f, 0, evaluate=False) for f in steps), evaluate=False)
+    return sp.Piecewise((0, zero), (d, True), evaluate=False)
+
+
+def _is_step(f: Any) -> bool:
+    """f is a derivative that is a step: 0 on a region where its op ignores an input."""
+    if isinstance(f, (sp.Heaviside, sp.sign)) or getattr(f, "step", False):
+        return True
+    return isinstance(f, sp.Piecewise) and any(v == 0 for v, _ in f.args)
 
 
 def _live_symbols(expr: Any, known: set) -> set:

@@ -21,6 +21,8 @@ __all__ = ["in_slot", "is_number", "order_statistic", "skip_nan", "std_root", "v
 class in_slot(sp.Function):
     """1 where args[2 + i]'s stable rank among args[2:] is k (args: k, i, *xs), else 0."""
 
+    step = True  # where it is 0 the chain rule selects 0 (program._selected)
+
     def fdiff(self, argindex=1):
         return sp.S.Zero
 
@@ -75,6 +77,8 @@ class is_number(sp.Function):
     """1 where x is not NaN, 0 where it is: derivative 0."""
 
     nargs = 1
+
+    step = True  # where it is 0 the chain rule selects 0 (program._selected)
 
     def fdiff(self, argindex=1):
         return sp.S.Zero

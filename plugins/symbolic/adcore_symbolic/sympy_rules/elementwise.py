@@ -109,6 +109,8 @@ def _functions() -> SimpleNamespace:
     class Step(_Call):
         """A concrete 0/1/0.5 weight: no derivative."""
 
+        step = True  # where it is 0 the chain rule selects 0 (program._selected)
+
         def fdiff(self, argindex=1):
             return sp.S.Zero
 
