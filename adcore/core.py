@@ -97,7 +97,9 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
 
 
 # Param values nothing can change in place: the common case passes them by their class alone.
-_FIXED = frozenset({int, float, bool, str, type(None), complex, type(Ellipsis), np.dtype})
+_FIXED = frozenset(
+    (int, float, bool, str, complex, type(None), type(Ellipsis), np.dtype, np.float64, np.float32, np.int64)
+)
 
 
 def frozen_params(params: dict) -> dict:
