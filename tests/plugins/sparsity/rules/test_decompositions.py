@@ -9,9 +9,9 @@ from plugins.sparsity.rule_check import check_op, dense_pattern
 import adcore
 from adcore.extend.sparsity import Unknown
 
-# QR's rules leave rounding (~1e-16) where the derivative is 0 (a square Q's last column does not
-# move with a's last column): compare the non-zeros above that noise
-NOISY = {"qr_packed": 1e-12}
+# QR's rules leave rounding (a few eps: ~1e-16, ~1e-7 in float32) where the derivative is 0 (a
+# square Q's last column does not move with a's last column): compare the non-zeros above 64 eps
+NOISY = {"qr_packed": 64.0}
 OPS = ("eigh_packed", "eigvalsh", "svd_packed", "svdvals", "qr_packed", "norm", "pinv", "lstsq_solution")
 
 
@@ -33,7 +33,7 @@ def local_pattern(name: str, x: np.ndarray, **params) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", OPS)
 def test_rule_holds_at_the_op_samples(name, dtype):
-    atol = NOISY.get(name, 0.0) * (1e5 if dtype == np.float32 else 1)
+    atol = NOISY.get(name, 0.0) * np.finfo(dtype).eps
     assert check_op(name, dtype=dtype, atol=atol) > 0
 
 
