@@ -416,10 +416,10 @@ class Tracer:
             )
         if target.kind in "fc":
             return OPS.astype(self, dtype=target)  # its derivative casts back to x's dtype
-        raise TracerConversionError(
-            f"x.astype({target}) of a traced value ({_where(self)}): {target} has no derivative. For "
-            f"its plain value write adcore.concrete(x).astype({target}); to stay differentiable keep a "
-            "float dtype (anp.floor(x), anp.round(x) have derivative 0)."
+        raise conversion_error(
+            self,
+            f"x.astype({target})",
+            f"The fix, for its plain value (indices, counts): adcore.concrete(x).astype({target}). ",
         )
 
     def flatten(self, order: str = "C"):
