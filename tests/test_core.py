@@ -139,7 +139,7 @@ def test_threads_nesting_and_raising_do_not_disturb_each_other():
         raised = 0
         for _ in range(100):
             try:
-                adcore.grad(lambda x: np.sum(np.unwrap(x)))(np.ones(3))
+                adcore.grad(lambda x: np.sum(np.histogram(x)[0]))(np.ones(3))
             except adcore.UnsupportedFunctionError:
                 raised += 1
         return raised + _open_levels()
@@ -633,8 +633,8 @@ def _unsupported_message(call) -> str:
 
 
 def test_unsupported_numpy_function_is_named(box):
-    message = _unsupported_message(lambda: np.unwrap(box))
-    assert "numpy.unwrap" in message
+    message = _unsupported_message(lambda: np.histogram(box))
+    assert "numpy.histogram" in message
     assert "OpSpec" in message  # says how to register one
 
 

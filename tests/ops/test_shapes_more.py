@@ -384,6 +384,9 @@ def test_concatenate_and_stack_with_constant_lists_among_the_inputs(backend):
     np.testing.assert_allclose(adcore.grad(f, backend=backend)(V), 2 * V + 1, rtol=1e-7)
 
 
-def test_a_list_holding_a_traced_value_inside_a_numpy_call_is_refused_naming_anp_array():
-    with pytest.raises(TracerConversionError, match="anp.array"):
-        adcore.grad(lambda x: np.sum(np.concatenate([[x[0]], x])))(V)
+def test_a_list_holding_a_traced_value_among_an_ops_inputs_is_stacked():
+    # np.concatenate([[x[0]], x]): the inner list is the stack of its traced values (issue 32)
+    g = adcore.grad(lambda x: np.sum(np.concatenate([[x[0]], x])))(V)
+    np.testing.assert_array_equal(g, np.eye(len(V))[0] + 1)
+    with pytest.raises(TracerConversionError, match="anp.array"):  # NumPy itself converts the list
+        adcore.grad(lambda x: np.sum(np.mean([x[0], x[1]])))(V)
