@@ -23,6 +23,8 @@ import numpy as np
 from adcore.errors import (
     AdcoreError,
     ComplexValueError,
+    InvalidInputError,
+    InvalidValueError,
     PluginError,
     TracerConversionError,
     UnsupportedFunctionError,
@@ -78,6 +80,8 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
     """
     if len(args) != op.nin:
         args, params = op.canonical_call(args, params)
+    if params and _holds_traced_param(params):
+        return _with_traced_params(op, args, params)
     top = None
     for arg in args:
         if isinstance(arg, Tracer):
@@ -94,6 +98,35 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
     if params and top.copies_params:
         params = frozen_params(params)
     return top.process(op, args, params)
+
+
+# Ops whose params may be traced values, each with the function over ops that computes such a call
+# (clip's bounds, differentiable in them too as JAX's clip); the op catalogue fills it. Any other op
+# refuses a traced param: a param is static, and its derivative would silently be 0.
+TRACED_PARAMS: dict[str, Callable[..., Any]] = {}
+
+
+def _holds_traced_param(params: dict) -> bool:
+    """A traced number among the params (a traced mask, symbolic's x > 0, has no derivative to lose:
+    the backend takes or refuses it)."""
+    for value in params.values():
+        if isinstance(value, Tracer) and value.dtype.kind != "b":
+            return True
+    return False
+
+
+def _with_traced_params(op: Any, args: tuple, params: dict) -> Any:
+    """A call whose params hold traced values: the op's function over ops for them, or the refusal
+    (an impl handed a tracer calls NumPy, which handed it back to the op: a RecursionError)."""
+    function = TRACED_PARAMS.get(op.name)
+    if function is not None:
+        return function(*args, **params)
+    name, value = next((k, v) for k, v in params.items() if isinstance(v, Tracer) and v.dtype.kind != "b")
+    raise InvalidInputError(
+        f"op {op.name!r}: its param {name!r} is a traced value ({_where(value)}), but params are static, "
+        f"with no derivative: pass a plain value ({name}=adcore.concrete(...) to use its number as a "
+        "constant), or compute the call from ops whose inputs it is"
+    )
 
 
 # Param values nothing can change in place: the common case passes them by their class alone.
@@ -295,6 +328,18 @@ class Tracer:
     @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
+
+    @property
+    def device(self) -> str:
+        """'cpu', as a NumPy 2 ndarray's: the value lives in NumPy's memory."""
+        return "cpu"
+
+    def __array_namespace__(self, api_version: str | None = None) -> Any:
+        raise UnsupportedFunctionError(
+            f"x.__array_namespace__() on a traced value ({_where(self)}): adcore.numpy (import adcore.numpy "
+            "as anp) holds adcore's differentiable NumPy functions, but it is not a complete array-API "
+            "namespace, so none is claimed; call NumPy's functions (np.sin(x)) or anp's on x directly"
+        )
 
     @property
     def nbytes(self) -> int:
@@ -650,11 +695,11 @@ class Tracer:
 
     def argmax(self, axis=None, out=None, **kwargs):
         _no_out(self, "argmax", out)
-        return np.argmax(concrete(self), axis=axis, **kwargs)
+        return _plain_index(np.argmax, self, axis=axis, **kwargs)
 
     def argmin(self, axis=None, out=None, **kwargs):
         _no_out(self, "argmin", out)
-        return np.argmin(concrete(self), axis=axis, **kwargs)
+        return _plain_index(np.argmin, self, axis=axis, **kwargs)
 
     def nonzero(self):
         return np.nonzero(concrete(self))
@@ -687,7 +732,7 @@ class Tracer:
     def __array_function__(self, func, types, args, kwargs):
         if func in _INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
             # an index (argsort, argmax, np.where(cond), ...) has no derivative: the plain answer
-            return func(*(concrete(a) for a in args), **{k: concrete(v) for k, v in kwargs.items()})
+            return _plain_index(func, *args, **kwargs)
         op = get_registry().numpy_op(func)
         if op is not None:
             inputs, params = _split_numpy_call(op, func, args, kwargs)
@@ -705,6 +750,19 @@ class Tracer:
         if method is not None and isinstance(args[0], Tracer):
             return getattr(args[0], method)(*args[1:], **kwargs)
         raise _unsupported(f"{func.__module__}.{func.__name__}")
+
+
+def _plain_index(func: Any, *args: Any, **kwargs: Any) -> Any:
+    """func (an index function: argmax, ...) of the plain values; NumPy's ValueError (argmax of an
+    empty array) as an InvalidValueError, still a ValueError, naming the function."""
+    try:
+        return func(*(concrete(a) for a in args), **{k: concrete(v) for k, v in kwargs.items()})
+    except ValueError as e:
+        shapes = [np.shape(concrete(a)) for a in args if isinstance(a, Tracer)]
+        raise InvalidValueError(
+            f"np.{func.__name__} of a traced value of shape {shapes[0] if shapes else '?'}: {e}; an empty "
+            "array (or axis) has no such index: check its size first"
+        ) from e
 
 
 # NumPy functions whose answer is an index, with no derivative: on a traced value, the plain one.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcore.core import concrete
+from adcore.core import TRACED_PARAMS, Tracer, concrete
+from adcore.errors import AdcoreError
 from adcore.spec import (
     NONZERO,
     POSITIVE,
@@ -151,6 +152,28 @@ clip = OpSpec(
     ),
     kink_distance=_clip_distance,
 )
+
+
+def _clip_with_traced_bounds(x, a_min=None, a_max=None):
+    """np.clip with traced bounds, differentiable in them too (as JAX's clip): NumPy's value, from
+    the clip of x between the bounds' numbers (x's derivative 1 on the closed interval, as clip's),
+    with each traced bound selected where it is the answer: a_max where max(x, a_min) > a_max (NumPy's
+    order: the upper bound wins when a_min > a_max), a_min where x < a_min otherwise."""
+    try:
+        xc, lo, hi = concrete(x), concrete(a_min), concrete(a_max)
+        out = clip(x, a_min=lo, a_max=hi)
+    except AdcoreError:  # values with no numbers yet (symbolic): the same selection, traced
+        xc, lo, hi, out = x, a_min, a_max, x
+    above = np.False_ if hi is None else (xc if lo is None else maximum(xc, lo)) > hi
+    if isinstance(a_min, Tracer):
+        below = (xc < lo) & ~above
+        out = where(below if hi is None else below & (hi == hi), a_min, out)  # a NaN a_max gives NaN
+    if isinstance(a_max, Tracer):
+        out = where(above, a_max, out)
+    return out
+
+
+TRACED_PARAMS["clip"] = _clip_with_traced_bounds
 
 
 def _where_samples(rng: np.random.Generator, dtype) -> list[Sample]:

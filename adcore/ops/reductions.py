@@ -43,11 +43,18 @@ def reduction_samples(domain: Domain, with_zeros: bool = False):
 
 
 def _reduction(
-    name: str, impl, domain: Domain = REAL, with_zeros: bool = False, doc: str = "", alias: str = "", **spec
+    name: str,
+    impl,
+    domain: Domain = REAL,
+    with_zeros: bool = False,
+    doc: str = "",
+    alias: str = "",
+    nonempty: bool = False,
+    **spec,
 ) -> OpSpec:
     return OpSpec(
         name,
-        impl,
+        _refusing_empty(name, impl) if nonempty else impl,
         params=("axis", "keepdims"),
         numpy=(impl, getattr(np, alias)) if alias else (impl,),
         samples=reduction_samples(domain, with_zeros),
@@ -55,6 +62,25 @@ def _reduction(
         aliases=(alias,) if alias else (),
         **spec,
     )
+
+
+def _refusing_empty(name: str, reduce):
+    """`reduce` (NumPy's max, min, ptp: no identity) whose ValueError on an empty slice is an
+    InvalidValueError naming the op, still a ValueError as NumPy's."""
+
+    def impl(x, *args, **params):
+        try:
+            return reduce(x, *args, **params)
+        except ValueError as e:
+            raise InvalidValueError(
+                f"op {name!r} of an array of shape {np.shape(x)} along axis {params.get('axis')!r}: {e}; "
+                "an empty slice has no value to give: reduce a non-empty array (check x.size or the "
+                "axis' length first)"
+            ) from e
+
+    impl.__name__ = impl.__qualname__ = reduce.__name__
+    impl.__doc__ = reduce.__doc__
+    return impl
 
 
 prod = _reduction(
@@ -98,6 +124,7 @@ max = _reduction(
     DISTINCT,
     doc="the gradient is split equally among ties",
     alias="amax",
+    nonempty=True,
     kinks=(Kink(([1.0, 3.0, 3.0],), (np.array([0.0, 0.5, 0.5]),), why="k tied maxima get 1/k each"),),
     kink_distance=_tie_distance,
 )
@@ -107,6 +134,7 @@ min = _reduction(
     DISTINCT,
     doc="the gradient is split equally among ties",
     alias="amin",
+    nonempty=True,
     kinks=(Kink(([2.0, 1.0, 1.0, 1.0],), (np.array([0.0, 1, 1, 1]) / 3,), why="k tied minima get 1/k each"),),
     kink_distance=lambda x, axis=None, keepdims=False: _tie_distance(-np.asarray(x), axis),
 )
@@ -262,7 +290,7 @@ std = OpSpec(
 )
 ptp = OpSpec(
     "ptp",
-    np.ptp,
+    _refusing_empty("ptp", np.ptp),
     params=("axis", "keepdims"),
     numpy=(np.ptp,),
     samples=_ptp_samples,

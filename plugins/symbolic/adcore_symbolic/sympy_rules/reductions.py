@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore import ops
 from adcore.core import concrete
 from adcore.extend import LazyModule, each, reduce_with, reduced_axes
 from adcore.ops.ordering import slot_weights
@@ -59,6 +60,20 @@ def _ptp(x, axis=None, keepdims=False):
     return reduce_with(lambda *xs: fn.amax(*xs) - fn.amin(*xs), x, axis, keepdims)
 
 
+def _nonempty(name: str, rule):
+    """`rule` of a reduction with no identity (max, min, ptp), refusing an empty slice as the op's
+    impl does (an InvalidValueError, also NumPy's ValueError): sympy's Max() of nothing is -oo,
+    which gave a derivative of a function that has no value."""
+    op = getattr(ops, name)
+
+    def checked(x, axis=None, keepdims=False):
+        if 0 in np.shape(x):
+            op.impl(np.zeros(np.shape(x)), axis=axis, keepdims=keepdims)  # raises where NumPy would
+        return rule(x, axis, keepdims)
+
+    return checked
+
+
 def _average(a, weights, axis=None, keepdims=False, returned=False):
     a = np.asarray(a, dtype=object)
     if weights is None:
@@ -108,11 +123,11 @@ def quantiles(x: Any, q: Any, axis: Any, method: str, keepdims: bool) -> np.ndar
 defsympy("sum",        _sum)
 defsympy("mean",       _mean_rule)
 defsympy("prod",       lambda x, axis=None, keepdims=False: reduce_with(sp.Mul, x, axis, keepdims))
-defsympy("max",        lambda x, axis=None, keepdims=False: reduce_with(fn.amax, x, axis, keepdims))
-defsympy("min",        lambda x, axis=None, keepdims=False: reduce_with(fn.amin, x, axis, keepdims))
+defsympy("max",        _nonempty("max", lambda x, axis, keepdims: reduce_with(fn.amax, x, axis, keepdims)))
+defsympy("min",        _nonempty("min", lambda x, axis, keepdims: reduce_with(fn.amin, x, axis, keepdims)))
 defsympy("var",        _var)
 defsympy("std",        _std)
-defsympy("ptp",        _ptp)
+defsympy("ptp",        _nonempty("ptp", _ptp))
 defsympy("average",    _average)
 defsympy("nansum",     _nansum)
 defsympy("nanmean",    _nanmean)
