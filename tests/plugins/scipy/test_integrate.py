@@ -85,6 +85,40 @@ def test_oscillator_gradients_against_the_closed_form(backend):
         np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
 
 
+def _pair(y, t, kc):
+    k, (c,) = kc
+    return oscillator(y, t, k, c)
+
+
+def _named(y, t, p, power):
+    return oscillator(y, t, p["k"], p["c"] ** power)  # power, an int among the args, passes through
+
+
+# the same oscillator with k and c nested in args: a tuple holding a list, a dict beside an int
+NESTED = {
+    "tuple": lambda y0, k, c: odeint(_pair, y0, TIMES, args=((k, [c]),), **TIGHT),
+    "dict": lambda y0, k, c: odeint(_named, y0, TIMES, args=({"k": k, "c": c}, 1), **TIGHT),
+}
+
+
+@pytest.mark.parametrize("backend", [*RULE_BACKENDS, "numeric"])
+@pytest.mark.parametrize("nesting", sorted(NESTED))
+def test_values_nested_in_args_are_differentiated(backend, nesting):
+    solve = NESTED[nesting]
+
+    def nested_loss(y0, k, c):
+        ys = solve(y0, k, c)
+        return anp.sum(ys[:, 0] ** 2 * anp.cos(TIMES)) + anp.sum(ys[-1])
+
+    expected = closed_form_gradient(Y0, K, C)
+    tolerance = 1e-6 if backend == "numeric" else 1e-9
+    for _ in range(2):  # and the next call works
+        got = adcore.grad(nested_loss, argnums=(0, 1, 2), backend=backend)(Y0, K, C)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
+    np.testing.assert_array_equal(solve(Y0, K, C), odeint(oscillator, Y0, TIMES, args=(K, C), **TIGHT))
+
+
 def test_adjoint_against_forward_sensitivities_in_every_input_and_time():
     # reverse (the adjoint) and forward (sensitivities) agree to the solves' 1e-10, and numeric
     # (differences of the impl) to its step's error; the gradient in each time t_i included

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import optree
 
 import adcore.numpy as anp
 from adcore.core import Tracer
@@ -17,6 +18,9 @@ from adcore_scipy.integrate.dynamics import UserDynamics
 SOLVER_OPTIONS = frozenset(
     {"ml", "mu", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep", "mxhnil", "mxordn", "mxords", "printmessg"}
 )
+# adcore.tree's optree namespace: args are pytrees as adcore's API sees them, registered classes too
+# (adcore.tree itself is above the layers a plugin may import)
+PYTREES = "adcore"
 REFUSED = {
     "Dfun": "adcore differentiates func itself; drop Dfun",
     "col_deriv": "it goes with Dfun, which adcore does not take; drop it",
@@ -39,9 +43,10 @@ def odeint(
     func(y, t, *args) -> dy/dt (func(t, y, *args) with tfirst) is written with adcore.numpy,
     or NumPy functions that work on traced values; it is called with plain arrays inside the
     solver and with traced ones by the derivative. The float arrays and Python floats among
-    args (and traced values) are differentiable; the other args (ints, strings, callables)
-    are passed through as they are. A value being differentiated must reach func through
-    args, not as a closure (that is refused: its derivative would be lost).
+    args (and traced values), nested in tuples, lists, dicts or registered pytrees as deep as
+    they are, are differentiable; the other args (ints, strings, callables) are passed through
+    as they are. A value being differentiated must reach func through args, not as a closure
+    (that is refused: its derivative would be lost).
 
     Returns y at each time of t, shape (len(t), len(y0)), as SciPy does. rtol, atol and the
     solver options (hmax, mxstep, ...) are SciPy's, for this solve. Reverse mode integrates
@@ -67,14 +72,15 @@ def odeint(
         raise InvalidInputError(f"odeint: t must be a non-empty vector of times, got shape {t.shape}")
     if not isinstance(args, tuple):
         args = (args,)  # as SciPy does
-    arguments, slots, parts = list(args), [], []
-    for i, arg in enumerate(args):
-        if _is_differentiable(arg):
+    leaves, structure = optree.tree_flatten(args, none_is_leaf=False, namespace=PYTREES)
+    arguments, slots, parts = list(leaves), [], []
+    for i, leaf in enumerate(leaves):
+        if _is_differentiable(leaf):
             arguments[i] = None
-            slots.append((i, tuple(np.shape(arg))))
-            parts.append(anp.ravel(arg))
+            slots.append((i, tuple(np.shape(leaf))))
+            parts.append(anp.ravel(leaf))
     theta = anp.concatenate(parts) if parts else np.zeros(0, np.result_type(y0))
-    dynamics = UserDynamics(func, tuple(arguments), tuple(slots), bool(tfirst))
+    dynamics = UserDynamics(func, tuple(arguments), tuple(slots), bool(tfirst), structure)
     return ops.odeint(
         anp.ravel(y0),
         t,

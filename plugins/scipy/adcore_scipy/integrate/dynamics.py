@@ -45,12 +45,15 @@ class Dynamics:
 @dataclass(frozen=True, eq=False)
 class UserDynamics(Dynamics):
     """func(y, t, *args): `arguments` are func's args with None where a differentiable one goes,
-    `slots` (position, shape) of each differentiable one, taken from theta in order."""
+    `slots` (position, shape) of each differentiable one, taken from theta in order. With
+    `structure` (an optree treespec of the args tuple), `arguments` are its leaves, so a value
+    being differentiated may sit inside a tuple, list or dict among the args."""
 
     func: Callable[..., Any]
     arguments: tuple
     slots: tuple[tuple[int, tuple[int, ...]], ...]
     tfirst: bool = False
+    structure: Any = None
 
     def unpack(self, theta: Any) -> tuple:
         parts, start = [], 0
@@ -64,6 +67,8 @@ class UserDynamics(Dynamics):
         args = list(self.arguments)
         for (position, _), part in zip(self.slots, parts):
             args[position] = part
+        if self.structure is not None:
+            args = self.structure.unflatten(args)
         out = self.func(t, y, *args) if self.tfirst else self.func(y, t, *args)
         if isinstance(out, (list, tuple)):
             out = anp.array(out)
