@@ -104,7 +104,8 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
         left = right = None
     left = fp[0] if left is None else left
     right = fp[-1] if right is None else right
-    return _interpolated(x, xp, fp, left, right)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # NumPy's C loop warns of none
+        return _interpolated(x, xp, fp, left, right)
 
 
 def _periodic(x: Any, xp: Any, fp: Any, period: Any) -> tuple:

@@ -109,6 +109,34 @@ def test_interp_in_fp_xp_left_and_right():
     np.testing.assert_allclose(g, [0.0, 0.8, 0.2, 0.0])
 
 
+def test_interp_with_an_infinite_fp_and_repeated_xp_is_numpys_value_without_warnings():
+    xp, fp = np.array([0.0, 1.0, 1.0, 2.0]), np.array([np.inf, 1.0, 5.0, 3.0])
+    x = np.array([-1.0, 1.5, 0.5, 1.0, 3.0])
+    with np.errstate(all="raise"):  # NumPy's interp warns of nothing here; neither does the trace
+        for backend in TRACING:
+            assert np.array_equal(
+                traced_value(lambda x: np.interp(x, xp, fp), x, backend), np.interp(x, xp, fp)
+            )
+    # reverse: the untaken branches (inf slopes, a zero width) send nothing back
+    g = adcore.elementwise_grad(lambda x: np.interp(x, xp, fp))(x)
+    np.testing.assert_array_equal(g, [0.0, -2.0, -np.inf, 0.0, 0.0])
+
+
+def test_interp_is_numpys_bit_for_bit_on_random_data():
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        dtype = np.float32 if trial % 3 == 0 else np.float64
+        xp = np.sort(rng.normal(size=int(rng.integers(2, 8))))
+        fp = rng.normal(size=xp.size)
+        x = np.concatenate([rng.normal(size=6) * 2, xp[:2]]).astype(dtype)  # and two data points
+        for backend in TRACING:
+            for f in (
+                lambda x, xp=xp, fp=fp: np.interp(x, xp, fp),
+                lambda x, xp=xp, fp=fp: np.interp(x, xp, fp, period=1.5),
+            ):
+                assert np.array_equal(traced_value(f, x, backend), f(x)), (trial, backend)
+
+
 def test_interp_with_a_period_and_with_one_data_point():
     x = np.array([-5.0, 0.3, 2.2, 7.9])
     xp, fp = np.array([0.0, 1.0, 3.5, 2.0]), np.array([2.0, 1.0, 0.5, 3.0])
