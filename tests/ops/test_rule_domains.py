@@ -72,3 +72,33 @@ def test_norm_of_one_entry_slices_is_abs_to_second_order(outer):
     np.testing.assert_allclose(
         adcore.jacobian(gradient, backend=outer)(x), np.zeros((1, 3, 1, 3)), atol=1e-15
     )
+
+
+@pytest.mark.parametrize("ord", [None, 3, 1.5, 2.5])
+def test_symbolic_norm_gradient_at_zero_is_the_subgradient_zero(ord):
+    # sympy's own derivative of (sum |x|**p)**(1/p) is 0 * inf = nan at x = 0 (it was for ord=3)
+    x = np.zeros(3)
+    g = adcore.grad(lambda x: np.linalg.norm(x, ord), backend="symbolic")(x)
+    np.testing.assert_array_equal(g, np.zeros(3))
+
+
+@pytest.mark.parametrize("ord", [0.5, -1])
+def test_symbolic_norm_below_one_at_a_zero_entry_is_refused_as_on_reverse(ord):
+    f = lambda x: np.linalg.norm(x, ord)  # noqa: E731
+    for backend in ("reverse", "symbolic"):
+        with pytest.raises(InvalidValueError, match="'norm'.*zero entr"):
+            adcore.grad(f, backend=backend)(np.array([1.0, 2.0, 0.0]))
+    x = np.array([1.0, 2.0, 0.5])
+    np.testing.assert_allclose(adcore.grad(f, backend="symbolic")(x), central_jacobian(f, x), rtol=1e-7)
+
+
+@pytest.mark.parametrize("ord, x", [(None, np.zeros(3)), (3, np.zeros(3)), (1.5, np.array([1.0, -2.0, 0.0]))])
+def test_forward_over_symbolic_norm_second_derivative_is_refused_where_it_does_not_exist(ord, x):
+    f = lambda x: np.linalg.norm(x, ord)  # noqa: E731
+    gradient = adcore.grad(f, backend="symbolic")
+    with pytest.raises(InvalidValueError, match="'norm'.*backend 'symbolic'"):
+        adcore.jacobian(gradient, backend="forward")(x)
+    away = x + 0.5
+    np.testing.assert_allclose(
+        adcore.jacobian(gradient, backend="forward")(away), adcore.hessian(f)(away), rtol=1e-10
+    )

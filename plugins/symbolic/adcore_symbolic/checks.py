@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.core import concrete
-from adcore.errors import LinearAlgebraError
+from adcore.core import Tracer, concrete
+from adcore.errors import InvalidValueError, LinearAlgebraError
 from adcore_symbolic.errors import SymbolicControlFlowError
 
 
@@ -62,3 +62,53 @@ def nonsingular(d: Any, op: str) -> Any:
             "determinant overflows to inf (entries near 1e100 and more); scale a or use backend 'reverse'"
         )
     return d
+
+
+def norm_nonzero(x: Any, why: str) -> Any:
+    """x, where a derivative of the norm divides by it: an InvalidValueError where it is 0, as
+    reverse and forward raise (`why` says which derivative has none there)."""
+    try:
+        value = np.asarray(concrete(x))
+    except SymbolicControlFlowError:
+        return x
+    if np.any(value == 0):
+        raise InvalidValueError(
+            f"op 'norm': {why} (backend 'symbolic'); take the derivative where the norm and its entries "
+            "are nonzero"
+        )
+    return x
+
+
+def _refuse_norm(why: str) -> InvalidValueError:
+    return InvalidValueError(
+        f"op 'norm': {why} (backend 'symbolic'); take the derivative where the norm and its entries "
+        "are nonzero"
+    )
+
+
+def norm_root_slope(s: Any, p: float) -> Any:
+    """d s**(1/p) / ds for the sum s of |x|**p, 0 at s = 0 (the gradient's subgradient 0 at x = 0);
+    an outer derivative there (a traced s) is an InvalidValueError, the gradient being unbounded nearby."""
+    try:
+        value = np.asarray(concrete(s))
+    except SymbolicControlFlowError:  # an outer symbolic derivative: s**(1/p-2) is inf at 0, not 0
+        return s ** (1 / p - 1) / p
+    zero = value == 0
+    if np.any(zero) and isinstance(s, Tracer):
+        raise _refuse_norm("no second derivative at x = 0 (its gradient there is the subgradient 0)")
+    safe = ops.where(zero, np.ones_like(value), s)
+    return ops.where(zero, np.zeros_like(value), safe ** (1 / p - 1) / p)
+
+
+def norm_signed_power(x: Any, q: float) -> Any:
+    """sign(x) |x|**q in the p-norm's gradient (q = p - 1): an InvalidValueError at a zero entry
+    where it is infinite (q < 0), or where an outer derivative (a traced x) asks its slope, infinite
+    at 0 for q < 1."""
+    try:
+        value = np.asarray(concrete(x))
+    except SymbolicControlFlowError:  # an outer symbolic derivative: |x|**(q-1) is inf at 0, not 0
+        return ops.sign(x) * ops.abs(x) ** q
+    if 0 < q < 1 and isinstance(x, Tracer) or q < 0:
+        if np.any(value == 0):
+            raise _refuse_norm(f"no derivative of |x|**{q} at a zero entry (an infinite slope at 0)")
+    return ops.sign(x) * ops.abs(x) ** q
