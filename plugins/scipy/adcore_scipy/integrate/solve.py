@@ -95,12 +95,15 @@ def _rk45(
                 atol=atol,
                 first_step=abs(t[i] - t[i - 1]),
             )
+            message = None
             while stepper.status == "running":
-                stepper.step()
+                message = stepper.step()  # the reason, when it fails (a solver keeps none)
             if stepper.status == "failed":
                 raise InvalidValueError(
-                    f"odeint: the derivative's solve failed between t = {t[i - 1]} and {t[i]} "
-                    f"({stepper.message}); its values would not be the solution"
+                    f"odeint: reverse mode's backward (adjoint) solve failed between t = {t[i - 1]} and "
+                    f"{t[i]} ({message}); its values would not be the derivative. A stiff or strongly "
+                    "damped system grows without bound when solved backwards in time: differentiate it "
+                    "with backend='forward' (forward sensitivities, solved forwards as the call is)"
                 )
             y = stepper.y
         out[i] = y
