@@ -11,7 +11,9 @@ names."""
 
 from __future__ import annotations
 
+import functools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -462,6 +464,25 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
 def _holds_tracer(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) or _holds_tracer(v) for v in value)
 
+
+def _typed_errors(function: Callable[..., Any]) -> Callable[..., Any]:
+    """function, with NumPy's own ValueError on bad arguments (kth or axis out of range, shapes
+    that do not broadcast) raised as an InvalidValueError naming the NumPy function."""
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except ValueError as e:
+            if isinstance(e, AdcoreError):
+                raise
+            raise InvalidValueError(f"numpy.{function.__name__} on traced values: {e}") from e
+
+    return checked
+
+
+for _name in ("trapezoid", "interp", "gradient", "linspace", "partition", "unwrap", "full", "full_like"):
+    globals()[_name] = _typed_errors(globals()[_name])
 
 core.NUMPY_FUNCTIONS.update(
     {

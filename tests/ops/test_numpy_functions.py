@@ -386,3 +386,24 @@ def test_sparsity_patterns_global_for_pure_compositions_local_where_numpy_picks_
     with pytest.raises(adcore.ValueDependentError, match="local=True"):
         adcore.jacobian_sparsity(lambda y: np.partition(y, 2))(x)
     assert adcore.jacobian_sparsity(np.gradient)(x).nnz == 10  # the next call works
+
+
+# --- NumPy's own refusals, typed --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "f, says",
+    [
+        (lambda x: np.partition(x, 9), "numpy.partition on traced values: kth"),
+        (lambda x: np.gradient(x, axis=3), "numpy.gradient on traced values: axis 3"),
+        (lambda x: np.unwrap(x, axis=2), "numpy.unwrap on traced values: axis 2"),
+        (lambda x: np.linspace(x[0], x[1], -1), "number of samples, -1"),
+        (lambda x: np.interp(x, [0.0, 1.0], [1.0]), "not of the same length"),
+    ],
+)
+def test_bad_arguments_are_invalid_value_errors_naming_the_function_then_it_works(f, says):
+    x = np.arange(4.0)
+    for backend in TRACING:
+        with pytest.raises(InvalidValueError, match=says):
+            adcore.grad(lambda x: anp.sum(f(x)), backend=backend)(x)
+    np.testing.assert_array_equal(adcore.grad(lambda x: anp.sum(np.partition(x, 2)))(x), np.ones(4))
