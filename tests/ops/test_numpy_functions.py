@@ -407,3 +407,23 @@ def test_bad_arguments_are_invalid_value_errors_naming_the_function_then_it_work
         with pytest.raises(InvalidValueError, match=says):
             adcore.grad(lambda x: anp.sum(f(x)), backend=backend)(x)
     np.testing.assert_array_equal(adcore.grad(lambda x: anp.sum(np.partition(x, 2)))(x), np.ones(4))
+
+
+# --- second derivatives: the compositions nest ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda y: np.trapezoid(y**3),
+        lambda y: np.sum(np.gradient(y**2) ** 2),
+        lambda y: np.sum(np.linspace(y[0], y[1], 4) ** 3),
+        lambda y: np.sum(np.interp([0.1, 0.7], [0.0, 0.5, 1.0, 2.0], y) ** 2),
+        lambda y: np.sum(np.partition(y, 2)[:2] ** 3),
+        lambda y: np.sum(np.unwrap(y * 3) ** 2),
+    ],
+)
+def test_hessians_agree_with_differences_of_the_gradient(f):
+    y = np.array([0.3, 1.2, -0.5, 2.0])
+    numeric = adcore.jacobian(adcore.grad(f), backend="numeric")(y)
+    np.testing.assert_allclose(adcore.hessian(f)(y), numeric, atol=1e-8)
