@@ -115,6 +115,23 @@ class _Submodule(_types.ModuleType):
         return _numpy_name(self._numpy, name)
 
 
+# adcore.numpy's own Python functions take lists of traced values too (anp.average([a, b]))
+average, slogdet, split, array_split, hsplit, vsplit, dsplit, atleast_1d, atleast_2d, atleast_3d, pad = (
+    _takes_traced_lists(f)
+    for f in (
+        average,
+        slogdet,
+        split,
+        array_split,
+        hsplit,
+        vsplit,
+        dsplit,
+        atleast_1d,
+        atleast_2d,
+        atleast_3d,
+        pad,
+    )
+)
 linalg = _Submodule(_np.linalg)
 fft = _Submodule(_np.fft)
 

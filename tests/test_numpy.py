@@ -192,6 +192,9 @@ def test_adcore_numpy_functions_take_lists_of_traced_values(backend):
         (lambda x: anp.sum(anp.append([x[0]], x)), [2.0, 1.0, 1.0]),
         (lambda x: anp.dot([x[0], x[1]], x[1:]), [4.0, 3.0 + 2.0, 4.0]),
         (lambda x: anp.trapezoid([x[0], x[1], 1.0]), [0.5, 1.0, 0.0]),
+        (lambda x: anp.average([x[0], x[1], x[2]], weights=[1.0, 2.0, 1.0]), [0.25, 0.5, 0.25]),
+        (lambda x: anp.split([x[0], x[1], x[2], 1.0], 2)[1][0], [0.0, 0.0, 1.0]),
+        (lambda x: anp.slogdet([[x[0], 1.0], [1.0, x[2]]])[1], [2.0 / 5.0, 0.0, 3.0 / 5.0]),  # det 5
     ]
     for f, expected in cases:
         np.testing.assert_allclose(adcore.grad(f, backend=backend)(x), expected, rtol=1e-15)

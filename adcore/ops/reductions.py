@@ -349,6 +349,8 @@ def numpy_average(a, axis=None, weights=None, returned=False, *, keepdims=False)
     """np.average on a traced value: mean without weights, else the average op."""
     if weights is None and not returned:
         return mean(a, axis=axis, keepdims=keepdims)
+    if weights is not None and not isinstance(weights, core.Tracer):
+        weights = np.asarray(weights)  # a list, as NumPy takes it (the rules read its shape)
     return average(a, weights, axis=axis, keepdims=keepdims, returned=returned)
 
 
