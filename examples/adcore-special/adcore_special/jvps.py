@@ -18,11 +18,11 @@ from typing import Any
 
 from adcore.extend import lift, power_by_base, power_by_exponent
 from adcore_special.ops import psi
-from adcore_special.vjps import TWO_OVER_SQRT_PI
+from adcore_special.vjps import erfcx_slope
 
 # fmt: off
 JVPS: dict[str, tuple[Any, ...]] = {
-    "erfcx":     (lambda t, ans, x: t * (2 * x * ans - TWO_OVER_SQRT_PI),),
+    "erfcx":     (lambda t, ans, x: t * erfcx_slope(x, ans),),
     "loggamma":  (lambda t, ans, x: t * psi(x, n=0),),
     "psi":       (lambda t, ans, x, n=0: t * psi(x, n=n + 1),),
     "powm1":     (lambda t, ans, x, y: lift(t, ans) * power_by_base(x, y),

@@ -13,6 +13,7 @@ import sympy as sp
 from mpmath.libmp import prec_to_dps
 
 from adcore.extend.sympy_functions import OpCall
+from adcore_special.vjps import ASYMPTOTIC_FACTORS, ASYMPTOTIC_FROM
 
 
 class erfcx(OpCall):
@@ -20,12 +21,38 @@ class erfcx(OpCall):
     nargs = 1
 
     def fdiff(self, argindex=1):
+        # as the rules' erfcx_slope: the closed form, which cancels as x grows, up to ASYMPTOTIC_FROM
         (x,) = self.args
-        return 2 * x * self - 2 / sp.sqrt(sp.pi)
+        far = x >= ASYMPTOTIC_FROM
+        z = 1 / (2 * at_least_asymptotic(x) ** 2)
+        series = sp.S.One
+        for k in ASYMPTOTIC_FACTORS:
+            series = 1 - k * z * series
+        two_over_sqrt_pi = 2 / sp.sqrt(sp.pi)
+        return sp.Piecewise((-two_over_sqrt_pi * z * series, far), (2 * x * self - two_over_sqrt_pi, True))
 
     def elementary(self) -> sp.Expr:
         (x,) = self.args
         return sp.exp(x**2) * sp.erfc(x)
+
+
+class at_least_asymptotic(sp.Function):
+    """x where x >= ASYMPTOTIC_FROM, else ASYMPTOTIC_FROM: what erfcx's series is evaluated at, so
+    that the branch not taken has no 1/0 (a Piecewise would be folded into one where both are)."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_number:
+            return x if x >= ASYMPTOTIC_FROM else sp.Float(ASYMPTOTIC_FROM)
+
+    def fdiff(self, argindex=1):
+        return sp.Piecewise((1, self.args[0] >= ASYMPTOTIC_FROM), (0, True))
+
+    def _numpycode(self, printer) -> str:
+        x, bound = printer._print(self.args[0]), repr(ASYMPTOTIC_FROM)
+        return f"numpy.where(numpy.greater_equal({x}, {bound}), {x}, {bound})"
 
 
 class loggamma(OpCall):

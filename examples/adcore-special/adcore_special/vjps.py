@@ -16,15 +16,34 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import adcore.numpy as anp
 from adcore.extend import power_by_base, power_by_exponent, unbroadcast
 from adcore_special.ops import psi
 
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # -erfcx'(0)
+# erfcx' from x = 40 on: -2/sqrt(pi) (z - 3 z**2 + 15 z**3 - ... + 135135 z**7), z = 1/(2 x**2), in
+# Horner's form z (1 - 3 z (1 - 5 z (... (1 - 13 z)))): these are the factors, innermost first. At
+# x = 40 the first term left out is 1e-16 of the sum, and the closed form still keeps 12 digits.
+ASYMPTOTIC_FROM = 40.0
+ASYMPTOTIC_FACTORS = (13, 11, 9, 7, 5, 3)
+
+
+def erfcx_slope(x: Any, ans: Any) -> Any:
+    """erfcx'(x) = 2 x erfcx(x) - 2/sqrt(pi). Both terms tend to 2/sqrt(pi) as x grows, and their
+    difference, about -1/(sqrt(pi) x**2), loses digits as x**2 grows (every one by x = 1e8, where
+    it rounds to 0): from ASYMPTOTIC_FROM on it is the asymptotic series, exact to rounding."""
+    far = x >= ASYMPTOTIC_FROM
+    z = 1 / (2 * anp.square(anp.where(far, x, ASYMPTOTIC_FROM)))  # (finite in the branch not taken)
+    series = 1.0
+    for k in ASYMPTOTIC_FACTORS:
+        series = 1 - k * z * series
+    return anp.where(far, -TWO_OVER_SQRT_PI * z * series, 2 * x * ans - TWO_OVER_SQRT_PI)
+
 
 # fmt: off
 VJPS: dict[str, tuple[Any, ...]] = {
     # erfcx' = 2 x erfcx(x) - 2/sqrt(pi): in terms of the output, as exp's rule is
-    "erfcx":     (lambda g, ans, x: g * (2 * x * ans - TWO_OVER_SQRT_PI),),
+    "erfcx":     (lambda g, ans, x: g * erfcx_slope(x, ans),),
     "loggamma":  (lambda g, ans, x: g * psi(x, n=0),),
     "psi":       (lambda g, ans, x, n=0: g * psi(x, n=n + 1),),
     # powm1 is x**y - 1, so its derivatives are power's, stated once in adcore.extend: d/dx =

@@ -252,13 +252,46 @@ def test_powm1_is_conformance_checked_at_those_points():
     assert {(0.0, 1.0), (0.0, 2.0), (0.0, 3.0), (2.0, 0.0)} <= checked
 
 
+# --- erfcx's slope where its closed form cancels -------------------------------------------------
+
+
+def erfcx_derivatives_exactly(x: float) -> tuple[float, float]:
+    """erfcx' = 2 x erfcx - 2/sqrt(pi) and erfcx'' = (2 + 4 x**2) erfcx - 4 x/sqrt(pi), in 60 digits
+    (mpmath), where the cancellation (x**2 and x**4 of them) still leaves more than 16."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        e = mpmath.exp(mpmath.mpf(x) ** 2) * mpmath.erfc(x)
+        first = 2 * x * e - 2 / mpmath.sqrt(mpmath.pi)
+        second = (2 + 4 * mpmath.mpf(x) ** 2) * e - 4 * x / mpmath.sqrt(mpmath.pi)
+        return float(first), float(second)
+
+
+@pytest.mark.parametrize("backend", EXACT)
+@pytest.mark.parametrize("x", [5.0, 39.5, 40.0, 1e3, 1e5, 1e8, 1e20])
+def test_erfcx_slope_keeps_its_digits_for_large_x(backend, x):
+    # 2 x erfcx(x) - 2/sqrt(pi) gave 0.0 at x = 1e8, where -5.6e-17 is right, and 2% off at 1e7
+    first, second = erfcx_derivatives_exactly(x)
+    with strict_numpy():
+        d = adcore.grad(erfcx, backend=backend)
+        assert d(x) == pytest.approx(first, rel=1e-12)  # the closed form keeps 12 digits up to 40
+        assert adcore.grad(d, backend=backend)(x) == pytest.approx(second, rel=1e-10)
+        np.testing.assert_allclose(  # both regimes in one array, and the next call
+            adcore.grad(lambda v: erfcx(v).sum(), backend=backend)(np.array([0.5, x])),
+            [erfcx_prime(0.5), first],
+            rtol=1e-12,
+        )
+
+
 # --- the symbolic backend -----------------------------------------------------------------------
 
 
 def test_the_symbolic_derivative_is_exact_and_compiles_to_calls_of_the_ops():
     symbolic = pytest.importorskip("adcore_symbolic")
     d = symbolic.derivative_expr(lambda x: loggamma(x) + erfcx(x), ())
-    assert str(d.derivatives[0]) == "2*x*erfcx(x) + psi(0, x) - 2/sqrt(pi)"
+    # the closed form up to x = 40, erfcx's asymptotic series from there (erfcx_slope)
+    assert "(2*x*erfcx(x) + psi(0, x) - 2/sqrt(pi), True)" in str(d.derivatives[0])
+    assert "x >= 40.0" in str(d.derivatives[0])
     assert "ops.psi(x, n=0)" in d.source
     assert "ops.erfcx(x)" in d.source
 
