@@ -89,10 +89,15 @@ def _holds_tracer_list(value: Any) -> bool:
 
 
 def _is_served(function: Any) -> bool:
+    """Whether adcore serves function on traced values with arrays (not sequences of them:
+    a variadic op's, np.linalg.multi_dot's, list is its inputs) as arguments."""
     try:
-        return function in _core.NUMPY_FUNCTIONS or _core.get_registry().numpy_op(function) is not None
+        if function in _core.NUMPY_FUNCTIONS:
+            return True
+        op = _core.get_registry().numpy_op(function)
     except TypeError:  # unhashable
         return False
+    return op is not None and not op.variadic
 
 
 def _numpy_name(module: Any, name: str) -> Any:

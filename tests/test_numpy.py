@@ -198,6 +198,12 @@ def test_adcore_numpy_functions_take_lists_of_traced_values(backend):
     ]
     for f, expected in cases:
         np.testing.assert_allclose(adcore.grad(f, backend=backend)(x), expected, rtol=1e-15)
+    # a list that is the inputs themselves (multi_dot's, concatenate's) is not stacked
+    m = np.ones((1, 3))
+    g = adcore.grad(lambda x: anp.sum(anp.linalg.multi_dot([m, anp.diag(x), x])), backend=backend)(x)
+    np.testing.assert_allclose(g, 2 * x, rtol=1e-15)
+    g = adcore.grad(lambda x: anp.sum(anp.concatenate([x, [x[0]]]) ** 2), backend=backend)(x)
+    np.testing.assert_allclose(g, 2 * x * [2.0, 1.0, 1.0], rtol=1e-15)
     value = adcore.value_and_grad(lambda x: anp.linalg.norm([x[0], x[1]]), backend=backend)(x)[0]
     assert value == np.linalg.norm([3.0, 4.0])
 
