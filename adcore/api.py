@@ -181,6 +181,7 @@ def elementwise_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str =
     return grad(summed, argnums, backend, **options)
 
 
+@_keywords_checked
 def hessian(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -323,13 +324,13 @@ def vjp(
         _name_parts(e, None, split)
         raise
     out_def = output_of(call, f, primals)
-    out = _detached(out_def.value(flat_out))
+    out = _detached(out_def.value(flat_out), flat)
 
     def vjp_fn(cotangent: Any) -> tuple:
         cts = pullback(out_def.cotangent(cotangent, flat_out))
         if split is not None:  # a complex primal's cotangent is gx - 1j*gy (JAX's)
             cts = split.cotangents(flat, cts)
-        return _detached(tuple(cts) if layout.defs is None else tuple(rebuild(layout.defs, cts)))
+        return _detached(tuple(cts) if layout.defs is None else tuple(rebuild(layout.defs, cts)), flat)
 
     if has_aux:
         return out, vjp_fn, _aux(be, call, level, f, primals, {})
@@ -400,7 +401,7 @@ def _derivative_function(
             picked = ((value, _aux(be, call, level, f, args, kwargs)) if has_aux else value, picked)
         elif has_aux:
             picked = (picked, _aux(be, call, level, f, args, kwargs))
-        return _detached(picked)
+        return _detached(picked, flat)
 
     return derivative
 
@@ -572,18 +573,24 @@ def _jvp(
         _name_parts(e, None, split)
         raise
     out_def = output_of(call, f, primals)
-    return _detached(out_def.value(out)), _detached(out_def.value(tangent_out))
+    return _detached(out_def.value(out), flat), _detached(out_def.value(tangent_out), flat)
 
 
-def _detached(result: Any) -> Any:
+def _detached(result: Any, args: Sequence[Any]) -> Any:
     """`result` with every eager value (a tracer of level 0, of no transformation: an eager reverse
-    Tensor f closed over) as its plain array: a derivative is plain arrays, as torch.autograd.grad's
-    without create_graph. Tracers of transformations open outside (a nested derivative) stay."""
+    Tensor f closed over) as its plain array: a derivative at plain arguments is plain arrays, as
+    torch.autograd.grad's without create_graph. Tracers of transformations open outside (a nested
+    derivative) stay, and so does everything when an argument is itself eager (a rule run by
+    backward(create_graph=True), checkpoint's and custom_vjp's, records its derivative)."""
+    if isinstance(result, np.ndarray) or any(_eager(a) for a in args):
+        return result
     if isinstance(result, Tracer):  # the common case, one array, costs one check
         return _plain_below(result)
-    if isinstance(result, np.ndarray):
-        return result
     return tree.map(_plain_below, result)
+
+
+def _eager(x: Any) -> bool:
+    return isinstance(x, Tracer) and x._trace.level == 0
 
 
 def _plain_below(x: Any) -> Any:
