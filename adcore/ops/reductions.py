@@ -234,6 +234,20 @@ def _dof(op: str, x: Any, axis: Any, ddof: Any) -> int:
     return n - ddof
 
 
+def refuse_std_second_order(std: Any, x: Any, axis: Any) -> None:
+    """std's rules under an outer derivative (a traced x or std) where std is 0 over more than one
+    element: the gradient there is the subgradient 0 and (x - mean) / (n std) nearby, unbounded, so
+    its derivative would be a plausible wrong number ((I - 1/n) / n came out)."""
+    if not any(isinstance(v, core.Tracer) for v in (std, x)) or reduced_count(x, axis) < 2:
+        return
+    if np.any(core.concrete(std) == 0):
+        raise InvalidValueError(
+            "op 'std': no second derivative where all elements of a slice are equal (std = 0): the "
+            "first derivative there is the subgradient 0, and std's gradient is unbounded nearby; take "
+            "second derivatives where the elements differ, or of var"
+        )
+
+
 def _var(x, axis=None, ddof=0, keepdims=False):
     _dof("var", x, axis, ddof)
     return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)

@@ -102,3 +102,27 @@ def test_forward_over_symbolic_norm_second_derivative_is_refused_where_it_does_n
     np.testing.assert_allclose(
         adcore.jacobian(gradient, backend="forward")(away), adcore.hessian(f)(away), rtol=1e-10
     )
+
+
+# --- std: 0 where all elements are equal, a kink like the 2-norm's at 0 -------------------------------
+
+
+@pytest.mark.parametrize("outer", RULE_BACKENDS)
+@pytest.mark.parametrize("inner", RULE_BACKENDS)
+def test_std_second_derivative_at_equal_elements_is_refused(inner, outer):
+    # std = |x - mean| / sqrt(n): its Hessian (I - 1/n - u u^T) / (n std) is unbounded near equal
+    # elements; (I - 1/n) / n came out, the derivative of no function
+    gradient = adcore.grad(lambda x: np.std(x), backend=inner)
+    np.testing.assert_array_equal(gradient(np.ones(3)), np.zeros(3))  # the subgradient 0 stays
+    with pytest.raises(InvalidValueError, match="'std': no second derivative where all elements"):
+        adcore.jacobian(gradient, backend=outer)(np.ones(3))
+    x = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(
+        adcore.jacobian(gradient, backend=outer)(x), central_jacobian(gradient, x, 1e-5), atol=1e-8
+    )
+
+
+def test_std_of_one_element_slices_has_second_derivative_zero():
+    # a slice of one element: std is the constant 0, every derivative 0
+    h = adcore.hessian(lambda x: np.sum(np.std(x, axis=0)))(np.array([[1.0, 2.0]]))
+    np.testing.assert_array_equal(h, np.zeros((1, 2, 1, 2)))

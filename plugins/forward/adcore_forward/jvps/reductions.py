@@ -10,7 +10,7 @@ from adcore.core import concrete
 from adcore.extend import batched_axis, kept_shape, prod_partials, tie_weights, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import quantile_weights, to_rows
-from adcore.ops.reductions import reduced_count
+from adcore.ops.reductions import reduced_count, refuse_std_second_order
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp
 from adcore_forward.jvps.table import reduce as _reduce
@@ -42,6 +42,7 @@ def _var_jvp(t, ans, x, axis=None, ddof=0, keepdims=False):
 
 
 def _std_jvp(t, ans, x, axis=None, ddof=0, keepdims=False):
+    refuse_std_second_order(ans, x, axis)
     std = anp.reshape(ans, kept_shape(x, axis))
     safe = anp.where(concrete(std) == 0, 1.0, std)  # all equal: x - mean is 0 too, derivative 0
     weights = cp.conj_if_complex(_centred(x, axis)) / (safe * (reduced_count(x, axis) - ddof))

@@ -12,7 +12,7 @@ from adcore.core import concrete
 from adcore.extend import kept_shape, mask, prod_partials, tie_weights, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import from_rows, quantile_weights
-from adcore.ops.reductions import reduced_count
+from adcore.ops.reductions import reduced_count, refuse_std_second_order
 from adcore_reverse.vjps.table import defvjp, defvjp_steps
 from adcore_reverse.vjps.table import expand as _expand
 from adcore_reverse.zeros import Masked, step_cotangent
@@ -43,6 +43,7 @@ def _centred(x, axis):
 def _std_scale(ans, x, axis, ddof):
     """(n - ddof) std over x's kept shape, 1 where std is 0 (all equal: x - mean is 0 there too,
     so the derivative is 0, abs'(0) = 0's convention)."""
+    refuse_std_second_order(ans, x, axis)
     std = anp.reshape(ans, kept_shape(x, axis))
     safe = anp.where(concrete(std) == 0, 1.0, std)
     return safe * (reduced_count(x, axis) - ddof)
