@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcore.core import TRACED_PARAMS, Tracer, concrete
-from adcore.errors import AdcoreError
+from adcore.errors import AdcoreError, InvalidValueError
 from adcore.spec import (
     NONZERO,
     POSITIVE,
@@ -557,6 +557,12 @@ def hypot_share(x, y, ans):
     if not np.any(special):
         return x / ans
     xc, yc = np.broadcast_arrays(concrete(x), concrete(y))
+    if isinstance(x, Tracer) and isinstance(y, Tracer) and np.any(ansc == 0):
+        raise InvalidValueError(
+            "op 'hypot': no second derivative at (0, 0) in both arguments: the gradient there is the "
+            "subgradient 0 and (x, y) / hypot nearby, unbounded (as norm's at 0); take second "
+            "derivatives away from (0, 0), or with one argument held constant (hypot(x, 0) is |x|)"
+        )
     limit = np.where(np.isinf(xc), np.sign(xc) * np.where(np.isinf(yc), np.nan, 1.0), 0.0)
     return where(special, np.asarray(limit, dtype=ansc.dtype), x / where(special, 1.0, ans))
 

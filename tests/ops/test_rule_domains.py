@@ -126,3 +126,22 @@ def test_std_of_one_element_slices_has_second_derivative_zero():
     # a slice of one element: std is the constant 0, every derivative 0
     h = adcore.hessian(lambda x: np.sum(np.std(x, axis=0)))(np.array([[1.0, 2.0]]))
     np.testing.assert_array_equal(h, np.zeros((1, 2, 1, 2)))
+
+
+# --- hypot at (0, 0): the 2-norm of two arguments -------------------------------------------------
+
+
+@pytest.mark.parametrize("outer", RULE_BACKENDS)
+def test_hypot_second_derivative_at_the_origin_in_both_arguments_is_refused(outer):
+    f = lambda v: np.hypot(v[0], v[1])  # noqa: E731
+    gradient = adcore.grad(f)
+    np.testing.assert_array_equal(gradient(np.zeros(2)), np.zeros(2))  # the subgradient 0 stays
+    with pytest.raises(InvalidValueError, match="'hypot': no second derivative at \\(0, 0\\)"):
+        adcore.jacobian(gradient, backend=outer)(np.zeros(2))
+    # (3, 4): the Hessian (I - u u^T) / 5, u = (3, 4) / 5
+    u = np.array([0.6, 0.8])
+    h = adcore.jacobian(gradient, backend=outer)(np.array([3.0, 4.0]))
+    np.testing.assert_allclose(h, (np.eye(2) - np.outer(u, u)) / 5, atol=1e-15)
+    # one argument constant: hypot(x, 0) = |x|, second derivative 0 as abs's
+    along_x = adcore.grad(lambda x: np.hypot(x, 0.0))
+    np.testing.assert_array_equal(adcore.jacobian(along_x, backend=outer)(np.zeros(1)), [[0.0]])
