@@ -44,7 +44,7 @@ def from_sublists(args: tuple) -> tuple[str, tuple] | None:
     """np.einsum's sublist form, einsum(a, [0, 1], b, [1, 2], [0, 2]), as (subscripts, operands);
     None when args are not in that form. Label k is NumPy's letter for it: A-Z for 0-25, a-z
     for 26-51 (so the implicit output's order is the labels' order), Ellipsis is '...'."""
-    if len(args) < 2 or isinstance(args[0], str) or not _is_sublist(args[1]):
+    if len(args) < 2 or isinstance(args[0], str) or not isinstance(args[1], (list, tuple)):
         return None
     pairs, output = args[: len(args) // 2 * 2], args[len(args) // 2 * 2 :]
     operands, terms = pairs[0::2], pairs[1::2]

@@ -343,6 +343,8 @@ def test_the_sublist_form_of_einsum_is_numpys_and_a_bad_label_is_refused_by_name
     assert np.array_equal(anp.einsum(a, [1, 0]), np.einsum(a, [1, 0]))  # implicit output: labels' order
     with pytest.raises(InvalidValueError, match="sublist label 60"):
         anp.einsum(a, [0, 60])
+    with pytest.raises(InvalidValueError, match="operand 0's sublist"):
+        anp.einsum(a, [0, "j"])
     assert np.array_equal(anp.einsum(a, [0, 1], [1]), a.sum(axis=0))  # the next call works
 
 
