@@ -290,7 +290,7 @@ def truncated_pinv(op: str, a: Any, rtol: Any, *inputs: Any) -> TruncatedPinv | 
     value = concrete(a)
     second_order = any(isinstance(x, core.Tracer) for x in (a, *inputs))
     tol = 32 * max(value.shape[-2:]) * np.finfo(np.result_type(value.dtype, np.float32)).eps
-    if np.all(np.asarray(rtol) <= tol) and not second_order:
+    if np.all((0 <= np.asarray(rtol)) & (np.asarray(rtol) <= tol)) and not second_order:
         return None  # NumPy's default cut: only rounding is dropped (no SVD: the common case stays cheap)
     s_value = np.linalg.svd(value, compute_uv=False)
     cut = np.asarray(rtol)[..., None] * np.max(s_value, axis=-1, keepdims=True)

@@ -149,19 +149,23 @@ def _norm(x: np.ndarray, ord: Any = None, axis: Any = None, keepdims: bool = Fal
 
 
 def _lstsq_solution(a: Any, b: Any, rcond: Any = None) -> Any:
-    """pinv(a, rcond) @ b, the least-squares solution of least norm (NumPy's lstsq's x)."""
-    from adcore.ops.linalg import matmul
-
-    if len(a.shape) != 2 or len(b.shape) not in (1, 2) or b.shape[0] != a.shape[0]:
+    """np.linalg.lstsq(a, b, rcond)'s x, bit for bit: pinv(a, rcond) @ b, the least-squares solution
+    of least norm."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise LinearAlgebraError(
             f"op 'lstsq_solution': a must be (m, n) and b (m,) or (m, k), got {a.shape} and {b.shape}"
         )
-    return matmul(pinv(a, rcond=lstsq_rcond(a, rcond)), b)
+    return _numpy_linalg("lstsq_solution", np.linalg.lstsq, a, b, rcond=rcond)[0]
 
 
 def lstsq_rcond(a: Any, rcond: Any) -> Any:
-    """NumPy's lstsq default: singular values under max(m, n) eps of the largest count as 0."""
-    return max(a.shape[-2:]) * np.finfo(np.result_type(a.dtype, np.float32)).eps if rcond is None else rcond
+    """The relative cut NumPy's lstsq applies: max(m, n) eps by default; LAPACK's machine precision
+    for a negative rcond."""
+    eps = np.finfo(np.result_type(a.dtype, np.float32)).eps
+    if rcond is None:
+        return max(a.shape[-2:]) * eps
+    return eps if rcond < 0 else rcond
 
 
 # --- gauges: LAPACK's signs, aligned to a nearby value's (OpSpec.gauge) --------------------------

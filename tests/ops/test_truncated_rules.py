@@ -145,3 +145,29 @@ def test_second_derivative_at_a_rank_deficient_a_is_refused_and_the_next_call_wo
     np.testing.assert_allclose(
         adcore.hessian(f)(full_rank), central_jacobian(gradient, full_rank, 1e-5), atol=1e-6
     )
+
+
+@pytest.mark.parametrize("rcond", [None, 0.3, -1])
+def test_traced_lstsq_is_numpys_bit_for_bit(rcond):
+    # x was pinv(a) @ b, off NumPy's gelsd in the last bits on 18 of 20 random matrices
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        a, b = rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+        value, _ = adcore.value_and_grad(lambda a, b=b: np.sum(np.linalg.lstsq(a, b, rcond=rcond)[0]))(a)
+        assert value == np.sum(np.linalg.lstsq(a, b, rcond=rcond)[0])
+
+
+@pytest.mark.parametrize("backend", RULE_BACKENDS)
+def test_negative_rcond_is_lapacks_machine_precision_for_lstsq_and_refused_by_a_singular_pinv(backend):
+    # lstsq: LAPACK's gelsd takes rcond < 0 as machine precision, so a zero singular value is cut
+    # (x = [1, 0]); pinv keeps every singular value above rcond * max(s) < 0, 1/0 among them
+    a = np.diag([1.0, 0.0])
+    f = lambda a: np.sum(np.linalg.lstsq(a, np.ones(2), rcond=-1)[0])  # noqa: E731
+    value, g = adcore.value_and_grad(f, backend=backend)(a)
+    assert value == 1.0
+    np.testing.assert_allclose(g, adcore.grad(lambda a: np.sum(np.linalg.lstsq(a, np.ones(2))[0]))(a))
+    with pytest.raises(InvalidValueError, match="'pinv'"):
+        adcore.grad(lambda a: np.sum(np.linalg.pinv(a, rcond=-1.0)), backend=backend)(a)
+    full_rank = np.diag([1.0, 0.5])  # every singular value kept: -P^T 1 1^T P^T
+    g = adcore.grad(lambda a: np.sum(np.linalg.pinv(a, rcond=-1.0)), backend=backend)(full_rank)
+    np.testing.assert_allclose(g, -np.outer([1.0, 2.0], [1.0, 2.0]))
