@@ -121,15 +121,29 @@ def mask(condition: Any, like: Any) -> np.ndarray:
     return np.asarray(condition, dtype=like.dtype)
 
 
-def times_step(v: Any, weight: Any) -> Any:
+def times_step(v: Any, weight: Any, zero: Any = None) -> Any:
     """v * weight where weight is a step's derivative (concrete: 0/1, 0.5 on ties, a sign), with 0
-    wherever weight is 0, even where v is inf or nan: the chain rule's zero factor wins (as JAX's
-    select), so a NaN or inf tangent or cotangent the op ignores there does not poison the result."""
-    zero = np.asarray(weight) == 0
+    wherever weight is 0 (`zero`, if the caller has it), even where v is inf or nan: the chain
+    rule's zero factor wins (as JAX's select), so a NaN or inf tangent or cotangent the op ignores
+    there does not poison the result."""
     product = v * weight
-    if not zero.any():
-        return product
+    if all_finite(product):  # weight is finite: no 0 * inf, the product is right
+        return product  # (a select by a random mask costs 30 products: only where it changes something)
+    if zero is None:
+        zero = np.asarray(weight) == 0
+    if product.__class__ is np.ndarray:
+        return np.where(zero, 0.0, product)
     return elementwise.where(zero, 0.0, product)
+
+
+def all_finite(a: Any) -> bool:
+    """No inf or nan in a (traced or not): its sum is finite (one fast pass; an overflowing sum of
+    finite values says False, which only costs the caller its slower exact path)."""
+    values = np.asarray(concrete(a))
+    if values.dtype.kind not in "fc":
+        return values.dtype.kind in "iub"  # integers are finite; objects (sympy) take the exact path
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, an overflow: False, quietly
+        return bool(np.isfinite(np.add.reduce(values, axis=None)))
 
 
 def tie_split(x: Any, y: Any, wins: Any, like: Any) -> np.ndarray:
