@@ -80,8 +80,10 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
     """
     if len(args) != op.nin:
         args, params = op.canonical_call(args, params)
-    if params and _holds_traced_param(params):
-        return _with_traced_params(op, args, params)
+    if params:
+        for value in params.values():  # inline: bind is the hot path
+            if isinstance(value, Tracer) and value.dtype.kind != "b":  # a traced mask has no derivative
+                return _with_traced_params(op, args, params)
     top = None
     for arg in args:
         if isinstance(arg, Tracer):
@@ -104,15 +106,6 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
 # (clip's bounds, differentiable in them too as JAX's clip); the op catalogue fills it. Any other op
 # refuses a traced param: a param is static, and its derivative would silently be 0.
 TRACED_PARAMS: dict[str, Callable[..., Any]] = {}
-
-
-def _holds_traced_param(params: dict) -> bool:
-    """A traced number among the params (a traced mask, symbolic's x > 0, has no derivative to lose:
-    the backend takes or refuses it)."""
-    for value in params.values():
-        if isinstance(value, Tracer) and value.dtype.kind != "b":
-            return True
-    return False
 
 
 def _with_traced_params(op: Any, args: tuple, params: dict) -> Any:
