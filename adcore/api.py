@@ -7,9 +7,7 @@ backends work on, and builds each result back in the structure JAX gives it.
 
 from __future__ import annotations
 
-import difflib
 import functools
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,6 +25,7 @@ from adcore.errors import (
     InvalidInputError,
     InvalidOutputError,
     NonScalarOutputError,
+    keywords_checked,
 )
 from adcore.flatten import (
     LEAF,
@@ -65,27 +64,7 @@ def optimizers() -> list[str]:
 # --- the derivative functions ----------------------------------------------------------------
 
 
-def _keywords_checked(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function` refusing a keyword one slip away from one of its own (`grad(f, argnum=0)`) with
-    'did you mean', before it could pass as a backend option; where it takes no options, any
-    unknown keyword, as an InvalidInputError (a TypeError, Python's own error for it)."""
-    parameters = inspect.signature(function).parameters.values()
-    own = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    takes_options = any(p.kind is p.VAR_KEYWORD for p in parameters)
-
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        for key in kwargs.keys() - set(own):
-            near = difflib.get_close_matches(key, own, n=1, cutoff=0.75)
-            if near or not takes_options:
-                hint = f"did you mean {near[0]!r}?" if near else f"its keywords are {', '.join(own[1:])}"
-                raise InvalidInputError(f"adcore.{function.__name__} has no keyword {key!r}: {hint}")
-        return function(*args, **kwargs)
-
-    return checked
-
-
-@_keywords_checked
+@keywords_checked
 def differentiate(
     f: Callable[..., Any],
     backend: str = "reverse",
@@ -126,7 +105,7 @@ def differentiate(
 jacobian = differentiate
 
 
-@_keywords_checked
+@keywords_checked
 def grad(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -148,7 +127,7 @@ def grad(
     )
 
 
-@_keywords_checked
+@keywords_checked
 def value_and_grad(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -165,7 +144,7 @@ def value_and_grad(
     )
 
 
-@_keywords_checked
+@keywords_checked
 def elementwise_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", **options: Any):
     """autograd's elementwise_grad: the gradient of sum(f(...)), the vector-Jacobian product with ones.
 
@@ -181,7 +160,7 @@ def elementwise_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str =
     return grad(summed, argnums, backend, **options)
 
 
-@_keywords_checked
+@keywords_checked
 def hessian(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -222,7 +201,7 @@ def hessian(
     return hessian_of
 
 
-@_keywords_checked
+@keywords_checked
 def hvp(
     f: Callable[..., Any],
     argnums: Argnums = 0,
@@ -273,7 +252,7 @@ def hvp(
     return product
 
 
-@_keywords_checked
+@keywords_checked
 def jvp(
     f: Callable[..., Any],
     primals: Sequence[Any],
@@ -300,7 +279,7 @@ def jvp(
     return _jvp(f, tuple(primals), tuple(tangents), backend, options, range(len(primals)))
 
 
-@_keywords_checked
+@keywords_checked
 def vjp(
     f: Callable[..., Any], *primals: Any, backend: str = "reverse", has_aux: bool = False, **options: Any
 ):

@@ -23,7 +23,7 @@ import numpy as np
 from adcore import ops, tree
 from adcore.core import concrete
 from adcore.custom import _Call, _Custom, _dtype
-from adcore.errors import StateChangedError, UnsupportedFunctionError
+from adcore.errors import StateChangedError, UnsupportedFunctionError, keywords_checked
 
 _last = threading.local()  # .entry: (call, g, leaves, cotangents) of the rule's last question, or None
 
@@ -63,6 +63,7 @@ class Checkpointed(_Custom):
         self._register()
 
 
+@keywords_checked
 def checkpoint(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = ()) -> Any:
     """f, whose reverse-mode derivative keeps only f's inputs and output and runs f once more
     in the backward sweep to recompute the rest (torch.utils.checkpoint, jax.checkpoint).

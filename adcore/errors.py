@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 
@@ -109,3 +115,24 @@ class ValueDependentError(AdcoreError, TypeError):
 
 class UnsupportedByBackendError(AdcoreError, NotImplementedError):
     """A backend was asked for something it does not do (vjp on a backend without a pullback, ...)."""
+
+
+def keywords_checked(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a public one of adcore's) refusing a keyword one slip away from one of its own
+    (`grad(f, argnum=0)`) with 'did you mean', before it could pass as a backend option; where it
+    takes no **options, any unknown keyword, as an InvalidInputError (a TypeError, Python's own
+    error for it)."""
+    parameters = inspect.signature(function).parameters.values()
+    own = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    takes_options = any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for key in kwargs.keys() - set(own):
+            near = difflib.get_close_matches(key, own, n=1, cutoff=0.75)
+            if near or not takes_options:
+                hint = f"did you mean {near[0]!r}?" if near else f"its keywords are {', '.join(own[1:])}"
+                raise InvalidInputError(f"adcore.{function.__name__} has no keyword {key!r}: {hint}")
+        return function(*args, **kwargs)
+
+    return checked

@@ -26,6 +26,8 @@ def _cube_sum_with_aux(x):
         (adcore.hessian, "argnum", "argnums"),
         (adcore.hvp, "argnum", "argnums"),
         (adcore.vjp, "backnd", "backend"),
+        (adcore.checkpoint, "static_argnum", "static_argnums"),
+        (adcore.check_grads, "mode", "modes"),
     ],
 )
 def test_a_misspelt_keyword_is_refused_with_did_you_mean(function, keyword, suggested):

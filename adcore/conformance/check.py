@@ -38,7 +38,13 @@ from adcore.conformance.checks import second_estimate
 from adcore.conformance.probe import JointProbe, Outputs, Probe, flatten
 from adcore.conformance.reference import Estimate, Reference, choose_reference, reference_for
 from adcore.conformance.results import Results, deviation
-from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError, UnsupportedByBackendError
+from adcore.errors import (
+    AdcoreError,
+    InvalidInputError,
+    InvalidValueError,
+    UnsupportedByBackendError,
+    keywords_checked,
+)
 
 MODES: tuple[str, ...] = ("fwd", "rev")
 FULL_SIZE = 64  # a leaf this small is checked entry by entry
@@ -93,6 +99,7 @@ class GradCheckReport:
         return "\n".join(lines + [f"order {k} reference: {s}" for k, s in self.references.items()])
 
 
+@keywords_checked
 def check_grads(
     f: Callable[..., Any],
     args: Sequence[Any],
