@@ -22,7 +22,7 @@ from adcore.conformance.checks import (
     value_difference,
 )
 from adcore.errors import UnsupportedByBackendError
-from adcore.spec import OpSpec, fixed_samples
+from adcore.spec import OpSpec, Sample, fixed_samples
 
 GRAM_SAMPLES = fixed_samples((((3, 2),), {}), (((2, 2),), {}))
 
@@ -170,6 +170,78 @@ def test_every_backend_traces_the_ops_value_bit_for_bit(backend):
     for call in calls:
         assert not x.flags.c_contiguous
         assert value_difference(np.asarray(traced_value(backend, call)), plain_value(call)) == ""
+
+
+# --- gauges: an op whose value flips sign near its samples, as LAPACK's vectors may ------------
+
+
+BAND = 1e-6
+
+
+def _branch_sign(x: np.ndarray) -> np.ndarray:
+    """+1 or -1 by which band of width BAND sum(x) is in: a choice constant near the samples (their
+    sums are mid-band) that the steps of a finite difference cross, as LAPACK's sign choices may."""
+    return np.where(np.floor(np.sum(x, axis=-1, keepdims=True) / BAND) % 2 == 0, 1.0, -1.0).astype(x.dtype)
+
+
+def _flip_gauge(value, centre, x):
+    dots = anp.sum(value * centre, axis=-1, keepdims=True)
+    one = np.ones((), value.dtype)
+    return anp.where(dots < 0, -one, one) * value
+
+
+def _flips(gauge) -> tuple[OpSpec, dict, dict]:
+    """flips(x) = x * a sign that jumps between bands of sum(x): rules that hold the sign fixed."""
+    samples = fixed_samples((((3,),), {}), (((2, 3),), {}))
+    mid_band = samples
+
+    def draw(rng, dtype):  # each sample's sum moved to the middle of its band
+        out = []
+        for sample in mid_band(rng, dtype):
+            x = sample.args[0]
+            total = np.sum(x, axis=-1, keepdims=True)
+            x = x + ((np.floor(total / BAND) + 0.5) * BAND - total) / x.shape[-1]
+            out.append(Sample((x.astype(dtype),), {}))
+        return out
+
+    op = OpSpec("flips", lambda x: x * _branch_sign(x), samples=draw, gauge=gauge)
+    sign = lambda x: _branch_sign(adcore.concrete(x))  # noqa: E731
+    vjps = {"flips": (lambda g, ans, x: g * sign(x),)}
+    jvps = {"flips": (lambda t, ans, x: t * sign(x),)}
+    return op, vjps, jvps
+
+
+def test_an_op_with_a_gauge_is_differenced_on_its_samples_branch(register_plugin):
+    op, vjps, jvps = _flips(_flip_gauge)
+    register_plugin(_plugin([op], vjps=vjps, jvps=jvps), "flips")
+    report = engine.run(
+        ops=["flips"], dtypes=["float64", "float32"], backends=["numeric", "reverse", "forward"]
+    )
+    assert report.ok, [c.message for c in report.failures()]
+    assert report.cell("flips", "numeric").checks > 0
+
+
+def test_a_random_program_aligns_such_an_op_to_its_value_at_the_programs_inputs(register_plugin):
+    from adcore.conformance.fuzz import Line, Program
+
+    op, vjps, jvps = _flips(_flip_gauge)
+    register_plugin(_plugin([op], vjps=vjps, jvps=jvps), "flips")
+    x = op.samples(np.random.default_rng(0), np.dtype("float64"))[0].args[0]
+    program = Program((x,), (Line("flips", (0,)),))
+    np.testing.assert_array_equal(program(x), op.impl(x))  # the value itself, bit for bit
+    moved = x + np.array([BAND, 0.0, 0.0])  # into the next band: the impl flips, the program does not
+    np.testing.assert_array_equal(op.impl(moved), -moved * _branch_sign(x))
+    np.testing.assert_array_equal(program(moved), moved * _branch_sign(x))
+
+
+def test_without_its_gauge_the_same_op_is_not_passed_by_numeric(register_plugin):
+    # the negative control: the differences cross the bands, so numeric's estimate is not the
+    # rules' derivative (disagrees, or numeric declines it as unreliable)
+    op, vjps, jvps = _flips(None)
+    register_plugin(_plugin([op], vjps=vjps, jvps=jvps), "flips")
+    report = engine.run(ops=["flips"], dtypes=["float64"], backends=["numeric", "reverse", "forward"])
+    numeric = report.cell("flips", "numeric")
+    assert numeric.status != "agrees" or numeric.message.startswith("declined"), numeric
 
 
 # --- abilities --------------------------------------------------------------------------------
