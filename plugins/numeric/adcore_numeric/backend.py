@@ -6,14 +6,20 @@ import difflib
 import itertools
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from adcore.backend import Backend, Derivatives
 from adcore.core import Tracer
-from adcore.errors import InvalidInputError, InvalidOutputError
-from adcore_numeric.differences import SIGNS, Extrapolation, quotient, second_step_error
+from adcore.errors import InvalidInputError, InvalidOutputError, UnreliableEstimateError
+from adcore_numeric.differences import (
+    SIGNS,
+    Extrapolation,
+    breaks_the_law,
+    quotient,
+    second_step_error,
+)
 from adcore_numeric.points import Along, Basis, checked, evaluate, first_nonfinite, fresh
 from adcore_numeric.steps import (
     METHODS,
@@ -122,12 +128,20 @@ def _along(f, args, value, tangents, method, step, vectorized, executor) -> np.n
 
     center = np.asarray(value, dtype=np.float64).reshape(-1)
     run = _Runner(f, args, Along(tangents), method, vectorized, executor)
-    checked = method == "complex"
-    d, err = _columns(run, steps, np.array([size]), center, eps, want_error=checked)
-    if checked:  # the same direction at central's step, x ± h·t, where |x·f'| is about size/length·|d|
-        h = relative_step("central", eps) * size / length
+    d, err = _columns(run, steps, np.array([size]), center, eps, want_error=method == "complex")
+    # the same direction at central's step, x ± h·t, where |x·f'| is about size/length·|d|
+    h = relative_step("central", eps) * size / length
+    if method == "complex":
         central = _central_along(f, args, eps, h, size / length, vectorized, executor)
         check_complex_step(central, tangents, (d.reshape(-1),), (err.reshape(-1),))
+    if method == "richardson":  # checked as _richardson_confirmed does a Jacobian's
+        h = h if step is None else min(h, first / 4)
+        where = dict(vectorized=vectorized, executor=executor)
+        q, noise = _quotients_along(f, args, tangents, (h, 2 * h), size / length, eps, 0.0, where)
+        fit = (d.reshape(-1), q[0], q[1]), (err.reshape(-1), noise[0], noise[1])
+        if breaks_the_law("central", (0.0, h, 2 * h), *fit).any():
+            run = _Runner(f, args, Along(tangents), "central", vectorized, executor, checking="richardson")
+            d, _ = _columns(run, lambda scale: np.array([h * scale]), np.array([size]), center, eps, True)
     return d.reshape(np.shape(value))
 
 
@@ -141,12 +155,13 @@ def _derivatives(
         value = _value(f, args)
     center = None if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
     where = dict(vectorized=vectorized, executor=executor)
-    jacobians, errors = [], []
+    jacobians, errors, floors = [], [], []
     for i, given in zip(argnums, steps_per_arg):
         x = np.asarray(args[i])
         if x.size == 0:
             jacobians.append(np.zeros(np.shape(value) + x.shape))
-            errors.append(np.zeros(np.shape(value) + x.shape))
+            errors.append(_Bars(np.zeros(np.shape(value) + x.shape)))
+            floors.append(0.0)
             continue
         flat = x.reshape(-1)
         h = first_step(x, method, given).reshape(-1)
@@ -159,16 +174,131 @@ def _derivatives(
         floor = (
             _noise(f, args, i, x, method, given, eps, where) if return_error and method != "complex" else 0.0
         )
+        floors.append(floor)
         run = _Runner(f, args, Basis(i), method, vectorized, executor)
+        if method == "richardson":  # its bars are checked, with or without return_error
+            table = _richardson(run, steps, np.abs(flat)[:, None], eps)
+            blocks = (_column_major(a.reshape((x.size,) + run.out_shape), x) for a in table.parts())
+            jacobian, free, spread = blocks
+            jacobians.append(jacobian)
+            errors.append(_Bars(free, spread, x.ndim))
+            continue
         want_error = return_error or method == "complex"
         d, err = _columns(run, steps, np.abs(flat), center, eps, want_error, floor)
-        out_shape = d.shape[1:]
-        jacobians.append(np.moveaxis(d, 0, -1).reshape(out_shape + x.shape))
-        if want_error:
-            errors.append(np.moveaxis(err, 0, -1).reshape(out_shape + x.shape))
+        jacobians.append(_column_major(d, x))
+        errors.append(_Bars(_column_major(err, x)) if want_error else None)
     if method == "complex":
-        _check_complex(f, args, argnums, jacobians, errors, where)
-    return Derivatives(value, tuple(jacobians), tuple(errors) if return_error else None)
+        _check_complex(f, args, argnums, jacobians, [e.free for e in errors], where)
+    if method == "richardson":
+        jacobians, errors = _confirmed_richardson(
+            f, args, argnums, steps_per_arg, jacobians, errors, floors, return_error, where
+        )
+    bars = tuple(e.widened(floor) for e, floor in zip(errors, floors)) if return_error else None
+    return Derivatives(value, tuple(jacobians), bars)
+
+
+class _Bars(NamedTuple):
+    """Error bars in a Jacobian block's shape, out_shape + x.shape, without f's measured noise,
+    and what a noise of 1 per value of f adds to them (richardson's table.spread)."""
+
+    free: np.ndarray
+    spread: np.ndarray | None = None
+    x_ndim: int = 0
+
+    def widened(self, floor: np.ndarray | float) -> np.ndarray:
+        """The bars with f's noise per value (`floor`: a number, or one per flattened output) added."""
+        if self.spread is None:  # the floor is in free already
+            return self.free
+        if np.ndim(floor) == 0:
+            return self.free + self.spread * floor
+        out_shape = self.free.shape[: self.free.ndim - self.x_ndim]
+        return self.free + self.spread * np.reshape(floor, out_shape + (1,) * self.x_ndim)
+
+
+def _confirmed_richardson(f, args, argnums, given, jacobians, errors, floors, measured, where):
+    """richardson's Jacobians and bars if central differences at small steps along a random
+    direction confirm them (_richardson_confirmed), else checked central differences at those
+    steps (_central_instead), whose bars hold f's noise (measured here if it was not). The
+    check itself reads no measured noise: noise would excuse a disagreement that structure
+    finer than richardson's steps causes (a staircase with an edge at x looks like noise to
+    the probe), and without it the outcome is the same with or without return_error."""
+    fine = [_fine_step(np.asarray(args[i]), step) for i, step in zip(argnums, given)]
+    if _richardson_confirmed(f, args, argnums, fine, jacobians, errors, where):
+        return jacobians, errors
+    if not measured:
+        floors = [
+            _noise(f, args, i, np.asarray(args[i]), "richardson", step, _eps(args[i]), where)
+            if np.size(args[i])
+            else 0.0
+            for i, step in zip(argnums, given)
+        ]
+    return _central_instead(f, args, argnums, fine, floors, jacobians, errors, where)
+
+
+def _eps(x: Any) -> float:
+    return float(np.finfo(np.asarray(x).dtype).eps)
+
+
+def _column_major(d: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Per-column results (columns,) + out_shape as a Jacobian block, out_shape + x.shape."""
+    return np.moveaxis(d, 0, -1).reshape(d.shape[1:] + x.shape)
+
+
+def _fine_step(x: np.ndarray, given: Any) -> np.ndarray:
+    """Per element of x, the step of richardson's check: central's default, or a quarter of the
+    user's first step where that is smaller (a user step is one that resolves f)."""
+    if x.size == 0:
+        return np.zeros(x.shape)
+    central = first_step(x, "central")
+    return central if given is None else representable(x, np.minimum(central, user_step(given, x) / 4))
+
+
+def _richardson_confirmed(f, args, argnums, fine, jacobians, errors, where) -> bool:
+    """Whether richardson's Jacobians fit central differences at the small steps `fine` (h and 2h,
+    per element) along a random direction in every argnum: the three must lie on one
+    f' + c·h² (differences.breaks_the_law). The table's levels start at a large step, and an f
+    with structure finer than it (round(x, 1)·x, a staircase, a sawtooth) can give levels that
+    agree with each other on a slope that is not f' and an error bar of 1e-13; central
+    differences at steps below the structure contradict them. Four evaluations per call."""
+    tangents, slopes, slope_errors, sizes = [None] * len(args), [], [], []
+    for i, h, jac, err in zip(argnums, fine, jacobians, errors):
+        x = np.asarray(args[i])
+        if x.size == 0:
+            continue
+        tangents[i] = t = (direction(x, salt=i) / np.maximum(np.abs(x), 1.0) * h).astype(x.dtype)
+        slopes.append(np.tensordot(jac, t, axes=x.ndim).reshape(-1))
+        slope_errors.append(np.tensordot(err.free, np.abs(t), axes=x.ndim).reshape(-1))
+        sizes.append(float(np.max(np.abs(x) / np.abs(t))))  # |x·f'| over the slope along t
+    if not slopes:
+        return True
+    eps = max(float(np.finfo(np.asarray(args[i]).dtype).eps) for i in argnums)
+    d, noise = _quotients_along(f, args, tuple(tangents), (1.0, 2.0), max(sizes), eps, 0.0, where)
+    limit, bar = np.sum(slopes, axis=0), np.sum(slope_errors, axis=0)
+    return not breaks_the_law(
+        "central", (0.0, 1.0, 2.0), (limit, d[0], d[1]), (bar, noise[0], noise[1])
+    ).any()
+
+
+def _central_instead(f, args, argnums, fine, floors, jacobians, errors, where) -> tuple[list, list]:
+    """The Jacobians and error bars by central differences at the steps `fine`, each checked at
+    twice and four times its step (or UnreliableEstimateError): what richardson gives when its
+    table is contradicted at those steps, where f is smooth if it is anywhere near x (an empty
+    argument keeps its empty block)."""
+    jacobians, errors = list(jacobians), list(errors)
+    for k, (i, h, floor) in enumerate(zip(argnums, fine, floors)):
+        x = np.asarray(args[i])
+        if x.size == 0:
+            continue
+        flat, h = x.reshape(-1), h.reshape(-1)
+
+        def steps(scale: float, flat=flat, h=h) -> np.ndarray:
+            return h if scale == 1 else representable(flat, h * scale)
+
+        run = _Runner(f, args, Basis(i), "central", **where, checking="richardson")
+        eps = float(np.finfo(x.dtype).eps)
+        d, err = _columns(run, steps, np.abs(flat), None, eps, True, floor)
+        jacobians[k], errors[k] = _column_major(d, x), _Bars(_column_major(err, x))  # the floor is in it
+    return jacobians, errors
 
 
 def _check_complex(f, args, argnums, jacobians, errors, where) -> None:
@@ -204,31 +334,35 @@ def _central_along(f, args, eps, step, size, vectorized, executor) -> Callable[[
     error estimate; `size` is |x| over |tangent|, for the round-off model's |x·f'|."""
 
     def central(tangents: tuple) -> tuple[np.ndarray, np.ndarray]:
-        offsets = np.array([1.0, -1.0, 2.0, -2.0]) * step  # one round of four points
-        values = evaluate(
-            f,
-            args,
-            Along(tangents),
-            np.zeros(4, dtype=int),
-            offsets,
-            vectorized=vectorized,
-            executor=executor,
-        )
-        values = values.reshape(2, 2, -1)  # (steps h and 2h, signs, outputs)
-        h, size_ = np.array([[step], [2 * step]]), np.array([[size], [size]])
+        where = dict(vectorized=vectorized, executor=executor)
+        (d, d2), (noise, _) = _quotients_along(f, args, tangents, (step, 2 * step), size, eps, 0.0, where)
         with np.errstate(all="ignore"):
-            (d, d2), (noise, _) = quotient("central", values, h, None, eps, size_)
-            error = second_step_error("central", d, noise, d2, h[0], h[1])
+            error = second_step_error("central", d, noise, d2, step, 2 * step)
         return d, np.where(np.isfinite(d), error, np.inf)  # where f is not finite, nothing to check
 
     return central
 
 
+def _quotients_along(f, args, tangents, steps, size, eps, floor, where) -> tuple[np.ndarray, np.ndarray]:
+    """Central quotients along the tangents (x ± tangent·h for h in steps, one round of points)
+    and their round-off bounds, each of shape (len(steps), outputs); `size` is |x| over |tangent|."""
+    offsets = np.array([[h, -h] for h in steps]).reshape(-1)
+    values = evaluate(f, args, Along(tangents), np.zeros(len(offsets), dtype=int), offsets, **where)
+    values = values.reshape(len(steps), 2, -1)  # (steps, signs, outputs)
+    h = np.array(steps, dtype=np.float64)[:, None]
+    with np.errstate(all="ignore"):
+        return quotient("central", values, h, None, eps, np.full(h.shape, size), floor)
+
+
 class _Runner:
     """Evaluates f at every sign of some levels' steps, for some columns."""
 
-    def __init__(self, f, args, direction, method, vectorized, executor) -> None:
+    def __init__(self, f, args, direction, method, vectorized, executor, checking: str = "") -> None:
         self.f, self.args, self.direction, self.method = f, args, direction, method
+        # the method the user asked for, when these are central differences that check it
+        self.asked = (
+            f"method={checking!r}, checked by central differences" if checking else f"method={method!r}"
+        )
         self.vectorized, self.executor = vectorized, executor
         self.signs = np.array(SIGNS[method])
         self.out_shape: tuple[int, ...] = ()
@@ -248,6 +382,24 @@ class _Runner:
         )
         self.out_shape = values.shape[1:]
         return values.reshape(len(levels), len(active), len(self.signs), -1)
+
+    def raise_if_not_smooth(self, steps: list, d: list, noise: list) -> None:
+        """UnreliableEstimateError where the quotients at three steps (per column) do not fit f's
+        series (differences.breaks_the_law): a kink, jump or finer structure near x."""
+        columns = [s[:, None] for s in steps]
+        broken = breaks_the_law(self.method, tuple(columns), tuple(d), tuple(noise))
+        if not broken.any():
+            return
+        column = int(np.argmax(broken.any(axis=1)))
+        quotients = ", ".join(f"{q[column][broken[column]][0]:.6g}" for q in d)
+        raise UnreliableEstimateError(
+            f"backend 'numeric' ({self.asked}): at "
+            f"{self.direction.describe(self.args, column, steps[0][column])}, the difference quotients at "
+            f"that step, twice and four times it ({quotients}) do not change as a smooth f's do: f has a "
+            "kink, a jump or structure finer than the steps near x, and no error bar drawn from them "
+            "would be honest. Differentiate with a rule backend (reverse, forward), or pass a step= "
+            "that stays on one side of the kink."
+        )
 
     def raise_if_not_finite(self, values: np.ndarray, h: np.ndarray) -> None:
         """A clear error naming the first point where f was nan or inf."""
@@ -284,7 +436,8 @@ def _columns(
     everything = np.arange(ncols)
     if method != "richardson":
         h = steps(1.0)
-        levels = [h] + ([steps(2.0)] if want_error and method != "complex" else [])
+        # the error from a second step, 2h, and a third, 4h, to check the first two fit f's series
+        levels = [h] + ([steps(2.0), steps(4.0)] if want_error and method != "complex" else [])
         values = run(levels, everything)
         run.raise_if_not_finite(values[0], h)
         d, noise = quotient(method, values[0], h[:, None], center, eps, size, floor)
@@ -292,14 +445,26 @@ def _columns(
         if want_error:
             error = noise
             if method != "complex":
-                d2, _ = quotient(method, values[1], levels[1][:, None], center, eps, size, floor)
-                error = second_step_error(method, d, noise, d2, h[:, None], levels[1][:, None])
+                at = [
+                    quotient(method, v, s[:, None], center, eps, size, floor) for v, s in zip(values, levels)
+                ]
+                run.raise_if_not_smooth(levels, [q for q, _ in at], [n for _, n in at])
+                error = second_step_error(method, d, noise, at[1][0], h[:, None], levels[1][:, None])
         shape = (ncols,) + run.out_shape
         return d.reshape(shape), None if error is None else error.reshape(shape)
 
-    # richardson: three levels for every column, then one more per round for the columns
-    # whose estimate has not settled, until the steps reach the central step.
-    most = richardson_levels(eps)
+    table = _richardson(run, steps, size, eps)
+    shape = (ncols,) + run.out_shape
+    return table.value.reshape(shape), table.with_noise(floor).reshape(shape)
+
+
+def _richardson(
+    run: _Runner, steps: Callable[[float], np.ndarray], size: np.ndarray, eps: float
+) -> Extrapolation:
+    """Richardson's table for every column (`size` of shape (columns, 1)): three levels for every
+    column, then one more per round for the columns whose estimate has not settled, until the
+    steps reach the central step. Its `value` and `error` are (columns, M)."""
+    most, everything = richardson_levels(eps), np.arange(len(size))
 
     def halved(k: int) -> np.ndarray | None:
         """The k-th step, or None once halving (a small user step) no longer moves x."""
@@ -315,16 +480,16 @@ def _columns(
             "longer moves x; richardson needs a large first step (leave step out for the default)"
         )
     values = run(hs, everything)
-    table = Extrapolation(spread=np.any(floor))
+    table = Extrapolation(spread=True)  # for f's noise, measured before or after the table
     for h, level in zip(hs, values):
-        table.add(*quotient(method, level, h[:, None], None, eps, size), h[:, None])
+        table.add(*quotient(run.method, level, h[:, None], None, eps, size), h[:, None])
     settled = table.converged().all(axis=1)
     while not settled.all() and table.levels < most and (h := halved(table.levels)) is not None:
         hs.append(h)
         active = everything[~settled]
         level = run([hs[-1]], active)[0]
         d, noise = np.full(table.value.shape, np.nan), np.full(table.value.shape, np.inf)
-        d[active], noise[active] = quotient(method, level, hs[-1][active, None], None, eps, size[active])
+        d[active], noise[active] = quotient(run.method, level, hs[-1][active, None], None, eps, size[active])
         table.add(d, noise, hs[-1][:, None])
         settled |= table.converged().all(axis=1)
     unusable = ~np.isfinite(table.error).all(axis=1)
@@ -335,8 +500,7 @@ def _columns(
             f"{run.direction.describe(run.args, column, hs[-1][column])} and the other {len(hs) - 1} "
             "steps tried; move x inside f's domain"
         )
-    shape = (ncols,) + run.out_shape
-    return table.value.reshape(shape), table.with_noise(floor).reshape(shape)
+    return table
 
 
 def _value(f: Callable[..., Any], args: tuple) -> Any:

@@ -28,6 +28,14 @@ TRUNCATION_SAFETY = 3.0  # the measured truncation of a one-level estimate, time
 # first, large steps, beyond the radius where f's Taylor series in h holds, and then agree with
 # each other while missing f' (cos(cos((1.25x + 2)^2)) at 6: 8e-12 apart, 1.2e-10 off)
 MAX_EXTRAPOLATIONS = 4
+# Across three steps, the change from the middle to the largest may stray from what the h^p law
+# predicts by this part of itself (the next term of f's series: sin at 1 stepped by 1/4, 1/2
+# and 1 strays by 0.05 of it, at the central step far less) plus a few times the round-off of
+# the quotients involved: a kink, a jump or structure finer than the steps breaks the law by far
+# more (abs(x) at a third of the step: the quotients scale as 1/h, their changes shrink where
+# the law has them grow fourfold).
+LAW_SLACK = 0.75
+LAW_SAFETY = 2.0
 
 
 def quotient(
@@ -73,6 +81,22 @@ def second_step_error(
     the next term (float32 softmax at 1e3, stepped by 1.6, is off by 1.6 times that)."""
     truncation = TRUNCATION_SAFETY * np.abs(d2 - d) / ((h2 / h) ** ORDER[method] - 1)
     return _finite_or_inf(truncation + noise)
+
+
+def breaks_the_law(method: str, steps: tuple, values: tuple, noise: tuple) -> np.ndarray:
+    """Where three estimates of f' at increasing steps s0 < s1 < s2 (s0 may be 0: a limit,
+    such as a Richardson estimate) do not fit d(s) = f' + c·s^p, p the method's order: the
+    change from s0 to s1 fixes c, which predicts the change from s1 to s2. Numdifftools asks
+    the same of its estimates' sequence; here it is a test, not a weighting: a finite
+    difference across a kink, a jump or a staircase finer than the steps fails it, a smooth f
+    passes within the round-off (`noise`, the bounds of each estimate) and LAW_SLACK."""
+    p = ORDER[method]
+    (d0, d1, d2), (n0, n1, n2) = values, noise
+    with np.errstate(all="ignore"):
+        gain = (steps[2] ** p - steps[1] ** p) / (steps[1] ** p - steps[0] ** p)
+        change = d2 - d1
+        allowed = LAW_SLACK * np.abs(change) + LAW_SAFETY * (n2 + (1 + gain) * n1 + gain * n0)
+        return ~(np.abs(change - gain * (d1 - d0)) <= allowed)  # nan (f not finite) breaks it too
 
 
 class Extrapolation:
@@ -127,6 +151,11 @@ class Extrapolation:
         self._steps.append(h)
         self._diagonal, self._rounding, self._unit = diagonal, rounding, unit
         self.levels += 1
+
+    def parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chosen candidates, their error bars without f's measured noise, and what a noise of 1
+        per value of f adds to those bars."""
+        return self.value, self.error, self.spread
 
     def with_noise(self, floor: np.ndarray | float) -> np.ndarray:
         """The error bars, with f's measured noise per value (`floor`, per output) added."""

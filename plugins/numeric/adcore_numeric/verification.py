@@ -56,6 +56,15 @@ UNRESOLVED = 5e-2
 # f's high-order differences are a small part of the trend it shows along the probe.
 RESOLVABLE = 1e-4
 
+# f's noise beyond this many times its dtype's rounding (ε·|f|) is probed again at FINER times
+# the scale: noise is as large there; a kink's scatter drops to FINER of it while the kink is
+# inside the finer probe; a smooth f's leftover drops by FINER^-4 or more. Two estimates of one
+# noise differ by a factor of about two, so a drop by NOT_NOISE to SMOOTH_DROP is a kink.
+ROUNDING_NOISE = 16.0
+FINER = 1 / 16
+NOT_NOISE = 8.0
+SMOOTH_DROP = 256.0
+
 # The complex step passes when it is within this many times the central difference's own
 # error estimate (truncation from a second step, plus round-off) of that difference.
 CHECK_SAFETY = 10.0
@@ -84,7 +93,9 @@ def noise_level(
     NOISE_SAFETY·σ from ECnoise's differences, 0 where f was not finite (the model of
     `quotient` is then all there is). Raises UnreliableEstimateError where f is not
     resolved at that step (UNRESOLVED)."""
-    sigma, _ = _probe(f, args, argnum, step, where)
+    sigma, _, rounding = _probe(f, args, argnum, step, where)
+    if np.any(sigma > ROUNDING_NOISE * rounding):
+        _raise_if_kinked(f, args, argnum, step, where, sigma)
     # one output's estimate rests on a handful of differences and can be small by chance;
     # outputs computed together (an FFT, a matrix product) share their noise, so each output
     # is taken to be at least as noisy as all of them together (a wider bar, never a narrower one)
@@ -92,10 +103,41 @@ def noise_level(
     return NOISE_SAFETY * np.maximum(sigma, pooled)
 
 
-def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray]:
+def _raise_if_kinked(f, args, argnum, step, where, sigma) -> None:
+    """UnreliableEstimateError where f's apparent noise is a kink within the probe: noise looks
+    the same at any scale, the scatter of a kink shrinks in proportion to the scale (abs(x) at
+    1e-9, probed at 2e-6, scatters like noise of 3e-7, and at 1/16 of that like 1.9e-8), and a
+    smooth f's leftover as its 4th to 6th power. A kink that close to x is crossed by every
+    step, and the quotients across it barely change from step to step (|x|/h at 1e-9: 5e-4 for
+    a slope of 1), so no difference and no error bar would show it."""
+    try:
+        finer, _, rounding = _probe(f, args, argnum, step * FINER, where)
+    except UnreliableEstimateError:  # unresolved even at the finer scale: the coarse σ stands
+        return
+    with np.errstate(all="ignore"):
+        drop = sigma / finer
+    kinked = (finer > ROUNDING_NOISE * rounding) & (drop >= NOT_NOISE) & (drop <= SMOOTH_DROP)
+    if np.any(kinked):
+        raise UnreliableEstimateError(
+            f"backend 'numeric': f has a kink or an edge within about {5 * FINER * np.max(step):.3g} of x in "
+            f"argument {argnum}: its values scatter in proportion to how far apart they are taken "
+            f"({np.max(sigma[kinked]):.3g} at the step's scale, {np.max(finer[kinked]):.3g} at 1/{1 / FINER:g} of it), "
+            "as a kink's do and noise does not, so every finite difference straddles it and no error bar "
+            "would be honest. Differentiate with a rule backend (reverse, forward), or move x off the kink."
+        )
+
+
+def _eps(x: Any) -> float:
+    dtype = np.asarray(x).dtype
+    return float(np.finfo(dtype if dtype.kind == "f" else np.float64).eps)
+
+
+def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray, float]:
     """f at the PROBE points along a random direction at `step`'s scale: per output, the noise σ
     (the largest estimate over ORDERS; a smooth part left over only widens it) and the scatter
-    (their root mean square: what the orders do not cancel, large only where f is not resolved)."""
+    (their root mean square: what the orders do not cancel, large only where f is not resolved);
+    and the rounding each value carries, ε·(|f| + |x|·|slope along the probe|) per output (the
+    rounding of x inside f, amplified by its slope: sin at 1000 is noisy by 1e-13, not 1e-16)."""
     x = np.asarray(args[argnum])
     t = (direction(x) / np.maximum(np.abs(x), 1.0) * step).astype(x.dtype)
     tangents = tuple(t if i == argnum else None for i in range(len(args)))
@@ -129,7 +171,10 @@ def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray]:
             "there is no derivative and no error bar would be honest. Pass a smaller step= (one that "
             "resolves f's oscillation), or differentiate with a rule backend (reverse, forward)."
         )
-    return sigma, scatter
+    extent = np.ptp(PROBE) * np.max(np.abs(t), initial=0.0)  # how far x moved along the probe
+    slope = spread / extent if extent > 0 else np.zeros_like(spread)
+    each_size = np.max(np.abs(values), axis=0, where=finite, initial=0.0)
+    return sigma, scatter, _eps(x) * (each_size + np.max(np.abs(x), initial=0.0) * slope)
 
 
 def _divided_differences(nodes: np.ndarray, order: int) -> np.ndarray:
