@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -408,7 +407,7 @@ def test_a_coloring_that_is_not_one_is_refused() -> None:
     assert Coloring("column", np.array([0, 1, 2, 0]), tridiagonal, 3).ncolors == 3
 
 
-# ---- imports and speed --------------------------------------------------------------------------------
+# ---- imports and large patterns -----------------------------------------------------------------------
 
 
 def test_importing_the_module_imports_neither_numba_nor_scipy() -> None:
@@ -420,23 +419,16 @@ def test_importing_the_module_imports_neither_numba_nor_scipy() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def best_time(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 @pytest.mark.parametrize(
     "pattern",
     [laplacian_2d(91), bundle_adjustment(50, 8000, 30000)],
     ids=["laplacian-8281", "bundle-adjustment"],
 )
-def test_large_patterns_color_quickly(pattern: sp.csr_array) -> None:
-    """Target 0.2 s after numba's compile (measured ~0.01 s and ~0.05 s); asserted loosely on a shared machine."""
-    column_coloring(pattern)  # compile, or load numba's cache
-    assert best_time(lambda: column_coloring(pattern)) < 1.0
+def test_large_patterns_color_validly_at_the_lower_bound(pattern: sp.csr_array) -> None:
+    """Valid, in as few colors as any coloring can have (their time, 0.2 s targeted after numba's
+    compile, is measured by benchmarks/bench_sparsity_rules.py, not asserted on a shared machine)."""
     coloring = column_coloring(pattern)
+    # no two columns of one color share a row: each row meets each color at most once
+    per_color = sp.csr_array((np.ones(pattern.shape[1]), (np.arange(pattern.shape[1]), coloring.colors)))
+    assert (sp.csr_array(pattern, dtype=float) @ per_color).max() == 1
     assert coloring.ncolors == coloring.lower_bound

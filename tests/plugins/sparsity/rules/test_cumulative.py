@@ -4,8 +4,6 @@ prepend and append."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from adcore_sparsity.rules import RULES
@@ -84,10 +82,8 @@ def test_diff_of_a_vector_is_bidiagonal():
     np.testing.assert_array_equal(global_pattern("diff", np.ones(5)), want)
 
 
-def test_large_diff_and_cumsum_are_fast():
-    start = time.perf_counter()
+def test_large_diff_and_cumsum_are_sparse_bands_and_triangles():
+    # (their time: benchmarks/bench_sparsity_rules.py)
     (band,) = RULES["diff"](Unknown((100, 998), np.float64), Unknown((100, 1000), np.float64), n=2, axis=1)
     (triangles,) = RULES["cumsum"](Unknown((1000, 40), np.float64), Unknown((1000, 40), np.float64), axis=1)
-    elapsed = time.perf_counter() - start
     assert band.nnz == 100 * 998 * 3 and triangles.nnz == 1000 * 40 * 41 // 2
-    assert elapsed < 1.0, f"diff and cumsum of 1e5 and 4e4 elements took {elapsed:.2f} s"

@@ -3,8 +3,6 @@ of each op, against reverse mode's Jacobian, and on patterns known by hand."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from adcore_sparsity.rules import RULES
@@ -48,17 +46,15 @@ def test_rules_are_linear_and_exact(name):
     assert (rule.order, rule.exact) == ("linear", True)
 
 
-def test_getitem_of_a_large_array_is_an_exact_gather_and_fast():
+def test_getitem_of_a_large_array_is_an_exact_sparse_gather():
+    # (its time: benchmarks/bench_sparsity_rules.py)
     x = np.zeros(100_000)
     index = (np.arange(0, 100_000, 7),)
-    start = time.perf_counter()
     (pattern,) = RULES["getitem"](unknown(x[index]), unknown(x), index=index)
     (sliced,) = RULES["getitem"](unknown(x[5:-5:3]), unknown(x), index=slice(5, -5, 3))
-    elapsed = time.perf_counter() - start
     assert pattern.shape == (x[index].size, x.size) and pattern.nnz == x[index].size
     np.testing.assert_array_equal(pattern.tocsr().indices, np.arange(0, 100_000, 7))
     np.testing.assert_array_equal(sliced.tocsr().indices, np.arange(100_000)[5:-5:3])
-    assert elapsed < 1.0, f"two gathers of 1e5 elements took {elapsed:.2f} s"
 
 
 def condition(values) -> Condition:
