@@ -4,7 +4,8 @@ An op has one output, so the decompositions with several are ops with a packed o
 `np.linalg.eigh/svd/qr(x)` on a traced value unpacks into NumPy's namedtuple (one decomposition
 per call, and one rule that sees every output's cotangent): eigh_packed is (..., n+1, n), the
 eigenvalues over the eigenvectors; svd_packed is (..., m+1+n, k), U over s over V (Vh is its
-transpose); qr_packed is (..., m+n, n), Q over R.
+transpose); qr_packed is (..., m+k, n), k = min(m, n), Q over R (a wide a's m x m Q padded with
+zeros to n columns).
 
 Every value is NumPy's, bit for bit: eigen- and singular vectors, and Q's columns with R's rows,
 keep the signs LAPACK gives them (as JAX and torch do), so `f(x)` and the value adcore traces
@@ -84,12 +85,10 @@ def _svdvals(a: np.ndarray) -> np.ndarray:
 
 def _qr_packed(a: np.ndarray) -> np.ndarray:
     a = _check_matrix("qr_packed", a)
-    if a.shape[-2] < a.shape[-1]:
-        raise LinearAlgebraError(
-            f"op 'qr_packed': argument 'a' must be square or tall (..., m, n) with m >= n, got shape "
-            f"{a.shape}; np.linalg.qr(x) on a traced wide x factors its first m columns with it"
-        )
     q, r = np.linalg.qr(a, mode="reduced")
+    m, n = a.shape[-2:]
+    if m < n:  # Q is m x m: padded with zeros to R's n columns
+        q = np.concatenate([q, np.zeros(q.shape[:-1] + (n - m,), q.dtype)], axis=-1)
     return np.concatenate([q, r], axis=-2)
 
 
@@ -200,11 +199,12 @@ def _svd_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
 
 
 def _qr_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
-    """Q's column k and R's row k flip together (Q R is a)."""
-    m = a.shape[-2]
+    """Q's column k and R's row k flip together (Q R is a); a wide a's padding stays 0."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
     q, r = value[..., :m, :], value[..., m:, :]
-    signs = _aligned_columns(q, centre[..., :m, :])
-    return core.OPS.concatenate([q * signs, r * core.OPS.swapaxes(signs, -1, -2)], axis=-2)
+    signs = _aligned_columns(q, centre[..., :m, :])  # the padding's columns: 0 . 0, sign 1
+    return core.OPS.concatenate([q * signs, r * core.OPS.swapaxes(signs[..., :k], -1, -2)], axis=-2)
 
 
 # --- distances from kinks (for random programs: OpSpec.kink_distance) ----------------------------
@@ -226,6 +226,7 @@ def _singular_distance(a: Any, *rest: Any, **params: Any) -> np.ndarray:
 
 
 def _qr_distance(a: Any) -> np.ndarray:
+    """|R's diagonal|: 0 at a rank-deficient a (of its first min(m, n) columns)."""
     return np.abs(np.diagonal(np.linalg.qr(np.asarray(a))[1], axis1=-2, axis2=-1))
 
 
@@ -449,10 +450,11 @@ svdvals = OpSpec(
 qr_packed = OpSpec(
     "qr_packed",
     _qr_packed,
-    samples=_matrix_samples((((), 1, 1), ((), 3, 3), ((), 4, 2), ((2,), 3, 2))),
+    samples=_matrix_samples((((), 1, 1), ((), 3, 3), ((), 4, 2), ((2,), 3, 2), ((), 2, 4), ((), 1, 3))),
     kink_distance=_qr_distance,
     gauge=_qr_gauge,
-    doc="Q over R, (..., m+n, n), m >= n, as np.linalg.qr returns them (LAPACK's signs; it unpacks it)",
+    doc="Q over R, (..., m+min(m, n), n), as np.linalg.qr returns them (LAPACK's signs; a wide a's Q "
+    "padded with zeros to n columns; np.linalg.qr unpacks it)",
 )
 norm = OpSpec(
     "norm",

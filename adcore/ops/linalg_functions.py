@@ -78,18 +78,14 @@ def linalg_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, herm
 
 
 def linalg_qr(a: Any, mode: str = "reduced") -> Any:
-    """np.linalg.qr on a traced value: Q and R of qr_packed; a wide a as Q [R1, Q^T a2]."""
+    """np.linalg.qr on a traced value: Q and R of qr_packed (a wide a's Q without its padding)."""
     if mode not in ("reduced", "r"):
         raise UnsupportedFunctionError(
             f"np.linalg.qr(x, mode={mode!r}) on a traced value: only mode='reduced' (and 'r') are supported"
         )
     m, n = a.shape[-2:]
-    if m < n:
-        q, r1 = linalg_qr(a[..., :, :m])
-        r = core.OPS.concatenate([r1, core.OPS.matmul(_swap_last(q), a[..., :, m:])], axis=-1)
-        return r if mode == "r" else QRResult(q, r)
     packed = qr_packed(a)
-    q, r = packed[..., :m, :], packed[..., m:, :]
+    q, r = packed[..., :m, : min(m, n)], packed[..., m:, :]
     return r if mode == "r" else QRResult(q, r)
 
 

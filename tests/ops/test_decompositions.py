@@ -133,6 +133,24 @@ LOSSES = [
 ]
 
 
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+@pytest.mark.parametrize("shape", [(3, 5), (1, 3), (2, 2, 4), (4, 3)])
+def test_qr_of_a_wide_or_tall_matrix_is_numpys_bit_for_bit(backend, shape):
+    # a wide a's R past its first m columns is LAPACK's too (it was Q^T a2, a matmul off in the
+    # last bits); the gradient, through Q and all of R, against central differences
+    x = np.random.default_rng(5).standard_normal(shape)
+    weights = np.random.default_rng(6).standard_normal((5, 5))
+
+    def loss(a):
+        q, r = np.linalg.qr(a)
+        return anp.sum(q * weights[: q.shape[-2], : q.shape[-1]]) + anp.sum(np.linalg.qr(a, mode="r") * r)
+
+    value, gradient = adcore.value_and_grad(loss, backend=backend)(x)
+    assert value == loss(x)
+    expected = central_difference(loss, x)
+    np.testing.assert_allclose(gradient, expected, atol=1e-6 * np.max(np.abs(expected)))
+
+
 @pytest.mark.parametrize("loss, symmetric", LOSSES)
 @pytest.mark.parametrize("backend", adcore.backends())
 def test_the_traced_value_of_a_function_of_the_vectors_is_numpys_bit_for_bit(backend, loss, symmetric):
@@ -710,8 +728,8 @@ def test_bad_inputs_are_typed_errors_naming_the_op():
         anp.eigvalsh(np.ones((2, 3)))
     with pytest.raises(np.linalg.LinAlgError, match="'svdvals': argument 'a' must be a matrix"):
         anp.svdvals(np.ones(3))
-    with pytest.raises(LinearAlgebraError, match="'qr_packed'.*m >= n"):
-        anp.qr_packed(np.ones((2, 3)))
+    with pytest.raises(LinearAlgebraError, match="'qr_packed': argument 'a' must be a matrix"):
+        anp.qr_packed(np.ones(3))
     with pytest.raises(LinearAlgebraError, match="'lstsq_solution'"):
         anp.lstsq_solution(np.ones((3, 2)), np.ones(2))
     with pytest.raises(InvalidValueError, match="'eigh_packed': UPLO"):

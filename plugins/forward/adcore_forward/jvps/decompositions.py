@@ -138,9 +138,21 @@ def _svdvals_jvp(t, ans, a):
 
 
 def _qr_jvp(t, ans, a):
+    m, n = a.shape[-2:]
+    if m >= n:
+        return anp.concatenate(_qr_square_jvp(t, ans[..., :m, :], ans[..., m:, :]), axis=-2)
+    # wide, a = [X Y], R = [U V]: (Q, U) the square QR of X, V = Q^T Y
+    q, u = ans[..., :m, :m], ans[..., m:, :m]
+    dq, du = _qr_square_jvp(t[..., :, :m], q, u)
+    dv = anp.matmul(swap_last(dq), a[..., :, m:]) + anp.matmul(swap_last(q), t[..., :, m:])
+    padding = np.zeros(dv.shape, concrete(dv).dtype)  # Q's zero columns up to n
+    return anp.concatenate(
+        [anp.concatenate([dq, padding], axis=-1), anp.concatenate([du, dv], axis=-1)], axis=-2
+    )
+
+
+def _qr_square_jvp(t, q, r):
     # C = Q^T dA R^-1 = Omega + dR R^-1 (Omega antisymmetric, dR R^-1 upper triangular)
-    m = a.shape[-2]
-    q, r = ans[..., :m, :], ans[..., m:, :]
     r_inv = qr_r_inverse(r)
     t_r = anp.matmul(t, r_inv)  # dA R^-1
     c = anp.matmul(swap_last(q), t_r)
@@ -148,9 +160,7 @@ def _qr_jvp(t, ans, a):
     lower = np.tril(np.ones((n, n), concrete(r).dtype), -1)
     omega = c * lower - swap_last(c * lower)
     upper = c - omega  # dR R^-1
-    dq = t_r - anp.matmul(q, upper)
-    dr = anp.matmul(upper, r)
-    return anp.concatenate([dq, dr], axis=-2)
+    return t_r - anp.matmul(q, upper), anp.matmul(upper, r)
 
 
 def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):

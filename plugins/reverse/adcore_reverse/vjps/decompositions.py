@@ -181,10 +181,19 @@ def _svdvals_vjp(g, ans, a):
 
 
 def _qr_vjp(g, ans, a):
+    m, n = a.shape[-2:]
+    if m >= n:
+        return _qr_square_vjp(g[..., :m, :], g[..., m:, :], ans[..., :m, :], ans[..., m:, :])
+    # wide, a = [X Y], R = [U V]: Q U = X, V = Q^T Y, so gY = Q gV and X sees gQ + Y gV^T
+    q, u = ans[..., :m, :m], ans[..., m:, :m]
+    gq, gu, gv = g[..., :m, :m], g[..., m:, :m], g[..., m:, m:]
+    y = a[..., :, m:]
+    gx = _qr_square_vjp(gq + anp.matmul(y, swap_last(gv)), gu, q, u)
+    return anp.concatenate([gx, anp.matmul(q, gv)], axis=-1)
+
+
+def _qr_square_vjp(gq, gr, q, r):
     # Liao et al. (2019), m >= n: M = R gR^T - gQ^T Q; gA = (gQ + Q copyltu(M)) R^-T
-    m = a.shape[-2]
-    q, r = ans[..., :m, :], ans[..., m:, :]
-    gq, gr = g[..., :m, :], g[..., m:, :]
     mm = anp.matmul(r, swap_last(gr)) - anp.matmul(swap_last(gq), q)
     n = r.shape[-1]
     lower = np.tril(np.ones((n, n), concrete(r).dtype), -1)

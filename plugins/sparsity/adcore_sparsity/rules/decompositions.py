@@ -57,20 +57,23 @@ def _svd_packed(ans: Any, a: Any) -> tuple:
 
 
 def qr_core(m: int, n: int) -> np.ndarray | None:
-    """((m + n) * n, m * n) for Q over R by Gram-Schmidt: Q's column j reads a's columns 0..j (a
-    square a's last column: 0..n-2, its direction is fixed by the others'); R[i, j] = q_i . a_j
-    reads columns 0..i and j above the diagonal, 0..j on it, none below."""
-    if (m + n) * n * m * n > LARGE:
+    """((m + k) * n, m * n), k = min(m, n), for Q over R by Gram-Schmidt: Q's column j reads a's
+    columns 0..j (the last of a square block: 0..k-2, its direction is fixed by the others'; a wide
+    a's padding columns nothing); R[i, j] = q_i . a_j reads q_i's columns and column j, from the
+    diagonal on (below it: none)."""
+    k = min(m, n)
+    if (m + k) * n * m * n > LARGE:
         return None
     col = np.arange(n)
-    q_reads = col[None, :] <= col[:, None]  # (j, column)
-    if m == n:
-        q_reads[n - 1] = col < n - 1
-    i, j, c = np.ix_(col, col, col)
-    r_reads = (i <= j) & ((c <= i) | (c == j))  # (i, j, column)
-    q_core = np.broadcast_to(q_reads[None, :, None, :], (m, n, m, n))  # (row, j) <- (any row, column)
-    r_core = np.broadcast_to(r_reads[:, :, None, :], (n, n, m, n))
-    return np.concatenate([q_core.reshape(m * n, m * n), r_core.reshape(n * n, m * n)]).astype(np.float64)
+    q_reads = (col[None, :] <= np.arange(k)[:, None]) & (col[None, :] < k)  # (j < k, column)
+    if m <= n:
+        q_reads[k - 1] = col < k - 1
+    i, j, c = np.ix_(np.arange(k), col, col)
+    r_reads = (i <= j) & (q_reads[i, c] | (c == j) | ((j < k) & (c == i)))  # (i, j, column)
+    q_core = np.zeros((m, n, m, n), dtype=bool)  # (row, j) <- (any row, column)
+    q_core[:, :k] = q_reads[None, :, None, :]
+    r_core = np.broadcast_to(r_reads[:, :, None, :], (k, n, m, n))
+    return np.concatenate([q_core.reshape(m * n, m * n), r_core.reshape(k * n, m * n)]).astype(np.float64)
 
 
 def _qr_packed(ans: Any, a: Any) -> tuple:
