@@ -84,8 +84,9 @@ def shape_samples(nshape: int, x: Domain) -> Any:
 
 
 # --- error functions ---------------------------------------------------------------
-erf = _ufunc("erf", WIDE)
-erfc = _ufunc("erfc", WIDE)
+# holomorphic: complex z too, SciPy's complex erf's values, erf'(z) = 2/sqrt(pi) exp(-z^2) (docs/complex.md)
+erf = _ufunc("erf", WIDE, accepts_complex=True)
+erfc = _ufunc("erfc", WIDE, accepts_complex=True)
 erfinv = _ufunc("erfinv", UNIT_OPEN)
 erfcinv = _ufunc("erfcinv", Domain(0.1, 1.9))
 
