@@ -112,21 +112,22 @@ def linalg_matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, **kwarg
 
 
 def linalg_vector_norm(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
-    """np.linalg.vector_norm on a traced value: norm over `axis`, every axis of any ndim for None."""
+    """np.linalg.vector_norm on a traced value, arranged as NumPy arranges it (its bits depend on
+    the order of the sum): a tuple of axes moved first, in the order given, and flattened."""
+    ndim = x.ndim
     if axis is None:
         out = norm(core.OPS.reshape(x, shape=(-1,)), ord=ord)
-        return core.OPS.reshape(out, shape=(1,) * x.ndim) if keepdims else out
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    if len(axes) == 1:
-        return norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
-    ndim = x.ndim
-    axes = tuple(int(a) % ndim for a in axes)
-    rest = tuple(i for i in range(ndim) if i not in axes)
-    moved = core.OPS.transpose(x, axes=rest + axes)
-    flat = core.OPS.reshape(moved, shape=tuple(x.shape[i] for i in rest) + (-1,))
-    out = norm(flat, ord=ord, axis=-1)
+    elif isinstance(axis, tuple):
+        axes = tuple(int(a) % ndim for a in axis)
+        rest = tuple(i for i in range(ndim) if i not in axes)
+        moved = core.OPS.transpose(x, axes=axes + rest)
+        size = int(np.prod([x.shape[i] for i in axes], dtype=int))
+        out = norm(core.OPS.reshape(moved, shape=(size, *(x.shape[i] for i in rest))), ord=ord, axis=0)
+    else:
+        out = norm(x, ord=ord, axis=axis)
     if keepdims:
-        out = core.OPS.reshape(out, shape=tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
+        reduced = range(ndim) if axis is None else [int(a) % ndim for a in np.atleast_1d(axis)]
+        out = core.OPS.reshape(out, shape=tuple(1 if i in reduced else n for i, n in enumerate(x.shape)))
     return out
 
 

@@ -151,6 +151,29 @@ def test_qr_of_a_wide_or_tall_matrix_is_numpys_bit_for_bit(backend, shape):
     np.testing.assert_allclose(gradient, expected, atol=1e-6 * np.max(np.abs(expected)))
 
 
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), (2, 0), (-1,), (-3, -1), (0, 1, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_vector_norm_of_a_traced_value_is_numpys_bit_for_bit(axis, keepdims):
+    # NumPy moves a tuple of axes first, in the order given, and sums there: the bits follow
+    x = np.random.default_rng(8).standard_normal((2, 3, 4))
+    for ord in (2, 1, np.inf, 3):
+        seen = {}
+
+        def f(x, ord=ord, seen=seen):
+            seen["norm"] = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+            return anp.sum(seen["norm"] * np.arange(1.0, 1.0 + seen["norm"].size).reshape(seen["norm"].shape))
+
+        expected = central_difference(f, x)
+        gradient = adcore.grad(f)(x)
+        got, want = (
+            adcore.concrete(seen["norm"]),
+            np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord),
+        )
+        assert (got.dtype, got.shape) == (want.dtype, want.shape)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(gradient, expected, atol=1e-6)
+
+
 @pytest.mark.parametrize("loss, symmetric", LOSSES)
 @pytest.mark.parametrize("backend", adcore.backends())
 def test_the_traced_value_of_a_function_of_the_vectors_is_numpys_bit_for_bit(backend, loss, symmetric):
