@@ -30,7 +30,7 @@ from adcore_numeric.steps import (
     richardson_levels,
     user_step,
 )
-from adcore_numeric.verification import check_complex_step, direction, noise_level
+from adcore_numeric.verification import NO_NOISE, Floor, check_complex_step, direction, noise_level
 
 
 class NumericBackend(Backend):
@@ -161,7 +161,7 @@ def _derivatives(
         if x.size == 0:
             jacobians.append(np.zeros(np.shape(value) + x.shape))
             errors.append(_Bars(np.zeros(np.shape(value) + x.shape)))
-            floors.append(0.0)
+            floors.append(NO_NOISE)
             continue
         flat = x.reshape(-1)
         h = first_step(x, method, given).reshape(-1)
@@ -172,12 +172,14 @@ def _derivatives(
         eps = float(np.finfo(x.dtype).eps)
         # f's own noise widens the error bars only, so asking for them never changes the derivative
         floor = (
-            _noise(f, args, i, x, method, given, eps, where) if return_error and method != "complex" else 0.0
+            _noise(f, args, i, x, method, given, eps, where)
+            if return_error and method != "complex"
+            else NO_NOISE
         )
         floors.append(floor)
         run = _Runner(f, args, Basis(i), method, vectorized, executor)
         if method == "richardson":  # its bars are checked, with or without return_error
-            table = _richardson(run, steps, np.abs(flat)[:, None], eps)
+            table = _richardson(run, steps, np.abs(flat)[:, None], eps, return_error)
             blocks = (_column_major(a.reshape((x.size,) + run.out_shape), x) for a in table.parts())
             jacobian, free, spread = blocks
             jacobians.append(jacobian)
@@ -205,14 +207,14 @@ class _Bars(NamedTuple):
     spread: np.ndarray | None = None
     x_ndim: int = 0
 
-    def widened(self, floor: np.ndarray | float) -> np.ndarray:
-        """The bars with f's noise per value (`floor`: a number, or one per flattened output) added."""
+    def widened(self, floor: Floor) -> np.ndarray:
+        """The bars with f's noise per value (`floor.bar`: a number, or one per flattened output) added."""
         if self.spread is None:  # the floor is in free already
             return self.free
-        if np.ndim(floor) == 0:
-            return self.free + self.spread * floor
+        if np.ndim(floor.bar) == 0:
+            return self.free + self.spread * floor.bar
         out_shape = self.free.shape[: self.free.ndim - self.x_ndim]
-        return self.free + self.spread * np.reshape(floor, out_shape + (1,) * self.x_ndim)
+        return self.free + self.spread * np.reshape(floor.bar, out_shape + (1,) * self.x_ndim)
 
 
 def _confirmed_richardson(f, args, argnums, given, jacobians, errors, floors, measured, where):
@@ -229,7 +231,7 @@ def _confirmed_richardson(f, args, argnums, given, jacobians, errors, floors, me
         floors = [
             _noise(f, args, i, np.asarray(args[i]), "richardson", step, _eps(args[i]), where)
             if np.size(args[i])
-            else 0.0
+            else NO_NOISE
             for i, step in zip(argnums, given)
         ]
     return _central_instead(f, args, argnums, fine, floors, jacobians, errors, where)
@@ -316,7 +318,7 @@ def _check_complex(f, args, argnums, jacobians, errors, where) -> None:
     check_complex_step(central, tuple(tangents), tuple(slopes), tuple(slope_errors))
 
 
-def _noise(f, args, i, x, method, given, eps, where) -> np.ndarray:
+def _noise(f, args, i, x, method, given, eps, where) -> Floor:
     """f's measured noise per value, probed at the user's step, else at the central step; for
     richardson's default steps at the larger of that and its last level: its large levels must
     be resolved too, or they agree on a wrong value (cos(x²) at 8000)."""
@@ -426,7 +428,7 @@ def _columns(
     center: np.ndarray | None,
     eps: float,
     want_error: bool,
-    floor: np.ndarray | float = 0.0,
+    floor: Floor = NO_NOISE,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The derivative along every column (one per entry of `size`, the |x| it moves), shape
     (columns,) + f's output shape, and its estimated error if wanted; `floor` is f's measured
@@ -440,30 +442,32 @@ def _columns(
         levels = [h] + ([steps(2.0), steps(4.0)] if want_error and method != "complex" else [])
         values = run(levels, everything)
         run.raise_if_not_finite(values[0], h)
-        d, noise = quotient(method, values[0], h[:, None], center, eps, size, floor)
+        d, noise = quotient(method, values[0], h[:, None], center, eps, size, floor.bar)
         error = None
         if want_error:
             error = noise
             if method != "complex":
                 at = [
-                    quotient(method, v, s[:, None], center, eps, size, floor) for v, s in zip(values, levels)
+                    quotient(method, v, s[:, None], center, eps, size, floor.law)
+                    for v, s in zip(values, levels)
                 ]
                 run.raise_if_not_smooth(levels, [q for q, _ in at], [n for _, n in at])
                 error = second_step_error(method, d, noise, at[1][0], h[:, None], levels[1][:, None])
         shape = (ncols,) + run.out_shape
         return d.reshape(shape), None if error is None else error.reshape(shape)
 
-    table = _richardson(run, steps, size, eps)
+    table = _richardson(run, steps, size, eps, bool(np.any(floor.bar)))
     shape = (ncols,) + run.out_shape
-    return table.value.reshape(shape), table.with_noise(floor).reshape(shape)
+    return table.value.reshape(shape), table.with_noise(floor.bar).reshape(shape)
 
 
 def _richardson(
-    run: _Runner, steps: Callable[[float], np.ndarray], size: np.ndarray, eps: float
+    run: _Runner, steps: Callable[[float], np.ndarray], size: np.ndarray, eps: float, spread: bool
 ) -> Extrapolation:
     """Richardson's table for every column (`size` of shape (columns, 1)): three levels for every
     column, then one more per round for the columns whose estimate has not settled, until the
-    steps reach the central step. Its `value` and `error` are (columns, M)."""
+    steps reach the central step. Its `value` and `error` are (columns, M); with `spread`, it
+    tracks what f's noise adds to the error (Extrapolation.with_noise)."""
     most, everything = richardson_levels(eps), np.arange(len(size))
 
     def halved(k: int) -> np.ndarray | None:
@@ -480,7 +484,7 @@ def _richardson(
             "longer moves x; richardson needs a large first step (leave step out for the default)"
         )
     values = run(hs, everything)
-    table = Extrapolation(spread=True)  # for f's noise, measured before or after the table
+    table = Extrapolation(spread)  # what f's noise adds to the bars, if they are asked for
     for h, level in zip(hs, values):
         table.add(*quotient(run.method, level, h[:, None], None, eps, size), h[:, None])
     settled = table.converged().all(axis=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import adcore
@@ -148,7 +148,7 @@ def hostile(name, a, b, k, x0):
     return f, df
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)  # the same draws every run
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(sorted(PIECES)),
     st.floats(0.1, 3),
