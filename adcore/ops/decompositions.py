@@ -158,6 +158,32 @@ def _lstsq_solution(a: Any, b: Any, rcond: Any = None) -> Any:
     return _numpy_linalg("lstsq_solution", np.linalg.lstsq, a, b, rcond=rcond)[0]
 
 
+def _lstsq_residuals(a: Any, b: Any, rcond: Any = None) -> Any:
+    """np.linalg.lstsq(a, b, rcond)'s residuals, bit for bit (LAPACK sums the squares of Q^T b past
+    row n): |a x - b|^2 of each column of b, (1,) for a b of shape (m,); empty unless a has full
+    column rank n < m."""
+    _lstsq_shapes("lstsq_residuals", a, b)
+    return _numpy_linalg("lstsq_residuals", np.linalg.lstsq, a, b, rcond=rcond)[1]
+
+
+def _lstsq_singular_values(a: Any) -> Any:
+    """np.linalg.lstsq's s, bit for bit: a's singular values as LAPACK's gelsd computes them (they
+    differ from np.linalg.svd's in the last bits); its derivative is svdvals'."""
+    a = _check_matrix("lstsq_singular_values", a)
+    if a.ndim != 2:
+        raise LinearAlgebraError(f"op 'lstsq_singular_values': a must be (m, n), got {a.shape}")
+    b = np.zeros(a.shape[:1], a.dtype)
+    return _numpy_linalg("lstsq_singular_values", np.linalg.lstsq, a, b, rcond=None)[3]
+
+
+def _lstsq_shapes(op: str, a: Any, b: Any) -> None:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise LinearAlgebraError(
+            f"op {op!r}: a must be (m, n) and b (m,) or (m, k), got {a.shape} and {b.shape}"
+        )
+
+
 def lstsq_rcond(a: Any, rcond: Any) -> Any:
     """The relative cut NumPy's lstsq applies: max(m, n) eps by default; LAPACK's machine precision
     for a negative rcond."""
@@ -493,6 +519,24 @@ lstsq_solution = OpSpec(
     kink_distance=_lstsq_distance,
     doc="np.linalg.lstsq's x, pinv(a, rcond) @ b (the least-norm solution); its derivative is pinv's "
     "(the truncated pseudo-inverse's where rcond cuts a nonzero singular value)",
+)
+
+lstsq_residuals = OpSpec(
+    "lstsq_residuals",
+    _lstsq_residuals,
+    nin=2,
+    params=("rcond",),
+    samples=_lstsq_samples,
+    kink_distance=_lstsq_distance,
+    doc="np.linalg.lstsq's residuals, bit for bit: |a x - b|^2 per column of b where a has full column "
+    "rank n < m, else empty; its derivative 2 r^T (da x - db), r = a x - b (a^T r = 0 there)",
+)
+lstsq_singular_values = OpSpec(
+    "lstsq_singular_values",
+    _lstsq_singular_values,
+    samples=_matrix_samples(tuple(shape for shape in _MATRIX_SHAPES if shape[0] == ())),  # lstsq: no stacks
+    kink_distance=_singular_distance,
+    doc="np.linalg.lstsq's s, bit for bit (LAPACK's gelsd); the derivative is svdvals'",
 )
 
 

@@ -16,7 +16,8 @@ from adcore.core import concrete
 from adcore.errors import UnsupportedFunctionError
 from adcore.ops.decompositions import (
     eigh_packed,
-    lstsq_rcond,
+    lstsq_residuals,
+    lstsq_singular_values,
     lstsq_solution,
     norm,
     qr_packed,
@@ -90,20 +91,15 @@ def linalg_qr(a: Any, mode: str = "reduced") -> Any:
 
 
 def linalg_lstsq(a: Any, b: Any, rcond: Any = None) -> LstsqResult:
-    """np.linalg.lstsq on traced values: x, residuals and s traced, rank a plain int."""
-    x = lstsq_solution(a, b, rcond=rcond)
-    cut = lstsq_rcond(a, rcond)
-    rank = int(np.linalg.matrix_rank(concrete(a), rtol=cut))
-    m, n = a.shape
-    s = svdvals(a)
-    if rank == n and m > n:
-        r = core.OPS.matmul(a, x) - b
-        residuals = core.OPS.sum(r * r, axis=0)
-        if residuals.ndim == 0:
-            residuals = core.OPS.reshape(residuals, shape=(1,))
-    else:
-        residuals = np.zeros((0,), dtype=np.result_type(concrete(a), concrete(b)))
-    return LstsqResult(x, residuals, rank, s)
+    """np.linalg.lstsq on traced values, NumPy's bit for bit: x, residuals and s traced (ops whose
+    impls are NumPy's lstsq), rank NumPy's own (a plain numpy integer, no derivative)."""
+    rank = np.linalg.lstsq(concrete(a), concrete(b), rcond=rcond)[2]
+    return LstsqResult(
+        lstsq_solution(a, b, rcond=rcond),
+        lstsq_residuals(a, b, rcond=rcond),
+        rank,
+        lstsq_singular_values(a),
+    )
 
 
 def linalg_matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, **kwargs: Any) -> Any:

@@ -1,5 +1,5 @@
 """JVPs of adcore/ops/decompositions.py: eigh_packed, eigvalsh, svd_packed, svdvals, qr_packed,
-norm, pinv, lstsq_solution.
+norm, pinv, lstsq_solution, lstsq_residuals, lstsq_singular_values.
 
 The tangent of each output of a decomposition, from the same literature as the VJPs (Giles 2008,
 Seeger et al. 2017, Townsend 2016, Walter & Lehmann 2018, Golub & Pereyra 1973), with the same
@@ -218,6 +218,20 @@ def _lstsq_jvp(argnum: int):
     return rule
 
 
+def _lstsq_residuals_jvp(argnum: int):
+    # res_k = |a x_k - b_k|^2 at full column rank: d res_k = 2 r_k^T (da x_k - db_k), since a^T r = 0
+    def rule(t, ans, a, b, rcond=None):
+        if ans.shape[0] == 0:  # no residuals: an empty tangent
+            return np.zeros(t.shape[:1] + ans.shape, concrete(ans).dtype)
+        x = anp.lstsq_solution(a, b, rcond=rcond)
+        x2 = x if x.ndim == 2 else anp.expand_dims(x, axis=-1)
+        r = anp.matmul(a, x2) - (b if b.ndim == 2 else anp.expand_dims(b, axis=-1))
+        moved = anp.matmul(t, x2) if argnum == 0 else -(t if b.ndim == 2 else anp.expand_dims(t, axis=-1))
+        return anp.reshape(2.0 * anp.sum(r * moved, axis=-2), t.shape[:1] + ans.shape)
+
+    return rule
+
+
 # fmt: off
 defjvp("eigh_packed",    _eigh_jvp)
 defjvp("eigvalsh",       _eigvalsh_jvp)
@@ -227,4 +241,6 @@ defjvp("qr_packed",      _qr_jvp)
 defjvp("norm",           _norm_jvp)
 defjvp("pinv",           _pinv_jvp)
 defjvp("lstsq_solution", _lstsq_jvp(0), _lstsq_jvp(1))
+defjvp("lstsq_residuals", _lstsq_residuals_jvp(0), _lstsq_residuals_jvp(1))
+defjvp("lstsq_singular_values", _svdvals_jvp)
 # fmt: on

@@ -1,5 +1,5 @@
 """VJPs of adcore/ops/decompositions.py: eigh_packed, eigvalsh, svd_packed, svdvals, qr_packed,
-norm, pinv, lstsq_solution.
+norm, pinv, lstsq_solution, lstsq_residuals, lstsq_singular_values.
 
 eigh: Giles (2008), Seeger et al. (2017); svd: Townsend (2016); qr: Walter & Lehmann (2018),
 Liao et al. (2019); pinv: Golub & Pereyra (1973). The 1 / (gap) factors are masked to 0 where
@@ -256,6 +256,22 @@ def _lstsq_vjp(argnum: int):
     return rule
 
 
+def _lstsq_residuals_vjp(argnum: int):
+    # res_k = |a x_k - b_k|^2 at full column rank: d res_k = 2 r_k^T (da x_k - db_k), since a^T r = 0
+    def rule(g, ans, a, b, rcond=None):
+        if ans.shape[0] == 0:  # no residuals (rank < n or m <= n): nothing depends on a or b
+            return np.zeros(np.shape(a if argnum == 0 else b), concrete(ans).dtype)
+        x = anp.lstsq_solution(a, b, rcond=rcond)
+        x2 = x if x.ndim == 2 else anp.expand_dims(x, axis=-1)
+        b2 = b if b.ndim == 2 else anp.expand_dims(b, axis=-1)
+        weighted = (anp.matmul(a, x2) - b2) * (2.0 * g)  # r_k g_k, each column
+        if argnum == 1:
+            return anp.reshape(-weighted, b.shape)
+        return anp.matmul(weighted, swap_last(x2))
+
+    return rule
+
+
 # fmt: off
 defvjp("eigh_packed",    _eigh_vjp)
 defvjp("eigvalsh",       _eigvalsh_vjp)
@@ -265,4 +281,6 @@ defvjp("qr_packed",      _qr_vjp)
 defvjp("norm",           _norm_vjp)
 defvjp("pinv",           _pinv_vjp)
 defvjp("lstsq_solution", _lstsq_vjp(0), _lstsq_vjp(1))
+defvjp("lstsq_residuals", _lstsq_residuals_vjp(0), _lstsq_residuals_vjp(1))
+defvjp("lstsq_singular_values", _svdvals_vjp)
 # fmt: on

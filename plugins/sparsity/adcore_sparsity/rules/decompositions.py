@@ -132,6 +132,16 @@ def _lstsq_solution(ans: Any, a: Any, b: Any, rcond: Any = None) -> tuple:
     return (DENSE, sparse.kron(sparse.csr_array(np.ones((n, m))), sparse.eye_array(k), format="csr"))
 
 
+def _lstsq_residuals(ans: Any, a: Any, b: Any, rcond: Any = None) -> tuple:
+    """|a x_k - b_k|^2: every entry of a; residual k reads column k of b only (none: no residuals)."""
+    if np.size(ans) == 0:
+        return (None, None)
+    m, k = np.shape(a)[0], (1 if len(np.shape(b)) == 1 else np.shape(b)[1])
+    from scipy import sparse
+
+    return (DENSE, sparse.kron(sparse.csr_array(np.ones((1, m))), sparse.eye_array(k), format="csr"))
+
+
 defsparsity("eigh_packed", SparsityRule(_eigh_packed, "nonlinear", exact=True))
 defsparsity("eigvalsh", SparsityRule(_eigvalsh, "nonlinear", exact=True))
 defsparsity("svd_packed", SparsityRule(_svd_packed, "nonlinear", exact=True))
@@ -140,3 +150,8 @@ defsparsity("qr_packed", SparsityRule(_qr_packed, "nonlinear", exact=True))
 defsparsity("norm", SparsityRule(_norm, "nonlinear", exact=True))
 defsparsity("pinv", SparsityRule(_pinv, "nonlinear", exact=True))
 defsparsity("lstsq_solution", SparsityRule(_lstsq_solution, "nonlinear", exact=True))
+defsparsity("lstsq_residuals", SparsityRule(_lstsq_residuals, "nonlinear", exact=True))
+defsparsity(
+    "lstsq_singular_values",
+    SparsityRule(lambda ans, a: (batched(np.shape(ans), np.shape(a), 1, 2),), "nonlinear"),
+)

@@ -182,5 +182,7 @@ NO_SYMPY_FORM.update(
         "qr_packed": _TOO_LARGE,
         "pinv": _TOO_LARGE,
         "lstsq_solution": _TOO_LARGE,
+        "lstsq_residuals": _TOO_LARGE,
+        "lstsq_singular_values": _NO_SPECTRUM,
     }
 )

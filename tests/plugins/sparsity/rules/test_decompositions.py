@@ -12,7 +12,18 @@ from adcore.extend.sparsity import Unknown
 # QR's rules leave rounding (a few eps: ~1e-16, ~1e-7 in float32) where the derivative is 0 (a
 # square Q's last column does not move with a's last column): compare the non-zeros above 64 eps
 NOISY = {"qr_packed": 64.0}
-OPS = ("eigh_packed", "eigvalsh", "svd_packed", "svdvals", "qr_packed", "norm", "pinv", "lstsq_solution")
+OPS = (
+    "eigh_packed",
+    "eigvalsh",
+    "svd_packed",
+    "svdvals",
+    "qr_packed",
+    "norm",
+    "pinv",
+    "lstsq_solution",
+    "lstsq_residuals",
+    "lstsq_singular_values",
+)
 
 
 def rule(name: str):
