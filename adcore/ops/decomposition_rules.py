@@ -124,6 +124,29 @@ SVD_ADVICE = (
 )
 
 
+def refuse_phase_dependent(op: str, phase_part: Any, scale: float, advice: str) -> None:
+    """An InvalidValueError unless phase_part (..., k), the imaginary parts whose vanishing says the
+    loss is unchanged when complex vectors turn by e^{i phi} (LAPACK fixes that phase by a choice of
+    its own, which moves with a), is rounding next to scale: a loss that depends on the phase has
+    no derivative of NumPy's function that adcore could give (as torch's svd/eigh backward check)."""
+    part = np.abs(np.asarray(concrete(phase_part)))
+    eps = np.finfo(part.dtype).eps
+    if np.any(part > np.sqrt(eps) * max(scale, np.finfo(part.dtype).tiny)):
+        raise InvalidValueError(
+            f"op {op!r}: the singular or eigen vectors in the complex case are specified up to "
+            "multiplication by e^{i phi} (LAPACK picks phi, and it moves with the input), and the loss "
+            f"depends on that phase (imaginary parts {np.array2string(part, precision=3)} where 0 "
+            f"means it does not), so its derivative is ill-defined. {advice}"
+        )
+
+
+PHASE_ADVICE = (
+    "Differentiate a function unchanged by each vector's phase: of |entries|, of the values, of "
+    "U f(s) V^H or V f(w) V^H (outer products u v^H, v v^H), or of vectors whose phase you fix "
+    "yourself (e.g. divide each by the phase of one of its entries)"
+)
+
+
 def gap_inverse(values: Any, tol: np.ndarray, sign: int = -1) -> Any:
     """F[..., i, j] = 1 / (v_j - v_i) (sign -1) or 1 / (v_j + v_i) (sign +1), 0 where that is at
     most tol (degenerate pairs, the diagonal): the rules' masked F matrix."""
@@ -168,6 +191,9 @@ def symmetric_read(t: Any, uplo: str) -> Any:
     dtype = concrete(t).dtype
     triangle = np.tril(np.ones((n, n), dtype)) if uplo == "L" else np.triu(np.ones((n, n), dtype))
     part = t * triangle
+    if np.iscomplexobj(concrete(t)):  # Hermitian: the diagonal's real part (LAPACK ignores the imaginary)
+        strict = part - t * np.eye(n, dtype=dtype)
+        return strict + core.OPS.conj(swap_last(strict)) + core.OPS.real(t) * np.eye(n, dtype=dtype)
     return part + swap_last(part) - t * np.eye(n, dtype=dtype)
 
 
@@ -184,6 +210,8 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
     n_kept = ops.reshape(ans, shape=kept)
     if matrix:
         return _matrix_norm_direction(x, ord, axes)
+    if np.iscomplexobj(value):
+        return _complex_vector_norm_direction(x, n_kept, ord, axes)
     if ord in (None, 2, "fro"):
         zero = concrete(n_kept) == 0
         _refuse_norm_second_order(x, ord, value, zero)
@@ -209,6 +237,48 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
     safe = ops.where(zero, np.ones((), value.dtype), n_kept)
     scale = ops.where(zero, np.zeros((), value.dtype), safe ** (1.0 - ord))
     return signs * ops.abs(x) ** (ord - 1.0) * scale
+
+
+def phase_conjugate(x: Any) -> Any:
+    """conj(x) / |x|, 0 where x is 0: d|x| = Re(phase_conjugate(x) dx) for complex x (abs'(0) = 0).
+    Traced, not concrete: unlike a real sign, a complex phase moves with x, so the rules built on
+    it differentiate again."""
+    ops = core.OPS
+    value = concrete(x)
+    zero = value == 0
+    real = np.finfo(value.dtype).dtype
+    safe = ops.where(zero, np.ones((), real), ops.abs(x))
+    return ops.where(zero, np.zeros((), value.dtype), ops.conj(x) / safe)
+
+
+def _complex_vector_norm_direction(x: Any, n_kept: Any, ord: Any, axes: tuple[int, ...]) -> Any:
+    """norm_direction of a complex x (d norm = Re(sum D dx), JAX's convention, docs/complex.md):
+    the real rules with sign(x) replaced by conj(x) / |x|, so the 2-norm's is conj(x) / norm."""
+    ops = core.OPS
+    value = concrete(x)
+    real = np.finfo(value.dtype).dtype
+    zero = concrete(n_kept) == 0
+    if ord in (None, 2, "fro"):
+        _refuse_norm_second_order(x, ord, value, zero)
+        safe = ops.where(zero, np.ones((), real), n_kept)
+        return ops.conj(x) * ops.where(zero, np.zeros((), real), 1.0 / safe)
+    if ord == 0:
+        return np.zeros_like(value)
+    phases = phase_conjugate(x)
+    if ord == 1 or value.size == np.size(concrete(n_kept)):
+        return phases  # ord 1, or slices of one entry: the norm is sum |x|
+    if ord in (np.inf, -np.inf):
+        hit = np.abs(value) == concrete(n_kept)
+        return phases * (hit / np.sum(hit, axis=axes, keepdims=True)).astype(real)
+    if ord < 1 and np.any(value == 0):
+        raise InvalidValueError(
+            f"op 'norm': ord={ord!r} has no derivative at an x with zero entries (|x|**{ord} has an "
+            "infinite slope at 0); differentiate where every entry is nonzero"
+        )
+    _refuse_norm_second_order(x, ord, value, zero)
+    safe = ops.where(zero, np.ones((), real), n_kept)
+    scale = ops.where(zero, np.zeros((), real), safe ** (1.0 - ord))
+    return phases * ops.abs(x) ** (ord - 1.0) * scale
 
 
 def _refuse_norm_second_order(x: Any, ord: Any, value: np.ndarray, zero_norm: np.ndarray) -> None:
@@ -243,14 +313,17 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
         tol = degenerate_tolerance(s, max(m, n))
         refuse_second_order("norm", s, tol, x, zeros=True)  # before svd_packed's own rules see x
         packed = svd_packed(x2)
-        u, s, v = packed[..., :m, :], concrete(packed[..., m, :]), packed[..., m + 1 :, :]
+        u, s, v = packed[..., :m, :], np.real(concrete(packed[..., m, :])), packed[..., m + 1 :, :]
         if ord == "nuc":
             weights = s > tol
         else:
             extreme = np.max(s, axis=-1, keepdims=True) if ord == 2 else np.min(s, axis=-1, keepdims=True)
             weights = np.abs(s - extreme) <= tol
             weights = weights / np.sum(weights, axis=-1, keepdims=True)
-        d2 = ops.matmul(u * weights.astype(value.dtype)[..., None, :], swap_last(v))
+        weights = weights.astype(s.dtype)[..., None, :]
+        d2 = ops.matmul(u * weights, swap_last(v))  # U w V^H: the block below s holds conj(V)
+        if np.iscomplexobj(value):  # d s_k = Re(u_k^H dA v_k): D = conj(U w V^H)
+            d2 = ops.conj(d2)
     else:
         along = -2 if ord in (1, -1) else -1  # column sums for ±1, row sums for ±inf
         sums = np.sum(np.abs(value), axis=along, keepdims=True)
@@ -260,7 +333,8 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
             else np.min(sums, axis=(-2, -1), keepdims=True)
         )
         hit = sums == extreme
-        d2 = np.sign(value) * (hit / np.sum(hit, axis=(-2, -1), keepdims=True)).astype(value.dtype)
+        share = (hit / np.sum(hit, axis=(-2, -1), keepdims=True)).astype(sums.dtype)
+        d2 = (phase_conjugate(x2) if np.iscomplexobj(value) else np.sign(value)) * share
     return ops.transpose(d2, axes=inverse)
 
 

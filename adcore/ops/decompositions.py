@@ -209,8 +209,18 @@ def _aligned_columns(vectors: Any, centre: np.ndarray) -> Any:
     return column_signs(core.OPS.sum(vectors * centre, axis=-2, keepdims=True))
 
 
+def column_phases(dots: Any) -> Any:
+    """conj(dots) / |dots|: the unit factors that turn each column's product with its counterpart
+    nearby real and positive (a complex vector is LAPACK's up to a phase e^{i phi}, not a sign).
+    Aligned so, a finite difference holds the phase fixed as the complex rules do (docs/complex.md)."""
+    return core.OPS.conj(dots) / core.OPS.abs(dots)
+
+
 def _eigh_gauge(value: Any, centre: np.ndarray, a: Any = None, UPLO: str = "L") -> Any:
     w, v = value[..., :1, :], value[..., 1:, :]
+    if np.iscomplexobj(centre):
+        phases = column_phases(core.OPS.sum(np.conj(centre[..., 1:, :]) * v, axis=-2, keepdims=True))
+        return core.OPS.concatenate([w, v * phases], axis=-2)
     return core.OPS.concatenate([w, v * _aligned_columns(v, centre[..., 1:, :])], axis=-2)
 
 
@@ -218,6 +228,11 @@ def _svd_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
     """u_k and v_k flip together (u_k s_k v_k^T is what a determines)."""
     m = a.shape[-2]
     u, s, v = value[..., :m, :], value[..., m : m + 1, :], value[..., m + 1 :, :]
+    if np.iscomplexobj(centre):  # the block below s is conj(V) (Vh transposed): its phase is e^{-i phi}
+        dots = core.OPS.sum(np.conj(centre[..., :m, :]) * u, axis=-2, keepdims=True)
+        dots = dots + core.OPS.sum(centre[..., m + 1 :, :] * core.OPS.conj(v), axis=-2, keepdims=True)
+        phases = column_phases(dots)
+        return core.OPS.concatenate([u * phases, s, v * core.OPS.conj(phases)], axis=-2)
     dots = core.OPS.sum(u * centre[..., :m, :], axis=-2, keepdims=True)
     dots = dots + core.OPS.sum(v * centre[..., m + 1 :, :], axis=-2, keepdims=True)
     signs = column_signs(dots)
@@ -284,10 +299,20 @@ def _norm_distance(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = F
 # --- samples -----------------------------------------------------------------------
 
 
-def _orthogonal(rng: np.random.Generator, n: int, batch: tuple[int, ...]) -> np.ndarray:
-    """A random orthogonal matrix (Haar: Q of a Gaussian matrix, R's diagonal made positive)."""
-    q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
+def _orthogonal(
+    rng: np.random.Generator, n: int, batch: tuple[int, ...], unitary: bool = False
+) -> np.ndarray:
+    """A random orthogonal matrix (Haar: Q of a Gaussian matrix, R's diagonal made positive), or
+    with `unitary` a random unitary one (of a complex Gaussian matrix)."""
+    g = rng.standard_normal(batch + (n, n))
+    if unitary:
+        g = g + 1j * rng.standard_normal(batch + (n, n))
+    q, r = np.linalg.qr(g)
     return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+
+
+def _is_complex(dtype: Any) -> bool:
+    return np.dtype(dtype).kind == "c"
 
 
 def _separated(rng: np.random.Generator, k: int, batch: tuple[int, ...], low: float) -> np.ndarray:
@@ -298,22 +323,25 @@ def _separated(rng: np.random.Generator, k: int, batch: tuple[int, ...], low: fl
 
 def _symmetric_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
     out = []
+    unitary = _is_complex(dtype)  # Hermitian: a unitary Q, Q w Q^H
     for batch, n, uplo in (((), 1, "L"), ((), 2, "L"), ((), 3, "L"), ((), 3, "U"), ((2,), 3, "L")):
-        q = _orthogonal(rng, n, batch)
-        a = (q * _separated(rng, n, batch, -2.0)[..., None, :]) @ np.swapaxes(q, -1, -2)
+        q = _orthogonal(rng, n, batch, unitary)
+        a = (q * _separated(rng, n, batch, -2.0)[..., None, :]) @ np.conj(np.swapaxes(q, -1, -2))
         out.append(Sample((a.astype(dtype),), {"UPLO": uplo}))
     # the triangle eigh does not read holds anything: its derivative there is 0
     a = out[2].args[0].copy()
-    a[np.triu_indices(3, 1)] = rng.uniform(-2, 2, 3)
+    a[np.triu_indices(3, 1)] = rng.uniform(-2, 2, 3) + (1j * rng.uniform(-2, 2, 3) if unitary else 0)
     out.append(Sample((a,), {"UPLO": "L"}))
     return out
 
 
-def _with_singular_values(rng: np.random.Generator, batch: tuple[int, ...], m: int, n: int) -> np.ndarray:
+def _with_singular_values(
+    rng: np.random.Generator, batch: tuple[int, ...], m: int, n: int, unitary: bool = False
+) -> np.ndarray:
     k = min(m, n)
-    u = _orthogonal(rng, m, batch)[..., :k]
-    v = _orthogonal(rng, n, batch)[..., :k]
-    return (u * _separated(rng, k, batch, 0.5)[..., None, :]) @ np.swapaxes(v, -1, -2)
+    u = _orthogonal(rng, m, batch, unitary)[..., :k]
+    v = _orthogonal(rng, n, batch, unitary)[..., :k]
+    return (u * _separated(rng, k, batch, 0.5)[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
 
 
 _MATRIX_SHAPES = (((), 1, 1), ((), 2, 2), ((), 3, 3), ((), 4, 2), ((), 2, 4), ((2,), 3, 2))
@@ -322,7 +350,7 @@ _MATRIX_SHAPES = (((), 1, 1), ((), 2, 2), ((), 3, 3), ((), 4, 2), ((), 2, 4), ((
 def _matrix_samples(shapes=_MATRIX_SHAPES, params=({},)):
     def draw(rng: np.random.Generator, dtype: Any) -> list[Sample]:
         return [
-            Sample((_with_singular_values(rng, batch, m, n).astype(dtype),), dict(p))
+            Sample((_with_singular_values(rng, batch, m, n, _is_complex(dtype)).astype(dtype),), dict(p))
             for batch, m, n in shapes
             for p in params
         ]
@@ -339,6 +367,8 @@ def _norm_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
     batched), each input redrawn until it is 0.2 clear of norm's kinks (zeros, ties, repeated
     singular values), which a float32 finite difference would straddle."""
     away = Domain(-2.0, 2.0, away_from_zero=0.3)
+    unitary = _is_complex(dtype)
+    wide = np.complex128 if unitary else np.float64  # drawn in double, then cast
 
     def clear(draw: Any, params: dict) -> Sample:
         for _ in range(200):
@@ -348,16 +378,15 @@ def _norm_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
         return Sample((np.asarray(x, dtype=dtype),), params)
 
     def matrix(batch: tuple[int, ...], rows: int, cols: int, axis: Any) -> Any:
-        return lambda: np.moveaxis(_with_singular_values(rng, batch, rows, cols), (-2, -1), axis or (0, 1))
+        drawn = _with_singular_values
+        return lambda: np.moveaxis(drawn(rng, batch, rows, cols, unitary), (-2, -1), axis or (0, 1))
 
     out = []
     for k, ord in enumerate((None, 2, 1, np.inf, -np.inf, 0, 3, 0.5, -1.5)):
         for shape, axis in (_VECTOR_LAYOUTS[k % 4], _VECTOR_LAYOUTS[(k + 1) % 4]):
-            out.append(
-                clear(lambda shape=shape: away.draw(rng, shape, np.float64), {"ord": ord, "axis": axis})
-            )
-    out.append(clear(lambda: away.draw(rng, (2, 3), np.float64), {"ord": 2, "axis": 0, "keepdims": True}))
-    out.append(clear(lambda: away.draw(rng, (2, 3, 2), np.float64), {}))  # all entries, any ndim
+            out.append(clear(lambda shape=shape: away.draw(rng, shape, wide), {"ord": ord, "axis": axis}))
+    out.append(clear(lambda: away.draw(rng, (2, 3), wide), {"ord": 2, "axis": 0, "keepdims": True}))
+    out.append(clear(lambda: away.draw(rng, (2, 3, 2), wide), {}))  # all entries, any ndim
     for k, ord in enumerate((None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf)):
         for layout in (_MATRIX_LAYOUTS[k % 4], _MATRIX_LAYOUTS[(k + 2) % 4]):
             out.append(clear(matrix(*layout), {"ord": ord, "axis": layout[3]}))
@@ -414,6 +443,7 @@ eigh_packed = OpSpec(
     samples=_symmetric_samples,
     kink_distance=_symmetric_distance,
     gauge=_eigh_gauge,
+    accepts_complex=True,
     doc="eigenvalues over eigenvectors, (..., n+1, n), of the triangle UPLO names (np.linalg.eigh "
     "unpacks it); at repeated eigenvalues an InvalidValueError where the cotangent (tangent, on "
     "forward) reaches inside the repeated eigenspace: docs/conventions.md",
@@ -424,6 +454,7 @@ eigvalsh = OpSpec(
     params=("UPLO",),
     numpy=(np.linalg.eigvalsh,),
     samples=_symmetric_samples,
+    accepts_complex=True,
     kink_distance=_symmetric_distance,
     kinks=(
         Kink(
@@ -447,6 +478,7 @@ svd_packed = OpSpec(
     samples=_matrix_samples(),
     kink_distance=_singular_distance,
     gauge=_svd_gauge,
+    accepts_complex=True,
     doc="U over s over V, (..., m+1+n, min(m, n)) (np.linalg.svd unpacks it, full_matrices=False); "
     "at repeated or zero singular values an InvalidValueError where the cotangent (tangent, on "
     "forward) reaches inside them: docs/conventions.md",
@@ -456,6 +488,7 @@ svdvals = OpSpec(
     _svdvals,
     numpy=(np.linalg.svdvals,),
     samples=_matrix_samples(),
+    accepts_complex=True,
     kink_distance=_singular_distance,
     kinks=(
         Kink(
@@ -488,6 +521,7 @@ norm = OpSpec(
     params=("ord", "axis", "keepdims"),
     numpy=(np.linalg.norm,),
     samples=_norm_samples,
+    accepts_complex=True,
     kink_distance=_norm_distance,
     kinks=(
         Kink((np.zeros(3),), (np.zeros(3),), why="the 2-norm's gradient at 0 is 0, a subgradient"),

@@ -53,10 +53,16 @@ def _swap_last(x: Any) -> Any:
     return core.OPS.transpose(x, axes=tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
+def _values_row(row: Any) -> Any:
+    """The eigen- or singular values of a packed output: real, as NumPy's, when the vectors are
+    complex (their real part: the packed row holds them exactly, with imaginary part 0)."""
+    return core.OPS.real(row) if np.dtype(row.dtype).kind == "c" else row
+
+
 def linalg_eigh(a: Any, UPLO: str = "L") -> EighResult:
     """np.linalg.eigh on a traced value: one eigh_packed, unpacked."""
     packed = eigh_packed(a, UPLO=UPLO)
-    return EighResult(packed[..., 0, :], packed[..., 1:, :])
+    return EighResult(_values_row(packed[..., 0, :]), packed[..., 1:, :])
 
 
 def linalg_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
@@ -75,7 +81,7 @@ def linalg_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, herm
             "Pass full_matrices=False."
         )
     packed = svd_packed(a)
-    return SVDResult(packed[..., :m, :], packed[..., m, :], _swap_last(packed[..., m + 1 :, :]))
+    return SVDResult(packed[..., :m, :], _values_row(packed[..., m, :]), _swap_last(packed[..., m + 1 :, :]))
 
 
 def linalg_qr(a: Any, mode: str = "reduced") -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
+from adcore.errors import UnsupportedByBackendError
 from adcore.extend import batched_axis
 from adcore.ops.decomposition_rules import (
     EIGH_ADVICE,
@@ -37,7 +38,23 @@ from adcore.ops.decompositions import lstsq_rcond, norm_axes, pinv_rtol
 from adcore_forward.jvps.table import defjvp
 
 
+def _refuse_complex_vectors(op: str, ans) -> None:
+    """Complex eigen- and singular vectors are LAPACK's up to a phase e^{i phi} that moves with a:
+    a tangent of them is NumPy's only for losses that do not depend on it, and forward cannot see
+    the loss (reverse checks it on the cotangent), so it refuses rather than give a plausible
+    tangent of another function."""
+    if np.iscomplexobj(concrete(ans)):
+        raise UnsupportedByBackendError(
+            f"op {op!r} on backend 'forward': complex singular or eigen vectors are specified up to "
+            "multiplication by e^{i phi} (LAPACK picks phi, and it moves with the input), so only "
+            "functions unchanged by that phase have a derivative, and forward cannot check that. Use "
+            "backend='reverse', which checks it on the cotangent, or, for values only, "
+            "np.linalg.eigvalsh / svdvals / norm(a, 'nuc' or 2), whose forward rules need no vectors"
+        )
+
+
 def _eigh_jvp(t, ans, a, UPLO="L"):
+    _refuse_complex_vectors("eigh_packed", ans)
     w, v = ans[..., 0, :], ans[..., 1:, :]
     x = anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v)
     tol = degenerate_tolerance(w, w.shape[-1])
@@ -64,9 +81,13 @@ def _eigvalsh_jvp(t, ans, a, UPLO="L"):
     tol = degenerate_tolerance(ans, ans.shape[-1])
     refuse_second_order("eigvalsh", ans, tol, a, t)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
-    return _ties_split(
-        diagonal_of(anp.matmul(anp.matmul(swap_last(v), symmetric_read(t, UPLO)), v)), ans, tol
-    )
+    dw = diagonal_of(anp.matmul(anp.matmul(_adjoint(v), symmetric_read(t, UPLO)), v))
+    return _ties_split(anp.real(dw) if np.iscomplexobj(concrete(dw)) else dw, ans, tol)
+
+
+def _adjoint(x):
+    """x^H of each matrix (x^T for real x)."""
+    return anp.conj(swap_last(x)) if np.iscomplexobj(concrete(x)) else swap_last(x)
 
 
 def _ties_split(dv, values, tol):
@@ -106,6 +127,7 @@ def _refuse_svd_tangent(s, tol, t, p, tv, tu, u, v, m, n) -> None:
 
 
 def _svd_jvp(t, ans, a):
+    _refuse_complex_vectors("svd_packed", ans)
     m = a.shape[-2]
     u, s, v = ans[..., :m, :], ans[..., m, :], ans[..., m + 1 :, :]
     tol = degenerate_tolerance(s, max(a.shape[-2:]))
@@ -133,7 +155,11 @@ def _svdvals_jvp(t, ans, a):
     packed = anp.svd_packed(a)
     u, v = packed[..., :m, :], packed[..., m + 1 :, :]
     tol = degenerate_tolerance(ans, max(a.shape[-2:]))
-    ds = _ties_split(diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v)), ans, tol)
+    if np.iscomplexobj(concrete(v)):  # d s_k = Re(u_k^H dA v_k); the block below s holds conj(V)
+        ds = anp.real(diagonal_of(anp.matmul(anp.matmul(_adjoint(u), t), anp.conj(v))))
+        ds = _ties_split(ds, ans, tol)
+    else:
+        ds = _ties_split(diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v)), ans, tol)
     return ds * nonzero_singular_values(ans, tol)
 
 
@@ -166,8 +192,12 @@ def _qr_square_jvp(t, q, r):
 def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
     axes, _ = norm_axes(x, ord, axis)
     if not axes:
-        return t * norm_direction(x, ans, ord, axis)
-    return anp.sum(t * norm_direction(x, ans, ord, axis), axis=batched_axis(axes, x.ndim), keepdims=keepdims)
+        dn = t * norm_direction(x, ans, ord, axis)
+    else:
+        dn = anp.sum(
+            t * norm_direction(x, ans, ord, axis), axis=batched_axis(axes, x.ndim), keepdims=keepdims
+        )
+    return anp.real(dn) if np.iscomplexobj(concrete(x)) else dn  # d norm = Re(sum D dx)
 
 
 def _pinv_jvp(t, ans, a, rcond=None, hermitian=False, rtol=None):

@@ -16,17 +16,20 @@ import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.ops.decomposition_rules import (
     EIGH_ADVICE,
+    PHASE_ADVICE,
     SVD_ADVICE,
     block_average,
     degenerate_blocks,
     degenerate_tolerance,
     diagonal_matrix,
+    diagonal_of,
     gap_inverse,
     inverse_singular_values,
     nonzero_singular_values,
     norm_direction,
     qr_r_inverse,
     read_triangle,
+    refuse_phase_dependent,
     refuse_second_order,
     refuse_undetermined,
     swap_last,
@@ -37,6 +40,8 @@ from adcore_reverse.vjps.table import defvjp
 
 
 def _eigh_vjp(g, ans, a, UPLO="L"):
+    if np.iscomplexobj(concrete(ans)):
+        return _complex_eigh_vjp(g, ans, a, UPLO)
     w, v = ans[..., 0, :], ans[..., 1:, :]
     gw, gv = g[..., 0, :], g[..., 1:, :]
     tol = degenerate_tolerance(w, w.shape[-1])
@@ -46,6 +51,24 @@ def _eigh_vjp(g, ans, a, UPLO="L"):
     _refuse_eigh_cotangent(w, tol, x, gw, gv)
     inner = diagonal_matrix(gw) + f * (x - swap_last(x)) * 0.5
     gs = anp.matmul(anp.matmul(v, inner), swap_last(v))
+    return gs * read_triangle(a, UPLO)
+
+
+def _complex_eigh_vjp(g, ans, a, UPLO):
+    # Hermitian a, JAX's convention: gA = conj(V) (diag(gw) + F o (X - X^H) / 2) V^T, X = V^T gV
+    # (torch's linalg_eigh_backward conjugated), the phase of each eigenvector checked unused
+    w, v = anp.real(ans[..., 0, :]), ans[..., 1:, :]
+    gw, gv = anp.real(g[..., 0, :]), g[..., 1:, :]
+    tol = degenerate_tolerance(w, w.shape[-1])
+    refuse_second_order("eigh_packed", w, tol, ans, g)
+    x = anp.matmul(swap_last(v), gv)
+    scale = float(np.max(np.abs(concrete(gv)), initial=0.0))
+    refuse_phase_dependent(
+        "eigh_packed", np.imag(np.diagonal(concrete(x), axis1=-2, axis2=-1)), scale, PHASE_ADVICE
+    )
+    _refuse_eigh_cotangent(w, tol, x, gw, gv)
+    inner = diagonal_matrix(gw) + gap_inverse(w, tol) * (x - anp.conj(swap_last(x))) * 0.5
+    gs = anp.matmul(anp.matmul(anp.conj(v), inner), swap_last(v))
     return gs * read_triangle(a, UPLO)
 
 
@@ -85,7 +108,8 @@ def _eigvalsh_vjp(g, ans, a, UPLO="L"):
     refuse_second_order("eigvalsh", ans, tol, a, g)
     g = _ties_split(g, ans, tol)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
-    gs = anp.matmul(v * anp.expand_dims(g, axis=-2), swap_last(v))
+    left = anp.conj(v) if np.iscomplexobj(concrete(v)) else v  # d w_k = Re(v_k^H dA v_k)
+    gs = anp.matmul(left * anp.expand_dims(g, axis=-2), swap_last(v))
     return gs * read_triangle(a, UPLO)
 
 
@@ -147,6 +171,8 @@ def _refuse_svd_cotangent(s, tol, j, k, gu, gs, gv, u, v, m, n) -> None:
 
 
 def _svd_vjp(g, ans, a):
+    if np.iscomplexobj(concrete(ans)):
+        return _complex_svd_vjp(g, ans, a)
     m = a.shape[-2]
     u, s, v = ans[..., :m, :], ans[..., m, :], ans[..., m + 1 :, :]
     gu, gs, gv = g[..., :m, :], g[..., m, :], g[..., m + 1 :, :]
@@ -170,6 +196,37 @@ def _svd_vjp(g, ans, a):
     return out
 
 
+def _complex_svd_vjp(g, ans, a):
+    # the real rule with U^T, V^T made U^H, V^H in the skew parts, conjugated into JAX's convention
+    # (torch's svd_backward conjugated); the block below s holds conj(V), its cotangent conj(gV)'s
+    m, n = a.shape[-2:]
+    u, s, v = ans[..., :m, :], anp.real(ans[..., m, :]), anp.conj(ans[..., m + 1 :, :])
+    gu, gs, gv = g[..., :m, :], anp.real(g[..., m, :]), anp.conj(g[..., m + 1 :, :])
+    tol = degenerate_tolerance(s, max(m, n))
+    refuse_second_order("svd_packed", s, tol, ans, g, zeros=True)
+    j = anp.matmul(swap_last(u), gu)
+    k = anp.matmul(swap_last(v), gv)
+    scale = float(max(np.max(np.abs(concrete(c)), initial=0.0) for c in (gu, gs, gv)))
+    phase_part = np.imag(np.diagonal(concrete(j) + concrete(k), axis1=-2, axis2=-1))
+    refuse_phase_dependent("svd_packed", phase_part, scale, PHASE_ADVICE)
+    cu = anp.conj(u)
+    _refuse_svd_cotangent(s, tol, j, k, gu, gs, gv, cu, anp.conj(v), m, n)
+    ja, ka = j - anp.conj(swap_last(j)), k - anp.conj(swap_last(k))
+    s_inv = inverse_singular_values(s, tol)
+    inner = (
+        diagonal_matrix(gs * nonzero_singular_values(s, tol))
+        + (gap_inverse(s, tol) * (ja + ka) + gap_inverse(s, tol, +1) * (ja - ka)) * 0.5
+        + diagonal_matrix(diagonal_of(ja - ka) * s_inv * 0.25)  # i Im(j_kk - k_kk) / (2 s_k)
+    )
+    out = anp.matmul(anp.matmul(cu, inner), swap_last(v))
+    if m > n:  # (I - conj(U) U^T) gU S^-1 V^T
+        out = out + anp.matmul((gu - anp.matmul(cu, j)) * anp.expand_dims(s_inv, axis=-2), swap_last(v))
+    if n > m:  # conj(U) S^-1 (gV^H - k^H V^T)
+        rest = swap_last(anp.conj(gv) - anp.matmul(v, anp.conj(k)))
+        out = out + anp.matmul(cu * anp.expand_dims(s_inv, axis=-2), rest)
+    return out
+
+
 def _svdvals_vjp(g, ans, a):
     m = a.shape[-2]
     tol = degenerate_tolerance(ans, max(a.shape[-2:]))
@@ -177,7 +234,8 @@ def _svdvals_vjp(g, ans, a):
     packed = anp.svd_packed(a)
     u, v = packed[..., :m, :], packed[..., m + 1 :, :]
     weights = _ties_split(g, ans, tol) * nonzero_singular_values(ans, tol)
-    return anp.matmul(u * anp.expand_dims(weights, axis=-2), swap_last(v))
+    out = anp.matmul(u * anp.expand_dims(weights, axis=-2), swap_last(v))  # U w V^H: v holds conj(V)
+    return anp.conj(out) if np.iscomplexobj(concrete(out)) else out  # d s_k = Re(u_k^H dA v_k)
 
 
 def _qr_vjp(g, ans, a):
