@@ -43,13 +43,15 @@ def _eigvalsh(ans: Any, a: Any, UPLO: str = "L") -> tuple:
 
 
 def _svd_packed(ans: Any, a: Any) -> tuple:
-    """U over s over V, dense per matrix but where U (m = 1) or V (n = 1) is a constant sign."""
+    """U over s over V, dense per matrix but where U (m = 1) or V (n = 1) is a constant sign; for a
+    complex a, LAPACK puts the phase of a vector (n = 1, and 1 x 1) in U and of a row in V."""
     m, n = np.shape(a)[-2:]
     k = min(m, n)
     if m > 1 and n > 1:
         return (batched(np.shape(ans), np.shape(a), 2, 2),)
+    complex_ = np.dtype(a.dtype).kind == "c"
     core = np.ones(((m + 1 + n) * k, m * n))
-    if m == 1:
+    if m == 1 and not (complex_ and n == 1):
         core[: m * k] = 0
     if n == 1:
         core[(m + 1) * k :] = 0
