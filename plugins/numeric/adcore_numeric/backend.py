@@ -171,6 +171,7 @@ def _derivatives(
 
         eps = float(np.finfo(x.dtype).eps)
         # f's own noise widens the error bars only, so asking for them never changes the derivative
+        # (they can only add a refusal where no honest bar exists: _columns' three-step law)
         floor = (
             _noise(f, args, i, x, method, given, eps, where)
             if return_error and method != "complex"
