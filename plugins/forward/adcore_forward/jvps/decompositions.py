@@ -49,7 +49,8 @@ def _refuse_complex_vectors(op: str, ans) -> None:
             "multiplication by e^{i phi} (LAPACK picks phi, and it moves with the input), so only "
             "functions unchanged by that phase have a derivative, and forward cannot check that. Use "
             "backend='reverse', which checks it on the cotangent, or, for values only, "
-            "np.linalg.eigvalsh / svdvals / norm(a, 'nuc' or 2), whose forward rules need no vectors"
+            "np.linalg.eigvalsh / svdvals / norm(a, 'nuc' or 2), whose forward rules need no vectors "
+            "(their second derivatives at a complex matrix take the vectors' tangents, and are refused too)"
         )
 
 
