@@ -267,8 +267,11 @@ class _SubscriptsFirst(OpSpec):
     """einsum's calls, NumPy's way: the subscripts first, then any number of operands."""
 
     def canonical_call(self, args: tuple, params: dict) -> tuple[tuple, dict]:
-        if len(args) == 1 and isinstance(args[0], list) and args[0] and (
-            isinstance(args[0][0], str) or from_sublists(tuple(args[0])) is not None
+        if (
+            len(args) == 1
+            and isinstance(args[0], list)
+            and args[0]
+            and (isinstance(args[0][0], str) or from_sublists(tuple(args[0])) is not None)
         ):
             args = tuple(args[0])  # np.einsum's arguments as one list (Tracer.__array_function__)
         sublists = from_sublists(tuple(args))

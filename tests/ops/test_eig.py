@@ -65,11 +65,13 @@ def test_eig_packed_holds_numpys_eigenpairs_bit_for_bit(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
 def test_np_linalg_eig_and_eigvals_on_traced_values_are_numpys_dtype_and_bits(dtype):
-    real_spectrum = np.array([[2.0, 1.0], [0.5, -1.0]], dtype=dtype)  # real eigenvalues: NumPy gives real arrays
+    real_spectrum = np.array(
+        [[2.0, 1.0], [0.5, -1.0]], dtype=dtype
+    )  # real eigenvalues: NumPy gives real arrays
     for a in samples(dtype)[:3] + [real_spectrum]:
         seen = {}
 
-        def f(a):
+        def f(a, seen=seen):
             seen["eig"], seen["eigvals"] = np.linalg.eig(a), np.linalg.eigvals(a)
             return anp.sum(anp.real(seen["eigvals"]))
 
