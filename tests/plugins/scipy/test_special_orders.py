@@ -43,3 +43,18 @@ def test_the_polygamma_op_with_a_bad_order_is_refused_naming_it(backend, n):
         call()
     assert isinstance(caught.value, ValueError)  # was a plain ValueError
     np.testing.assert_allclose(adcore.ops.polygamma(1.0, n=1), ss.polygamma(1, 1.0), rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_psi_with_an_order_is_refused_naming_polygamma(backend):
+    with pytest.raises(
+        AdcoreError, match=r"psi takes one argument x.*polygamma\(n, x\) with a plain int n >= 0"
+    ) as caught:
+        adcore.grad(lambda x: special.psi(x, 2), backend=backend)(1.0)
+    assert isinstance(caught.value, TypeError)
+    # the next call works, and the way out the message names gives SciPy's polygamma(3, x) as the slope
+    np.testing.assert_allclose(
+        adcore.grad(special.psi, backend=backend)(1.5), ss.polygamma(1, 1.5), rtol=1e-6
+    )
+    g = adcore.grad(lambda x: special.polygamma(2, x), backend=backend)(1.5)
+    np.testing.assert_allclose(g, ss.polygamma(3, 1.5), rtol=1e-6)

@@ -38,7 +38,15 @@ def polygamma(n: int, x: Any) -> Any:
     return ops.polygamma(x, n=_static_int(n, "polygamma", "n"))
 
 
-psi = ops.digamma
+def psi(x: Any, *more: Any) -> Any:
+    """digamma(x) (scipy.special.psi); a second argument is refused: psi has no order."""
+    if more:
+        raise InvalidInputError(
+            f"scipy.special.psi takes one argument x (it is digamma), got {1 + len(more)}; for the n-th "
+            "derivative of digamma call adcore_scipy.special.polygamma(n, x) with a plain int n >= 0 "
+            "(psi(x, n) is not SciPy's polygamma: SciPy reads the second argument as `out`)"
+        )
+    return ops.digamma(x)
 
 
 def multigammaln(a: Any, d: int) -> Any:
