@@ -389,6 +389,7 @@ def test_rules_keep_float32_float32(name):
     # the masks the rules multiply by are made in the cotangent's dtype, not NumPy's float64
     from adcore_forward.jvps import JVPS
     from adcore_reverse.vjps import VJPS
+    from adcore_reverse.zeros import Masked
 
     f32 = np.float32
     a, spd = A.astype(f32), SPD.astype(f32)
@@ -397,7 +398,10 @@ def test_rules_keep_float32_float32(name):
         args = (a, V.astype(f32)) if name.startswith("solve") else (a,)
     ans = getattr(anp, name)(*args)
     for i, (vjp, jvp) in enumerate(zip(VJPS[name], JVPS[name])):
-        assert vjp(np.ones(np.shape(ans), f32), ans, *args).dtype == f32
+        cotangent = vjp(np.ones(np.shape(ans), f32), ans, *args)
+        if isinstance(cotangent, Masked):  # the triangle the solve does not read: a structural zero
+            cotangent = cotangent.cotangent
+        assert cotangent.dtype == f32
         assert jvp(np.ones((2,) + args[i].shape, f32), ans, *args).dtype == f32
 
 

@@ -111,3 +111,30 @@ def test_a_second_derivative_through_a_step_is_right():
     h = adcore.hessian(f)(x)
     # relu(x)^3'' = 6 x for x > 0; clip(x)^2'' = 2 inside (-1, 1)
     np.testing.assert_allclose(h, np.diag([0.0, 6 * 0.5 + 2.0, 18.0]), rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+@pytest.mark.parametrize("name", ["solve_triangular", "cho_solve"])
+def test_the_triangle_a_solve_does_not_read_gets_0_even_next_to_a_nan(name, backend):
+    """a * c with a nan in c's upper triangle: the lower-triangular solves never read it, so d/da
+    there is 0 (it was nan on reverse: 0 * nan from the multiply below a dense zero)."""
+    import adcore.numpy as anp
+
+    c = np.array([[1.0, np.nan], [1.0, 1.0]])
+    b = np.array([1.0, 2.0])
+    solve = getattr(anp, name)
+    a = np.array([[2.0, 5.0], [1.0, 4.0]])
+    got = _grad(lambda a: np.sum(solve(a * c, b, lower=True)), a, backend)
+    lower = np.array([[2.0, 0.0], [1.0, 4.0]])
+    if name == "solve_triangular":  # x = L^-1 b: d sum(x) / dL = -(L^-T 1) x^T, lower part
+        x = np.linalg.solve(lower, b)
+        want = np.tril(-np.outer(np.linalg.solve(lower.T, np.ones(2)), x))
+    else:  # by central differences of the lower entries (the solve is smooth there)
+        want = np.zeros((2, 2))
+        for i, j in [(0, 0), (1, 0), (1, 1)]:
+            e = np.zeros((2, 2))
+            e[i, j] = 1e-6
+            f = lambda m: np.sum(np.linalg.solve(m @ m.T, b))  # noqa: E731
+            want[i, j] = (f(lower + e) - f(lower - e)) / 2e-6
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    assert got[0, 1] == 0.0

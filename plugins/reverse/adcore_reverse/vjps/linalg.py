@@ -11,7 +11,8 @@ from adcore.core import concrete
 from adcore.errors import LinearAlgebraError
 from adcore.extend import times_step, unbroadcast
 from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
-from adcore_reverse.vjps.table import defvjp
+from adcore_reverse.vjps.table import defvjp, defvjp_steps
+from adcore_reverse.zeros import step_cotangent
 
 
 def _array(x: Any) -> Any:
@@ -84,7 +85,7 @@ def _solve_triangular_vjp(argnum: int):
         ga = (
             anp.matmul(x, anp.swapaxes(gb, -1, -2)) if transposed else anp.matmul(gb, anp.swapaxes(x, -1, -2))
         )
-        return unbroadcast(times_step(-ga, triangle_mask(a.shape[-1], lower, unit_diagonal, g.dtype)), a)
+        return step_cotangent(-ga, triangle_mask(a.shape[-1], lower, unit_diagonal, g.dtype), a)  # unread: 0
 
     return rule
 
@@ -101,7 +102,7 @@ def _cho_solve_vjp(argnum: int):
         factor = times_step(c, mask)  # the triangle cho_factor leaves unread may hold anything
         ga = -anp.matmul(gb, anp.swapaxes(_matrix(ans, b), -1, -2))
         both = ga + anp.swapaxes(ga, -1, -2)
-        return unbroadcast(mask * (anp.matmul(both, factor) if lower else anp.matmul(factor, both)), c)
+        return step_cotangent(anp.matmul(both, factor) if lower else anp.matmul(factor, both), mask, c)
 
     return rule
 
@@ -150,8 +151,9 @@ def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
 defvjp("matmul",           _matmul_vjp(0), _matmul_vjp(1))
 defvjp("inv",              lambda g, ans, a: -anp.matmul(anp.matmul(anp.swapaxes(ans, -1, -2), g), anp.swapaxes(ans, -1, -2)))
 defvjp("solve",            _solve_vjp(0), _solve_vjp(1))
-defvjp("solve_triangular", _solve_triangular_vjp(0), _solve_triangular_vjp(1))
-defvjp("cho_solve",        _cho_solve_vjp(0), _cho_solve_vjp(1))
+# the triangle a rule does not read gets a structural zero (zeros.step_cotangent): no 0 * nan below
+defvjp_steps("solve_triangular", _solve_triangular_vjp(0), _solve_triangular_vjp(1))
+defvjp_steps("cho_solve",        _cho_solve_vjp(0), _cho_solve_vjp(1))
 defvjp("cholesky",         _cholesky_vjp)
 defvjp("det",              _det_vjp)
 defvjp("logabsdet",        _logabsdet_vjp)
