@@ -3,12 +3,17 @@
 The adjoint solves y backwards in time, where y' = -k y grows like exp(k t): RK45's step size
 underflows. The error path read the solver's `message`, which RK45 objects do not keep: an
 AttributeError. Forward mode solves forwards and gives the derivative.
+
+RK45 needs ~17,000 steps (seconds) to overflow on this system whatever k is: its steps shrink as
+1/k. The test bounds the stepper at a few hundred steps, failing the way RK45 does (status
+'failed' and the reason step() returns), so the same error path is checked in well under a second.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.integrate
 from adcore_scipy.integrate import odeint
 
 import adcore
@@ -31,7 +36,28 @@ def _exact_derivative(k):
     return np.sum(-T[:, None] * Y0 * np.exp(-k * T[:, None]))
 
 
-def test_reverse_mode_on_a_stiff_system_is_refused_naming_forward_mode():
+STEP_BOUND = 300
+
+
+class _BoundedRK45(scipy.integrate.RK45):
+    """SciPy's RK45, failing as it does (status 'failed', the reason returned) after STEP_BOUND steps."""
+
+    steps_taken = 0
+
+    def step(self):
+        if self.steps_taken >= STEP_BOUND:
+            self.status = "failed"
+            return f"more than {STEP_BOUND} steps (the test's bound)"
+        self.steps_taken += 1
+        return super().step()
+
+
+@pytest.fixture
+def bounded_rk45(monkeypatch):
+    monkeypatch.setattr(scipy.integrate, "RK45", _BoundedRK45)
+
+
+def test_reverse_mode_on_a_stiff_system_is_refused_naming_forward_mode(bounded_rk45):
     with pytest.raises(AdcoreError, match=r"backward \(adjoint\) solve failed.*backend='forward'") as caught:
         adcore.grad(_total, backend="reverse")(1e6)
     assert isinstance(caught.value, ValueError)
