@@ -38,6 +38,7 @@ from adcore.errors import (
     InvalidValueError,
     MissingRuleError,
     UnsupportedFunctionError,
+    keywords_checked,
 )
 from adcore.spec import OpSpec
 
@@ -261,6 +262,7 @@ class custom_vjp(_Custom):  # noqa: N801 (JAX's name)
     """
 
     kind = "custom_vjp"
+    __init__ = keywords_checked(_Custom.__init__, "custom_vjp")  # nondiff_argnum=: did you mean
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """fwd(*args) -> (out, residuals); bwd(*nondiff_args, residuals, g) -> a tuple with one
@@ -405,6 +407,7 @@ class custom_jvp(_Custom):  # noqa: N801 (JAX's name)
     """
 
     kind = "custom_jvp"
+    __init__ = keywords_checked(_Custom.__init__, "custom_jvp")  # nondiff_argnum=: did you mean
 
     def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
         """`@f.defjvp` on `rule(*nondiff_args, primals, tangents) -> (out, tangent_out)`; primals

@@ -117,11 +117,12 @@ class UnsupportedByBackendError(AdcoreError, NotImplementedError):
     """A backend was asked for something it does not do (vjp on a backend without a pullback, ...)."""
 
 
-def keywords_checked(function: Callable[..., Any]) -> Callable[..., Any]:
+def keywords_checked(function: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """`function` (a public one of adcore's) refusing a keyword one slip away from one of its own
     (`grad(f, argnum=0)`) with 'did you mean', before it could pass as a backend option; where it
     takes no **options, any unknown keyword, as an InvalidInputError (a TypeError, Python's own
-    error for it)."""
+    error for it). `name`: the public name, where it is not the function's (a class's __init__)."""
+    name = name or function.__name__
     parameters = inspect.signature(function).parameters.values()
     own = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     takes_options = any(p.kind is p.VAR_KEYWORD for p in parameters)
@@ -132,7 +133,7 @@ def keywords_checked(function: Callable[..., Any]) -> Callable[..., Any]:
             near = difflib.get_close_matches(key, own, n=1, cutoff=0.75)
             if near or not takes_options:
                 hint = f"did you mean {near[0]!r}?" if near else f"its keywords are {', '.join(own[1:])}"
-                raise InvalidInputError(f"adcore.{function.__name__} has no keyword {key!r}: {hint}")
+                raise InvalidInputError(f"adcore.{name} has no keyword {key!r}: {hint}")
         return function(*args, **kwargs)
 
     return checked

@@ -35,6 +35,7 @@ from adcore.errors import (
     MissingDependencyError,
     StateChangedError,
     UnknownBackendError,
+    keywords_checked,
 )
 
 SPARSITY_BACKEND = "sparsity"
@@ -91,6 +92,7 @@ def hessian_function(
     return sparse_hessian
 
 
+@keywords_checked
 def prepare_jacobian(
     f: Callable[..., Any],
     *args: Any,
@@ -125,6 +127,7 @@ def prepare_jacobian(
     return _make_jacobian(_bound(f, {}), args, argnum, be, given, False, options, chunk)
 
 
+@keywords_checked
 def prepare_hessian(
     f: Callable[..., Any],
     *args: Any,
@@ -148,6 +151,7 @@ def prepare_hessian(
     return _make_hessian(_bound(f, {}), args, argnum, inner_be, outer_be, given, False)
 
 
+@keywords_checked
 def jacobian_sparsity(f: Callable[..., Any], argnums: int = 0, local: bool = False) -> Callable[..., Any]:
     """The Jacobian's pattern: `jacobian_sparsity(f)(x)` is a bool csr_array (m, n), m = f(x).size,
     n = x.size (flat C order), holding every entry that may be non-zero for any x (global), or
@@ -163,6 +167,7 @@ def jacobian_sparsity(f: Callable[..., Any], argnums: int = 0, local: bool = Fal
     return pattern
 
 
+@keywords_checked
 def hessian_sparsity(f: Callable[..., Any], argnums: int = 0, local: bool = False) -> Callable[..., Any]:
     """The Hessian's pattern of a scalar f: `hessian_sparsity(f)(x)` is a symmetric bool
     csr_array (n, n), global unless local=True (as jacobian_sparsity)."""
