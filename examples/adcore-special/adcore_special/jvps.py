@@ -18,12 +18,12 @@ from typing import Any
 
 from adcore.extend import lift, power_by_base, power_by_exponent
 from adcore_special.ops import psi
-from adcore_special.vjps import erfcx_slope
+from adcore_special.vjps import erfcx_slope, loggamma_slope
 
 # fmt: off
 JVPS: dict[str, tuple[Any, ...]] = {
     "erfcx":     (lambda t, ans, x: t * erfcx_slope(x, ans),),
-    "loggamma":  (lambda t, ans, x: t * psi(x, n=0),),
+    "loggamma":  (lambda t, ans, x: t * loggamma_slope(x),),
     "psi":       (lambda t, ans, x, n=0: t * psi(x, n=n + 1),),
     "powm1":     (lambda t, ans, x, y: lift(t, ans) * power_by_base(x, y),
                   lambda t, ans, x, y: lift(t, ans) * power_by_exponent(x, y, ans + 1)),

@@ -16,7 +16,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 import adcore.numpy as anp
+from adcore.core import concrete
+from adcore.errors import AdcoreError
 from adcore.extend import power_by_base, power_by_exponent, unbroadcast
 from adcore_special.ops import psi
 
@@ -26,6 +30,17 @@ TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # -erfcx'(0)
 # x = 40 the first term left out is 1e-16 of the sum, and the closed form still keeps 12 digits.
 ASYMPTOTIC_FROM = 40.0
 ASYMPTOTIC_FACTORS = (13, 11, 9, 7, 5, 3)
+
+
+def loggamma_slope(x: Any) -> Any:
+    """psi(x) where loggamma is real (x > 0); nan elsewhere, where scipy's real loggamma is nan:
+    a slope must not be a number where the value is not one."""
+    slope = psi(x, n=0)
+    try:
+        inside = bool(np.all(concrete(x) > 0))
+    except AdcoreError:  # symbolic x has no number, and its where refuses a nan constant
+        inside = True
+    return slope if inside else anp.where(x > 0, slope, np.nan)
 
 
 def erfcx_slope(x: Any, ans: Any) -> Any:
@@ -44,7 +59,7 @@ def erfcx_slope(x: Any, ans: Any) -> Any:
 VJPS: dict[str, tuple[Any, ...]] = {
     # erfcx' = 2 x erfcx(x) - 2/sqrt(pi): in terms of the output, as exp's rule is
     "erfcx":     (lambda g, ans, x: g * erfcx_slope(x, ans),),
-    "loggamma":  (lambda g, ans, x: g * psi(x, n=0),),
+    "loggamma":  (lambda g, ans, x: g * loggamma_slope(x),),
     "psi":       (lambda g, ans, x, n=0: g * psi(x, n=n + 1),),
     # powm1 is x**y - 1, so its derivatives are power's, stated once in adcore.extend: d/dx =
     # y x**(y - 1), d/dy = x**y log(x) (x**y being ans + 1), with their limits where the formulas

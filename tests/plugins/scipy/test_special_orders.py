@@ -58,3 +58,20 @@ def test_psi_with_an_order_is_refused_naming_polygamma(backend):
     )
     g = adcore.grad(lambda x: special.polygamma(2, x), backend=backend)(1.5)
     np.testing.assert_allclose(g, ss.polygamma(3, 1.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+@pytest.mark.parametrize(
+    ("f", "outside", "inside", "slope"),
+    [
+        (lambda y: special.xlog1py(2.0, y), -2.0, 1.0, 1.0),  # 2 / (1 + y)
+        (lambda y: special.xlogy(2.0, y), -1.0, 4.0, 0.5),  # 2 / y
+        (lambda x: special.xlogy(x, -1.0), 1.0, None, None),  # log(-1): the value is nan
+    ],
+    ids=["xlog1py_y", "xlogy_y", "xlogy_x"],
+)
+def test_a_slope_is_nan_where_the_value_is_nan(backend, f, outside, inside, slope):
+    value, g = adcore.value_and_grad(f, backend=backend)(outside)
+    assert np.isnan(value) and np.isnan(g)  # was the finite x / (1 + y), x / y, log|y|
+    if inside is not None:  # the next call works
+        np.testing.assert_allclose(adcore.grad(f, backend=backend)(inside), slope, rtol=1e-12)

@@ -18,7 +18,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.errors import MissingRuleError
+from adcore.errors import AdcoreError, MissingRuleError
 from adcore.extend import LazyModule, each, lift, unbroadcast
 from adcore_scipy.special.ops import (
     _order,
@@ -143,16 +143,31 @@ DERIVATIVES: dict[str, tuple[Any, ...]] = {
 # fmt: on
 
 
+def _nan_where_value_is(ans: Any, d: Any) -> Any:
+    """d, nan where the op's value is nan (outside its real domain: logit(2), xlog1py(1, -2)): a
+    slope must not be a number where the value is not one."""
+    try:
+        if not np.isnan(concrete(ans)).any():
+            return d
+    except AdcoreError:  # a symbolic ans has no number, and its where refuses a nan constant
+        return d
+    return anp.where(anp.isnan(ans), np.nan, d)
+
+
 def _jvp(d: Any) -> Any:
     if isinstance(d, refused):
         return d
-    return lambda t, ans, *inputs, **params: lift(t, ans) * d(ans, *inputs, **params)
+    return lambda t, ans, *inputs, **params: (
+        lift(t, ans) * _nan_where_value_is(ans, d(ans, *inputs, **params))
+    )
 
 
 def _vjp(d: Any, i: int) -> Any:
     if isinstance(d, refused):
         return d
-    return lambda g, ans, *inputs, **params: unbroadcast(g * d(ans, *inputs, **params), inputs[i])
+    return lambda g, ans, *inputs, **params: unbroadcast(
+        g * _nan_where_value_is(ans, d(ans, *inputs, **params)), inputs[i]
+    )
 
 
 JVPS: dict[str, Any] = {op: tuple(map(_jvp, ds)) for op, ds in DERIVATIVES.items()}
