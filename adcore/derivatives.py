@@ -93,6 +93,22 @@ def prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> 
     return be
 
 
+def _raised_in_f(e: BaseException) -> bool:
+    """Whether e was raised by f's own code (or NumPy's called from it): the traceback passes
+    through the call of f, and the frame that raised it is not adcore's."""
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    through_f = any(  # flatten.Flat.__call__, which calls f (flatten imports this module)
+        frame.f_code.co_name == "__call__" and frame.f_globals.get("__name__") == "adcore.flatten"
+        for frame in frames
+    )
+    raiser = frames[-1].f_globals.get("__name__", "") if frames else ""
+    return through_f and not raiser.startswith("adcore")
+
+
 def value_and_jacobian(
     be: Backend,
     f: Callable[..., Any],
@@ -119,7 +135,17 @@ def value_and_jacobian(
             a.__class__ is np.ndarray and a.dtype.char in "fd"
         ):  # float32/64: the common case, checked at no cost
             args[i] = float_input(a, f"argument {i}")
-    value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
+    try:
+        value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
+    except ValueError as e:
+        # a subclass (NumPy's AxisError, also an IndexError) keeps its own type; adcore's are typed
+        if type(e) is not ValueError or not _raised_in_f(e):
+            raise
+        raise InvalidValueError(
+            f"backend {be.name!r}: f raised {type(e).__name__}: {e}. It came from f's own code (or NumPy's "
+            "called from it on plain arrays: this backend's, or any on an empty input), not from adcore: fix "
+            "that call in f, or the input that makes it fail (e.g. the max of an empty array)"
+        ) from e
     if scalar:  # a size-1 output of shape (1,) or (1, 1): the gradient of the scalar it holds
         jacobians = tuple(_gradient_shaped(j, args[i]) for j, i in zip(jacobians, unique))
         errors = (
