@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
+from adcore.conformance.numpy_function_cases import NUMPY_FUNCTION_CASES
 from adcore.spec import POSITIVE, REAL, Case, Domain, Sample, SampleFn
 
 WEIGHTS = Domain(-1.0, 1.0)  # keeps tanh and softmax away from saturation
@@ -233,4 +234,5 @@ BUILTIN_CASES: tuple[Case, ...] = (
     _case(broadcast_matmul, _pairs(((2, 1), (4, 1, 3)), ((2, 1, 2, 3), (3, 3, 2))), (0, 1)),
     _case(polynomial_at_zero, _polynomial_samples),
     _case(where_untaken_nan, _where_untaken_nan_samples),
+    *NUMPY_FUNCTION_CASES,
 )

@@ -200,10 +200,10 @@ def _spacings(varargs: tuple, axes: tuple, shape: tuple) -> list:
     if len(varargs) != len(axes):
         raise InvalidValueError("numpy.gradient: invalid number of arguments (one spacing per axis, or one)")
     out = []
-    for ax, distances in zip(axes, varargs):
-        distances = np.asanyarray(distances)
+    for ax, given in zip(axes, varargs):
+        distances = np.asanyarray(given)
         if distances.ndim == 0:
-            out.append(distances)
+            out.append(given)  # as NumPy keeps it: a Python float stays weak (f32 arithmetic in f32)
             continue
         if distances.ndim != 1:
             raise InvalidValueError("numpy.gradient: distances must be either scalars or 1d")

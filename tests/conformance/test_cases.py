@@ -36,6 +36,21 @@ def _derivatives(case: adcore.Case, backend: str, sample: adcore.Sample) -> tupl
     return adcore.jacobian(case.fn, argnums=case.argnums, backend=backend)(*sample.args, **sample.params)
 
 
+# interp, partition and unwrap pick elements by value, which symbolic (no numbers) refuses by name
+REFUSING = {("np_interp", "symbolic"), ("np_partition", "symbolic"), ("np_unwrap", "symbolic")}
+
+
+def _refused(name: str, backend: str) -> bool:
+    """Whether the backend refuses the case; if so, that it does by its typed error, at every sample."""
+    if (name, backend) not in REFUSING:
+        return False
+    case = BY_NAME[name]
+    for sample in case.samples(np.random.default_rng(0), np.dtype("float64")):
+        with pytest.raises(adcore.AdcoreError, match=f"backend '{backend}'"):
+            _derivatives(case, backend, sample)
+    return True
+
+
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -104,6 +119,8 @@ def test_relu_net_samples_keep_relu_away_from_its_kink(seed, dtype):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_backend_agrees_with_reverse_in_float64(name, backend):
     case = BY_NAME[name]
+    if _refused(name, backend):
+        return
     for sample in case.samples(np.random.default_rng(0), np.dtype("float64")):
         expected = _derivatives(case, "reverse", sample)
         _assert_close(_derivatives(case, backend, sample), expected, _rtol(backend))
@@ -113,6 +130,8 @@ def test_every_backend_agrees_with_reverse_in_float64(name, backend):
 @pytest.mark.parametrize("name", NAMES)
 def test_float32_samples_give_float32_derivatives(name, backend):
     case = BY_NAME[name]
+    if _refused(name, backend):
+        return
     sample = case.samples(np.random.default_rng(0), np.dtype("float32"))[-1]
     derivatives = _derivatives(case, backend, sample)
     assert len(derivatives) == len(case.argnums)
