@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from adcore.core import Tracer, concrete
+from adcore.errors import AdcoreError
 from adcore.ops import elementwise, reductions, shapes
 
 
@@ -119,6 +120,18 @@ def _products_of_others(x: Any, axis: Any) -> Any:
 def mask(condition: Any, like: Any) -> np.ndarray:
     """A concrete 0/1 (or weight) array in `like`'s dtype: a derivative that is a step."""
     return np.asarray(condition, dtype=like.dtype)
+
+
+def nan_where_value_is(x: Any, ans: Any) -> Any:
+    """x, with nan where the op's value `ans` is nan (a real x outside the op's domain: log(-1),
+    arctanh(2)): a rule that divides by it gives nan there, not the finite slope of the formula,
+    since a slope must not be a number where the value is not one. x itself where no value is nan,
+    and where ans has no number (symbolic, whose where refuses a nan constant)."""
+    try:
+        undefined = np.isnan(concrete(ans))
+    except AdcoreError:  # a backend with no numbers
+        return x
+    return elementwise.where(undefined, np.nan, x) if undefined.any() else x
 
 
 def times_step(v: Any, weight: Any, zero: Any = None) -> Any:

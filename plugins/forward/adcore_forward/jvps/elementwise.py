@@ -7,6 +7,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import inside_clip, lift, mask, power_by_base, power_by_exponent, tie_split, times_step
+from adcore.extend.rules import nan_where_value_is
 from adcore.ops import complex_parts as cp
 from adcore.ops import elementwise as ew
 from adcore_forward.jvps.table import defjvp
@@ -31,8 +32,8 @@ defjvp("sqrt",       lambda t, ans, x: t * (0.5 / ans))
 # --- exponentials and logarithms ----------------------------------------------------
 defjvp("exp",        lambda t, ans, x: t * ans)
 defjvp("expm1",      lambda t, ans, x: t * (ans + 1))
-defjvp("log",        lambda t, ans, x: t / x)
-defjvp("log1p",      lambda t, ans, x: t / (1 + x))
+defjvp("log",        lambda t, ans, x: t / nan_where_value_is(x, ans))  # nan at real x < 0, as the value
+defjvp("log1p",      lambda t, ans, x: t / (1 + nan_where_value_is(x, ans)))
 
 # --- trigonometric and hyperbolic -------------------------------------------------
 defjvp("sin",        lambda t, ans, x: t * anp.cos(x))
@@ -70,11 +71,11 @@ defjvp("where",      None,
 # --- inverse hyperbolic -------------------------------------------------------------
 defjvp("arcsinh",      lambda t, ans, x: t / anp.sqrt(x * x + 1))
 defjvp("arccosh",      lambda t, ans, x: t / (anp.sqrt(x - 1) * anp.sqrt(x + 1)))  # not sqrt(x*x - 1): complex x
-defjvp("arctanh",      lambda t, ans, x: t / (1 - x * x))
+defjvp("arctanh",      lambda t, ans, x: t / (1 - x * nan_where_value_is(x, ans)))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defjvp("log2",         lambda t, ans, x: t / (x * ew.LN2))
-defjvp("log10",        lambda t, ans, x: t / (x * ew.LN10))
+defjvp("log2",         lambda t, ans, x: t / (nan_where_value_is(x, ans) * ew.LN2))
+defjvp("log10",        lambda t, ans, x: t / (nan_where_value_is(x, ans) * ew.LN10))
 defjvp("exp2",         lambda t, ans, x: t * (ans * ew.LN2))
 defjvp("logaddexp",    lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans),
                        lambda t, ans, x, y: lift(t, ans) * ew.exp_share(y, x, ans))

@@ -7,6 +7,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import inside_clip, mask, power_by_base, power_by_exponent, tie_split, unbroadcast
+from adcore.extend.rules import nan_where_value_is
 from adcore.ops import complex_parts as cp
 from adcore.ops import elementwise as ew
 from adcore_reverse.vjps.table import VJPS, defvjp, defvjp_steps
@@ -32,8 +33,8 @@ defvjp("sqrt",       lambda g, ans, x: g * 0.5 / ans)
 # --- exponentials and logarithms ----------------------------------------------------
 defvjp("exp",        lambda g, ans, x: g * ans)
 defvjp("expm1",      lambda g, ans, x: g * (ans + 1))
-defvjp("log",        lambda g, ans, x: g / x)
-defvjp("log1p",      lambda g, ans, x: g / (1 + x))
+defvjp("log",        lambda g, ans, x: g / nan_where_value_is(x, ans))  # nan at real x < 0, as the value
+defvjp("log1p",      lambda g, ans, x: g / (1 + nan_where_value_is(x, ans)))
 
 # --- trigonometric and hyperbolic -------------------------------------------------
 defvjp("sin",        lambda g, ans, x: g * anp.cos(x))
@@ -71,11 +72,11 @@ VJPS["where"] = MaskingRules((None,  # untaken positions are structural zeros (z
 # --- inverse hyperbolic -------------------------------------------------------------
 defvjp("arcsinh",      lambda g, ans, x: g / anp.sqrt(x * x + 1))
 defvjp("arccosh",      lambda g, ans, x: g / (anp.sqrt(x - 1) * anp.sqrt(x + 1)))  # not sqrt(x*x - 1): complex x
-defvjp("arctanh",      lambda g, ans, x: g / (1 - x * x))
+defvjp("arctanh",      lambda g, ans, x: g / (1 - x * nan_where_value_is(x, ans)))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defvjp("log2",         lambda g, ans, x: g / (x * ew.LN2))
-defvjp("log10",        lambda g, ans, x: g / (x * ew.LN10))
+defvjp("log2",         lambda g, ans, x: g / (nan_where_value_is(x, ans) * ew.LN2))
+defvjp("log10",        lambda g, ans, x: g / (nan_where_value_is(x, ans) * ew.LN10))
 defvjp("exp2",         lambda g, ans, x: g * ans * ew.LN2)
 defvjp("logaddexp",    lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans), x),
                        lambda g, ans, x, y: unbroadcast(g * ew.exp_share(y, x, ans), y))
