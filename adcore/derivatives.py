@@ -4,11 +4,12 @@ adcore.api's business, above this); with the option, input and output checks."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -93,6 +94,23 @@ def prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> 
     return be
 
 
+@contextlib.contextmanager
+def typed_errors_of_f(be: Backend) -> Iterator[None]:
+    """A plain ValueError raised by f's own code (NumPy's max of an empty array, where f runs on plain
+    arrays) re-raised as an InvalidValueError naming the backend and f, from the original. adcore's
+    typed errors and NumPy's subclasses (AxisError, also an IndexError) pass as they are."""
+    try:
+        yield
+    except ValueError as e:
+        if type(e) is not ValueError or not _raised_in_f(e):
+            raise
+        raise InvalidValueError(
+            f"backend {be.name!r}: f raised {type(e).__name__}: {e}. It came from f's own code (or NumPy's "
+            "called from it on plain arrays: this backend's, or any on an empty input), not from adcore: fix "
+            "that call in f, or the input that makes it fail (e.g. the max of an empty array)"
+        ) from e
+
+
 def _raised_in_f(e: BaseException) -> bool:
     """Whether e was raised by f's own code (or NumPy's called from it): the traceback passes
     through the call of f, and the frame that raised it is not adcore's."""
@@ -135,17 +153,8 @@ def value_and_jacobian(
             a.__class__ is np.ndarray and a.dtype.char in "fd"
         ):  # float32/64: the common case, checked at no cost
             args[i] = float_input(a, f"argument {i}")
-    try:
+    with typed_errors_of_f(be):
         value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
-    except ValueError as e:
-        # a subclass (NumPy's AxisError, also an IndexError) keeps its own type; adcore's are typed
-        if type(e) is not ValueError or not _raised_in_f(e):
-            raise
-        raise InvalidValueError(
-            f"backend {be.name!r}: f raised {type(e).__name__}: {e}. It came from f's own code (or NumPy's "
-            "called from it on plain arrays: this backend's, or any on an empty input), not from adcore: fix "
-            "that call in f, or the input that makes it fail (e.g. the max of an empty array)"
-        ) from e
     if scalar:  # a size-1 output of shape (1,) or (1, 1): the gradient of the scalar it holds
         jacobians = tuple(_gradient_shaped(j, args[i]) for j, i in zip(jacobians, unique))
         errors = (
@@ -172,7 +181,10 @@ def _gradient_shaped(jacobian: Any, arg: Any) -> Any:
 def jvp(be: Backend, f: Callable[..., Any], args: tuple, tangents: tuple, options: dict) -> tuple[Any, Any]:
     """(f(*args), J·tangents) for checked args and tangents (float_input, check_tangent)."""
     if not _implements(type(be), "jvp"):  # J·t from the Jacobian
-        value, jacobians, _ = _jacobians(be, f, args, tuple(range(len(args))), False, True, options, "jvp")
+        with typed_errors_of_f(be):
+            value, jacobians, _ = _jacobians(
+                be, f, args, tuple(range(len(args))), False, True, options, "jvp"
+            )
         total = None
         for jac, t in zip(jacobians, tangents):
             flat = ops.reshape(jac, shape=(int(np.prod(np.shape(value))), int(np.size(t))))
@@ -180,7 +192,8 @@ def jvp(be: Backend, f: Callable[..., Any], args: tuple, tangents: tuple, option
             total = term if total is None else total + term
         return _fresh(value), _like(total, _dtyped(value))
     batched = tuple(ops.reshape(t, shape=(1,) + np.shape(x)) for t, x in zip(tangents, args))
-    out, tangent_out = be.jvp(f, args, batched, **options)
+    with typed_errors_of_f(be):
+        out, tangent_out = be.jvp(f, args, batched, **options)
     check_output(out, be.name, scalar=False)
     if tangent_out is None:
         return _fresh(out), np.zeros(np.shape(out), dtype=_dtype(out))
@@ -193,7 +206,8 @@ def vjp(be: Backend, f: Callable[..., Any], args: tuple, options: dict) -> tuple
     differentiable: a traced ct (or traced args) gives traced cotangents."""
     every = tuple(range(len(args)))
     if not _implements(type(be), "vjp"):  # ctᵀJ from the Jacobian
-        value, jacobians, _ = _jacobians(be, f, args, every, False, True, options, "vjp")
+        with typed_errors_of_f(be):
+            value, jacobians, _ = _jacobians(be, f, args, every, False, True, options, "vjp")
         size = int(np.prod(np.shape(value)))
 
         def transposed(cotangent: Any) -> tuple:
@@ -210,7 +224,8 @@ def vjp(be: Backend, f: Callable[..., Any], args: tuple, options: dict) -> tuple
     # the pullback runs later, after the caller may have changed its arrays: keep copies, in their
     # memory layout (order K): NumPy's sums depend on it, and the traced value must be f(x)'s bits
     copies = tuple(a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args)
-    out, pullback_ = be.vjp(f, copies, every, **options)
+    with typed_errors_of_f(be):
+        out, pullback_ = be.vjp(f, copies, every, **options)
     check_output(out, be.name, scalar=False)
 
     def pullback(cotangent: Any) -> tuple:

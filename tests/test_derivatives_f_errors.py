@@ -48,3 +48,21 @@ def test_adcores_own_typed_error_passes_unchanged(backend):
     # the traced max of an empty array is adcore's refusal, naming the op: not re-wrapped as f's
     with pytest.raises(AdcoreError, match=r"^op 'max' of an array of shape \(0,\)"):
         adcore.grad(_max, backend=backend)(np.zeros(0))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: adcore.vjp(_max, np.zeros(0), backend="numeric"),
+        lambda: adcore.jvp(_max, (np.zeros(0),), (np.zeros(0),), backend="numeric"),
+        lambda: adcore.vjp(_bad_int, np.ones(2)),
+        lambda: adcore.jvp(_bad_int, (np.ones(2),), (np.ones(2),)),
+    ],
+    ids=["vjp-numeric", "jvp-numeric", "vjp-reverse", "jvp-forward"],
+)
+def test_jvp_and_vjp_type_fs_own_value_error_too(call):
+    with pytest.raises(InvalidValueError, match=r"backend '\w+': f raised ValueError") as caught:
+        call()
+    assert type(caught.value.__cause__) is ValueError
+    out, pullback = adcore.vjp(lambda x: np.sum(x * x), np.ones(2))  # the next call works
+    np.testing.assert_allclose(pullback(1.0)[0], [2.0, 2.0])
