@@ -339,7 +339,7 @@ def _reader() -> str:
     ):
         frame = frame.f_back  # past concrete and the comprehensions that call it
     name = frame.f_code.co_name if frame is not None else "?"
-    func = frame.f_locals.get("func") if name == "__array_function__" else None
+    func = frame.f_locals.get("func") if name in ("__array_function__", "_plain_index") else None
     if func is not None:
         return f"np.{getattr(func, '__name__', func)}(x) (an index has no derivative, but which one depends on x)"
     return _READERS.get(name, f"x.{name}()")
