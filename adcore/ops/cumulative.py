@@ -25,9 +25,8 @@ def _cumprod(x, axis=None, dtype=None):
 
 
 def _diff(x, n=1, axis=-1, prepend=None, append=None):
+    # the ends as given, so the value's dtype is NumPy's (a float64 prepend makes float32 x float64)
     ends = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
-    if np.result_type(x).kind == "f":  # the ends in x's float dtype: float32 in, float32 out
-        ends = {k: np.asarray(v).astype(np.result_type(x)) for k, v in ends.items()}
     return np.diff(x, n=n, axis=axis, **ends)
 
 
@@ -98,7 +97,7 @@ diff = OpSpec(
     params=("n", "axis", "prepend", "append"),
     numpy=(np.diff,),
     samples=_diff_samples,
-    doc="prepend and append are constants (no derivative), cast to x's float dtype",
+    doc="prepend and append are constants (no derivative); the value's dtype is NumPy's (float64 ends make float32 x float64)",
     accepts_complex=True,
 )
 sort = OpSpec(

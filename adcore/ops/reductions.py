@@ -402,20 +402,14 @@ nanmean = OpSpec(
 # --- order statistics: median, quantile, percentile (rules: sort + interpolation weights) ----
 
 
-def _typed_q(x, q):
-    """q in x's float dtype, so that the result has it (NumPy's would follow a float64 q)."""
-    dtype = np.result_type(x)
-    return np.asarray(q, dtype=dtype) if dtype.kind == "f" else q
-
-
 def _quantile(x, q, axis=None, method="linear", keepdims=False):
     check_method("quantile", method)
-    return np.quantile(x, _typed_q(x, q), axis=axis, method=method, keepdims=keepdims)
+    return np.quantile(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
 def _percentile(x, q, axis=None, method="linear", keepdims=False):
     check_method("percentile", method)
-    return np.percentile(x, _typed_q(x, q), axis=axis, method=method, keepdims=keepdims)
+    return np.percentile(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
 def _quantile_samples(scale: float):
@@ -461,7 +455,7 @@ quantile = OpSpec(
     samples=_quantile_samples(1.0),
     kinks=(Kink(([1.0, 5.0, 1.0],), (np.array([0.6, 0.0, 0.4]),), {"q": 0.2}, why=_STABLE),),
     kink_distance=lambda x, q, axis=None, method="linear", keepdims=False: closest_pair(x, axis),
-    doc=f"q constant (cast to x's float dtype); methods {', '.join(QUANTILE_METHODS)}; {_ORDER_DOC}",
+    doc=f"q constant, as given (the value's dtype is NumPy's); methods {', '.join(QUANTILE_METHODS)}; {_ORDER_DOC}",
 )
 percentile = OpSpec(
     "percentile",
