@@ -561,11 +561,18 @@ def _detached(result: Any, args: Sequence[Any]) -> Any:
     torch.autograd.grad's without create_graph. Tracers of transformations open outside (a nested
     derivative) stay, and so does everything when an argument is itself eager (a rule run by
     backward(create_graph=True), checkpoint's and custom_vjp's, records its derivative)."""
-    if isinstance(result, np.ndarray) or any(_eager(a) for a in args):
+    if isinstance(result, _PLAIN) or (
+        result.__class__ is tuple and all(isinstance(r, _PLAIN) for r in result)
+    ):
+        return result  # the common cases, plain already
+    if any(_eager(a) for a in args):
         return result
     if isinstance(result, Tracer):  # the common case, one array, costs one check
         return _plain_below(result)
     return tree.map(_plain_below, result)
+
+
+_PLAIN = (np.ndarray, np.generic)
 
 
 def _eager(x: Any) -> bool:

@@ -4,12 +4,11 @@ adcore.api's business, above this); with the option, input and output checks."""
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -94,18 +93,25 @@ def prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> 
     return be
 
 
-@contextlib.contextmanager
-def typed_errors_of_f(be: Backend) -> Iterator[None]:
-    """A plain ValueError raised by f's own code (NumPy's max of an empty array, where f runs on plain
-    arrays) re-raised as an InvalidValueError naming the backend and f, from the original. adcore's
-    typed errors and NumPy's subclasses (AxisError, also an IndexError) pass as they are."""
-    try:
-        yield
-    except ValueError as e:
-        if type(e) is not ValueError or not _raised_in_f(e):
-            raise
+class typed_errors_of_f:
+    """`with typed_errors_of_f(be)`: a plain ValueError raised by f's own code (NumPy's max of an
+    empty array, where f runs on plain arrays) re-raised as an InvalidValueError naming the backend
+    and f, from the original. adcore's typed errors and NumPy's subclasses (AxisError, also an
+    IndexError) pass as they are. (A class, not a generator: it wraps every derivative call.)"""
+
+    __slots__ = ("be",)
+
+    def __init__(self, be: Backend) -> None:
+        self.be = be
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, e: Any, traceback: Any) -> None:
+        if kind is not ValueError or not _raised_in_f(e):
+            return  # no error, or one that passes as it is
         raise InvalidValueError(
-            f"backend {be.name!r}: f raised {type(e).__name__}: {e}. It came from f's own code (or NumPy's "
+            f"backend {self.be.name!r}: f raised {type(e).__name__}: {e}. It came from f's own code (or NumPy's "
             "called from it on plain arrays: this backend's, or any on an empty input), not from adcore: fix "
             "that call in f, or the input that makes it fail (e.g. the max of an empty array)"
         ) from e
@@ -156,7 +162,7 @@ def value_and_jacobian(
     with typed_errors_of_f(be):
         value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
     if scalar:  # a size-1 output of shape (1,) or (1, 1): the gradient of the scalar it holds
-        jacobians = tuple(_gradient_shaped(j, args[i]) for j, i in zip(jacobians, unique))
+        jacobians = tuple([_gradient_shaped(j, args[i]) for j, i in zip(jacobians, unique)])
         errors = (
             None if errors is None else tuple(_gradient_shaped(e, args[i]) for e, i in zip(errors, unique))
         )
@@ -172,10 +178,11 @@ def value_and_jacobian(
 
 
 def _gradient_shaped(jacobian: Any, arg: Any) -> Any:
-    """A size-1 output's Jacobian (shape (1, ...) + arg.shape) as the gradient, arg's shape."""
-    if np.ndim(jacobian) == np.ndim(arg):
-        return jacobian
-    return ops.reshape(jacobian, shape=np.shape(arg))
+    """A size-1 output's Jacobian (shape (1, ...) + arg.shape) as the gradient, arg's shape (arg is
+    an array or tracer here: value_and_jacobian's float_input made it one)."""
+    if getattr(jacobian, "shape", None) == arg.shape:
+        return jacobian  # a 0-d output's, the common case
+    return ops.reshape(jacobian, shape=arg.shape)
 
 
 def jvp(be: Backend, f: Callable[..., Any], args: tuple, tangents: tuple, options: dict) -> tuple[Any, Any]:
@@ -285,6 +292,8 @@ _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _plain_ndarray(x: Any, where: str) -> None:
     """np.matrix (whose * is a matrix product, whose reductions stay 2-d) and masked arrays (whose
     mask no op reads) are refused: a derivative of them would be of another function than f's."""
+    if x.__class__ is np.ndarray or not isinstance(x, np.ndarray):
+        return  # both are subclasses of ndarray
     if isinstance(x, np.ma.MaskedArray):
         raise InvalidInputError(
             f"{where} is a masked array (np.ma), and no op reads its mask: pass x.filled(value) or "

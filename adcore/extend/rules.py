@@ -128,9 +128,12 @@ def nan_where_value_is(x: Any, ans: Any) -> Any:
     since a slope must not be a number where the value is not one. x itself where no value is nan,
     and where ans has no number (symbolic, whose where refuses a nan constant)."""
     try:
-        undefined = np.isnan(concrete(ans))
+        values = concrete(ans)
     except AdcoreError:  # a backend with no numbers
         return x
+    if values.__class__ is np.float64 or values.__class__ is np.float32:
+        return x if values == values else elementwise.where(True, np.nan, x)  # a scalar, at no cost
+    undefined = np.isnan(values)
     return elementwise.where(undefined, np.nan, x) if undefined.any() else x
 
 
