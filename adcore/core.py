@@ -153,6 +153,11 @@ def frozen_value(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.copy(order="K")
     if isinstance(value, tuple):
+        for item in value:
+            if item.__class__ not in _FIXED:
+                break
+        else:
+            return value  # a shape, axes, a tuple of numbers: the common case, no call per item
         items = tuple(map(frozen_value, value))
         if all(a is b for a, b in zip(items, value)):
             return value
