@@ -125,7 +125,7 @@ def test_an_op_with_only_a_vjp_is_unsupported_on_forward_not_a_failure(register_
 
 
 def test_a_traceable_op_without_rules_is_checked_through_its_body(register_plugin):
-    # adcore-scipy's expit is traceable: each backend differentiates its body, so none is unsupported
+    # a traceable op: each backend differentiates its body, so none is unsupported
     twice_sin = OpSpec(
         "twice_sin",
         lambda x: adcore.ops.multiply(2.0, adcore.ops.sin(x)),

@@ -21,19 +21,6 @@ CALLS = {
     ),
 }
 
-# known departures still open (found by this test; left to the owners of these ops): not strict,
-# as they depart on some samples only; each is in the report of the commit that added this test
-KNOWN = {
-    "expit": "the value is not scipy.special.expit's bit for bit on some samples (its own formula)",
-    "logit": "the value is not scipy.special.logit's bit for bit on some samples (its own formula)",
-    "einsum": "three or more operands contract pairwise in opt_einsum's order; np.einsum's default loops "
-    "once: the last bit differs",
-    **dict.fromkeys(
-        ("gammainc", "gammaincc", "yn"),
-        "a Python float (int) first argument with float32 x: SciPy's value is float64, adcore's float32",
-    ),
-}
-
 
 def numpy_functions(op) -> list:
     """The op's NumPy functions, a named one ("scipy.special.erf") imported."""
@@ -87,8 +74,7 @@ def cases() -> list:
             op, sample = case.values
             if not op.numpy:
                 continue
-            marks = [pytest.mark.xfail(reason=KNOWN[op.name], strict=False)] if op.name in KNOWN else []
-            out.append(pytest.param(op, sample, id=f"{case.id}-{np.dtype(dtype).name}", marks=marks))
+            out.append(pytest.param(op, sample, id=f"{case.id}-{np.dtype(dtype).name}"))
     return out
 
 

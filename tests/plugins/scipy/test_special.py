@@ -121,6 +121,22 @@ def test_float32_stays_float32_in_value_and_derivative(f):
         assert adcore.grad(lambda v: f(v).sum(), backend=backend)(x).dtype == np.float32
 
 
+@pytest.mark.parametrize("name, first", [("gammainc", 1.5), ("gammaincc", 1.5), ("yn", 2)])
+def test_a_python_number_first_argument_gives_scipys_float64_value_and_a_float32_derivative(name, first):
+    x = X.astype(np.float32)
+    f = getattr(special, name)
+    want = getattr(ss, name)(first, x)
+    assert want.dtype == np.float64  # SciPy's loop for a Python number with float32 x
+    got = f(first, x)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    oracle = adcore.grad(lambda v: f(first, v).sum(), backend="numeric")(X)
+    for backend in RULES:
+        d = adcore.grad(lambda v: f(first, v).sum(), backend=backend)(x)
+        assert d.dtype == np.float32
+        np.testing.assert_allclose(d, oracle, rtol=1e-5)
+    assert f(first, X).dtype == np.float64  # the next call works
+
+
 # --- against torch.special's autograd ---------------------------------------------------------
 
 TORCH = [

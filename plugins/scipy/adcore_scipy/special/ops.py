@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-import adcore.numpy as anp
 from adcore.errors import InvalidValueError
 from adcore.extend import LazyModule
 from adcore.spec import POSITIVE, REAL, UNARY_SHAPES, UNIT_OPEN, WIDE, Domain, Kink, OpSpec, Sample
@@ -29,24 +28,15 @@ UNIT = Domain(0.05, 0.95)  # logit, betainc's x: inside (0, 1)
 
 
 def _scipy(name: str) -> Any:
-    """scipy.special.<name>, looked up when called (SciPy is imported by the first call)."""
+    """scipy.special.<name>, looked up when called (SciPy is imported by the first call); its value
+    as SciPy gives it, dtype included (gammainc(1.5, float32 x) is float64, as SciPy's loop)."""
 
     def impl(*args: Any) -> Any:
-        return _in_dtype_of_arrays(getattr(special, name)(*args), args)
+        return getattr(special, name)(*args)
 
     impl.__name__ = impl.__qualname__ = name
     impl.__doc__ = f"scipy.special.{name}"
     return impl
-
-
-def _in_dtype_of_arrays(out: Any, args: tuple) -> Any:
-    """out in the float dtype of the array inputs: some SciPy loops (gammainc with a Python float a,
-    yn's integer order) compute float32 x in float64, and float32 in is float32 out."""
-    arrays = [a for a in args if isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "f"]
-    if not arrays:
-        return out
-    dtype = np.result_type(*arrays)
-    return out.astype(dtype) if np.result_type(out) != dtype else out
 
 
 def _ufunc(
@@ -155,25 +145,16 @@ gammaincc = _ufunc(
     doc="the regularized upper incomplete gamma Q(a, x) = 1 - P(a, x); no derivative in a (refused)",
 )
 
-# --- logistic: over the core ops, so no rules of their own -------------------------------
-expit = OpSpec(
+# --- logistic: SciPy's own, so a traced call's value is scipy.special.expit's bit for bit -----------
+expit = _ufunc(
     "expit",
-    lambda x: anp.sigmoid(x),
-    numpy=("scipy.special.expit",),
-    samples=_samples(REAL),
-    elementwise=True,
-    traceable=True,
-    doc="the logistic sigmoid, the core's stable sigmoid: finite with finite derivative at +-1e3",
+    REAL,
+    samples=lambda rng, dtype: (
+        _samples(REAL)(rng, dtype) + [Sample((np.asarray([-40.0, -15.0, 15.0, 40.0], dtype=dtype),))]
+    ),
+    doc="the logistic sigmoid 1 / (1 + exp(-x)); d/dx = expit(x) expit(-x): finite at +-1e3",
 )
-logit = OpSpec(
-    "logit",
-    lambda x: anp.log(x) - anp.log1p(-x),
-    numpy=("scipy.special.logit",),
-    samples=_samples(UNIT),
-    elementwise=True,
-    traceable=True,
-    doc="log(x / (1 - x)), as log(x) - log1p(-x): accurate near 0 and 1",
-)
+logit = _ufunc("logit", UNIT, doc="log(x / (1 - x)), the inverse of expit; d/dx = 1 / (x (1 - x))")
 
 # --- x log y: 0 at x = 0, with the derivative in y 0 there ---------------------------------
 _XLOG_KINK_WHY = "at x = 0 the value is 0 for every y, so d/dy = 0; d/dx = log(y) (log1p(y)) as elsewhere"

@@ -24,6 +24,7 @@ from adcore_scipy.special.ops import (
     _order,
     betaln,
     digamma,
+    expit,
     gamma,
     gammaln,
     i0,
@@ -123,6 +124,9 @@ DERIVATIVES: dict[str, tuple[Any, ...]] = {
                   lambda ans, a, b, x: d_betainc_x(a, b, x)),
     "gammainc":  (refused("gammainc", "a", NO_CLOSED_FORM), lambda ans, a, x: d_gammainc_x(a, x)),
     "gammaincc": (refused("gammaincc", "a", NO_CLOSED_FORM), lambda ans, a, x: -d_gammainc_x(a, x)),
+    # logistic
+    "expit":     (lambda ans, x: ans * expit(-x),),  # expit (1 - expit), without 1 - 1 at large x
+    "logit":     (lambda ans, x: 1.0 / (x * (1.0 - x)),),
     # x log y: 0 where x = 0, and so is d/dy there
     "xlogy":     (lambda ans, x, y: anp.log(y), lambda ans, x, y: divide_where_x(x, y)),
     "xlog1py":   (lambda ans, x, y: anp.log1p(y), lambda ans, x, y: divide_where_x(x, 1.0 + y)),
@@ -184,7 +188,7 @@ def _sympy_rule(op: str) -> Any:
 # rgamma has none: 1/gamma's derivative is 0 * inf at the poles, where d_rgamma reflects
 _SYMPY_OPS = (
     "erf", "erfc", "erfinv", "erfcinv", "gamma", "gammaln", "digamma", "beta", "betaln", "betainc",
-    "gammainc", "gammaincc", "xlogy", "xlog1py", "i0", "i1", "j0", "j1", "y0", "y1", "iv", "ive", "jv", "yn",
+    "gammainc", "gammaincc", "expit", "logit", "xlogy", "xlog1py", "i0", "i1", "j0", "j1", "y0", "y1", "iv", "ive", "jv", "yn",
 )  # fmt: skip
 SYMPY_RULES: dict[str, Any] = {op: _sympy_rule(op) for op in _SYMPY_OPS}
 

@@ -179,6 +179,26 @@ class gammaincc(gammainc):
         return sp.uppergamma(a, x) / sp.gamma(a)
 
 
+class expit(_Unary):
+    op = "expit"
+
+    def fdiff(self, argindex=1):
+        return self * expit(-self.x)  # expit (1 - expit), without 1 - 1 at large x
+
+    def elementary(self):
+        return 1 / (1 + sp.exp(-self.x))
+
+
+class logit(_Unary):
+    op = "logit"
+
+    def fdiff(self, argindex=1):
+        return 1 / (self.x * (1 - self.x))
+
+    def elementary(self):
+        return sp.log(self.x / (1 - self.x))
+
+
 class xlogy(OpCall):
     op = "xlogy"
     nargs = 2
