@@ -62,9 +62,16 @@ def _work(plan: EinsumPlan) -> int:
     return int(np.prod([n for _, n in plan.sizes], dtype=float))
 
 
-def _einsum(*operands: Any, subscripts: str = "", optimize: Any = None) -> np.ndarray:
-    plan = einsum_plan(subscripts, tuple(np.shape(x) for x in operands))
-    return contract(plan, list(operands))
+PAIRWISE = "adcore-pairwise"  # einsum's `optimize` in the rules' einsums: contract() (opt_einsum's order)
+
+
+def _einsum(*operands: Any, subscripts: str = "", optimize: Any = False) -> np.ndarray:
+    """np.einsum as the user called it (NumPy's `optimize`, default False: one loop), so the value is
+    NumPy's bit for bit; the rules' einsums (optimize=PAIRWISE) contract in pairs, opt_einsum's order."""
+    plan = einsum_plan(subscripts, tuple(np.shape(x) for x in operands))  # bad subscripts: typed errors
+    if isinstance(optimize, str) and optimize == PAIRWISE:
+        return contract(plan, list(operands))
+    return np.asarray(np.einsum(subscripts, *operands, optimize=optimize))
 
 
 def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None) -> np.ndarray:
@@ -302,7 +309,7 @@ einsum = _SubscriptsFirst(
     samples=_einsum_samples,
     doc=(
         "np.einsum(subscripts, *operands): explicit or implicit output, '...', repeated labels "
-        "(diagonals); the contraction order is opt_einsum's, whatever `optimize` says"
+        "(diagonals); the value is np.einsum's for the same `optimize` (NumPy's default False: one loop)"
     ),
     accepts_complex=True,
 )

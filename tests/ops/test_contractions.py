@@ -383,3 +383,21 @@ def test_matrix_power_of_a_bad_matrix_is_numpys_linalg_error_too(a, n):
 def test_bad_input_on_a_traced_value_is_the_same_error():
     with pytest.raises(InvalidValueError, match="tensordot"):
         adcore.grad(lambda x: anp.sum(anp.tensordot(x, np.ones((2, 3)), axes=1)))(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("optimize", [False, True, "greedy", "optimal"])
+def test_einsum_of_three_operands_is_numpys_value_for_the_same_optimize(optimize):
+    rng = np.random.default_rng(3)
+    a, b, c = rng.normal(size=(7, 9)), rng.normal(size=(9, 11)), rng.normal(size=(11, 5))
+    want = np.einsum("ij,jk,kl->il", a, b, c, optimize=optimize)
+
+    def f(x):
+        return np.einsum("ij,jk,kl->il", x, b, c, optimize=optimize)
+
+    value, pullback = adcore.vjp(f, a)
+    assert value.dtype == want.dtype and np.array_equal(value, want)  # bit for bit, NumPy's loop or path
+    g = rng.normal(size=want.shape)
+    np.testing.assert_allclose(pullback(g)[0], g @ (b @ c).T, rtol=1e-12)  # d/da of a (bc): g (bc)^T
+    for backend in BACKENDS:
+        jac = adcore.jacobian(lambda x: f(x).sum(), backend=backend)(a)
+        np.testing.assert_allclose(jac, np.tile((b @ c).sum(axis=1), (7, 1)), rtol=1e-12)

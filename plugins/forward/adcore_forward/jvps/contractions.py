@@ -15,7 +15,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.extend import lift
 from adcore.ops import complex_parts as cp
-from adcore.ops.contractions import power_program
+from adcore.ops.contractions import PAIRWISE, power_program
 from adcore.ops.einsum_forms import einsum_form, shape_of
 from adcore.ops.einsum_notation import tangent_subscripts
 from adcore_forward.jvps.table import batch as _batch
@@ -35,7 +35,7 @@ def einsum_tangent(op: str, k: int, t: Any, ans: Any, inputs: tuple, params: dic
         _shaped(t, t.shape[:1] + s) if i == k else _shaped(x, s)
         for i, (x, s) in enumerate(zip(operands, plan.shapes))
     ]
-    share = anp.einsum(*shaped, subscripts=tangent_subscripts(plan, k))
+    share = anp.einsum(*shaped, subscripts=tangent_subscripts(plan, k), optimize=PAIRWISE)
     return _shaped(share, _batch(t, ans))
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.ops import complex_parts as cp
-from adcore.ops.contractions import power_program
+from adcore.ops.contractions import PAIRWISE, power_program
 from adcore.ops.einsum_forms import einsum_form, shape_of
 from adcore.ops.einsum_notation import cotangent_subscripts
 from adcore_reverse.vjps.table import defvjp, defvjp_variadic
@@ -38,7 +38,9 @@ def einsum_cotangent(op: str, k: int, g: Any, inputs: tuple, params: dict) -> An
     others = [_shaped(x, s) for i, (x, s) in enumerate(zip(operands, plan.shapes)) if i != k]
     subscripts, constants = cotangent_subscripts(plan, k)
     extra = [_constant(kind, n, dtype) for kind, n in constants]
-    cotangent = anp.einsum(_shaped(g, plan.out_shape), *others, *extra, subscripts=subscripts)
+    cotangent = anp.einsum(
+        _shaped(g, plan.out_shape), *others, *extra, subscripts=subscripts, optimize=PAIRWISE
+    )
     return _shaped(cotangent, shape_of(inputs[k]))
 
 
