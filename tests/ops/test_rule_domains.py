@@ -7,21 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from finite_differences import central_jacobian
 
 import adcore
 from adcore.errors import InvalidValueError
 
 RULE_BACKENDS = ["reverse", "forward"]
-
-
-def central_jacobian(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """d f / d x, f(x).shape + x.shape, by central differences."""
-    columns = []
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = h
-        columns.append((np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * h))
-    return np.stack(columns, axis=-1).reshape(np.shape(f(x)) + x.shape)
 
 
 # --- norm: the gradient at x = 0 is a subgradient; |x|**p, 1 < p < 2, bends infinitely at 0 ----------

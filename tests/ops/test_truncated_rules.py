@@ -8,21 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from finite_differences import central_jacobian
 
 import adcore
 from adcore.errors import InvalidValueError
 
 RULE_BACKENDS = ["reverse", "forward"]
-
-
-def central_jacobian(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """d f / d x, f(x).shape + x.shape, by central differences of a NumPy function."""
-    columns = []
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = h
-        columns.append((f(x + step) - f(x - step)) / (2 * h))
-    return np.stack(columns, axis=-1).reshape(np.shape(f(x)) + x.shape)
 
 
 def with_singular_values(values, m: int, n: int, batch: tuple = (), seed: int = 0) -> np.ndarray:
