@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-import adcore
+from adcore import ops as adcore_ops
 from adcore.core import Tracer
 from adcore.spec import Case, OpSpec, Sample
 
@@ -162,7 +162,7 @@ def _join(re: Any, im: Any, unit: np.ndarray) -> Any:
     """re + im * unit (1j in the complex dtype: a Python 1j would make complex64 complex128), by
     adcore ops where a part is traced, else by NumPy (numeric calls g thousands of times)."""
     if isinstance(re, Tracer) or isinstance(im, Tracer):
-        return adcore.ops.add(re, adcore.ops.multiply(im, unit))
+        return adcore_ops.add(re, adcore_ops.multiply(im, unit))
     return re + im * unit
 
 
@@ -172,7 +172,7 @@ def real_parts(out: Any) -> Any:
         return out
     if not isinstance(out, Tracer):
         return np.stack([np.real(out), np.imag(out)])
-    return adcore.ops.stack([adcore.ops.real(out), adcore.ops.imag(out)])
+    return adcore_ops.stack([adcore_ops.real(out), adcore_ops.imag(out)])
 
 
 def case_calls(case: Case, dtype: str, seed: int = 0) -> list[Call]:

@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-import adcore
-from adcore import ops
+from adcore import api, ops
 from adcore.conformance import abilities, tolerances
 from adcore.conformance.abilities import estimates
 from adcore.conformance.calls import Call
@@ -123,7 +122,7 @@ def check_grads(
     """
     modes = _checked_options(f, args, order, modes)
     flat, leaves, names, outputs = flatten(f, args)
-    installed, chosen = adcore.backends(), _chosen(backends, modes)
+    installed, chosen = api.backends(), _chosen(backends, modes)
     # the estimate is checked whatever `backends` says: it corroborates the reference, and backends
     # sharing a rule (a custom_jvp's, by forward and reverse) agree with each other even when it is wrong
     estimators = [b for b in installed if estimates(b) and b not in chosen]
@@ -176,7 +175,7 @@ def _chosen(backends: Sequence[str] | None, modes: tuple[str, ...]) -> list[str]
     """The backends to check: those named (each must exist), else all installed, of `modes`."""
     if isinstance(backends, str):
         backends = (backends,)
-    names = adcore.backends() if backends is None else [adcore.get_backend(b).name for b in backends]
+    names = api.backends() if backends is None else [api.get_backend(b).name for b in backends]
     chosen = [b for b in names if _mode(b) in (*modes, "")]
     if not chosen:
         kinds = ", ".join(f"{b} is {_mode(b)!r}" for b in names)
@@ -188,7 +187,7 @@ def _chosen(backends: Sequence[str] | None, modes: tuple[str, ...]) -> list[str]
 
 def _mode(backend: str) -> str:
     """'rev' for a backend that builds its derivatives from a pullback, 'fwd' from JVPs, else ''."""
-    return {"vjp": "rev", "jvp": "fwd"}.get(adcore.get_backend(backend).builds, "")
+    return {"vjp": "rev", "jvp": "fwd"}.get(api.get_backend(backend).builds, "")
 
 
 class _Runner:
@@ -295,7 +294,7 @@ def _dot_products(backend: str, probe: Probe, call: Call, reference, run: _Runne
     u = rng.uniform(-1, 1, out).astype(np.result_type(*call.args))
     vs = [rng.uniform(-1, 1, np.shape(p)).astype(p.dtype) for p in call.args]
     if mode == "rev":
-        pulled = run(backend, "vjp", lambda: adcore.vjp(call.fn, *call.args, backend=backend)[1](u))
+        pulled = run(backend, "vjp", lambda: api.vjp(call.fn, *call.args, backend=backend)[1](u))
         if pulled is None:
             return []
     failures = []
@@ -309,7 +308,7 @@ def _dot_products(backend: str, probe: Probe, call: Call, reference, run: _Runne
             pushed = run(
                 backend,
                 "jvp",
-                lambda n=n, v=v: adcore.jvp(call.of((n,)), (call.args[n],), (v,), backend=backend),
+                lambda n=n, v=v: api.jvp(call.of((n,)), (call.args[n],), (v,), backend=backend),
             )
             if pushed is None:
                 return []
@@ -397,7 +396,7 @@ class _Hessians:
     def __call__(self, inner: str, outer: str) -> Any:
         if (inner, outer) not in self.memo:
             try:
-                rows = adcore.hessian(self.phi, argnums=self.call.argnums, inner=inner, outer=outer)(
+                rows = api.hessian(self.phi, argnums=self.call.argnums, inner=inner, outer=outer)(
                     *self.call.args
                 )
                 self.memo[inner, outer] = tuple(h for row in rows for h in row)

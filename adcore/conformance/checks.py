@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-import adcore
+from adcore import api
+from adcore import ops as adcore_ops
 from adcore.conformance import abilities, tolerances
 from adcore.conformance.abilities import (
     estimate_options,
@@ -71,7 +72,7 @@ def check_subject(
     of their parts (complex128 as float64, complex64 as float32); the op's kinks, real points,
     are checked in the real dtypes alone.
     """
-    installed = adcore.backends()
+    installed = api.backends()
     tallies = {b: Tally(unsupported=supported(b)) for b in backends}
     cell_dtype, dtype = dtype, tolerances.judged_as(dtype)
     for k, call in enumerate(calls):
@@ -155,8 +156,8 @@ def traced_value(backend: str, call: Call) -> Any:
     xs = tuple(call.args[i] for i in call.argnums)
     fn = call.of(call.argnums)
     if "vjp" in products(backend):
-        return adcore.vjp(fn, *xs, backend=backend)[0]
-    return adcore.jvp(fn, xs, tuple(np.zeros_like(x) for x in xs), backend=backend)[0]
+        return api.vjp(fn, *xs, backend=backend)[0]
+    return api.jvp(fn, xs, tuple(np.zeros_like(x) for x in xs), backend=backend)[0]
 
 
 def check_value(tally: Tally, backend: str, call: Call, plain: np.ndarray | None, ulps: int = 0) -> None:
@@ -256,7 +257,7 @@ def check_dot_products(
     source = f"<u, J v> of {reference.source}"
     tolerance = tolerances.EXACT[dtype]
     if "vjp" in own:
-        _, vjp_fn = adcore.vjp(fn, *xs, backend=backend)
+        _, vjp_fn = api.vjp(fn, *xs, backend=backend)
         cotangents = vjp_fn(u)
         for ct, x in zip(cotangents, xs):  # <., v> broadcasts: an empty output's (0,) cotangent summed to 0
             if np.shape(ct) != np.shape(x):
@@ -264,7 +265,7 @@ def check_dot_products(
         got = sum(float(np.sum(np.asarray(ct, dtype=np.float64) * v)) for ct, v in zip(cotangents, vs))
         compare(tally, call.label, "vjp", got, expected, tolerance, source=source, scale=scale)
     if "jvp" in own:
-        _, tangent = adcore.jvp(fn, tuple(xs), tuple(vs), backend=backend)
+        _, tangent = api.jvp(fn, tuple(xs), tuple(vs), backend=backend)
         got = float(np.sum(u.astype(np.float64) * np.asarray(tangent, dtype=np.float64)))
         compare(tally, call.label, "jvp", got, expected, tolerance, source=source, scale=scale)
 
@@ -289,7 +290,7 @@ def along_directions(call: Call, rng: np.random.Generator) -> Callable[..., Any]
     vs = [rng.uniform(-1, 1, np.shape(x)).astype(x.dtype) for x in xs]
     us = [rng.uniform(-1, 1, np.shape(x)).astype(x.dtype) for x in xs]
     weights = rng.uniform(0.5, 1.5, np.shape(call.fn(*call.args))).astype(np.result_type(*xs))
-    ops = adcore.ops
+    ops = adcore_ops
 
     def psi(s: Any, t: Any) -> Any:
         args = list(call.args)
@@ -318,7 +319,7 @@ def check_second(
         if supported(name) or estimates(name) or patterns(name):
             continue
         try:
-            rows = adcore.hessian(psi, argnums=(0, 1), inner=name, outer=outer)(*point)
+            rows = api.hessian(psi, argnums=(0, 1), inner=name, outer=outer)(*point)
             hessians[name] = (_square([h for row in rows for h in row]),)
         except Exception as e:
             hessians[name] = e
@@ -372,8 +373,8 @@ def second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> 
     jacobians, errors = [], []
     try:
         for i in nums:
-            gradient = adcore.grad(weighted, argnums=i, backend=estimator, **inner)
-            hs, es = adcore.jacobian(gradient, argnums=nums, backend=estimator, **options)(*xs)
+            gradient = api.grad(weighted, argnums=i, backend=estimator, **inner)
+            hs, es = api.jacobian(gradient, argnums=nums, backend=estimator, **options)(*xs)
             jacobians += list(hs)
             errors += list(es)
     except Exception:
@@ -397,7 +398,7 @@ def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> 
             if patterns(backend):
                 check_kink_patterns(tally, backend, fn, inputs, kink.jacobians, label)
                 continue
-            jacs = adcore.jacobian(fn, argnums=nums, backend=backend)(*inputs)
+            jacs = api.jacobian(fn, argnums=nums, backend=backend)(*inputs)
         except DECLINED as e:
             tally.decline(label, e)
             continue

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-import adcore
 from adcore import ops as core_ops
 from adcore.conformance.calls import Call
 from adcore.conformance.checks import check_subject, op_support
@@ -282,7 +281,7 @@ class Program:
         values = list(xs)
         for j, line in enumerate(self.lines):
             args = [values[a] if _is_value(a) else a for a in line.args]
-            op, params = adcore.ops[line.op], dict(line.params)
+            op, params = core_ops[line.op], dict(line.params)
             value = op(*args, **params)
             if op.gauge is not None:  # LAPACK's signs on the branch of the program's own inputs
                 value = op.gauge(value, self._centres[j], *args, **params)
@@ -296,7 +295,7 @@ class Program:
         values = list(self.inputs)
         for line in self.lines:
             args = [values[a] if _is_value(a) else a for a in line.args]
-            values.append(adcore.ops[line.op](*args, **dict(line.params)))
+            values.append(core_ops[line.op](*args, **dict(line.params)))
         return values[len(self.inputs) :]
 
     @property

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-import adcore
+from adcore import api
 from adcore.conformance import tolerances
 from adcore.conformance.abilities import estimate_options, estimates
 from adcore.conformance.calls import Call
@@ -312,11 +312,11 @@ class Results:
     def _compute(self, backend: str) -> tuple:
         call = self.call
         if estimates(backend):
-            estimate = adcore.jacobian(
+            estimate = api.jacobian(
                 call.fn, argnums=call.argnums, backend=backend, **estimate_options(backend)
             )
             jacs, errors = estimate(*call.args)
             return tuple(jacs), tuple(errors)
         argnums = call.argnums + call.zeros
-        jacs = adcore.jacobian(call.fn, argnums=argnums, backend=backend)(*call.args)
+        jacs = api.jacobian(call.fn, argnums=argnums, backend=backend)(*call.args)
         return tuple(jacs[: len(call.argnums)]), tuple(jacs[len(call.argnums) :])

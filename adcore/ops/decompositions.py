@@ -572,7 +572,3 @@ lstsq_singular_values = OpSpec(
     kink_distance=_singular_distance,
     doc="np.linalg.lstsq's s, bit for bit (LAPACK's gelsd); the derivative is svdvals'",
 )
-
-
-# np.linalg.eigh/svd/qr/lstsq/... on traced values: registered in core.NUMPY_FUNCTIONS on import
-from adcore.ops import linalg_functions  # noqa: E402, F401

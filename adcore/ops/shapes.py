@@ -547,6 +547,3 @@ astype = OpSpec(
     "back to x's dtype",
     accepts_complex=True,
 )
-
-# NumPy functions that are Python over these ops (np.split, np.hstack, ...): core.NUMPY_FUNCTIONS
-from adcore.ops import shape_functions  # noqa: E402, F401
