@@ -10,13 +10,16 @@ from adcore_scipy.linalg import rules as linalg_rules
 from adcore_scipy.signal import ops as signal_ops
 from adcore_scipy.signal import rules as signal_rules
 from adcore_scipy.sparsity_rules import SPARSITY_RULES
+from adcore_scipy.special import cases as special_cases
 from adcore_scipy.special import ops as special_ops
 from adcore_scipy.special import rules as special_rules
+from adcore_scipy.stats import cases as stats_cases
 from adcore_scipy.stats import ops as stats_ops
 from adcore_scipy.stats import rules as stats_rules
 
 OPS_MODULES = (special_ops, stats_ops, linalg_ops, signal_ops, integrate_ops)
 RULE_MODULES = (special_rules, stats_rules, linalg_rules, signal_rules, integrate_rules)
+CASE_MODULES = (special_cases, stats_cases, linalg_ops, signal_ops, integrate_ops)
 
 
 @hookimpl
@@ -38,6 +41,6 @@ def adcore_register_rules(register) -> None:
 
 @hookimpl
 def adcore_register_cases(register) -> None:
-    for module in OPS_MODULES:
+    for module in CASE_MODULES:
         for case in module.CASES:
             register(case)

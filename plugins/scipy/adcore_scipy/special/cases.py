@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from adcore.spec import REAL, Case, Domain, Sample, fixed_samples
-from adcore_scipy.special import functions  # (attributes read when called: it imports ops, which import this)
+from adcore_scipy.special import functions
 
 
 def weighted_logsumexp(a: Any, b: Any, axis: Any = None) -> Any:

@@ -252,7 +252,3 @@ OPS: tuple[OpSpec, ...] = (
     jv,
     yn,
 )
-
-# the composites of scipy.special's non-ufuncs (logsumexp, softmax, ...), checked as cases; last,
-# since they are written over the ops above
-from adcore_scipy.special.cases import CASES  # noqa: E402, F401

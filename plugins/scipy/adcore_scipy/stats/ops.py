@@ -18,7 +18,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.errors import InvalidValueError, LinearAlgebraError
 from adcore.extend import LazyModule
-from adcore.spec import POSITIVE, REAL, UNARY_SHAPES, WIDE, Case, Domain, OpSpec, Sample, elementwise_samples
+from adcore.spec import REAL, UNARY_SHAPES, WIDE, Domain, OpSpec, Sample, elementwise_samples
 
 special = LazyModule("scipy.special")
 lapack = LazyModule("scipy.linalg.lapack")
@@ -114,7 +114,7 @@ def positive_definite(rng: np.random.Generator, d: int, dtype: Any) -> np.ndarra
 _MVN_SHAPES = (((1,), (1,), 1), ((3,), (3,), 3), ((4, 2), (2,), 2), ((2, 3, 3), (3,), 3), ((2, 3), (2, 3), 3))
 
 
-def _mvn_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
+def mvn_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
     return [
         Sample((REAL.draw(rng, x, dtype), REAL.draw(rng, m, dtype), positive_definite(rng, d, dtype)))
         for x, m, d in _MVN_SHAPES
@@ -156,7 +156,7 @@ multivariate_normal_logpdf = OpSpec(
     "multivariate_normal_logpdf",
     _mvn_logpdf,
     nin=3,
-    samples=_mvn_samples,
+    samples=mvn_samples,
     traceable=True,
     doc="log N(x; mean, cov), x (..., d) (each sample a row, as SciPy's), mean (d,) or broadcasting "
     "with x, cov (d, d): its symmetric part is read, so its gradient is symmetric; not positive "
@@ -172,48 +172,3 @@ spd_inverse = OpSpec(
 )
 
 OPS: tuple[OpSpec, ...] = (log_ndtr, stdtr, multivariate_normal_logpdf, spd_inverse)
-
-
-# --- cases: the compositions, as functions of their parameters --------------------------------
-
-
-def norm_logpdf_sum(x: Any, loc: Any, scale: Any) -> Any:
-    """sum(norm.logpdf(x, loc, scale)): a Gaussian log-likelihood."""
-    from adcore_scipy.stats import norm
-
-    return anp.sum(norm.logpdf(x, loc, scale))
-
-
-def norm_logcdf_sum(x: Any, loc: Any, scale: Any) -> Any:
-    """sum(norm.logcdf(x, loc, scale)) + sum(norm.cdf(x, loc, scale))."""
-    from adcore_scipy.stats import norm
-
-    return anp.sum(norm.logcdf(x, loc, scale)) + anp.sum(norm.cdf(x, loc, scale))
-
-
-def mvn_logpdf_sum(x: Any, mean: Any, cov: Any) -> Any:
-    """sum(multivariate_normal.logpdf(x, mean, cov)) over a batch of samples."""
-    from adcore_scipy.stats import multivariate_normal
-
-    return anp.sum(multivariate_normal.logpdf(x, mean, cov))
-
-
-def _norm_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
-    shapes = (((), (), ()), ((4,), (), ()), ((2, 3), (3,), (2, 1)))
-    return [
-        Sample((WIDE.draw(rng, x, dtype), REAL.draw(rng, m, dtype), POSITIVE.draw(rng, s, dtype)))
-        for x, m, s in shapes
-    ]
-
-
-def _mvn_case_samples(rng: np.random.Generator, dtype: Any) -> list[Sample]:
-    return _mvn_samples(rng, dtype)[1:4]
-
-
-CASES: tuple[Case, ...] = (
-    Case("norm_logpdf", norm_logpdf_sum, _norm_samples, argnums=(0, 1, 2), doc=norm_logpdf_sum.__doc__ or ""),
-    Case("norm_logcdf", norm_logcdf_sum, _norm_samples, argnums=(0, 1, 2), doc=norm_logcdf_sum.__doc__ or ""),
-    Case(
-        "mvn_logpdf", mvn_logpdf_sum, _mvn_case_samples, argnums=(0, 1, 2), doc=mvn_logpdf_sum.__doc__ or ""
-    ),
-)
