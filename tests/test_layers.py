@@ -119,3 +119,74 @@ def test_the_plugins_contract_forbids_every_module_above_layer_4():
     top_two = _contract("layers")["layers"][:2]
     above = {f"adcore.{n.strip()}" for layer in top_two for n in layer.replace("|", ":").split(":")}
     assert set(_contract("plugins")["forbidden_modules"]) == above
+
+
+FIRST_PARTY = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
+
+
+def import_cycles(packages: list[str]) -> list[list[str]]:
+    """The import cycles among the modules of `packages`: strongly connected components of more than
+    one module in grimp's graph (imports inside functions count), each sorted, found by Tarjan's
+    algorithm without recursion."""
+    import grimp
+
+    graph = grimp.build_graph(*packages, cache_dir=None)
+    imports = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for start in sorted(imports):
+        if start in index:
+            continue
+        work = [(start, iter(imports[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            module, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(imports[target])))
+                elif target in on_stack:
+                    low[module] = min(low[module], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == module:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_adcore_and_the_first_party_plugins_have_no_import_cycle():
+    assert import_cycles(FIRST_PARTY) == []
+
+
+def test_the_cycle_count_finds_a_planted_cycle(tmp_path, monkeypatch):
+    # a -> b -> c -> a (c's import inside a function), and d -> a outside it
+    _package(
+        tmp_path,
+        "toycycle",
+        {
+            "a": "import toycycle.b\n",
+            "b": "from toycycle import c\n",
+            "c": "def later():\n    import toycycle.a\n",
+            "d": "import toycycle.a\n",
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles(["toycycle"]) == [["toycycle.a", "toycycle.b", "toycycle.c"]]

@@ -9,14 +9,13 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.errors import GraphFreedError, StateChangedError
-from adcore_reverse.tensor import Tensor
 from adcore_reverse.vjps.shapes import JOINT_VJPS
 from adcore_reverse.zeros import MOVES, Masked, MaskingRules, moved_zeros, unbroadcast_mask, zero_at
 
 
 def backward_pass(
-    root: Tensor, seed: Any, *, retain_graph: bool = False, create_graph: bool = False
-) -> list[tuple[Tensor, Any]]:
+    root: Any, seed: Any, *, retain_graph: bool = False, create_graph: bool = False
+) -> list[tuple[Any, Any]]:
     """Propagate `seed` from `root` to the leaves; return each reached leaf with its gradient.
 
     Nodes are numbered when created, after their inputs, so popping the highest number
@@ -63,7 +62,7 @@ def backward_pass(
             joint = JOINT_VJPS.get(op.name) if op.variadic else None
             shares = None if joint is None else joint(g, ans, *inputs, **params)
             for i, a in enumerate(args):
-                if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
+                if not (getattr(a, "_trace", None) is trace and a.requires_grad):  # a Tensor of this sweep
                     continue
                 rule = vjps[i]
                 if rule is None:
@@ -99,11 +98,11 @@ def cotangent_of(g: Any, dtype: np.dtype) -> Any:
     return g
 
 
-def _check_unchanged(node: Tensor) -> None:
+def _check_unchanged(node: Any) -> None:
     """With create_graph the rules read the Tensors themselves, not the copies the node kept:
     refuse if one was changed in place since the op ran."""
     for i, (a, kept) in enumerate(zip(node._args, node._primals)):
-        if isinstance(a, Tensor) and not np.array_equal(a.value, kept, equal_nan=True):
+        if a.__class__ is node.__class__ and not np.array_equal(a.value, kept, equal_nan=True):
             raise StateChangedError(
                 f"backward(create_graph=True) through op {node._op.name!r}: its input {i} ({a._name()}) "
                 "was changed in place after the op used it, so the graph of the derivative would "
@@ -128,7 +127,7 @@ def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> 
         # the result, no input position does through this node (a reduction under where)
         known_zero = np.ones((), bool) if known_zero.all() else None
     for i, a in enumerate(node._args):
-        if not (isinstance(a, Tensor) and a.requires_grad and a._trace is trace):
+        if not (getattr(a, "_trace", None) is trace and a.requires_grad):  # a Tensor of this sweep
             continue
         rule = vjps[i]
         if rule is None:

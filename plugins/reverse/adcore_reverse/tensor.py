@@ -13,6 +13,7 @@ from adcore.core import Trace, Tracer, bind_below, conversion_error, frozen_valu
 from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
 from adcore_reverse import grad_mode
+from adcore_reverse.backward import backward_pass
 
 # Every Tensor gets the next number: a node is always numbered after its inputs, so
 # "newest first" is a topological order for the backward sweep.
@@ -229,8 +230,6 @@ class Tensor(Tracer):
         freed afterwards unless `retain_graph`; `create_graph` records the sweep itself,
         so `.grad` is a Tensor that can be differentiated again.
         """
-        from adcore_reverse.backward import backward_pass
-
         if not self.requires_grad:
             raise GradientError(
                 "this Tensor does not require grad: it was computed under no_grad(), or from "
