@@ -71,8 +71,8 @@ RULE_KINDS: dict[str, RuleKind] = {
     "jvp": RuleKind(("t", "ans"), per_input=True),
     # sympy expressions for the inputs -> the output's expression
     "sympy": RuleKind((), per_input=False),
-    # the output (an adcore.extend.sparsity.Unknown in a global pattern) -> one dependency pattern
-    # per input (None, DENSE or a sparse matrix): an adcore.extend.sparsity.SparsityRule
+    # the output (a shape-and-dtype stand-in in a global pattern) -> one dependency pattern per
+    # input (None, DENSE or a sparse matrix): a SparsityRule, whose helpers the sparsity plugin brings
     "sparsity": RuleKind(("ans",), per_input=False, elementwise_by_flag=True),
 }
 

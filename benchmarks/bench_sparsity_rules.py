@@ -16,10 +16,10 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 from adcore_sparsity.coloring import column_coloring
+from adcore_sparsity.extend import Unknown
 from adcore_sparsity.rules import RULES
 
 import adcore
-from adcore.extend.sparsity import Unknown
 
 RUNS = 5
 

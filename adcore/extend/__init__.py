@@ -11,10 +11,9 @@ formulas break at zero.
 For `sympy` rules, none of them importing sympy (`adcore.extend.sympy_rules`): `LazyModule`,
 `each`, `reduce_with`.
 
-For `sparsity` rules (dependency patterns, for sparse Jacobians), `adcore.extend.sparsity`:
-`SparsityRule`, `DENSE`, `Unknown`, `known` and the builders `elementwise`, `movement`,
-`reduction`, `along_axes`, `dense`, `no_dependency`, `einsum_dependencies`. The base of a plugin's own sympy functions, `OpCall`, is in
-`adcore.extend.sympy_functions`, which imports sympy and is not imported here.
+The base of a plugin's own sympy functions, `OpCall`, is in `adcore.extend.sympy_functions`,
+which imports sympy and is not imported here. The helpers of a rule kind a plugin brings (the
+`sparsity` patterns) come with that plugin.
 
 What each kind of rule receives is the plugin contract's: `adcore.hookspecs.RULE_KINDS`.
 Layer 3 (docs/architecture.md): of adcore it imports core and ops only.

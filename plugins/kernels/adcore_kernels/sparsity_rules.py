@@ -9,16 +9,18 @@ convolutions are bilinear: an entry is kept where the other factor may be non-ze
 a constant weight's or any value at a point, reads nothing). Max pooling depends, at a point (or
 on a constant x), on each window's maxima only (all of them on a tie), else on the whole window.
 
-The rule form is adcore.extend.sparsity's; this module needs no sparsity plugin to import.
+The rule form is adcore_sparsity.extend's, imported when a rule runs or the table is first read
+(SPARSITY_RULES), so importing this module needs no sparsity plugin: plugin.py registers the table
+where adcore-sparsity is installed.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore.extend.sparsity import SparsityRule, known
 from adcore_kernels.reference import conv2d_output_size, pair
 
 
@@ -57,7 +59,14 @@ def _matrix(rows: np.ndarray, cols: np.ndarray, keep: np.ndarray, shape: tuple[i
 
 def _nonzero(x: Any) -> np.ndarray | None:
     """Where a known x may be non-zero; None for an Unknown (anywhere)."""
-    return (np.asarray(x) != 0) if known(x) else None
+    return (np.asarray(x) != 0) if _known(x) else None
+
+
+def _known(x: Any) -> bool:
+    """Whether the rule may read x's numbers (a local pattern's value, not a global one's stand-in)."""
+    from adcore_sparsity.extend import known
+
+    return known(x)
 
 
 def _size(shape: Any) -> int:
@@ -171,7 +180,7 @@ def _max_pool2d(ans: Any, x: Any, kernel_size: Any, stride: Any = None, padding:
     shape = tuple(np.shape(x))
     t, (h2, w2) = _pool_taps(shape[-2:], kernel_size, stride, padding)
     lead, _, count = _leads(shape[:-2], None)
-    keep = _maxima(np.asarray(x, dtype=np.float64), t, h2 * w2) if known(x) else True
+    keep = _maxima(np.asarray(x, dtype=np.float64), t, h2 * w2) if _known(x) else True
     size = (_size(np.shape(ans)), _size(shape))
     return (_window_pattern(lead, lead, shape[-2] * shape[-1], h2 * w2, t, True, keep, size),)
 
@@ -187,7 +196,7 @@ def _max_pool2d_linear(pooled_out: bool):
         t, (h2, w2) = _pool_taps(x_shape[-2:], kernel_size, stride, padding)
         into_first, into_x, _ = _leads(tuple(np.shape(first))[:-2], x_shape[:-2])
         keep = True
-        if known(x):
+        if _known(x):
             keep = _maxima(np.asarray(x, dtype=np.float64), t, h2 * w2)[into_x]
         size = (_size(np.shape(ans)), _size(np.shape(first)))
         pattern = _window_pattern(
@@ -224,14 +233,25 @@ def _avg_pool2d_grad(
     return (_window_pattern(lead, lead, h * w, h2 * w2, t, False, True, size),)
 
 
-SPARSITY_RULES: dict[str, SparsityRule] = {
-    "conv2d": SparsityRule(_conv2d, "multilinear", exact=True),
-    "conv2d_input_grad": SparsityRule(_conv2d_input_grad, "multilinear", exact=True),
-    "conv2d_weight_grad": SparsityRule(_conv2d_weight_grad, "multilinear", exact=True),
-    # max is linear where it is differentiable (a kink has no second derivative to miss)
-    "max_pool2d": SparsityRule(_max_pool2d, "linear", exact=True),
-    "max_pool2d_gather": SparsityRule(_max_pool2d_linear(True), "linear", exact=True),
-    "max_pool2d_scatter": SparsityRule(_max_pool2d_linear(False), "linear", exact=True),
-    "avg_pool2d": SparsityRule(_avg_pool2d, "linear", exact=True),
-    "avg_pool2d_grad": SparsityRule(_avg_pool2d_grad, "linear", exact=True),
-}
+@functools.cache
+def _table() -> dict[str, Any]:
+    from adcore_sparsity.extend import SparsityRule
+
+    return {
+        "conv2d": SparsityRule(_conv2d, "multilinear", exact=True),
+        "conv2d_input_grad": SparsityRule(_conv2d_input_grad, "multilinear", exact=True),
+        "conv2d_weight_grad": SparsityRule(_conv2d_weight_grad, "multilinear", exact=True),
+        # max is linear where it is differentiable (a kink has no second derivative to miss)
+        "max_pool2d": SparsityRule(_max_pool2d, "linear", exact=True),
+        "max_pool2d_gather": SparsityRule(_max_pool2d_linear(True), "linear", exact=True),
+        "max_pool2d_scatter": SparsityRule(_max_pool2d_linear(False), "linear", exact=True),
+        "avg_pool2d": SparsityRule(_avg_pool2d, "linear", exact=True),
+        "avg_pool2d_grad": SparsityRule(_avg_pool2d_grad, "linear", exact=True),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    # SPARSITY_RULES, the op name -> SparsityRule table, is built on first read (see the docstring)
+    if name == "SPARSITY_RULES":
+        return _table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,16 +10,18 @@ odeint is dense in y0 and theta after its first time, in t through its first and
 A structured pattern of more than LARGE entries is not built: the input is taken as dense (a
 superset), so that a large constant (a banded matrix of 10^4 rows) costs nothing.
 
-The rule form is adcore.extend.sparsity's; this module needs no sparsity plugin to import.
+The rule form is adcore_sparsity.extend's, imported when a rule runs or the table is first read
+(SPARSITY_RULES), so importing this module needs no sparsity plugin: plugin.py registers the table
+where adcore-sparsity is installed.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import DENSE, SparsityRule, batched, broadcast, known
 from adcore_scipy.linalg.ops import check_bands
 
 LARGE = 1 << 24  # entries of a structured pattern past which the input is taken as dense
@@ -43,6 +45,8 @@ def _rows_where(pattern: Any, keep: np.ndarray) -> Any:
 
 def _times_log(ans: Any, x: Any, y: Any) -> tuple:
     """x * log(y) (or log1p): y's entry only where x may be non-zero (d/dy = x / y, 0 where x = 0)."""
+    from adcore_sparsity.extend import broadcast, known
+
     out = np.shape(ans)
     to_y = broadcast(np.shape(y), out)
     if known(x):
@@ -54,6 +58,8 @@ def _times_log(ans: Any, x: Any, y: Any) -> tuple:
 
 
 def _dense_per_matrix(ans: Any, *matrices: Any) -> tuple:
+    from adcore_sparsity.extend import batched
+
     return tuple(batched(np.shape(ans), np.shape(m), 2, 2) for m in matrices)
 
 
@@ -72,6 +78,7 @@ def band_core(n: int, k: int, low: int, up: int) -> tuple[np.ndarray, np.ndarray
 
 
 def _solve_banded(ans: Any, ab: Any, b: Any, l_and_u: Any = (0, 0)) -> tuple:
+    from adcore_sparsity.extend import DENSE
     from scipy import sparse
 
     low, up = check_bands(l_and_u, ab)
@@ -102,6 +109,8 @@ def _signal_convolve(ans: Any, in1: Any, in2: Any, mode: str = "full", method: s
     """out[t] = sum in1[i] in2[t - i] over every axis: the pair (i, j) is an entry of in1's pattern
     (kept where in2[j] may be non-zero) and of in2's (kept where in1[i] may be), at t = i + j
     shifted into the mode's window."""
+    from adcore_sparsity.extend import known
+
     shape1, shape2, out = np.shape(in1), np.shape(in2), np.shape(ans)
     starts = [convolve_window(mode, a, b) for a, b in zip(shape1, shape2)]
     i = np.indices(shape1).reshape(len(shape1), _size(shape1))[:, :, None]
@@ -140,6 +149,7 @@ def _signal_convolve(ans: Any, in1: Any, in2: Any, mode: str = "full", method: s
 def _odeint(ans: Any, y0: Any, t: Any, theta: Any, **params: Any) -> tuple:
     """ys (len(t), n): ys[0] = y0; a later ys[k] reads all of y0 and theta (the dynamics may couple
     every component), and t[0] and t[k] only (the flow from t[0] to t[k])."""
+    from adcore_sparsity.extend import DENSE
     from scipy import sparse
 
     steps, n = np.shape(ans)
@@ -162,15 +172,26 @@ def _odeint(ans: Any, y0: Any, t: Any, theta: Any, **params: Any) -> tuple:
     return to_y0, to_t, to_theta
 
 
-SPARSITY_RULES: dict[str, SparsityRule] = {
-    "xlogy": SparsityRule(_times_log, "nonlinear", exact=True),
-    "xlog1py": SparsityRule(_times_log, "nonlinear", exact=True),
-    "spd_inverse": SparsityRule(lambda ans, a: (DENSE,), "nonlinear", exact=True),
-    "expm": SparsityRule(_dense_per_matrix, "nonlinear", exact=True),
-    "sqrtm": SparsityRule(_dense_per_matrix, "nonlinear", exact=True),
-    "solve_sylvester": SparsityRule(_dense_per_matrix, "nonlinear", exact=True),
-    "solve_banded": SparsityRule(_solve_banded, "nonlinear", exact=True),
-    "signal_convolve": SparsityRule(_signal_convolve, "multilinear", exact=True),
-    # not exact: dynamics that leave components apart (or ignore theta) give zeros in a dense block
-    "odeint": SparsityRule(_odeint, "nonlinear", exact=False),
-}
+@functools.cache
+def _table() -> dict[str, Any]:
+    from adcore_sparsity.extend import DENSE, SparsityRule
+
+    return {
+        "xlogy": SparsityRule(_times_log, "nonlinear", exact=True),
+        "xlog1py": SparsityRule(_times_log, "nonlinear", exact=True),
+        "spd_inverse": SparsityRule(lambda ans, a: (DENSE,), "nonlinear", exact=True),
+        "expm": SparsityRule(_dense_per_matrix, "nonlinear", exact=True),
+        "sqrtm": SparsityRule(_dense_per_matrix, "nonlinear", exact=True),
+        "solve_sylvester": SparsityRule(_dense_per_matrix, "nonlinear", exact=True),
+        "solve_banded": SparsityRule(_solve_banded, "nonlinear", exact=True),
+        "signal_convolve": SparsityRule(_signal_convolve, "multilinear", exact=True),
+        # not exact: dynamics that leave components apart (or ignore theta) give zeros in a dense block
+        "odeint": SparsityRule(_odeint, "nonlinear", exact=False),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    # SPARSITY_RULES, the op name -> SparsityRule table, is built on first read (see the docstring)
+    if name == "SPARSITY_RULES":
+        return _table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

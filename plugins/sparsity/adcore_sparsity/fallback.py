@@ -11,8 +11,8 @@ import threading
 import warnings
 from typing import Any
 
-from adcore.extend.sparsity import SparsityRule, dense, elementwise
 from adcore.plugins import get_registry
+from adcore_sparsity.extend import SparsityRule, dense, elementwise
 
 
 class SparsityWarning(UserWarning):
@@ -67,7 +67,7 @@ def _warn_dense(op: Any) -> None:
         f"op {op.name!r} (plugin {plugin_of(op.name)!r}) has no 'sparsity' rule, so the sparsity backend "
         "takes every output element to depend on every element of its inputs (a dense block: right, "
         "but less sparse than it could be). Its plugin can register one with "
-        f"register('sparsity', {op.name!r}, rule) (adcore.extend.sparsity has the builders).",
+        f"register('sparsity', {op.name!r}, rule) (adcore_sparsity.extend has the builders).",
         SparsityWarning,
         stacklevel=4,
     )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from adcore.extend.sparsity import DENSE
+from adcore_sparsity.extend import DENSE
 
 
 @dataclass(frozen=True)

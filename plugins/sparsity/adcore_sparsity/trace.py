@@ -6,7 +6,7 @@ GLOBAL trace (valid for every input) the tracer's numbers are hidden from f: a c
 traced boolean array whose numbers are hidden too (np.where keeps both branches; rules see it as
 Unknown), and anything that decides by the numbers (if x > 0, float(x), x[np.argmax(x)], x[x > 0],
 np.asarray(x > 0)) raises ValueDependentError. (A comparison is not a plain boolean array, such as
-adcore.extend.sparsity's Condition: np.asarray would turn that into a constant a rule may read,
+adcore_sparsity.extend's Condition: np.asarray would turn that into a constant a rule may read,
 and the pattern would keep one branch only.) Float arguments not differentiated are traced
 too, with an empty pattern, so the pattern never depends on their values either. In a LOCAL trace
 (at a point) f sees the numbers, and where/maximum/max keep the branch they take there.
@@ -31,8 +31,8 @@ from adcore.errors import (
     UnsupportedFunctionError,
     ValueDependentError,
 )
-from adcore.extend.sparsity import Condition, Unknown, is_condition
 from adcore_sparsity import patterns
+from adcore_sparsity.extend import Condition, Unknown, is_condition
 from adcore_sparsity.fallback import plugin_of, rule_for
 from adcore_sparsity.second_order import SecondOrder
 

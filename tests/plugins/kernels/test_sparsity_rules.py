@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from adcore_kernels.ops import OPS
 from adcore_kernels.sparsity_rules import SPARSITY_RULES
+from adcore_sparsity.extend import Unknown
 from plugins.sparsity.rule_check import check_op, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import Unknown
 
 KERNEL_OPS = [spec.name for spec in OPS]
 # the fft (and winograd) algorithms round by eps times the output's size at every pixel, also where

@@ -9,11 +9,11 @@ import sys
 import numpy as np
 import pytest
 from adcore_scipy.sparsity_rules import SPARSITY_RULES
+from adcore_sparsity.extend import Unknown, broadcast, elementwise
 from plugins.sparsity.rule_check import check_op, dense_pattern
 
 import adcore
 from adcore.errors import MissingRuleError
-from adcore.extend.sparsity import Unknown, broadcast, elementwise
 
 REGISTRY = adcore.plugins.get_registry()
 # scipy.signal.convolve's fft method rounds by eps times the output's size everywhere, also where

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from adcore_sparsity.extend import DENSE, Unknown
 
 import adcore
-from adcore.extend.sparsity import DENSE, Unknown
 
 
 def dense_pattern(dependency: Any, out_size: int, in_size: int) -> np.ndarray:

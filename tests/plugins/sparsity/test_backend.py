@@ -133,7 +133,7 @@ def test_a_traceable_op_without_a_rule_is_traced_through_its_body(register_plugi
 
 
 def test_a_rule_that_breaks_is_a_plugin_error_naming_the_op(register_plugin):
-    from adcore.extend.sparsity import SparsityRule
+    from adcore_sparsity.extend import SparsityRule
 
     class Plugin:
         @adcore.hookimpl

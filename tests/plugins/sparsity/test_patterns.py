@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from adcore_sparsity import patterns
+from adcore_sparsity.extend import DENSE
 from scipy import sparse
-
-from adcore.extend.sparsity import DENSE
 
 RNG = np.random.default_rng(11)
 

@@ -1,6 +1,6 @@
 """Sparsity rules of the core ops: the "sparsity" rule table the sparsity backend needs.
 
-Each entry maps an op name to an `adcore.extend.sparsity.SparsityRule`, called
+Each entry maps an op name to an `adcore_sparsity.extend.SparsityRule`, called
 
     rule(ans, *inputs, **params) -> one entry per input: None, DENSE or a sparse matrix
 

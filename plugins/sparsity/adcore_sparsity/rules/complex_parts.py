@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import SparsityRule, elementwise, selected
 from adcore.ops.complex_parts import is_complex
+from adcore_sparsity.extend import SparsityRule, elementwise, selected
 from adcore_sparsity.rules.table import defsparsity
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import (
+from adcore.ops.einsum_forms import EinsumForm, einsum_form
+from adcore.ops.einsum_notation import einsum_plan
+from adcore_sparsity.extend import (
     DENSE,
     SparsityRule,
     Unknown,
@@ -25,8 +27,6 @@ from adcore.extend.sparsity import (
     is_condition,
     known,
 )
-from adcore.ops.einsum_forms import EinsumForm, einsum_form
-from adcore.ops.einsum_notation import einsum_plan
 from adcore_sparsity.rules.table import defsparsity
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import SparsityRule, known
 from adcore.ops.convolution import output_window
+from adcore_sparsity.extend import SparsityRule, known
 from adcore_sparsity.rules.table import defsparsity
 
 

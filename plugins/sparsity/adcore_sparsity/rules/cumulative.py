@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import SparsityRule
+from adcore_sparsity.extend import SparsityRule
 from adcore_sparsity.rules.table import defsparsity
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import DENSE, SparsityRule, batched, fibres, known, scatter
 from adcore.ops.decompositions import norm_axes
+from adcore_sparsity.extend import DENSE, SparsityRule, batched, fibres, known, scatter
 from adcore_sparsity.rules.linalg import LARGE
 from adcore_sparsity.rules.table import defsparsity
 

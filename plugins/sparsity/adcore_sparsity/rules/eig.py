@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import SparsityRule, batched
+from adcore_sparsity.extend import SparsityRule, batched
 from adcore_sparsity.rules.table import defsparsity
 
 

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from adcore.extend import inside_clip
-from adcore.extend.sparsity import SparsityRule, elementwise, known, no_dependency, readable, selected
 from adcore.ops import elementwise as ew
 from adcore.ops.complex_parts import is_complex
+from adcore_sparsity.extend import SparsityRule, elementwise, known, no_dependency, readable, selected
 from adcore_sparsity.rules.table import defsparsity
 
 # keeps[i]: True (input i at every position), None (no dependency) or keep(ans, *inputs, **params),

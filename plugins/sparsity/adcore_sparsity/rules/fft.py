@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import DENSE, SparsityRule, fibres, scatter
 from adcore.ops.fft import fft_plan
+from adcore_sparsity.extend import DENSE, SparsityRule, fibres, scatter
 from adcore_sparsity.rules.table import defsparsity
 
 

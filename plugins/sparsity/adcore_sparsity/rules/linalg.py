@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import SparsityRule, batched, known
 from adcore.ops.linalg import is_transposed
+from adcore_sparsity.extend import SparsityRule, batched, known
 from adcore_sparsity.rules.table import defsparsity
 
 LARGE = 1 << 24  # entries of a structured core past which the input is taken as dense

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.extend.sparsity import (
+from adcore_sparsity.extend import (
     SparsityRule,
     along_axes,
     elementwise,

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from adcore.extend import tie_weights
-from adcore.extend.sparsity import SparsityRule, fibres, normalize_axes, readable, reduced, reduction
 from adcore.ops.ordering import quantile_weights, to_rows
 from adcore.ops.reductions import reduced_count
+from adcore_sparsity.extend import SparsityRule, fibres, normalize_axes, readable, reduced, reduction
 from adcore_sparsity.rules.table import defsparsity
 
 

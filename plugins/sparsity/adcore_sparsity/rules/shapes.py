@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from adcore.errors import ValueDependentError
-from adcore.extend.sparsity import (
+from adcore.ops import shapes as ops
+from adcore_sparsity.extend import (
     DENSE,
     SparsityRule,
     along_axes,
@@ -27,7 +28,6 @@ from adcore.extend.sparsity import (
     movement,
     normalize_axes,
 )
-from adcore.ops import shapes as ops
 from adcore_sparsity.rules.table import defsparsity
 
 

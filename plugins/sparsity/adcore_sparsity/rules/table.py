@@ -1,9 +1,9 @@
 """The "sparsity" rule table itself, which the modules of this package fill, one module per
-module of the core catalogue (adcore/ops/): the rule form is adcore.extend.sparsity's."""
+module of the core catalogue (adcore/ops/): the rule form is adcore_sparsity.extend's."""
 
 from __future__ import annotations
 
-from adcore.extend.sparsity import SparsityRule
+from adcore_sparsity.extend import SparsityRule
 
 RULES: dict[str, SparsityRule] = {}
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_sparsity.extend import Unknown
 from adcore_sparsity.rules import RULES
 from plugins.sparsity.rule_check import check_op, dense_pattern
-
-from adcore.extend.sparsity import Unknown
 
 PARTS = ["real", "imag", "conj", "angle"]
 IDENTITY = np.eye(3, dtype=bool)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from adcore_sparsity.extend import DENSE, Condition, Unknown
 from adcore_sparsity.rules import RULES
 from plugins.sparsity.rule_check import check_op, check_rule, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import DENSE, Condition, Unknown
 
 CONTRACTIONS = "matmul dot vdot inner outer tensordot einsum kron cross multi_dot trace".split()
 

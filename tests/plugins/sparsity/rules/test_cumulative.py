@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_sparsity.extend import Unknown
 from adcore_sparsity.rules import RULES
 from plugins.sparsity.rule_check import check_op, check_rule, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import Unknown
 
 
 def global_pattern(name: str, x: np.ndarray, **params) -> np.ndarray:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_sparsity.extend import Unknown
 from plugins.sparsity.rule_check import check_op, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import Unknown
 
 # QR's rules leave rounding (a few eps: ~1e-16, ~1e-7 in float32) where the derivative is 0 (a
 # square Q's last column does not move with a's last column): compare the non-zeros above 64 eps

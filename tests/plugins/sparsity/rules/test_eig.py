@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_sparsity.extend import Unknown
 from plugins.sparsity.rule_check import check_op, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import Unknown
 
 
 def rule(name: str):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_sparsity.extend import Unknown
 from plugins.sparsity.rule_check import check_op, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import Unknown
 
 # cholesky's reverse and forward rules leave rounding (~1e-17) at entries whose derivative is 0
 # (a row of L reading a later row of a): compare the non-zeros above that noise

@@ -8,11 +8,11 @@ import warnings
 
 import numpy as np
 import pytest
+from adcore_sparsity.extend import Condition, Unknown
 from adcore_sparsity.rules import RULES
 from plugins.sparsity.rule_check import check_op, check_rule, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import Condition, Unknown
 
 REDUCTIONS = "sum mean prod max min var std ptp average nansum nanmean median quantile percentile".split()
 PICKING = "max min ptp median quantile percentile".split()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_sparsity.extend import DENSE, Condition, Unknown
 from adcore_sparsity.rules import RULES
 from plugins.sparsity.rule_check import check_op, check_rule, dense_pattern
 
 import adcore
-from adcore.extend.sparsity import DENSE, Condition, Unknown
 
 SHAPE_OPS = (
     "transpose reshape broadcast_to expand_dims squeeze concatenate stack getitem scatter_add swapaxes "

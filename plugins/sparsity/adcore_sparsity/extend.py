@@ -1,4 +1,5 @@
-"""The helpers of `sparsity` rules: which elements of an op's output may depend on which elements
+"""The helpers of `sparsity` rules (for rule authors: this plugin's rules for the core ops, and
+other op plugins' for theirs): which elements of an op's output may depend on which elements
 of each input (the op's local Jacobian pattern), as data the sparsity backend combines.
 
 A sparsity rule is a `SparsityRule`. Called `rule(ans, *inputs, **params)`, it gives one entry per
@@ -17,8 +18,8 @@ non-zeros at generic points; the conformance engine checks it, and checks every 
 
 The builders here cover the common forms: `elementwise`, `movement` (ops that copy elements:
 reshape, getitem, concatenate), `reduction` and `along_axes` (fibres), `dense`, `no_dependency`
-and `einsum_dependencies`. SciPy is imported when a rule runs, never at import.
-Layer 3 (docs/architecture.md): of adcore it imports nothing.
+and `einsum_dependencies`. SciPy is imported when a rule runs, never at import; of adcore this
+module imports errors only, so an op plugin's rules may import it without loading anything else.
 """
 
 from __future__ import annotations
