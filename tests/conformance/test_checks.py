@@ -222,12 +222,12 @@ def test_an_op_with_a_gauge_is_differenced_on_its_samples_branch(register_plugin
 
 
 def test_a_random_program_aligns_such_an_op_to_its_value_at_the_programs_inputs(register_plugin):
-    from adcore.conformance.fuzz import Line, Program
+    from adcore.conformance.random_program import Line, RandomProgram
 
     op, vjps, jvps = _flips(_flip_gauge)
     register_plugin(_plugin([op], vjps=vjps, jvps=jvps), "flips")
     x = op.samples(np.random.default_rng(0), np.dtype("float64"))[0].args[0]
-    program = Program((x,), (Line("flips", (0,)),))
+    program = RandomProgram((x,), (Line("flips", (0,)),))
     np.testing.assert_array_equal(program(x), op.impl(x))  # the value itself, bit for bit
     moved = x + np.array([BAND, 0.0, 0.0])  # into the next band: the impl flips, the program does not
     np.testing.assert_array_equal(op.impl(moved), -moved * _branch_sign(x))

@@ -15,26 +15,16 @@ from throwaway_plugin import throwaway_plugin as _plugin
 import adcore
 import adcore.numpy as anp
 from adcore.conformance import engine
-from adcore.conformance.fuzz import (
-    KINK_MARGIN,
-    MAX_VALUE,
-    SPD,
-    SQUARE,
-    Builder,
-    FuzzRun,
-    Program,
-    catalogue,
-    programs,
-    run_fuzz,
-    sampled_domains,
-)
+from adcore.conformance.fuzz import KINK_MARGIN, Builder, FuzzRun, programs, run_fuzz
+from adcore.conformance.fuzz_choices import MAX_VALUE, SPD, SQUARE, choices, sampled_domains
+from adcore.conformance.random_program import RandomProgram
 from adcore.errors import MissingDependencyError
 from adcore.spec import NONZERO, POSITIVE, REAL, OpSpec, Sample, elementwise_samples
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _source_function(program: Program):
+def _source_function(program: RandomProgram):
     """f and its inputs, from executing the program's source."""
     namespace: dict = {}
     exec(program.source, namespace)
@@ -119,7 +109,7 @@ def test_domains_are_read_off_the_samples():
 
 
 def _choice(name: str):
-    return next(c for c in catalogue([name]))
+    return next(c for c in choices([name]))
 
 
 def _call(builder: Builder, name: str, operands, positive: bool = True, signature: int = 0) -> bool:
@@ -157,7 +147,7 @@ def test_an_op_is_skipped_near_its_kinks_and_ties():
 
 def test_catalogue_refuses_an_op_programs_cannot_call():
     with pytest.raises(ValueError, match="stop_gradient"):
-        catalogue(["sin", "stop_gradient"])  # no input a derivative flows through
+        choices(["sin", "stop_gradient"])  # no input a derivative flows through
 
 
 def test_the_catalogue_is_read_off_the_samples_not_a_list_of_names(register_plugin):
@@ -166,7 +156,7 @@ def test_the_catalogue_is_read_off_the_samples_not_a_list_of_names(register_plug
         "gram", lambda a: a.T @ a, samples=lambda rng, dtype: [Sample((REAL.draw(rng, (3, 2), dtype),))]
     )
     register_plugin(_plugin([gram], vjps={"gram": (lambda g, ans, a: a @ (g + g.T),)}), "grams")
-    (choice,) = catalogue(["gram"])
+    (choice,) = choices(["gram"])
     assert [s.shapes for s in choice.signatures] == [((3, 2),)]
     builder = Builder([np.array([0.5, -1.0, 2.0])])
     assert builder.call(choice, [0], choice.signatures[0], positive=True)
@@ -190,7 +180,7 @@ def test_a_sample_whose_params_have_no_source_is_not_called_since_its_program_co
 
     scaled = OpSpec("scaled", lambda x, scale: x * 2.0, params=("scale",), samples=samples)
     register_plugin(_plugin([scaled], vjps={"scaled": (lambda g, ans, x, scale: g * 2.0,)}), "scaled")
-    (choice,) = catalogue(["scaled"])
+    (choice,) = choices(["scaled"])
     assert [s.params for s in choice.signatures] == [{"scale": 2.0}]
 
 
@@ -283,7 +273,7 @@ def test_a_constant_python_int_input_is_passed_as_a_number_not_read_as_a_values_
 
     shifted = OpSpec("shifted", lambda n, x: x + n, nin=2, differentiable=(1,), samples=samples)
     register_plugin(_plugin([shifted], vjps={"shifted": (None, lambda g, ans, n, x: g)}), "shifted")
-    (choice,) = catalogue(["shifted"])
+    (choice,) = choices(["shifted"])
     builder = Builder([np.array([0.5, 1.0, 2.0])])
     assert builder.call(choice, [0], choice.signatures[0], positive=True)
     line = builder.lines[-1]
