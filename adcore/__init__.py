@@ -130,7 +130,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     # check_grads runs the conformance engine, so it is imported on first use: `import adcore` stays light
     if name == "check_grads":
-        from adcore.conformance.check import check_grads
+        from adcore.conformance.check_grads import check_grads
 
         return check_grads
     raise AttributeError(f"module 'adcore' has no attribute {name!r}")

@@ -24,7 +24,7 @@ import pytest
 
 import adcore
 from adcore import hookspecs
-from adcore.conformance.check import check_grads
+from adcore.conformance.check_grads import check_grads
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -1,10 +1,11 @@
 """Conformance: every op and case, on every installed backend, against one reference.
 
 The engine's pipeline: `calls` (what is differentiated), `reference` (what it is compared
-with), `checks` (one function per check), `results` (tallies, cells, the report), `runner` (the
-plan and worker processes); `engine` gathers their names, `abilities` reads what each backend
-can do off its class. `report` renders a run (table, JSON, Markdown, HTML), `cases` are the
-built-in composite cases, `fuzz` draws random programs, `check` is adcore.check_grads, and
+with), `checks` (one function per check), `results` (tallies, cells, the report), `engine` (the
+plan, worker processes, the run); `abilities` reads what each backend can do off its class.
+`report` renders a run (table, JSON, Markdown, HTML), `cases` are the built-in composite cases,
+`fuzz` draws random programs (`fuzz_choices`, `random_program`), `check_grads` is
+adcore.check_grads, and
 `pytest_plugin` turns it all into pytest items for plugin authors.
 """
 

@@ -1,4 +1,4 @@
-"""What is differentiated: a Call (a function, its arguments, which of them to differentiate),
+"""What is differentiated: a CheckedCall (a function, its arguments, which of them to differentiate),
 built from an op's or a case's samples.
 
 An op that accepts complex values is checked on complex samples too, as a real function
@@ -23,7 +23,7 @@ from adcore.spec import Case, OpSpec, Sample
 
 
 @dataclass(frozen=True)
-class Call:
+class CheckedCall:
     """fn(*args) differentiated with respect to args[argnums]; args[zeros] must get 0."""
 
     fn: Callable[..., Any]
@@ -35,7 +35,7 @@ class Call:
     # (split_function adds ops of its own); asked lazily, it runs the op once (None: not an op's call)
     op_alone: Callable[[], bool] | None = None
 
-    def in_float64(self) -> Call:
+    def in_float64(self) -> CheckedCall:
         """The same call at the same values, every float input in float64."""
         args = tuple(a.astype(np.float64) if is_float(a) else a for a in self.args)
         return replace(self, args=args)
@@ -72,8 +72,8 @@ def _op_function(op: OpSpec, params: dict, dtypes: tuple) -> Callable[..., Any]:
     return functions[key]
 
 
-def op_calls(op: OpSpec, dtype: str, seed: int = 0) -> list[Call]:
-    """One Call per sample of `op` in `dtype`, drawn with `seed` (split_call); in a complex dtype,
+def op_calls(op: OpSpec, dtype: str, seed: int = 0) -> list[CheckedCall]:
+    """One CheckedCall per sample of `op` in `dtype`, drawn with `seed` (split_call); in a complex dtype,
     one per sample with a complex input."""
     samples = op.samples(np.random.default_rng(seed), np.dtype(dtype)) if op.samples else []
     every = np.dtype(dtype).kind != "c"
@@ -96,7 +96,7 @@ def checks_complex(op: OpSpec) -> bool:
     return any(is_complex(a) for sample in samples for a in sample.args)
 
 
-def split_call(op: OpSpec, sample: Sample, label: str) -> Call:
+def split_call(op: OpSpec, sample: Sample, label: str) -> CheckedCall:
     """`op` at a sample as a real function of real arguments (split_function): each complex input
     as its real and imaginary parts in its place, both differentiated (or both held to 0) as the
     input is; real inputs as they are; float inputs differentiated, or held to 0 where the op
@@ -111,7 +111,7 @@ def split_call(op: OpSpec, sample: Sample, label: str) -> Call:
         args += parts
     dtypes = tuple(a.dtype if is_complex(a) else None for a in sample.args)
     fn = _op_function(op, sample.params, dtypes) if op.gauge is None else _gauged(op, sample, dtypes)
-    return Call(
+    return CheckedCall(
         fn, tuple(args), tuple(argnums), tuple(zeros), label, functools.cache(lambda: _alone(op, sample))
     )
 
@@ -175,13 +175,15 @@ def real_parts(out: Any) -> Any:
     return adcore_ops.stack([adcore_ops.real(out), adcore_ops.imag(out)])
 
 
-def case_calls(case: Case, dtype: str, seed: int = 0) -> list[Call]:
-    """One Call per sample of `case` in `dtype`, drawn with `seed`, a complex output split (real_parts)."""
+def case_calls(case: Case, dtype: str, seed: int = 0) -> list[CheckedCall]:
+    """One CheckedCall per sample of `case` in `dtype`, drawn with `seed`, a complex output split (real_parts)."""
     samples = case.samples(np.random.default_rng(seed), np.dtype(dtype))
     calls = []
     for k, sample in enumerate(samples):
         fn = case.fn if not sample.params else _with_keywords(case.fn, sample.params)
-        calls.append(Call(_real_valued(fn), tuple(sample.args), tuple(case.argnums), (), describe(k, sample)))
+        calls.append(
+            CheckedCall(_real_valued(fn), tuple(sample.args), tuple(case.argnums), (), describe(k, sample))
+        )
     return calls
 
 

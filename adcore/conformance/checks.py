@@ -37,9 +37,9 @@ from adcore.conformance.abilities import (
     products,
     reference_order,
 )
-from adcore.conformance.calls import Call
+from adcore.conformance.calls import CheckedCall
 from adcore.conformance.pattern import check_kink_patterns, check_patterns
-from adcore.conformance.reference import Estimate, Reference, agree, choose_reference, reference_for
+from adcore.conformance.reference import JacobianEstimate, Reference, agree, choose_reference, reference_for
 from adcore.conformance.results import Cell, Results, Tally, Worst, compare
 from adcore.errors import MissingRuleError, UnreliableEstimateError, UnsupportedByBackendError
 from adcore.registry import Registry
@@ -55,7 +55,7 @@ DECLINED = (MissingRuleError, UnsupportedByBackendError, UnreliableEstimateError
 
 def check_subject(
     subject: str,
-    calls: list[Call],
+    calls: list[CheckedCall],
     backends: Sequence[str],
     dtype: str,
     supported: Callable[[str], str],
@@ -138,7 +138,7 @@ def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
 COMPLEX_ULPS = 1
 
 
-def plain_value(call: Call) -> np.ndarray | None:
+def plain_value(call: CheckedCall) -> np.ndarray | None:
     """call.fn at its arguments, untraced (an op's impl, NumPy's value); None where it raises (the
     backends' errors then say why)."""
     try:
@@ -148,7 +148,7 @@ def plain_value(call: Call) -> np.ndarray | None:
         return None
 
 
-def traced_value(backend: str, call: Call) -> Any:
+def traced_value(backend: str, call: CheckedCall) -> Any:
     """call.fn's value as the backend computes it while differentiating: a pattern backend's at
     this point, else from one vjp or jvp (by zero tangents: no more than the value for numeric)."""
     if patterns(backend):
@@ -160,7 +160,9 @@ def traced_value(backend: str, call: Call) -> Any:
     return api.jvp(fn, xs, tuple(np.zeros_like(x) for x in xs), backend=backend)[0]
 
 
-def check_value(tally: Tally, backend: str, call: Call, plain: np.ndarray | None, ulps: int = 0) -> None:
+def check_value(
+    tally: Tally, backend: str, call: CheckedCall, plain: np.ndarray | None, ulps: int = 0
+) -> None:
     """The backend's traced value of the call against its plain value, bit for bit (within `ulps`
     units in the last place: see COMPLEX_ULPS)."""
     if plain is None or not call.argnums:
@@ -228,7 +230,7 @@ def check_zeros(tally: Tally, backend: str, results: Results, dtype: str) -> Non
         compare(tally, call.label, "zero", jac, zero, tolerances.EXACT[dtype], source=source)
 
 
-def _directions(call: Call, reference: Reference, rng: np.random.Generator) -> tuple[Any, list]:
+def _directions(call: CheckedCall, reference: Reference, rng: np.random.Generator) -> tuple[Any, list]:
     """Dense random u (output-shaped) and v (one per differentiated input) in the call's dtypes."""
     if not call.argnums:
         return None, []
@@ -240,7 +242,7 @@ def _directions(call: Call, reference: Reference, rng: np.random.Generator) -> t
 
 
 def check_dot_products(
-    tally: Tally, backend: str, call: Call, reference: Reference, dtype: str, u: Any, vs: list
+    tally: Tally, backend: str, call: CheckedCall, reference: Reference, dtype: str, u: Any, vs: list
 ) -> None:
     """<vjp(u), v> and <u, jvp(v)> against <u, J v> of the reference, for the products the
     backend computes itself (exact backends)."""
@@ -273,7 +275,7 @@ def check_dot_products(
 # --- second derivatives -----------------------------------------------------------------------
 
 
-def second_call(calls: Sequence[Call]) -> Call | None:
+def second_call(calls: Sequence[CheckedCall]) -> CheckedCall | None:
     """The call second derivatives are taken at: the largest with at most SECOND_MAX_SIZE
     differentiated elements (the first of equals), else the smallest; none empty."""
     candidates = [c for c in calls if c.argnums and all(np.size(c.args[i]) > 0 for i in c.argnums)]
@@ -283,7 +285,7 @@ def second_call(calls: Sequence[Call]) -> Call | None:
     return min(candidates, key=lambda c: c.size, default=None)
 
 
-def along_directions(call: Call, rng: np.random.Generator) -> Callable[..., Any]:
+def along_directions(call: CheckedCall, rng: np.random.Generator) -> Callable[..., Any]:
     """psi(s, t) = <w, f(x + s v + t u)> for random w (positive), v and u (one per differentiated
     input): its Hessian in (s, t) at 0 holds v'Hv, v'Hu and u'Hu of <w, f> at the call."""
     xs = [call.args[i] for i in call.argnums]
@@ -302,7 +304,7 @@ def along_directions(call: Call, rng: np.random.Generator) -> Callable[..., Any]
 
 
 def check_second(
-    tallies: dict[str, Tally], calls: list[Call], installed: list[str], supported, seed: int
+    tallies: dict[str, Tally], calls: list[CheckedCall], installed: list[str], supported, seed: int
 ) -> None:
     """The Hessian of psi (along_directions) at second_call: the derivative of each exact
     backend's first derivative, taken by the preferred outer backend (abilities.outers) that
@@ -329,7 +331,9 @@ def check_second(
         estimator = next((name for name in installed if estimates(name)), None)
         estimate = second_estimate(psi, point, estimator) if estimator is not None else None
     if estimate is not None:  # the four 0-d blocks as one 2 x 2 Hessian, like the exact backends'
-        estimate = Estimate((_square(estimate.jacobians),), (_square(estimate.errors),), estimate.backend)
+        estimate = JacobianEstimate(
+            (_square(estimate.jacobians),), (_square(estimate.errors),), estimate.backend
+        )
     reference = choose_reference(exact, estimate)
     label = f"{call.label}, along random directions"
     for backend, tally in tallies.items():
@@ -363,7 +367,7 @@ def _square(blocks: Sequence[Any]) -> np.ndarray:
     return np.array([float(np.asarray(h, dtype=np.float64)) for h in blocks]).reshape(2, 2)
 
 
-def second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> Estimate | None:
+def second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> JacobianEstimate | None:
     """d^2 weighted / dx_i dx_j by the estimating backend over itself (its best estimate both
     times; the inner one without its error, which the outer cannot take through): the blocks
     H[0][0], H[0][1], ... in a flat tuple."""
@@ -379,7 +383,7 @@ def second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> 
             errors += list(es)
     except Exception:
         return None
-    return Estimate(tuple(jacobians), tuple(errors), estimator)
+    return JacobianEstimate(tuple(jacobians), tuple(errors), estimator)
 
 
 # --- kinks ------------------------------------------------------------------------------------

@@ -1,54 +1,221 @@
-"""The conformance engine: every op and case, on every installed backend, against one reference.
-
-The pipeline, one module a stage (this module gathers their public names):
-
-1. `calls`: a Call per sample of the subject (an op, a composite case, a random program);
-2. `reference`: the reference Jacobian, in float64 at the sample's values: the first exact
-   backend (by reference_priority) corroborated by another or by the estimating backend's
-   estimate within its error; if none is, that estimate itself, with its error as tolerance;
-3. `checks`: each backend's derivatives against it, one function per check (jacobians, zeros,
-   dot products, second derivatives along random directions, kinks), tallied per cell;
-4. `results`: the tallies, cells and report;
-5. `runner`: the plan (subjects × dtypes as units), the units checked in worker processes.
-
-What a backend can do (exact or estimating, its estimate options, its reference priority,
-whether it can be the outer derivative, what it builds on) is data on its class
-(adcore.backend.Backend), read by `abilities`; an op's kinks are data on its OpSpec. The
-engine names no backend and no op.
-"""
+"""The conformance engine, a whole run: the plan (subjects and units of work), each unit checked (in worker processes
+under `jobs`), and the report."""
 
 from __future__ import annotations
 
-from adcore.conformance.abilities import estimate_options, estimates
-from adcore.conformance.calls import Call, case_calls, describe, op_calls
-from adcore.conformance.checks import SECOND_MAX_SIZE, check_subject, op_support, second_estimate
-from adcore.conformance.reference import Estimate, Reference, choose_reference, reference_for
-from adcore.conformance.results import Results, Tally, compare, deviation
-from adcore.conformance.runner import DTYPES, Plan, Unit, check_unit, plan, run
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import TypeVar
 
-__all__ = [
-    "DTYPES",
-    "SECOND_MAX_SIZE",
-    "Call",
-    "Estimate",
-    "Plan",
-    "Reference",
-    "Results",
-    "Tally",
-    "Unit",
-    "case_calls",
-    "check_subject",
-    "check_unit",
-    "choose_reference",
-    "compare",
-    "describe",
-    "deviation",
-    "estimate_options",
-    "estimates",
-    "op_calls",
-    "op_support",
-    "plan",
-    "reference_for",
-    "run",
-    "second_estimate",
-]
+import numpy as np
+
+from adcore.conformance.calls import case_calls, checks_complex, op_calls
+from adcore.conformance.checks import check_subject, op_support
+from adcore.conformance.results import Cell, Report, Subject
+from adcore.plugins import ESSENTIAL, get_registry
+from adcore.registry import Registry
+
+# every subject is checked in the real dtypes; an op that accepts complex values (and has a
+# complex sample) in the complex ones too, on its split real function (calls.split_function)
+REAL_DTYPES: tuple[str, ...] = ("float64", "float32")
+COMPLEX_DTYPES: tuple[str, ...] = ("complex128", "complex64")
+DTYPES: tuple[str, ...] = REAL_DTYPES + COMPLEX_DTYPES
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of work for a process: one subject in one dtype, on every backend asked for."""
+
+    kind: str  # "op" or "case"
+    name: str
+    dtype: str
+    backends: tuple[str, ...]
+    seed: int = 0
+
+
+def check_unit(unit: Unit) -> list[Cell]:
+    """The cells of one unit (runs in a worker process under --jobs)."""
+    registry = get_registry()
+    if unit.kind == "op":
+        op = registry.op(unit.name)
+        try:
+            calls = op_calls(op, unit.dtype, unit.seed)
+        except Exception as e:  # the op's samples(rng, dtype) itself: every backend's cell says so
+            message = f"drawing its samples in {unit.dtype}: {type(e).__name__}: {e}"
+            return [Cell(unit.name, b, unit.dtype, "error", message=message) for b in unit.backends]
+        supported = op_support(registry, op)
+        return check_subject(
+            unit.name, calls, unit.backends, unit.dtype, supported, second=True, op=op, seed=unit.seed
+        )
+    case = registry.cases[unit.name]
+    calls = case_calls(case, unit.dtype, unit.seed)
+    return check_subject(unit.name, calls, unit.backends, unit.dtype, lambda b: "", seed=unit.seed)
+
+
+@dataclass
+class Plan:
+    """What a run covers: the backends, the subjects (in report order) and the units to check them."""
+
+    backends: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=lambda: list(DTYPES))
+    subjects: list[Subject] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    seed: int = 0
+
+
+def plan(
+    backends: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
+    cases: Sequence[str] | None = None,
+    dtypes: Sequence[str] = DTYPES,
+    seed: int = 0,
+) -> Plan:
+    """The backends and the work of a run; unknown names raise the registry's errors.
+
+    `ops`/`cases` None means all of them, except that naming ops alone runs no cases. Cases are
+    checked in the real dtypes, an op in the complex ones too where calls.checks_complex says so;
+    a subject with no unit in `dtypes` is left out, and the plan's dtypes are those some unit has.
+    Ops named of which none is checked in `dtypes` (complex dtypes asked of ops that do not accept
+    complex values) are a ValueError."""
+    registry = get_registry()
+    backends = sorted(registry.backends) if backends is None else [registry.backend(b).name for b in backends]
+    # a custom_vjp / custom_jvp function's op (pseudo-plugin "user") has no samples to check it
+    # at: adcore.check_grads proves it, at the user's arguments
+    user = registry.plugins["user"].ops if "user" in registry.plugins else ()
+    op_names = sorted(set(registry.ops) - set(user)) if ops is None else [registry.op(o).name for o in ops]
+    if cases is None:
+        cases = sorted(registry.cases) if ops is None else []
+    for name in cases:
+        if name not in registry.cases:
+            raise KeyError(
+                f"no conformance case named {name!r}; registered cases: {', '.join(sorted(registry.cases))}"
+            )
+    for dtype in dtypes:
+        if dtype not in DTYPES:
+            raise ValueError(f"conformance runs dtypes {', '.join(DTYPES)}, not {dtype!r}")
+    owner = _owners(registry)
+    result = Plan(backends, seed=seed)
+    for kind, names in (("op", op_names), ("case", list(cases))):
+        for name in names:
+            complex_ok = kind == "op" and checks_complex(registry.op(name))
+            units = [
+                Unit(kind, name, dtype, tuple(backends), seed)
+                for dtype in dtypes
+                if dtype in REAL_DTYPES or complex_ok
+            ]
+            if units:
+                result.subjects.append(Subject(name, kind, owner.get((kind, name), "")))
+                result.units += units
+    if op_names and ops is not None and not any(u.kind == "op" for u in result.units):
+        raise ValueError(
+            f"no op of {', '.join(op_names)} is checked in {', '.join(dtypes)}: an op is checked in complex "
+            "dtypes only if it accepts complex values (OpSpec.accepts_complex) and has a complex sample; "
+            f"every op is checked in {', '.join(REAL_DTYPES)}"
+        )
+    result.dtypes = [d for d in dtypes if any(u.dtype == d for u in result.units)] or list(dtypes)
+    return result
+
+
+def _owners(registry: Registry) -> dict[tuple[str, str], str]:
+    owners = {}
+    for record in registry.plugins.values():
+        owners.update({("op", name): record.name for name in record.ops})
+        owners.update({("case", name): record.name for name in record.cases})
+    return owners
+
+
+def run(
+    backends: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
+    cases: Sequence[str] | None = None,
+    dtypes: Sequence[str] = DTYPES,
+    *,
+    fuzz: int = 0,
+    jobs: int = 1,
+    seed: int = 0,
+    progress: Callable[[Unit], None] | None = None,
+    work: Plan | None = None,
+) -> Report:
+    """Check every op and case (or those named) on every installed backend (or those named).
+
+    `work`, a Plan already made (the CLI makes it once), stands for the first four arguments
+    and the seed. `jobs` > 1 checks units in that many worker processes; `progress(unit)` is
+    called as each unit finishes; `fuzz` > 0 adds that many random programs
+    (adcore.conformance.fuzz)."""
+    start = time.perf_counter()
+    work = work or plan(backends, ops, cases, dtypes, seed)
+    cells: list[Cell] = []
+    for done in _map(check_units, batches(work), jobs):
+        for unit, unit_cells in done:
+            cells += unit_cells
+            if progress is not None:
+                progress(unit)
+    subjects, dtypes = list(work.subjects), list(work.dtypes)
+    if fuzz:
+        from adcore.conformance.fuzz import run_fuzz
+
+        real = [d for d in dtypes if d in REAL_DTYPES] or list(REAL_DTYPES)  # random programs stay real
+        subject, fuzz_cells = run_fuzz(fuzz, work.backends, real, work.seed)
+        subjects.append(subject)
+        cells += fuzz_cells
+        dtypes += [d for d in real if d not in dtypes]
+    rows = {s.name: k for k, s in enumerate(subjects)}
+    order = (dtypes.index, work.backends.index)
+    cells.sort(key=lambda c: (rows[c.subject], order[0](c.dtype), order[1](c.backend)))
+    versions = {r.name: r.version for r in get_registry().plugins.values() if not r.error}
+    seconds = time.perf_counter() - start
+    return Report(subjects, work.backends, dtypes, cells, seconds, work.seed, versions)
+
+
+def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:
+    """Each unit with its cells, checked in order in this process. NumPy's floating-point warnings
+    are silenced: samples sit at kinks and singular points on purpose, where an untaken branch of a
+    `where` divides by zero, and every value they touch is judged by number in the report."""
+    with np.errstate(all="ignore"):
+        return [(unit, check_unit(unit)) for unit in units]
+
+
+def batches(work: Plan) -> list[list[Unit]]:
+    """The units in the batches a process checks in turn, in the order they are handed out.
+
+    A subject's units go together, float64 first: what a backend compiles for a function
+    (symbolic, per shapes and dtype) in the float64 unit serves the float32 unit's float64
+    reference. A plugin's subjects go together too, all but the core catalogue's: they share
+    what is costly the first time a process runs them (adcore_kernels' numba kernels, compiled
+    or loaded from numba's cache once per process and dtype; side by side in two processes,
+    conv2d and conv2d_input_grad each compiled every convolution kernel). Those batches, the
+    longest, go first, so that no process is left checking one while the others idle."""
+    by_subject: dict[tuple[str, str], list[Unit]] = {}
+    for unit in work.units:
+        by_subject.setdefault((unit.kind, unit.name), []).append(unit)
+    for group in by_subject.values():
+        group.sort(key=lambda u: DTYPES.index(u.dtype))
+    by_plugin: dict[str, list[Unit]] = {}
+    spread: list[list[Unit]] = []
+    for subject in work.subjects:
+        group = by_subject.get((subject.kind, subject.name), [])
+        if subject.plugin and subject.plugin != ESSENTIAL:
+            by_plugin.setdefault(subject.plugin, []).extend(group)
+        else:
+            spread.append(group)
+    return [batch for batch in [*by_plugin.values(), *spread] if batch]
+
+
+def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterable[R]:
+    """fn(task) for each task as each finishes, in `jobs` forked processes (or here, for 1)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield fn(task)
+        return
+    # fork keeps what this process loaded (plugins registered by hand included); Windows and
+    # macOS' default spawn would load the entry-point plugins afresh, which is fine too
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        for future in as_completed([pool.submit(fn, task) for task in tasks]):
+            yield future.result()

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops as core_ops
-from adcore.conformance.calls import Call
+from adcore.conformance.calls import CheckedCall
 from adcore.conformance.checks import check_subject, op_support
 from adcore.conformance.fuzz_choices import (
     MAX_ELEMENTS,
@@ -283,7 +283,7 @@ def check_program(
 
     inputs = program.astype(dtype).inputs
     # one function object (the program) for every dtype: symbolic compiles it once per shape
-    call = Call(program, inputs, tuple(range(len(inputs))), label=label)
+    call = CheckedCall(program, inputs, tuple(range(len(inputs))), label=label)
     return check_subject(SUBJECT, [call], backends, dtype, supported, seed=seed)
 
 

@@ -10,7 +10,7 @@ global pattern (valid for every input) and local one (at the call's values):
 - local pattern: local ⊇ required;
 - local within global: local ⊆ global;
 - exact pattern, where the backend claims its pattern of the op exact (abilities.exact_for) and the
-  call is the op alone (Call.op_alone: no complex value split into parts, which adds dependencies
+  call is the op alone (CheckedCall.op_alone: no complex value split into parts, which adds dependencies
   of its own): local holds no entry where J is 0: exactly 0, or within the reference's error where
   that is an estimate. A true derivative too small to tell from 0 by the comparison's atol (3e-71
   at an edge sample) is no zero: exactness is judged at the reference's own resolution.

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops, tree
-from adcore.conformance.calls import Call
+from adcore.conformance.calls import CheckedCall
 from adcore.errors import InvalidInputError
 
 
@@ -87,7 +87,7 @@ def float_leaf(leaf: Any, name: str) -> np.ndarray:
 @dataclass(frozen=True)
 class Probe:
     """f of its non-empty leaves, each the leaf itself or x + V t along the orthonormal columns
-    of V (the Jacobian in t is then J V), as an engine Call in the leaves' dtypes or another."""
+    of V (the Jacobian in t is then J V), as an engine CheckedCall in the leaves' dtypes or another."""
 
     fn: Callable[..., Any]
     leaves: tuple[np.ndarray, ...]
@@ -104,7 +104,7 @@ class Probe:
         active = tuple(i for i, x in enumerate(leaves) if x.size)
         return Probe(fn, tuple(leaves), tuple(names), tuple(bases), active)
 
-    def call(self, dtype: Any = None) -> Call:
+    def call(self, dtype: Any = None) -> CheckedCall:
         leaves = [x if dtype is None else x.astype(dtype) for x in self.leaves]
         bases = [None if v is None else v.astype(x.dtype) for v, x in zip(self.bases, leaves)]
         active = self.active
@@ -119,7 +119,7 @@ class Probe:
             return self.fn(*xs)
 
         ps = [leaves[i] if bases[i] is None else np.zeros(bases[i].shape[1], leaves[i].dtype) for i in active]
-        return Call(probed, tuple(ps), tuple(range(len(ps))))
+        return CheckedCall(probed, tuple(ps), tuple(range(len(ps))))
 
     def dtype(self, n: int) -> np.dtype:
         return self.leaves[self.active[n]].dtype
@@ -154,7 +154,7 @@ class JointProbe:
         basis = np.linalg.qr(rng.standard_normal((total, min(directions, total))))[0]
         return JointProbe(fn, tuple(leaves), basis)
 
-    def call(self, dtype: Any = None) -> Call:
+    def call(self, dtype: Any = None) -> CheckedCall:
         leaves = [x if dtype is None else x.astype(dtype) for x in self.leaves]
         blocks = np.split(self.basis, np.cumsum([x.size for x in leaves])[:-1])
         blocks = [b.astype(x.dtype) for b, x in zip(blocks, leaves)]
@@ -167,7 +167,7 @@ class JointProbe:
             return self.fn(*xs)
 
         narrowest = min((x.dtype for x in leaves), key=lambda d: d.itemsize)
-        return Call(probed, (np.zeros(self.basis.shape[1], narrowest),), (0,))
+        return CheckedCall(probed, (np.zeros(self.basis.shape[1], narrowest),), (0,))
 
     def dtype(self, n: int) -> np.dtype:
         return min((x.dtype for x in self.leaves), key=lambda d: d.itemsize)

@@ -31,13 +31,13 @@ class Reference:
 
 
 @dataclass
-class Estimate:
+class JacobianEstimate:
     jacobians: tuple[np.ndarray, ...]
     errors: tuple[np.ndarray, ...]
     backend: str  # the estimating backend, named in the reference's source
 
 
-def choose_reference(exact: dict[str, tuple], estimate: Estimate | None) -> Reference | None:
+def choose_reference(exact: dict[str, tuple], estimate: JacobianEstimate | None) -> Reference | None:
     """The first backend in `exact` (in reference order) corroborated by another or by the
     estimate; else the estimate; else the first backend of `exact`, uncorroborated."""
     names = reference_order(exact)
@@ -95,7 +95,7 @@ def reference_for(
     estimate = None
     for name in (b for b in candidates if estimates(b)):
         try:
-            estimate = Estimate(*results.jacobians(name), name)
+            estimate = JacobianEstimate(*results.jacobians(name), name)
             break
         except Exception:
             continue

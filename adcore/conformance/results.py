@@ -18,7 +18,7 @@ import numpy as np
 from adcore import api
 from adcore.conformance import tolerances
 from adcore.conformance.abilities import estimate_options, estimates
-from adcore.conformance.calls import Call
+from adcore.conformance.calls import CheckedCall
 
 Status = Literal["agrees", "disagrees", "unsupported", "error"]
 STATUSES: tuple[Status, ...] = ("agrees", "disagrees", "unsupported", "error")
@@ -293,7 +293,7 @@ def deviation(
 class Results:
     """Each backend's Jacobians of one call, computed once (the reference and the cells share them)."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: CheckedCall) -> None:
         self.call = call
         self._memo: dict[str, Any] = {}
 

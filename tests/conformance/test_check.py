@@ -406,6 +406,6 @@ def test_import_adcore_does_not_import_the_engine_until_check_grads_is_used():
         "import sys, adcore\n"
         "assert 'adcore.conformance.engine' not in sys.modules\n"
         "check_grads = adcore.check_grads\n"
-        "assert check_grads.__module__ == 'adcore.conformance.check'\n"
+        "assert check_grads.__module__ == 'adcore.conformance.check_grads'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy())

@@ -13,7 +13,7 @@ import adcore.numpy as anp
 from adcore import cli
 from adcore.conformance import engine
 from adcore.conformance.abilities import outers, reference_order
-from adcore.conformance.calls import Call
+from adcore.conformance.calls import CheckedCall
 from adcore.conformance.checks import (
     along_directions,
     plain_value,
@@ -62,7 +62,7 @@ def test_right_rules_of_an_op_that_is_not_elementwise_pass_to_second_order(regis
 
 def test_the_second_derivative_call_is_the_largest_small_one():
     def call(*shapes):
-        return Call(np.add, tuple(np.ones(s) for s in shapes), tuple(range(len(shapes))))
+        return CheckedCall(np.add, tuple(np.ones(s) for s in shapes), tuple(range(len(shapes))))
 
     small, large, empty = call((2, 3)), call((4, 4)), call((0,))
     assert second_call([call(()), small, large, empty]) is small
@@ -72,7 +72,7 @@ def test_the_second_derivative_call_is_the_largest_small_one():
 
 def test_along_directions_holds_the_hessian_in_two_directions():
     a = np.array([[1.0, 2.0], [0.5, -1.0]])
-    call = Call(lambda x: anp.sum(x**3), (a,), (0,))
+    call = CheckedCall(lambda x: anp.sum(x**3), (a,), (0,))
     psi = along_directions(call, np.random.default_rng(0))
     rows = adcore.hessian(psi, argnums=(0, 1))(np.zeros(()), np.zeros(()))
     # psi(s, t) = w * sum((a + s v + t u)^3): its Hessian at 0 is 6 w sum(a * [v v, v u; u v, u u])
@@ -165,8 +165,8 @@ def test_every_backend_traces_the_ops_value_bit_for_bit(backend):
     # a non-contiguous x: NumPy's sums depend on the memory layout, and the copies a backend keeps
     # of x must not change the value's last bit (norm over axes (2, 0) of a transposed stack)
     x = np.moveaxis(np.random.default_rng(3).uniform(-2, 2, (2, 2, 3)), (0, 1), (2, 0))
-    calls = [Call(lambda x: adcore.ops.norm(x, ord="fro", axis=(2, 0)), (x,), (0,), label="norm")]
-    calls.append(Call(lambda x: anp.sum(np.cbrt(x) * x**0.37), (np.abs(x) + 0.5,), (0,), label="cbrt"))
+    calls = [CheckedCall(lambda x: adcore.ops.norm(x, ord="fro", axis=(2, 0)), (x,), (0,), label="norm")]
+    calls.append(CheckedCall(lambda x: anp.sum(np.cbrt(x) * x**0.37), (np.abs(x) + 0.5,), (0,), label="cbrt"))
     for call in calls:
         assert not x.flags.c_contiguous
         assert value_difference(np.asarray(traced_value(backend, call)), plain_value(call)) == ""

@@ -15,7 +15,7 @@ from throwaway_plugin import throwaway_plugin as _plugin
 import adcore
 import adcore.numpy as anp
 from adcore import cli
-from adcore.conformance import engine, report, runner
+from adcore.conformance import engine, report
 from adcore.conformance.calls import checks_complex, op_calls, split_function
 from adcore.spec import NONZERO, REAL, OpSpec, Sample, elementwise_samples
 
@@ -239,7 +239,7 @@ def test_a_complex_ops_units_go_to_one_process_in_turn_float64_first(register_pl
     # the float64 unit's compiled derivatives and float64 references serve the others
     register_plugin(_plugin([_modulus()], vjps={"modulus": MODULUS_VJP}, jvps={"modulus": MODULUS_JVP}), "c")
     work = engine.plan(ops=["modulus", "sort"], dtypes=["complex64", "float32", "complex128", "float64"])
-    batches = [[(u.name, u.dtype) for u in batch] for batch in runner.batches(work)]
+    batches = [[(u.name, u.dtype) for u in batch] for batch in engine.batches(work)]
     assert batches[0] == [("modulus", d) for d in engine.DTYPES]  # a plugin's subjects go first
     assert batches[1:] == [[("sort", "float64"), ("sort", "float32")]]
 

@@ -10,9 +10,10 @@ from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
 import adcore.numpy as anp
-from adcore.conformance import engine, runner, tolerances
-from adcore.conformance.calls import checks_complex
-from adcore.conformance.engine import Call, Estimate, Tally, choose_reference, compare
+from adcore.conformance import engine, tolerances
+from adcore.conformance.calls import CheckedCall, checks_complex
+from adcore.conformance.reference import JacobianEstimate, choose_reference
+from adcore.conformance.results import Tally, compare
 from adcore.errors import UnknownBackendError, UnknownOpError
 from adcore.plugins import get_registry
 from adcore.spec import REAL, Kink, OpSpec, elementwise_samples
@@ -213,9 +214,9 @@ def test_a_plugins_subjects_are_one_batch_handed_out_first_and_the_core_ones_spr
     work = engine.plan(
         ops=["sin", "conv2d", "add", "avg_pool2d"],
         cases=["small_cnn", "seed_tape"],
-        dtypes=runner.REAL_DTYPES,
+        dtypes=engine.REAL_DTYPES,
     )
-    batches = [[(u.name, u.dtype) for u in batch] for batch in runner.batches(work)]
+    batches = [[(u.name, u.dtype) for u in batch] for batch in engine.batches(work)]
     assert batches == [
         [(name, dtype) for name in ("conv2d", "avg_pool2d", "small_cnn") for dtype in ("float64", "float32")],
         [("sin", "float64"), ("sin", "float32")],
@@ -226,7 +227,7 @@ def test_a_plugins_subjects_are_one_batch_handed_out_first_and_the_core_ones_spr
 
 def test_progress_is_reported_once_per_unit():
     seen = []
-    engine.run(ops=["sin", "cos"], backends=["reverse"], dtypes=runner.REAL_DTYPES, progress=seen.append)
+    engine.run(ops=["sin", "cos"], backends=["reverse"], dtypes=engine.REAL_DTYPES, progress=seen.append)
     assert sorted((u.name, u.dtype) for u in seen) == [
         ("cos", "float32"),
         ("cos", "float64"),
@@ -264,13 +265,13 @@ def test_a_wrong_symbolic_gives_way_to_the_forward_reverse_consensus():
 
 
 def test_numeric_arbitrates_when_the_exact_backends_all_differ():
-    estimate = Estimate((J[0] + 1e-12,), (np.full((1, 2), 1e-11),), "numeric")
+    estimate = JacobianEstimate((J[0] + 1e-12,), (np.full((1, 2), 1e-11),), "numeric")
     ref = choose_reference({"symbolic": WRONG, "reverse": J}, estimate)
     assert ref.source == "reverse = numeric"
 
 
 def test_numeric_is_the_reference_when_nothing_is_corroborated():
-    estimate = Estimate((J[0],), (np.full((1, 2), 1e-11),), "numeric")
+    estimate = JacobianEstimate((J[0],), (np.full((1, 2), 1e-11),), "numeric")
     ref = choose_reference({"reverse": WRONG}, estimate)
     assert ref.source.startswith("numeric") and ref.error(0) is estimate.errors[0]
     assert choose_reference({}, None) is None
@@ -306,7 +307,7 @@ def test_an_estimate_passes_within_its_error_and_fails_outside():
 
 
 def test_calls_keep_values_when_cast_to_float64():
-    call = Call(np.sin, (np.array([0.1, 0.2], dtype=np.float32), np.array([True, False])), (0,))
+    call = CheckedCall(np.sin, (np.array([0.1, 0.2], dtype=np.float32), np.array([True, False])), (0,))
     wide = call.in_float64()
     assert wide.args[0].dtype == np.float64 and wide.args[1].dtype == bool
     np.testing.assert_array_equal(wide.args[0], call.args[0])

@@ -15,7 +15,7 @@ import adcore.numpy as anp
 from adcore.backend import Backend
 from adcore.conformance import engine, report
 from adcore.conformance.abilities import exact_for, outers, patterns
-from adcore.conformance.calls import Call
+from adcore.conformance.calls import CheckedCall
 from adcore.conformance.fuzz import FuzzRun, programs
 from adcore.conformance.pattern import check_kink_patterns, check_patterns, nonzeros
 from adcore.conformance.reference import Reference
@@ -317,7 +317,7 @@ def test_exactness_is_judged_at_the_references_resolution(register_plugin):
     # an estimate's entries within its error are zeros
     backend = TruePattern()
     _register(register_plugin, backend)
-    call = Call(lambda x: x * np.array([1.0, 1e-71]), (np.array([1.0, 2.0]),), (0,), label="#0")
+    call = CheckedCall(lambda x: x * np.array([1.0, 1e-71]), (np.array([1.0, 2.0]),), (0,), label="#0")
     for jacobian, error, verdict in [
         (np.diag([1.0, 3e-71]), 0.0, None),
         (np.diag([1.0, 0.0]), 0.0, "exact pattern"),

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from adcore.conformance.calls import checks_complex
-from adcore.conformance.runner import DTYPES
+from adcore.conformance.engine import DTYPES
 from adcore.plugins import get_registry
 
 pytest_plugins = ["pytester"]

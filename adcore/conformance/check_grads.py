@@ -32,10 +32,10 @@ import numpy as np
 from adcore import api, ops
 from adcore.conformance import abilities, tolerances
 from adcore.conformance.abilities import estimates
-from adcore.conformance.calls import Call
+from adcore.conformance.calls import CheckedCall
 from adcore.conformance.checks import second_estimate
 from adcore.conformance.probe import JointProbe, Outputs, Probe, flatten
-from adcore.conformance.reference import Estimate, Reference, choose_reference, reference_for
+from adcore.conformance.reference import JacobianEstimate, Reference, choose_reference, reference_for
 from adcore.conformance.results import Results, deviation
 from adcore.errors import (
     AdcoreError,
@@ -126,7 +126,7 @@ def check_grads(
     # the estimate is checked whatever `backends` says: it corroborates the reference, and backends
     # sharing a rule (a custom_jvp's, by forward and reverse) agree with each other even when it is wrong
     estimators = [b for b in installed if estimates(b) and b not in chosen]
-    run = _Runner(GradCheckReport(), named=backends is not None, unasked=estimators)
+    run = _BackendRun(GradCheckReport(), named=backends is not None, unasked=estimators)
     for name in [b for b in chosen if abilities.patterns(b)]:  # not differentiators: said if named
         chosen.remove(name)
         if backends is not None:
@@ -190,7 +190,7 @@ def _mode(backend: str) -> str:
     return {"vjp": "rev", "jvp": "fwd"}.get(api.get_backend(backend).builds, "")
 
 
-class _Runner:
+class _BackendRun:
     """Runs one check of one backend. A backend that says it cannot (an AdcoreError that is a
     NotImplementedError: a missing rule, something it does not do) is skipped, for that check or,
     when it cannot take f at all (its Jacobian), for every check, unless it was named; so is an
@@ -250,7 +250,7 @@ def _reference(reference: Reference | None, order: int, report: GradCheckReport)
 
 
 def _first_order(
-    probe: Probe, outputs: Outputs, chosen: list, installed: list, run: _Runner, rng
+    probe: Probe, outputs: Outputs, chosen: list, installed: list, run: _BackendRun, rng
 ) -> list[Failure]:
     at64 = Results(probe.call(np.float64))
     reference = _reference(reference_for(at64, installed, lambda b: True, every=True), 1, run.report)
@@ -285,7 +285,9 @@ def _first_order(
     return failures
 
 
-def _dot_products(backend: str, probe: Probe, call: Call, reference, run: _Runner, rng) -> list[Failure]:
+def _dot_products(
+    backend: str, probe: Probe, call: CheckedCall, reference, run: _BackendRun, rng
+) -> list[Failure]:
     """<vjp(u), v_n> or <u, jvp(v_n)> against <u, J_n v_n> of the reference, for each leaf n."""
     mode = _mode(backend)
     if not mode or not call.args:
@@ -326,7 +328,7 @@ def _dot_products(backend: str, probe: Probe, call: Call, reference, run: _Runne
 
 
 def _second_order(
-    probe: Probe | JointProbe, chosen: list, outers: list, installed: list, run: _Runner, rng
+    probe: Probe | JointProbe, chosen: list, outers: list, installed: list, run: _BackendRun, rng
 ) -> list[Failure]:
     """Hessians of <w, f> by (inner, outer) pairs, the inner backend's derivative differentiated by
     the outer one, and the estimate, against the engine's choice of a reference among them."""
@@ -376,7 +378,7 @@ def _second_candidates(at64: _Hessians, installed: list) -> dict[str, tuple]:
     return candidates
 
 
-def _second_estimate(at64: _Hessians, installed: list) -> tuple[str | None, Estimate | None]:
+def _second_estimate(at64: _Hessians, installed: list) -> tuple[str | None, JacobianEstimate | None]:
     """The estimating backend over itself (numeric's Richardson twice), if one is installed."""
     estimator = next((b for b in installed if estimates(b)), None)
     if estimator is None:
@@ -388,7 +390,7 @@ class _Hessians:
     """The Hessians of phi = <w, f> of one call, by (inner, outer) backend pair, each computed once:
     the flat tuple H[0][0], H[0][1], ..., or the exception it raised."""
 
-    def __init__(self, call: Call, weights: np.ndarray) -> None:
+    def __init__(self, call: CheckedCall, weights: np.ndarray) -> None:
         w = weights.astype(np.result_type(*call.args))
         self.call, self.memo = call, {}
         self.phi = lambda *ps: ops.sum(call.fn(*ps) * w)
