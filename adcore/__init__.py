@@ -50,14 +50,7 @@ from adcore.errors import (
 )
 from adcore.extend import batched_axis, lift, unbroadcast
 from adcore.hookspecs import hookimpl
-from adcore.sparse import (
-    PreparedHessian,
-    PreparedJacobian,
-    hessian_sparsity,
-    jacobian_sparsity,
-    prepare_hessian,
-    prepare_jacobian,
-)
+from adcore.sparse import hessian_sparsity, jacobian_sparsity, prepare_hessian, prepare_jacobian
 from adcore.spec import Case, Domain, OpSpec, Sample
 
 __version__ = "0.1.0"
@@ -133,4 +126,9 @@ def __getattr__(name: str) -> object:
         from adcore.conformance.check_grads import check_grads
 
         return check_grads
+    # the sparse-derivative plugin defines them: looked up (and it loaded) on first use
+    if name in ("PreparedJacobian", "PreparedHessian"):
+        from adcore.sparse import prepared_type
+
+        return prepared_type(name)
     raise AttributeError(f"module 'adcore' has no attribute {name!r}")

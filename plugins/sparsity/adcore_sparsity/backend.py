@@ -86,6 +86,13 @@ class SparsityBackend(Backend):
 
         return getattr(coloring, COLORINGS[kind])(pattern)
 
+    def sparse_derivatives(self, engine: Any) -> Any:
+        """The sparse Jacobians and Hessians this backend's patterns make possible (adcore.sparse finds
+        them here): an adcore_sparsity.sparse.SparseDerivatives evaluating on adcore's `engine`."""
+        from adcore_sparsity.sparse import SparseDerivatives
+
+        return SparseDerivatives(self, engine)
+
     def exact_for(self, op_name: str) -> bool:
         """Whether the op's pattern claims to equal its Jacobian's non-zeros at generic points."""
         from adcore_sparsity.fallback import exact

@@ -48,7 +48,7 @@ class SparsityTrace(Trace):
         self.second = SecondOrder(n) if hessian else None  # the Hessian's bookkeeping, when asked
         # id -> (what, the object, a copy): every array, list or dict f's ops read as a constant (a
         # closure's matrix, an index array, a mask), whose values the pattern may depend on; a plan
-        # reused later checks them (adcore.sparse)
+        # reused later checks them (adcore_sparsity.checks.Signature)
         self.constants: dict[int, tuple[str, Any, Any]] = {}
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import adcore
-from adcore import sparse as adsparse
 from adcore.errors import AdcoreError, InvalidInputError, StateChangedError
 
 X = np.array([1.0, 2.0])
@@ -29,12 +28,12 @@ def test_an_array_in_a_dict_argument_written_into_is_refused_and_then_works(back
 
     p = {"A": np.array([[1.0, 0.0], [0.0, 0.0]])}
     tol = 1e-8 if backend == "numeric" else 1e-12  # finite differences: within their error
-    prep = adsparse.prepare_jacobian(f, X, p, backend=backend)
+    prep = adcore.prepare_jacobian(f, X, p, backend=backend)
     _checked(prep, f, X, p, tol=tol)
     p["A"][:] = 1  # the example: it gave the one-column pattern
     with pytest.raises(InvalidInputError, match="argument 1 differs"):
         prep(X, p)
-    again = adsparse.prepare_jacobian(f, X, p, backend=backend)
+    again = adcore.prepare_jacobian(f, X, p, backend=backend)
     np.testing.assert_allclose(again(X, p).toarray(), np.ones((2, 2)), rtol=tol)
     p["A"][:] = [[1.0, 0.0], [0.0, 0.0]]
     _checked(prep, f, X, p, tol=tol)  # the next call works
@@ -45,7 +44,7 @@ def test_a_list_argument_appended_to_is_refused():
         return x[rows]
 
     rows = [0]
-    prep = adsparse.prepare_jacobian(f, X, rows)
+    prep = adcore.prepare_jacobian(f, X, rows)
     _checked(prep, f, X, rows)
     rows.append(1)
     with pytest.raises(InvalidInputError, match="list"):
@@ -60,7 +59,7 @@ def test_a_closure_matrix_written_into_is_refused_and_then_works():
     def f(x):
         return a @ x
 
-    prep = adsparse.prepare_jacobian(f, X)
+    prep = adcore.prepare_jacobian(f, X)
     _checked(prep, f, X)
     a[:] = 1
     with pytest.raises(StateChangedError, match="'matmul'"):
@@ -76,7 +75,7 @@ def test_a_closure_index_written_into_is_refused(kind):
     def f(x):
         return x[index] * 2.0
 
-    prep = adsparse.prepare_jacobian(f, X)
+    prep = adcore.prepare_jacobian(f, X)
     _checked(prep, f, X)
     index[1] = 1
     with pytest.raises(StateChangedError, match="param 'index' of op 'getitem'"):
@@ -91,7 +90,7 @@ def test_a_prepared_hessian_checks_its_constants_too():
     def f(x):
         return (weights * x**3).sum()
 
-    prep = adsparse.prepare_hessian(f, X)
+    prep = adcore.prepare_hessian(f, X)
     np.testing.assert_allclose(prep(X).toarray(), adcore.hessian(f)(X), rtol=1e-12)
     weights[1] = 1.0
     with pytest.raises(AdcoreError, match="has changed since"):
@@ -104,6 +103,6 @@ def test_float_arguments_may_change_between_calls():
     def f(x, a):
         return a * x
 
-    prep = adsparse.prepare_jacobian(f, X, np.array([1.0, 0.0]))
+    prep = adcore.prepare_jacobian(f, X, np.array([1.0, 0.0]))
     a = np.array([3.0, 4.0])  # the pattern never read a float argument's values
     _checked(prep, f, X, a)

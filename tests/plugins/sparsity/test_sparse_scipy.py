@@ -17,7 +17,7 @@ pytest.importorskip("adcore_sparsity")
 scipy_optimize = pytest.importorskip("scipy.optimize")
 scipy_integrate = pytest.importorskip("scipy.integrate")
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 

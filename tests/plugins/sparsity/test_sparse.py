@@ -1,4 +1,4 @@
-"""adcore.sparse: sparse Jacobians and Hessians (jacobian/hessian(sparse=True), prepare_*, *_sparsity)
+"""adcore-sparsity's sparse Jacobians and Hessians (jacobian/hessian(sparse=True), prepare_*, *_sparsity)
 against the dense ones of every backend, the colorings' counts, and every typed error."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import pytest
 import scipy.sparse as sp
 
 import adcore
-from adcore import sparse as adsparse
 
 EXACT = ("forward", "reverse")
 
@@ -202,7 +201,7 @@ def test_a_given_pattern_skips_detection(backend, form, monkeypatch):
     x = np.linspace(0.3, 1.7, 9)
     pattern = tridiagonal_pattern(9)
     given = {"csr": pattern, "coo_matrix": sp.coo_matrix(pattern), "dense bool": pattern.toarray()}[form]
-    be = adsparse.sparsity_backend()
+    be = adcore.get_backend("sparsity")
     monkeypatch.setattr(type(be), "jacobian_pattern", lambda *a, **k: pytest.fail("detection ran"))
     jac = adcore.jacobian(tridiagonal, backend=backend, sparse=True, sparsity=given)(x)
     np.testing.assert_array_equal(jac.toarray(), dense_jacobian(tridiagonal, x))
@@ -330,7 +329,7 @@ def test_the_hessian_of_a_non_scalar_function_is_a_typed_error():
 @pytest.fixture
 def counted(monkeypatch):
     """Counts of the sparsity backend's detections and colorings."""
-    be = adsparse.sparsity_backend()
+    be = adcore.get_backend("sparsity")
     counts = {"jacobian_pattern": 0, "hessian_pattern": 0, "color": 0}
     for name in counts:
         original = getattr(type(be), name)
@@ -524,7 +523,7 @@ def test_a_sparse_jacobian_inside_another_derivative_is_a_typed_error():
 
 
 def test_without_the_sparsity_backend_the_error_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(adsparse, "SPARSITY_BACKEND", "not-installed")
+    monkeypatch.delitem(adcore.plugins.get_registry().backends, "sparsity")
     with pytest.raises(adcore.MissingDependencyError, match="pip install adcore-sparsity"):
         adcore.jacobian(np.sin, sparse=True)(np.ones(3))
 
