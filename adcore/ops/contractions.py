@@ -1,6 +1,6 @@
 """Contractions: dot, vdot, inner, outer, tensordot, einsum, kron, cross, multi_dot, trace, matrix_power.
 
-All but trace and matrix_power are einsums in disguise: `einsum_forms.einsum_form(op, inputs,
+All but trace and matrix_power are einsums in disguise: `contraction_forms.einsum_form(op, inputs,
 params)` says which (each input reshaped, the subscripts, constants such as cross's Levi-Civita
 symbol, the result reshaped), so the rule tables differentiate them all through einsum's rules:
 the cotangent of an operand is an einsum of the output's cotangent with the other operands, the
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
-from adcore.ops.einsum_forms import cross_form, multi_dot_form
+from adcore.ops.contraction_forms import cross_form, multi_dot_form
 from adcore.ops.einsum_notation import EinsumPlan, einsum_plan, from_sublists
 from adcore.spec import Domain, OpSpec, Sample, fixed_samples
 

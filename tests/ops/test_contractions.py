@@ -11,7 +11,7 @@ import pytest
 import adcore
 import adcore.numpy as anp
 from adcore import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
-from adcore.ops import contractions, einsum_forms
+from adcore.ops import contraction_forms, contractions
 from adcore.ops.einsum_notation import einsum_plan
 
 BACKENDS = ["reverse", "forward", "symbolic"]
@@ -62,10 +62,10 @@ def test_values_are_numpys(op, sample):
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("op, sample", [p for p in ALL_SAMPLES if p.values[0].name in einsum_forms.FORMS])
+@pytest.mark.parametrize("op, sample", [p for p in ALL_SAMPLES if p.values[0].name in contraction_forms.FORMS])
 def test_einsum_form_computes_the_op(op, sample):
     # the rules of every einsum-shaped op stand on its form: it must be the op
-    form = einsum_forms.einsum_form(op.name, sample.args, sample.params)
+    form = contraction_forms.einsum_form(op.name, sample.args, sample.params)
     operands = [np.reshape(x, s) for x, s in zip(sample.args, form.shapes)] + list(form.constants)
     got = np.reshape(np.einsum(form.subscripts, *operands), form.out_shape)
     np.testing.assert_allclose(got, numpy_reference(op.name, sample.args, sample.params), atol=1e-12)

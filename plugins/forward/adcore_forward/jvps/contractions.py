@@ -1,7 +1,7 @@
 """JVPs of adcore/ops/contractions.py.
 
 The einsum-shaped ops (dot, vdot, inner, outer, tensordot, einsum, kron, cross, multi_dot) share
-one rule: the op's einsum form (einsum_forms.einsum_form) with the input's batched tangent in the
+one rule: the op's einsum form (contraction_forms.einsum_form) with the input's batched tangent in the
 input's place, a batch label leading it and the output. trace is linear: the trace of the
 tangent. matrix_power's tangent runs forward through its products.
 """
@@ -15,8 +15,8 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.extend import lift
 from adcore.ops import complex_parts as cp
+from adcore.ops.contraction_forms import einsum_form, shape_of
 from adcore.ops.contractions import PAIRWISE, power_program
-from adcore.ops.einsum_forms import einsum_form, shape_of
 from adcore.ops.einsum_notation import tangent_subscripts
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp, defjvp_variadic

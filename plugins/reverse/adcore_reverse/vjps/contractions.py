@@ -3,7 +3,7 @@
 The einsum-shaped ops (dot, vdot, inner, outer, tensordot, einsum, kron, cross, multi_dot) share
 one rule: the cotangent of an operand is an einsum of the output's cotangent with the other
 operands (identities tie a repeated label's axes, ones spread it over a label only that operand
-has), on the op's einsum form (einsum_forms.einsum_form). trace's cotangent is g on the diagonal;
+has), on the op's einsum form (contraction_forms.einsum_form). trace's cotangent is g on the diagonal;
 matrix_power's runs backwards through its products.
 """
 
@@ -15,8 +15,8 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.ops import complex_parts as cp
+from adcore.ops.contraction_forms import einsum_form, shape_of
 from adcore.ops.contractions import PAIRWISE, power_program
-from adcore.ops.einsum_forms import einsum_form, shape_of
 from adcore.ops.einsum_notation import cotangent_subscripts
 from adcore_reverse.vjps.table import defvjp, defvjp_variadic
 

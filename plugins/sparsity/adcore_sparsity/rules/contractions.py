@@ -1,6 +1,6 @@
 """Sparsity rules of adcore/ops/contractions.py, and of matmul (adcore/ops/linalg.py).
 
-Every contraction but trace is an einsum in disguise: `einsum_form` (adcore/ops/einsum_forms.py)
+Every contraction but trace is an einsum in disguise: `einsum_form` (adcore/ops/contraction_forms.py)
 gives its canonical subscripts (no ellipsis, broadcast axes of length 1 dropped, implicit output
 made explicit, cross's Levi-Civita symbol as a constant), and `einsum_dependencies` reads the
 pattern from them: output element o depends on element e of an operand when some term of o's sum
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.ops.einsum_forms import EinsumForm, einsum_form
+from adcore.ops.contraction_forms import EinsumForm, einsum_form
 from adcore.ops.einsum_notation import einsum_plan
 from adcore_sparsity.extend import (
     DENSE,

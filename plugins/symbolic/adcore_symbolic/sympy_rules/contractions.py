@@ -1,7 +1,7 @@
 """Sympy rules of adcore/ops/contractions.py.
 
 The einsum-shaped ops (dot, vdot, inner, outer, tensordot, einsum, kron, cross, multi_dot) are
-their einsum form (einsum_forms.einsum_form) on object arrays: each operand's diagonals taken,
+their einsum form (contraction_forms.einsum_form) on object arrays: each operand's diagonals taken,
 laid along all the labels, multiplied, and each output entry one sympy Add of its products (not
 NumPy's object einsum, which adds one term at a time: quadratic in sympy). trace adds a diagonal;
 matrix_power multiplies matrices, and inverts each for n < 0.
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from adcore.extend import reduce_with
+from adcore.ops.contraction_forms import einsum_form
 from adcore.ops.contractions import power_program
-from adcore.ops.einsum_forms import einsum_form
 from adcore.ops.einsum_notation import einsum_plan
 from adcore_symbolic.sympy_rules.table import defsympy, sp
 
