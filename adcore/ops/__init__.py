@@ -22,6 +22,7 @@ from adcore.ops import (
     fft,
     linalg,
     nn,
+    rearrangements,
     reductions,
     shapes,
 )
@@ -38,6 +39,7 @@ CORE_OPS: tuple[OpSpec, ...] = tuple(
             cumulative,
             linalg,
             shapes,
+            rearrangements,
             nn,
             contractions,
             decompositions,

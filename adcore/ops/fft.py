@@ -17,7 +17,8 @@ import numpy as np
 
 from adcore import core
 from adcore.errors import InvalidValueError, UnsupportedFunctionError
-from adcore.ops.shapes import getitem, pad, roll
+from adcore.ops.rearrangements import pad, roll
+from adcore.ops.shapes import getitem
 from adcore.spec import REAL, OpSpec, Sample
 
 NORMS = ("backward", "ortho", "forward")

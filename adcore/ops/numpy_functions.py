@@ -23,8 +23,9 @@ from adcore.core import Tracer, concrete
 from adcore.errors import AdcoreError, ComplexValueError, InvalidValueError, UnsupportedFunctionError
 from adcore.ops.complex_parts import real
 from adcore.ops.elementwise import where
+from adcore.ops.rearrangements import moveaxis, take, take_along_axis
 from adcore.ops.shape_functions import array as _array
-from adcore.ops.shapes import broadcast_to, concatenate, getitem, moveaxis, reshape, take, take_along_axis
+from adcore.ops.shapes import broadcast_to, concatenate, getitem, reshape
 
 
 def _as_array(value: Any) -> Any:

@@ -14,17 +14,11 @@ import numpy as np
 from adcore import core
 from adcore.errors import InvalidValueError, UnsupportedFunctionError
 from adcore.ops.elementwise import where
-from adcore.ops.shapes import (
-    atleast_1d as _atleast_1d,
-)
-from adcore.ops.shapes import (
-    atleast_2d as _atleast_2d,
-)
-from adcore.ops.shapes import (
-    atleast_3d as _atleast_3d,
-)
+from adcore.ops.rearrangements import atleast_1d as _atleast_1d
+from adcore.ops.rearrangements import atleast_2d as _atleast_2d
+from adcore.ops.rearrangements import atleast_3d as _atleast_3d
+from adcore.ops.rearrangements import pad as _pad
 from adcore.ops.shapes import concatenate, getitem, reshape, stack
-from adcore.ops.shapes import pad as _pad
 
 # --- the split family ------------------------------------------------------------------------
 

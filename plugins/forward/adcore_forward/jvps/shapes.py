@@ -11,7 +11,7 @@ import adcore.numpy as anp
 from adcore import ops
 from adcore.core import concrete
 from adcore.extend import batched_axis, lift
-from adcore.ops.shapes import axes_permutation, source_index
+from adcore.ops.rearrangements import axes_permutation, source_index
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp, defjvp_variadic
 from adcore_forward.jvps.table import lift_to as _lift_to
@@ -106,7 +106,7 @@ defjvp_variadic("stack",       _stack_jvp)
 # fmt: on
 
 
-# --- ops that move elements (adcore.ops.shapes.source_index) -------------------------------------
+# --- ops that move elements (adcore.ops.rearrangements.source_index) -------------------------------------
 def _gather_jvp(name):
     """The JVP of an op that only moves elements: each output element's tangent is its source
     element's (position -1, a constant such as tril's zeros, reads an appended zero)."""

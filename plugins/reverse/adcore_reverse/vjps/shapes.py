@@ -9,7 +9,7 @@ import adcore.numpy as anp
 from adcore import ops
 from adcore.extend import unbroadcast
 from adcore.ops import complex_parts as cp
-from adcore.ops.shapes import axes_permutation, source_index
+from adcore.ops.rearrangements import axes_permutation, source_index
 from adcore_reverse.vjps.table import defvjp, defvjp_variadic
 
 
@@ -64,7 +64,7 @@ defvjp_variadic("stack",       _stack_vjp)
 # fmt: on
 
 
-# --- ops that move elements (adcore.ops.shapes.source_index) -------------------------------------
+# --- ops that move elements (adcore.ops.rearrangements.source_index) -------------------------------------
 def _scatter_vjp(name):
     """The VJP of an op that only moves elements: the cotangent of each output element added to
     the input element it came from (repeated ones accumulate; constants send nothing)."""

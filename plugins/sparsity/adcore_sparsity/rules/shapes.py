@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from adcore import ops
 from adcore.errors import ValueDependentError
-from adcore.ops import shapes as ops
 from adcore_sparsity.extend import (
     DENSE,
     SparsityRule,

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.ops.shapes import source_index
+from adcore.ops.rearrangements import source_index
 from adcore_symbolic.sympy_rules.table import defsympy
 
 
@@ -33,7 +33,7 @@ defsympy("stack",        lambda *xs, axis=0: np.stack([np.asarray(x, dtype=objec
 # fmt: on
 
 
-# --- ops that move elements (adcore.ops.shapes.source_index) -------------------------------------
+# --- ops that move elements (adcore.ops.rearrangements.source_index) -------------------------------------
 def _gather(name: str) -> Any:
     """The rule of an op that only moves elements: each output element is its source element's
     expression, or the op's constant there (tril's zeros, pad's constant_values)."""
