@@ -13,7 +13,8 @@ import numpy as np
 from adcore import core
 from adcore.core import concrete
 from adcore.errors import InvalidValueError, LinearAlgebraError
-from adcore.ops.decompositions import norm_axes, svd_packed
+from adcore.ops.decompositions import svd_packed
+from adcore.ops.norms import norm_axes
 
 
 def degenerate_tolerance(values: Any, n: int) -> np.ndarray:

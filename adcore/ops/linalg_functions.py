@@ -19,11 +19,11 @@ from adcore.ops.decompositions import (
     lstsq_residuals,
     lstsq_singular_values,
     lstsq_solution,
-    norm,
     qr_packed,
     svd_packed,
     svdvals,
 )
+from adcore.ops.norms import norm
 
 
 class EighResult(NamedTuple):

@@ -1,4 +1,4 @@
-"""JVPs of adcore/ops/decompositions.py: eigh_packed, eigvalsh, svd_packed, svdvals, qr_packed,
+"""JVPs of adcore/ops/decompositions.py and norms.py: eigh_packed, eigvalsh, svd_packed, svdvals, qr_packed,
 norm, pinv, lstsq_solution, lstsq_residuals, lstsq_singular_values.
 
 The tangent of each output of a decomposition, from the same literature as the VJPs (Giles 2008,
@@ -34,7 +34,8 @@ from adcore.ops.decomposition_rules import (
     symmetric_read,
     truncated_pinv,
 )
-from adcore.ops.decompositions import lstsq_rcond, norm_axes, pinv_rtol
+from adcore.ops.decompositions import lstsq_rcond, pinv_rtol
+from adcore.ops.norms import norm_axes
 from adcore_forward.jvps.table import defjvp
 
 

@@ -1,4 +1,4 @@
-"""VJPs of adcore/ops/decompositions.py: eigh_packed, eigvalsh, svd_packed, svdvals, qr_packed,
+"""VJPs of adcore/ops/decompositions.py and norms.py: eigh_packed, eigvalsh, svd_packed, svdvals, qr_packed,
 norm, pinv, lstsq_solution, lstsq_residuals, lstsq_singular_values.
 
 eigh: Giles (2008), Seeger et al. (2017); svd: Townsend (2016); qr: Walter & Lehmann (2018),
@@ -35,7 +35,8 @@ from adcore.ops.decomposition_rules import (
     swap_last,
     truncated_pinv,
 )
-from adcore.ops.decompositions import lstsq_rcond, norm_axes, pinv_rtol
+from adcore.ops.decompositions import lstsq_rcond, pinv_rtol
+from adcore.ops.norms import norm_axes
 from adcore_reverse.vjps.table import defvjp
 
 

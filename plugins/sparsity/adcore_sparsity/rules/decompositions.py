@@ -1,4 +1,4 @@
-"""Sparsity rules of adcore/ops/decompositions.py: eigh, eigvalsh, svd, svdvals, qr, norm, pinv, lstsq.
+"""Sparsity rules of adcore/ops/decompositions.py and norms.py: eigh, eigvalsh, svd, svdvals, qr, norm, pinv, lstsq.
 
 Each output's batch b depends on batch b's matrix only (`batched`); within a matrix, on the
 triangle eigh reads, on the columns a QR has seen so far (Gram-Schmidt's order), and nothing where
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.ops.decompositions import norm_axes
+from adcore.ops.norms import norm_axes
 from adcore_sparsity.extend import DENSE, SparsityRule, batched, fibres, known, scatter
 from adcore_sparsity.rules.linalg import LARGE
 from adcore_sparsity.rules.table import defsparsity

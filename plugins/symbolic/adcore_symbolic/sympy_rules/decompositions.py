@@ -1,4 +1,4 @@
-"""Sympy rules of adcore/ops/decompositions.py: norm; the decompositions, pinv and lstsq refuse.
+"""Sympy rules of adcore/ops/decompositions.py and norms.py: norm; the decompositions, pinv and lstsq refuse.
 
 norm: vector ords as sums of |x|**p (None, 2 and 'fro' as sqrt(sum x**2)) whose derivatives at 0
 keep reverse's and forward's conventions (_norm_functions), inf/-inf and the matrix ±1/±inf through
@@ -18,7 +18,7 @@ import numpy as np
 
 from adcore.errors import MissingRuleError
 from adcore.extend import each, reduce_with
-from adcore.ops.decompositions import norm_axes
+from adcore.ops.norms import norm_axes
 from adcore_symbolic.sympy_rules.table import NO_SYMPY_FORM, defsympy, fn, sp
 
 
