@@ -25,6 +25,7 @@ from adcore.ops import (
     norms,
     rearrangements,
     reductions,
+    remainders,
     shapes,
 )
 from adcore.spec import OpSpec
@@ -35,6 +36,7 @@ CORE_OPS: tuple[OpSpec, ...] = tuple(
         spec.name: spec
         for module in (
             elementwise,
+            remainders,
             complex_parts,
             reductions,
             cumulative,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcore.core import TRACED_PARAMS, Tracer, concrete
-from adcore.errors import AdcoreError, InvalidValueError
+from adcore.errors import AdcoreError
 from adcore.spec import (
     NONZERO,
     POSITIVE,
@@ -199,7 +199,7 @@ where = OpSpec(
 # === Elementwise ops added in issue 17 (docs/conventions.md, "Elementwise ops added in issue 17") ===
 
 
-def _elementwise(name: str, impl, *domains: Domain, numpy: tuple = (), samples=None, **spec) -> OpSpec:
+def elementwise_op(name: str, impl, *domains: Domain, numpy: tuple = (), samples=None, **spec) -> OpSpec:
     """An elementwise op of len(domains) inputs, standing for `impl` (a ufunc) and the NumPy functions
     in `numpy`."""
     return OpSpec(
@@ -222,49 +222,13 @@ def _with_edges(draw, *edges: tuple):
     return samples
 
 
-def _diag(*values: float) -> np.ndarray:
+def jacobian_diag(*values: float) -> np.ndarray:
     return np.diag(np.array(values, dtype=np.float64))
 
 
-def _distance_to_integer(v):
+def distance_to_integer(v):
     v = np.asarray(v, dtype=np.float64)
     return np.abs(v - np.round(v))
-
-
-def _quotient_distance(x, y):
-    """How far x is from a jump of mod, fmod and floor_divide (a multiple of y), and y from 0."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        across = np.abs(y) * _distance_to_integer(x / y)
-    return np.minimum(np.nan_to_num(across, nan=0.0), np.abs(y))
-
-
-# Pairs away from the jumps of mod, fmod and floor_divide: x / y = k + f, k an integer in [-2, 2] and
-# |f| in [0.2, 0.8]; one input broadcasts over the other, which has the full shape.
-_QUOTIENT_SHAPES = (
-    ((), ()),
-    ((3,), (3,)),
-    ((2, 2), (2, 1)),
-    ((2, 3), ()),
-    ((2, 3), (3,)),
-    ((2, 1), (2, 2)),
-    ((0,), ()),
-)
-
-
-def _quotient_samples(rng: np.random.Generator, dtype) -> list[Sample]:
-    samples = []
-    for sx, sy in _QUOTIENT_SHAPES:
-        full = np.broadcast_shapes(sx, sy)
-        q = rng.integers(-2, 3, size=full) + rng.choice([-1, 1], size=full) * rng.uniform(0.2, 0.8, size=full)
-        if sx == full:  # y drawn, x placed at y * q
-            y = NONZERO.draw(rng, sy, np.float64)
-            x = y * q
-        else:  # x drawn, y placed at x / q
-            x = Domain(-2.0, 2.0, away_from_zero=0.5).draw(rng, sx, np.float64)
-            y = x / q
-        samples.append(Sample((np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype))))
-    return samples
 
 
 def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -273,22 +237,22 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 # --- inverse hyperbolic -------------------------------------------------------------
-arcsinh = _elementwise("arcsinh", np.arcsinh, WIDE, accepts_complex=True)
-arccosh = _elementwise(
+arcsinh = elementwise_op("arcsinh", np.arcsinh, WIDE, accepts_complex=True)
+arccosh = elementwise_op(
     "arccosh", np.arccosh, Domain(1.1, 4.0), doc="derivative +inf at 1, where it starts", accepts_complex=True
 )
-arctanh = _elementwise(
+arctanh = elementwise_op(
     "arctanh", np.arctanh, UNIT_OPEN, doc="derivative +inf at -1 and 1", accepts_complex=True
 )
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-log2 = _elementwise("log2", np.log2, POSITIVE, accepts_complex=True)
-log10 = _elementwise("log10", np.log10, POSITIVE, accepts_complex=True)
-exp2 = _elementwise("exp2", np.exp2, REAL, accepts_complex=True)
+log2 = elementwise_op("log2", np.log2, POSITIVE, accepts_complex=True)
+log10 = elementwise_op("log10", np.log10, POSITIVE, accepts_complex=True)
+exp2 = elementwise_op("exp2", np.exp2, REAL, accepts_complex=True)
 _LARGE_PAIRS = ([800.0, -700.0, 3.0], [799.0, -701.0, -900.0])  # no overflow, no underflow to -inf
 _INF_PAIRS = ([-np.inf, 1.0, -np.inf, np.inf, 3.0], [2.0, 1.0, -np.inf, 5.0, np.inf])
-_INF_WEIGHTS = (_diag(0, 0.5, 0.5, 1, 0), _diag(1, 0.5, 0.5, 0, 1))
-logaddexp = _elementwise(
+_INF_WEIGHTS = (jacobian_diag(0, 0.5, 0.5, 1, 0), jacobian_diag(1, 0.5, 0.5, 0, 1))
+logaddexp = elementwise_op(
     "logaddexp",
     np.logaddexp,
     REAL,
@@ -297,7 +261,7 @@ logaddexp = _elementwise(
     kinks=(Kink(_INF_PAIRS, _INF_WEIGHTS, why="d/dx = exp(x - ans), its limit at infinite inputs"),),
     doc="d/dx = exp(x - ans): 0 or 1 where an input is infinite, 0.5/0.5 for two equal infinities",
 )
-logaddexp2 = _elementwise(
+logaddexp2 = elementwise_op(
     "logaddexp2",
     np.logaddexp2,
     REAL,
@@ -308,17 +272,17 @@ logaddexp2 = _elementwise(
 )
 
 # --- sinc, hypot, angles, cube root ------------------------------------------------------
-sinc = _elementwise(
+sinc = elementwise_op(
     "sinc",
     np.sinc,
     WIDE,
     numpy=(np.sinc,),  # not a ufunc: dispatched by __array_function__
     accepts_complex=True,
     samples=_with_edges(elementwise_samples(WIDE), ([0.0, 0.05, -0.08, 1.5],)),
-    kinks=(Kink(([0.0, 1.0],), (_diag(0.0, -1.0),), why="sinc'(0) = 0, the limit (no 0/0)"),),
+    kinks=(Kink(([0.0, 1.0],), (jacobian_diag(0.0, -1.0),), why="sinc'(0) = 0, the limit (no 0/0)"),),
     doc="sin(pi x) / (pi x); sinc'(0) = 0 and sinc''(0) = -pi**2/3 (a series near 0)",
 )
-hypot = _elementwise(
+hypot = elementwise_op(
     "hypot",
     np.hypot,
     REAL,
@@ -326,18 +290,18 @@ hypot = _elementwise(
     kinks=(
         Kink(
             ([0.0, 3.0, np.inf], [0.0, -4.0, 2.0]),
-            (_diag(0, 0.6, 1), _diag(0, -0.8, 0)),
+            (jacobian_diag(0, 0.6, 1), jacobian_diag(0, -0.8, 0)),
             why="no derivative at (0, 0): 0 to each (hypot(x, 0) = |x|, abs'(0) = 0); the limit at inf",
         ),
     ),
     kink_distance=np.hypot,
     doc="d/dx = x / hypot(x, y); 0 at (0, 0), as abs'(0) = 0",
 )
-deg2rad = _elementwise(
+deg2rad = elementwise_op(
     "deg2rad", np.deg2rad, Domain(-360.0, 360.0), numpy=(np.radians,), aliases=("radians",)
 )
-rad2deg = _elementwise("rad2deg", np.rad2deg, REAL, numpy=(np.degrees,), aliases=("degrees",))
-cbrt = _elementwise(
+rad2deg = elementwise_op("rad2deg", np.rad2deg, REAL, numpy=(np.degrees,), aliases=("degrees",))
+cbrt = elementwise_op(
     "cbrt",
     np.cbrt,
     NONZERO,
@@ -345,69 +309,25 @@ cbrt = _elementwise(
     doc="derivative 1 / (3 cbrt(x)**2): +inf at 0 (a vertical tangent), so samples keep away from 0",
 )
 
-# --- remainders: jumps where x is a multiple of y --------------------------------------
-mod = _elementwise(
-    "mod",
-    np.mod,
-    REAL,
-    NONZERO,
-    samples=_quotient_samples,
-    aliases=("remainder",),  # np.remainder is np.mod; x % y on a traced value
-    kinks=(
-        Kink(
-            ([2.0, -3.0, 1.0], [1.0, 2.0, -0.5]),
-            (_diag(1, 1, 1), _diag(-2, 2, 2)),
-            why="at a jump: d/dx = 1, d/dy = -floor_divide(x, y), on the side NumPy's value is",
-        ),
-    ),
-    kink_distance=_quotient_distance,
-    doc="x - y floor(x / y): d/dx = 1, d/dy = -floor(x / y); jumps where x / y is an integer",
-)
-fmod = _elementwise(
-    "fmod",
-    np.fmod,
-    REAL,
-    NONZERO,
-    samples=_quotient_samples,
-    kinks=(
-        Kink(
-            ([2.0, -3.0, 1.0], [1.0, 2.0, -0.5]),
-            (_diag(1, 1, 1), _diag(-2, 1, 2)),
-            why="at a jump: d/dx = 1, d/dy = -trunc(x / y), on the side NumPy's value is",
-        ),
-    ),
-    kink_distance=_quotient_distance,
-    doc="x - y trunc(x / y): d/dx = 1, d/dy = -trunc(x / y); jumps where x / y is a nonzero integer",
-)
-floor_divide = _elementwise(
-    "floor_divide",
-    np.floor_divide,
-    REAL,
-    NONZERO,
-    samples=_quotient_samples,
-    kinks=(Kink(([2.0, -3.0], [1.0, 2.0]), (_diag(0, 0), _diag(0, 0)), why="a step: 0, also at the jumps"),),
-    kink_distance=_quotient_distance,
-    doc="x // y: zero derivative (a step), also at the jumps, as floor",
-)
 
 # --- steps, kinks and signs -----------------------------------------------------------
-ceil = _elementwise(
+ceil = elementwise_op(
     "ceil",
     np.ceil,
     REAL,
-    kinks=(Kink(([-1.0, 0.0, 2.0, 2.5],), (_diag(0, 0, 0, 0),), why="ceil' = 0, also at the jumps"),),
-    kink_distance=_distance_to_integer,
+    kinks=(Kink(([-1.0, 0.0, 2.0, 2.5],), (jacobian_diag(0, 0, 0, 0),), why="ceil' = 0, also at the jumps"),),
+    kink_distance=distance_to_integer,
     doc="zero derivative",
 )
-fabs = _elementwise(
+fabs = elementwise_op(
     "fabs",
     np.fabs,
     NONZERO,
-    kinks=(Kink(([-1.0, 0.0, 2.0],), (_diag(-1, 0, 1),), why="fabs'(0) = 0, as abs'(0)"),),
+    kinks=(Kink(([-1.0, 0.0, 2.0],), (jacobian_diag(-1, 0, 1),), why="fabs'(0) = 0, as abs'(0)"),),
     kink_distance=np.abs,
     doc="fabs'(0) = 0, as abs'(0)",
 )
-copysign = _elementwise(
+copysign = elementwise_op(
     "copysign",
     np.copysign,
     NONZERO,
@@ -415,14 +335,14 @@ copysign = _elementwise(
     kinks=(
         Kink(
             ([0.0, 1.5, -1.5, 2.0], [2.0, 0.0, 0.0, -1.0]),
-            (_diag(0, 1, -1, -1), _diag(0, 0, 0, 0)),
+            (jacobian_diag(0, 1, -1, -1), jacobian_diag(0, 0, 0, 0)),
             why="d/dx = sign(x) times y's sign, 0 at x = 0 as abs'(0); d/dy = 0, also at the jump y = 0",
         ),
     ),
     kink_distance=lambda x, y: np.minimum(np.abs(x), np.abs(y)),
     doc="|x| with y's sign: d/dx = sign(x) sign(y) (0 at x = 0, -0.0 counts as negative), d/dy = 0",
 )
-heaviside = _elementwise(
+heaviside = elementwise_op(
     "heaviside",
     np.heaviside,
     NONZERO,
@@ -430,7 +350,7 @@ heaviside = _elementwise(
     kinks=(
         Kink(
             ([-1.0, 0.0, 2.0], [0.5, 0.5, 0.5]),
-            (_diag(0, 0, 0), _diag(0, 1, 0)),
+            (jacobian_diag(0, 0, 0), jacobian_diag(0, 1, 0)),
             why="a step in x: 0, also at 0; d/dh = 1 where x = 0, since the value there is h",
         ),
     ),
@@ -438,7 +358,7 @@ heaviside = _elementwise(
     doc="zero derivative in x (a step); the value at 0, h, has derivative 1 where x = 0, else 0",
 )
 _TIES_AND_NANS = ([1.5, np.nan, 2.0, np.nan, 1.0], [1.5, 2.0, np.nan, np.nan, 3.0])
-fmax = _elementwise(
+fmax = elementwise_op(
     "fmax",
     np.fmax,
     REAL,
@@ -446,14 +366,14 @@ fmax = _elementwise(
     kinks=(
         Kink(
             _TIES_AND_NANS,
-            (_diag(0.5, 0, 1, 0.5, 0), _diag(0.5, 1, 0, 0.5, 1)),
+            (jacobian_diag(0.5, 0, 1, 0.5, 0), jacobian_diag(0.5, 1, 0, 0.5, 1)),
             why="ties split 0.5/0.5 as maximum; a NaN is ignored, so the other input gets it all",
         ),
     ),
     kink_distance=lambda x, y: np.abs(np.subtract(x, y)),
     doc="as maximum, but a NaN input is ignored: the derivative flows to the other input",
 )
-fmin = _elementwise(
+fmin = elementwise_op(
     "fmin",
     np.fmin,
     REAL,
@@ -461,7 +381,7 @@ fmin = _elementwise(
     kinks=(
         Kink(
             _TIES_AND_NANS,
-            (_diag(0.5, 0, 1, 0.5, 1), _diag(0.5, 1, 0, 0.5, 0)),
+            (jacobian_diag(0.5, 0, 1, 0.5, 1), jacobian_diag(0.5, 1, 0, 0.5, 0)),
             why="ties split 0.5/0.5 as minimum; a NaN is ignored, so the other input gets it all",
         ),
     ),
@@ -470,7 +390,7 @@ fmin = _elementwise(
 )
 
 # --- float_power, nan_to_num -------------------------------------------------------------
-float_power = _elementwise(
+float_power = elementwise_op(
     "float_power",
     np.float_power,
     POSITIVE,
@@ -479,13 +399,13 @@ float_power = _elementwise(
     kinks=(
         Kink(
             ([0.0, 0.0, 2.0], [2.0, 3.0, 0.0]),
-            (_diag(0, 0, 0), _diag(0, 0, np.log(2.0))),
+            (jacobian_diag(0, 0, 0), jacobian_diag(0, 0, np.log(2.0))),
             why="as power: at x = 0 < y, d/dy = 0 (0**y is 0 near y); at y = 0, d/dx = 0",
         ),
     ),
     doc="x**y computed in float64: float32 inputs give a float64 output; the rules are power's",
 )
-nan_to_num = _elementwise(
+nan_to_num = elementwise_op(
     "nan_to_num",
     _nan_to_num,
     REAL,
@@ -496,99 +416,9 @@ nan_to_num = _elementwise(
     kinks=(
         Kink(
             ([0.5, np.nan, np.inf, -np.inf],),
-            (_diag(1, 0, 0, 0),),
+            (jacobian_diag(1, 0, 0, 0),),
             why="1 where x is finite, 0 where replaced",
         ),
     ),
     doc="derivative 1 where x is finite, 0 where a NaN or an infinity was replaced (always a copy)",
 )
-
-
-# --- derivative pieces the rule packages share (written with ops, so rules nest) --------
-_SINC_SERIES_BELOW = 0.1
-# sinc(x) = sum_k (-1)**k (pi x)**(2k) / (2k+1)!, so sinc'(x) = x sum_k>=1 c_k x**(2k-2) with
-# c_k = (-1)**k pi**(2k) 2k / (2k+1)!: seven terms are exact to rounding below 0.1, where the closed
-# form cancels (and is 0/0 at 0)
-_SINC_SLOPE_SERIES = tuple(  # Python floats: float32 inputs stay float32
-    float((-1) ** k * np.pi ** (2 * k) * 2 * k / np.prod(np.arange(1.0, 2 * k + 2))) for k in range(1, 8)
-)
-
-
-LN2, LN10 = float(np.log(2.0)), float(np.log(10.0))  # Python floats keep float32 values float32
-
-
-def in_float64(v):
-    """v in float64 (float_power computes in float64 whatever its inputs' dtype)."""
-    return v * np.float64(1.0)
-
-
-def sinc_slope(x):
-    """d sinc / dx = (cos(pi x) - sinc(x)) / x, by its series near 0: 0 at 0, with slope -pi**2/3 there."""
-    small = np.abs(concrete(x)) < _SINC_SERIES_BELOW
-    if not np.any(small):
-        return (cos(np.pi * x) - sinc(x)) / x
-    safe = where(small, 1.0, x)  # the closed form where it is taken, no 0/0 where it is not
-    closed = (cos(np.pi * safe) - sinc(safe)) / safe
-    x2 = x * x
-    series = _SINC_SLOPE_SERIES[-1]
-    for c in reversed(_SINC_SLOPE_SERIES[:-1]):
-        series = series * x2 + c
-    return where(small, x * series, closed)
-
-
-def exp_share(x, y, ans, exp_fn=None):
-    """d logaddexp(x, y) / dx = exp(x - ans) (exp_fn=exp2 for logaddexp2), with its limit where ans is
-    infinite: 1 if x alone is, 0 if y alone is, 0.5 for two equal infinities (a tie, as maximum)."""
-    exp_fn = exp_fn or exp
-    infinite = np.isinf(concrete(ans))
-    if not np.any(infinite):
-        return exp_fn(x - ans)
-    xc, yc = concrete(x), concrete(y)
-    limit = np.asarray((xc > yc) + 0.5 * (xc == yc), dtype=np.result_type(xc, yc))
-    # zeros at the infinite positions first: no inf - inf there, not even in the branch not taken
-    return where(infinite, limit, exp_fn(where(infinite, 0.0, x) - where(infinite, 0.0, ans)))
-
-
-def hypot_share(x, y, ans):
-    """d hypot(x, y) / dx = x / ans; 0 at (0, 0) (hypot(x, 0) = |x|, abs'(0) = 0), and the limit at an
-    infinite x (sign(x)) or y (0); nan when both are infinite (no limit)."""
-    ansc = np.asarray(concrete(ans))
-    special = (ansc == 0) | np.isinf(ansc)
-    if not np.any(special):
-        return x / ans
-    xc, yc = np.broadcast_arrays(concrete(x), concrete(y))
-    if isinstance(x, Tracer) and isinstance(y, Tracer) and np.any(ansc == 0):
-        raise InvalidValueError(
-            "op 'hypot': no second derivative at (0, 0) in both arguments: the gradient there is the "
-            "subgradient 0 and (x, y) / hypot nearby, unbounded (as norm's at 0); take second "
-            "derivatives away from (0, 0), or with one argument held constant (hypot(x, 0) is |x|)"
-        )
-    limit = np.where(np.isinf(xc), np.sign(xc) * np.where(np.isinf(yc), np.nan, 1.0), 0.0)
-    return where(special, np.asarray(limit, dtype=ansc.dtype), x / where(special, 1.0, ans))
-
-
-def fmax_weight(x, y, wins, like=None):
-    """d fmax(x, y) / dx (wins=np.greater; np.less for fmin): 1 where x wins or y alone is NaN, 0.5 on
-    a tie (two NaNs too), 0 elsewhere, in `like`'s dtype (else x's and y's): a concrete step."""
-    x, y = concrete(x), concrete(y)
-    x_nan, y_nan = np.isnan(x), np.isnan(y)
-    weight = wins(x, y) + (y_nan & ~x_nan) + 0.5 * ((x == y) | (x_nan & y_nan))
-    return np.asarray(weight, dtype=np.result_type(x, y) if like is None else like.dtype)
-
-
-def finite_weight(x, like=None):
-    """d nan_to_num(x) / dx: 1 where x is finite, 0 where NumPy replaces it, a concrete step."""
-    x = concrete(x)
-    return np.asarray(np.isfinite(x), dtype=np.result_type(x) if like is None else like.dtype)
-
-
-def copysign_weight(x, y, like):
-    """d copysign(x, y) / dx: sign(x) times y's sign by its sign bit (-0.0 is negative): a concrete step."""
-    x, y = concrete(x), concrete(y)
-    return np.asarray(np.sign(x) * np.where(np.signbit(y), -1.0, 1.0), dtype=like.dtype)
-
-
-def quotient(x, y, ans):
-    """The integer q with x = q y + ans (mod, fmod), concrete: d ans / dy is -q."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.round((concrete(x) - concrete(ans)) / concrete(y))

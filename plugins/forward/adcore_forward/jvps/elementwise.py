@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 import adcore.numpy as anp
+import adcore.ops.elementwise_rules as er
 from adcore.core import concrete
 from adcore.extend import inside_clip, lift, mask, power_by_base, power_by_exponent, tie_split, times_step
 from adcore.extend.rules import nan_where_value_is
 from adcore.ops import complex_parts as cp
-from adcore.ops import elementwise as ew
 from adcore_forward.jvps.table import defjvp
 
 # fmt: off
@@ -74,45 +74,45 @@ defjvp("arccosh",      lambda t, ans, x: t / (anp.sqrt(x - 1) * anp.sqrt(x + 1))
 defjvp("arctanh",      lambda t, ans, x: t / (1 - x * nan_where_value_is(x, ans)))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defjvp("log2",         lambda t, ans, x: t / (nan_where_value_is(x, ans) * ew.LN2))
-defjvp("log10",        lambda t, ans, x: t / (nan_where_value_is(x, ans) * ew.LN10))
-defjvp("exp2",         lambda t, ans, x: t * (ans * ew.LN2))
-defjvp("logaddexp",    lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans),
-                       lambda t, ans, x, y: lift(t, ans) * ew.exp_share(y, x, ans))
-defjvp("logaddexp2",   lambda t, ans, x, y: lift(t, ans) * ew.exp_share(x, y, ans, anp.exp2),
-                       lambda t, ans, x, y: lift(t, ans) * ew.exp_share(y, x, ans, anp.exp2))
+defjvp("log2",         lambda t, ans, x: t / (nan_where_value_is(x, ans) * er.LN2))
+defjvp("log10",        lambda t, ans, x: t / (nan_where_value_is(x, ans) * er.LN10))
+defjvp("exp2",         lambda t, ans, x: t * (ans * er.LN2))
+defjvp("logaddexp",    lambda t, ans, x, y: lift(t, ans) * er.exp_share(x, y, ans),
+                       lambda t, ans, x, y: lift(t, ans) * er.exp_share(y, x, ans))
+defjvp("logaddexp2",   lambda t, ans, x, y: lift(t, ans) * er.exp_share(x, y, ans, anp.exp2),
+                       lambda t, ans, x, y: lift(t, ans) * er.exp_share(y, x, ans, anp.exp2))
 
 # --- sinc, hypot, angles, cube root ------------------------------------------------------
-defjvp("sinc",         lambda t, ans, x: t * ew.sinc_slope(x))
-defjvp("hypot",        lambda t, ans, x, y: lift(t, ans) * ew.hypot_share(x, y, ans),
-                       lambda t, ans, x, y: lift(t, ans) * ew.hypot_share(y, x, ans))
+defjvp("sinc",         lambda t, ans, x: t * er.sinc_slope(x))
+defjvp("hypot",        lambda t, ans, x, y: lift(t, ans) * er.hypot_share(x, y, ans),
+                       lambda t, ans, x, y: lift(t, ans) * er.hypot_share(y, x, ans))
 defjvp("deg2rad",      lambda t, ans, x: t * (np.pi / 180))
 defjvp("rad2deg",      lambda t, ans, x: t * (180 / np.pi))
 defjvp("cbrt",         lambda t, ans, x: t / (3 * ans * ans))
 
 # --- remainders ---------------------------------------------------------------------------
 defjvp("mod",          lambda t, ans, x, y: lift(t, ans),
-                       lambda t, ans, x, y: lift(t, ans) * -ew.quotient(x, y, ans))
+                       lambda t, ans, x, y: lift(t, ans) * -er.quotient(x, y, ans))
 defjvp("fmod",         lambda t, ans, x, y: lift(t, ans),
-                       lambda t, ans, x, y: lift(t, ans) * -ew.quotient(x, y, ans))
+                       lambda t, ans, x, y: lift(t, ans) * -er.quotient(x, y, ans))
 defjvp("floor_divide", None, None)
 
 # --- steps, kinks and signs -----------------------------------------------------------
 defjvp("ceil",         None)
 defjvp("fabs",         lambda t, ans, x: times_step(t, mask(np.sign(concrete(x)), t)))
-defjvp("copysign",     lambda t, ans, x, y: times_step(lift(t, ans), ew.copysign_weight(x, y, t)),
+defjvp("copysign",     lambda t, ans, x, y: times_step(lift(t, ans), er.copysign_weight(x, y, t)),
                        None)
 defjvp("heaviside",    None,  # the value at 0 is h: d/dh = 1 where x = 0
                        lambda t, ans, x, h: times_step(lift(t, ans), mask(concrete(x) == 0, t)))
-defjvp("fmax",         lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(x, y, np.greater, t)),
-                       lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(y, x, np.greater, t)))
-defjvp("fmin",         lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(x, y, np.less, t)),
-                       lambda t, ans, x, y: times_step(lift(t, ans), ew.fmax_weight(y, x, np.less, t)))
+defjvp("fmax",         lambda t, ans, x, y: times_step(lift(t, ans), er.fmax_weight(x, y, np.greater, t)),
+                       lambda t, ans, x, y: times_step(lift(t, ans), er.fmax_weight(y, x, np.greater, t)))
+defjvp("fmin",         lambda t, ans, x, y: times_step(lift(t, ans), er.fmax_weight(x, y, np.less, t)),
+                       lambda t, ans, x, y: times_step(lift(t, ans), er.fmax_weight(y, x, np.less, t)))
 
 # --- float_power, nan_to_num -------------------------------------------------------------
-defjvp("float_power",  lambda t, ans, x, y: lift(t, ans) * power_by_base(ew.in_float64(x), ew.in_float64(y)),
-                       lambda t, ans, x, y: lift(t, ans) * power_by_exponent(cp.complex_base(ew.in_float64(x), ans), ew.in_float64(y), ans))
+defjvp("float_power",  lambda t, ans, x, y: lift(t, ans) * power_by_base(er.in_float64(x), er.in_float64(y)),
+                       lambda t, ans, x, y: lift(t, ans) * power_by_exponent(cp.complex_base(er.in_float64(x), ans), er.in_float64(y), ans))
 # d nan_to_num / dx is 0 at a nan or inf x (NumPy's replacement is a constant there; JAX's too)
-defjvp("nan_to_num",   lambda t, ans, x, **params: times_step(t, ew.finite_weight(x, t)))
+defjvp("nan_to_num",   lambda t, ans, x, **params: times_step(t, er.finite_weight(x, t)))
 
 # fmt: on

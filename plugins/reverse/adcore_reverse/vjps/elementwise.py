@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 import adcore.numpy as anp
+import adcore.ops.elementwise_rules as er
 from adcore.core import concrete
 from adcore.extend import inside_clip, mask, power_by_base, power_by_exponent, tie_split, unbroadcast
 from adcore.extend.rules import nan_where_value_is
 from adcore.ops import complex_parts as cp
-from adcore.ops import elementwise as ew
 from adcore_reverse.vjps.table import VJPS, defvjp, defvjp_steps
 from adcore_reverse.zeros import MaskingRules, step_cotangent, where_branch
 
@@ -75,45 +75,45 @@ defvjp("arccosh",      lambda g, ans, x: g / (anp.sqrt(x - 1) * anp.sqrt(x + 1))
 defvjp("arctanh",      lambda g, ans, x: g / (1 - x * nan_where_value_is(x, ans)))
 
 # --- bases 2 and 10, log-sum-exp of two -------------------------------------------------
-defvjp("log2",         lambda g, ans, x: g / (nan_where_value_is(x, ans) * ew.LN2))
-defvjp("log10",        lambda g, ans, x: g / (nan_where_value_is(x, ans) * ew.LN10))
-defvjp("exp2",         lambda g, ans, x: g * ans * ew.LN2)
-defvjp("logaddexp",    lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans), x),
-                       lambda g, ans, x, y: unbroadcast(g * ew.exp_share(y, x, ans), y))
-defvjp("logaddexp2",   lambda g, ans, x, y: unbroadcast(g * ew.exp_share(x, y, ans, anp.exp2), x),
-                       lambda g, ans, x, y: unbroadcast(g * ew.exp_share(y, x, ans, anp.exp2), y))
+defvjp("log2",         lambda g, ans, x: g / (nan_where_value_is(x, ans) * er.LN2))
+defvjp("log10",        lambda g, ans, x: g / (nan_where_value_is(x, ans) * er.LN10))
+defvjp("exp2",         lambda g, ans, x: g * ans * er.LN2)
+defvjp("logaddexp",    lambda g, ans, x, y: unbroadcast(g * er.exp_share(x, y, ans), x),
+                       lambda g, ans, x, y: unbroadcast(g * er.exp_share(y, x, ans), y))
+defvjp("logaddexp2",   lambda g, ans, x, y: unbroadcast(g * er.exp_share(x, y, ans, anp.exp2), x),
+                       lambda g, ans, x, y: unbroadcast(g * er.exp_share(y, x, ans, anp.exp2), y))
 
 # --- sinc, hypot, angles, cube root ------------------------------------------------------
-defvjp("sinc",         lambda g, ans, x: g * ew.sinc_slope(x))
-defvjp("hypot",        lambda g, ans, x, y: unbroadcast(g * ew.hypot_share(x, y, ans), x),
-                       lambda g, ans, x, y: unbroadcast(g * ew.hypot_share(y, x, ans), y))
+defvjp("sinc",         lambda g, ans, x: g * er.sinc_slope(x))
+defvjp("hypot",        lambda g, ans, x, y: unbroadcast(g * er.hypot_share(x, y, ans), x),
+                       lambda g, ans, x, y: unbroadcast(g * er.hypot_share(y, x, ans), y))
 defvjp("deg2rad",      lambda g, ans, x: g * (np.pi / 180))
 defvjp("rad2deg",      lambda g, ans, x: g * (180 / np.pi))
 defvjp("cbrt",         lambda g, ans, x: g / (3 * ans * ans))
 
 # --- remainders ---------------------------------------------------------------------------
 defvjp("mod",          lambda g, ans, x, y: unbroadcast(g, x),
-                       lambda g, ans, x, y: unbroadcast(-g * ew.quotient(x, y, ans), y))
+                       lambda g, ans, x, y: unbroadcast(-g * er.quotient(x, y, ans), y))
 defvjp("fmod",         lambda g, ans, x, y: unbroadcast(g, x),
-                       lambda g, ans, x, y: unbroadcast(-g * ew.quotient(x, y, ans), y))
+                       lambda g, ans, x, y: unbroadcast(-g * er.quotient(x, y, ans), y))
 defvjp("floor_divide", None, None)
 
 # --- steps, kinks and signs -----------------------------------------------------------
 defvjp("ceil",         None)
 defvjp_steps("fabs",      lambda g, ans, x: step_cotangent(g, mask(np.sign(concrete(x)), g), x))
-defvjp_steps("copysign",  lambda g, ans, x, y: step_cotangent(g, ew.copysign_weight(x, y, g), x),
+defvjp_steps("copysign",  lambda g, ans, x, y: step_cotangent(g, er.copysign_weight(x, y, g), x),
                           None)
 defvjp_steps("heaviside", None,  # the value at 0 is h: d/dh = 1 where x = 0
                           lambda g, ans, x, h: step_cotangent(g, mask(concrete(x) == 0, g), h))
-defvjp_steps("fmax",      lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(x, y, np.greater, g), x),
-                          lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(y, x, np.greater, g), y))
-defvjp_steps("fmin",      lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(x, y, np.less, g), x),
-                          lambda g, ans, x, y: step_cotangent(g, ew.fmax_weight(y, x, np.less, g), y))
+defvjp_steps("fmax",      lambda g, ans, x, y: step_cotangent(g, er.fmax_weight(x, y, np.greater, g), x),
+                          lambda g, ans, x, y: step_cotangent(g, er.fmax_weight(y, x, np.greater, g), y))
+defvjp_steps("fmin",      lambda g, ans, x, y: step_cotangent(g, er.fmax_weight(x, y, np.less, g), x),
+                          lambda g, ans, x, y: step_cotangent(g, er.fmax_weight(y, x, np.less, g), y))
 
 # --- float_power, nan_to_num -------------------------------------------------------------
-defvjp("float_power",  lambda g, ans, x, y: unbroadcast(g * power_by_base(ew.in_float64(x), ew.in_float64(y)), x),
-                       lambda g, ans, x, y: unbroadcast(g * power_by_exponent(cp.complex_base(ew.in_float64(x), ans), ew.in_float64(y), ans), y))
+defvjp("float_power",  lambda g, ans, x, y: unbroadcast(g * power_by_base(er.in_float64(x), er.in_float64(y)), x),
+                       lambda g, ans, x, y: unbroadcast(g * power_by_exponent(cp.complex_base(er.in_float64(x), ans), er.in_float64(y), ans), y))
 # d nan_to_num / dx is 0 at a nan or inf x (NumPy's replacement is a constant there; JAX's too)
-defvjp_steps("nan_to_num", lambda g, ans, x, **params: step_cotangent(g, ew.finite_weight(x, g), x))
+defvjp_steps("nan_to_num", lambda g, ans, x, **params: step_cotangent(g, er.finite_weight(x, g), x))
 
 # fmt: on

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+import adcore.ops.elementwise_rules as er
 from adcore.extend import inside_clip
-from adcore.ops import elementwise as ew
 from adcore.ops.complex_parts import is_complex
 from adcore_sparsity.extend import SparsityRule, elementwise, known, no_dependency, readable, selected
 from adcore_sparsity.rules.table import defsparsity
@@ -99,7 +99,7 @@ def wins_ignoring_nan(beats: Callable[..., Any], first: bool) -> Keep:
     def keep(ans: Any, x: Any, y: Any) -> Any:
         if not readable(x, y):
             return True
-        return ew.fmax_weight(x, y, beats) != 0 if first else ew.fmax_weight(y, x, beats) != 0
+        return er.fmax_weight(x, y, beats) != 0 if first else er.fmax_weight(y, x, beats) != 0
 
     return keep
 
@@ -119,7 +119,7 @@ def taken(branch: bool) -> Keep:
 
 def counts_divisor(ans: Any, x: Any, y: Any) -> Any:
     """mod and fmod: d/dy = -q (x = q y + ans), 0 where the quotient q is 0 (|x| < |y| there)."""
-    return ew.quotient(x, y, ans) != 0 if readable(x, y, ans) else True
+    return er.quotient(x, y, ans) != 0 if readable(x, y, ans) else True
 
 
 def at_zero(ans: Any, x: Any, h: Any) -> Any:
@@ -136,7 +136,7 @@ def exp_share(exp_fn: Callable[..., Any], first: bool) -> Keep:
             return True
         mine, other = (x, y) if first else (y, x)
         with np.errstate(invalid="ignore", over="ignore"):
-            return np.asarray(ew.exp_share(mine, other, ans, exp_fn)) != 0
+            return np.asarray(er.exp_share(mine, other, ans, exp_fn)) != 0
 
     return keep
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+import adcore.ops.elementwise_rules as er
 from adcore.extend import each
-from adcore.ops import elementwise as ew
 from adcore_symbolic.sympy_rules.table import defsympy, fn, sp
 
 
@@ -78,7 +78,9 @@ defsympy("where",      lambda c, x, y: each(_where, c, x, y))
 # nan_to_num), the expression is a function printed as a call of the adcore op, whose derivative
 # is a function printed as a call of the piece the VJP and JVP rules share (adcore.ops.elementwise):
 # the compiled code then gives the same limits as they do, and runs on traced values too.
-_SINC_SERIES_BELOW = 0.1  # as adcore.ops.elementwise.sinc_slope: the series where sin(pi x) / (pi x) cancels
+_SINC_SERIES_BELOW = (
+    0.1  # as adcore.ops.elementwise_rules.sinc_slope: the series where sin(pi x) / (pi x) cancels
+)
 
 
 @functools.cache
@@ -115,16 +117,16 @@ def _functions() -> SimpleNamespace:
             return sp.S.Zero
 
     class FmaxWeight(Step):
-        code = "ops.elementwise.fmax_weight({a0}, {a1}, numpy.greater)"
-        evaluate = staticmethod(lambda x, y: ew.fmax_weight(x, y, np.greater))
+        code = "ops.elementwise_rules.fmax_weight({a0}, {a1}, numpy.greater)"
+        evaluate = staticmethod(lambda x, y: er.fmax_weight(x, y, np.greater))
 
     class FminWeight(Step):
-        code = "ops.elementwise.fmax_weight({a0}, {a1}, numpy.less)"
-        evaluate = staticmethod(lambda x, y: ew.fmax_weight(x, y, np.less))
+        code = "ops.elementwise_rules.fmax_weight({a0}, {a1}, numpy.less)"
+        evaluate = staticmethod(lambda x, y: er.fmax_weight(x, y, np.less))
 
     class Finite(Step):
-        code = "ops.elementwise.finite_weight({a0})"
-        evaluate = staticmethod(ew.finite_weight)
+        code = "ops.elementwise_rules.finite_weight({a0})"
+        evaluate = staticmethod(er.finite_weight)
 
     class Fmax(_Call):
         code = "ops.fmax({a0}, {a1})"
@@ -145,16 +147,16 @@ def _functions() -> SimpleNamespace:
     class ExpShare(_Call):
         """exp(x - ans) (2**(x - ans) with `base2`), args (x, y, ans): its limit where ans is infinite."""
 
-        code = "ops.elementwise.exp_share({a0}, {a1}, {a2})"
-        evaluate = staticmethod(ew.exp_share)
+        code = "ops.elementwise_rules.exp_share({a0}, {a1}, {a2})"
+        evaluate = staticmethod(er.exp_share)
         scale = sp.S.One
 
         def fdiff(self, argindex=1):
             return (self.scale * self, sp.S.Zero, -self.scale * self)[argindex - 1]
 
     class ExpShare2(ExpShare):
-        code = "ops.elementwise.exp_share({a0}, {a1}, {a2}, ops.exp2)"
-        evaluate = staticmethod(lambda x, y, ans: ew.exp_share(x, y, ans, np.exp2))
+        code = "ops.elementwise_rules.exp_share({a0}, {a1}, {a2}, ops.exp2)"
+        evaluate = staticmethod(lambda x, y, ans: er.exp_share(x, y, ans, np.exp2))
         scale = sp.log(2)
 
     class LogAddExp(_Call):
@@ -174,8 +176,8 @@ def _functions() -> SimpleNamespace:
     class HypotShare(_Call):
         """x / ans, args (x, y, ans): 0 at (0, 0), the limit at an infinite input."""
 
-        code = "ops.elementwise.hypot_share({a0}, {a1}, {a2})"
-        evaluate = staticmethod(ew.hypot_share)
+        code = "ops.elementwise_rules.hypot_share({a0}, {a1}, {a2})"
+        evaluate = staticmethod(er.hypot_share)
 
         def fdiff(self, argindex=1):
             x, _, ans = self.args
