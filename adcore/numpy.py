@@ -22,17 +22,9 @@ absolute = globals()["abs"]
 true_divide = globals()["divide"]
 amax = globals()["max"]
 amin = globals()["min"]
-# np.linalg.slogdet's (sign, logabsdet) on traced values, from one op slogdet_packed
-from adcore.ops.linalg import slogdet  # noqa: E402, F401
-
-# np.full(shape, x) converts x before any dispatch could reach adcore: anp.full instead
-from adcore.ops.numpy_functions import full, full_like  # noqa: E402, F401
-
-# np.average's signature (weights optional, after axis) around ops mean and average
-from adcore.ops.reductions import numpy_average as average  # noqa: E402, F401
 
 # NumPy's shape functions that are Python over ops (not ops), and array building from traced values
-from adcore.ops.shape_functions import (  # noqa: E402, F401
+from adcore.ops.composite_shapes import (  # noqa: E402, F401
     array,
     array_split,
     asarray,
@@ -53,7 +45,16 @@ from adcore.ops.shape_functions import (  # noqa: E402, F401
     vsplit,
     vstack,
 )
-from adcore.ops.shape_functions import array as _array  # noqa: E402
+from adcore.ops.composite_shapes import array as _array  # noqa: E402
+
+# np.linalg.slogdet's (sign, logabsdet) on traced values, from one op slogdet_packed
+from adcore.ops.linalg import slogdet  # noqa: E402, F401
+
+# np.full(shape, x) converts x before any dispatch could reach adcore: anp.full instead
+from adcore.ops.numpy_functions import full, full_like  # noqa: E402, F401
+
+# np.average's signature (weights optional, after axis) around ops mean and average
+from adcore.ops.reductions import numpy_average as average  # noqa: E402, F401
 
 # NumPy functions whose array arguments are sequences of arrays, which a list stacked would change
 _TAKE_SEQUENCES = frozenset({_np.hstack, _np.vstack, _np.dstack, _np.column_stack, _np.select, _np.block})

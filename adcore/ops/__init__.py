@@ -61,7 +61,7 @@ vars(core.OPS).update({spec.name: spec for spec in CORE_OPS})
 
 # NumPy functions that are Python over the ops above (np.interp, np.split, np.linalg.svd, ...):
 # each module registers them in core.NUMPY_FUNCTIONS when imported, after the ops it calls exist
-from adcore.ops import linalg_functions, numpy_functions, shape_functions  # noqa: E402, F401
+from adcore.ops import composite_linalg, composite_shapes, numpy_functions  # noqa: E402, F401
 
 
 def _registry():

@@ -22,9 +22,9 @@ from adcore import core
 from adcore.core import Tracer, concrete
 from adcore.errors import AdcoreError, ComplexValueError, InvalidValueError, UnsupportedFunctionError
 from adcore.ops.complex_parts import real
+from adcore.ops.composite_shapes import array as _array
 from adcore.ops.elementwise import where
 from adcore.ops.rearrangements import moveaxis, take, take_along_axis
-from adcore.ops.shape_functions import array as _array
 from adcore.ops.shapes import broadcast_to, concatenate, getitem, reshape
 
 

@@ -1,4 +1,4 @@
-"""The shape and indexing ops of issue 17 (adcore/ops/shapes.py, adcore/ops/shape_functions.py):
+"""The shape and indexing ops of issue 17 (adcore/ops/shapes.py, adcore/ops/composite_shapes.py):
 values against NumPy, derivatives against the exact Jacobian of a linear map (NumPy's function
 applied to each unit vector), against torch, across every backend and at second order; and
 the refusals."""
