@@ -190,3 +190,26 @@ def test_the_cycle_count_finds_a_planted_cycle(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert import_cycles(["toycycle"]) == [["toycycle.a", "toycycle.b", "toycycle.c"]]
+
+
+def test_a_package_importing_its_own_modules_is_no_cycle_but_a_module_importing_its_package_is(
+    tmp_path, monkeypatch
+):
+    # Python runs a package's __init__ before any module in it, an import grimp does not draw: an
+    # __init__ that imports its modules is no cycle, a module that takes a name the __init__ defines is
+    _package(
+        tmp_path,
+        "toyinit",
+        {"__init__": "from toyinit import a, b\n", "a": "from toyinit import b\n", "b": "X = 1\n"},
+    )
+    _package(
+        tmp_path,
+        "toyback",
+        {
+            "__init__": "from toyback.a import f\n\nLIMIT = 1\n",
+            "a": "def f():\n    from toyback import LIMIT\n",
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles(["toyinit"]) == []
+    assert import_cycles(["toyback"]) == [["toyback", "toyback.a"]]
