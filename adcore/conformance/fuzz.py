@@ -3,7 +3,7 @@
 A program calls ops on 1-3 input arrays and returns its last value; every backend must
 differentiate it as the engine's reference does. What a program may call (`fuzz_choices`)
 is read off the ops themselves, not a list of names: each op's samples give the ways it may be
-called (a Signature: each input's shape, the non-float or non-differentiable inputs as the
+called (a OpSignature: each input's shape, the non-float or non-differentiable inputs as the
 sample's constants, the params), each input's domain (their values' range and, for ops sampled
 away from zero, the gap around 0 they keep clear of) and its structure (square matrices; symmetric
 positive definite ones). Elementwise ops take earlier values as they are (broadcasting between
@@ -39,7 +39,7 @@ from adcore.conformance.fuzz_choices import (
     WIDE,
     Choice,
     InputDomain,
-    Signature,
+    OpSignature,
     choices,
 )
 from adcore.conformance.random_program import Line, RandomProgram, in_dtype, is_value
@@ -83,7 +83,7 @@ class Builder:
     def dtype(self) -> np.dtype:
         return self.inputs[0].dtype
 
-    def call(self, choice: Choice, operands: Sequence[int], signature: Signature, positive: bool) -> bool:
+    def call(self, choice: Choice, operands: Sequence[int], signature: OpSignature, positive: bool) -> bool:
         """Append choice.op(...) as `signature` calls it, each operand fitted to its shape and
         squashed into its domain first: the widened domain if the op's values stay moderate there,
         else the sampled one. False (and nothing but squashes appended) where the call cannot be

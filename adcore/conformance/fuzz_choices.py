@@ -63,7 +63,7 @@ class InputDomain:
 
 
 @dataclass(frozen=True, eq=False)
-class Signature:
+class OpSignature:
     """One way to call an op, from one of its samples: the shape of each input a program value
     feeds (None: as the value is, for elementwise ops), the other inputs as the sample's constants
     (by position), and the params."""
@@ -84,7 +84,7 @@ class Choice:
 
     op: str
     domains: tuple[InputDomain, ...]
-    signatures: tuple[Signature, ...] = (Signature((None,)),)
+    signatures: tuple[OpSignature, ...] = (OpSignature((None,)),)
 
 
 _samples: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -135,11 +135,11 @@ def _structure(arrays: list[np.ndarray]) -> str:
     return SQUARE
 
 
-def _signatures(op: OpSpec) -> tuple[Signature, ...]:
+def _signatures(op: OpSpec) -> tuple[OpSignature, ...]:
     """The ways a program may call `op`, one per distinct sample (shapes and params) whose fed
     inputs are non-empty and at most MAX_ELEMENTS each, and whose params and constant inputs a
     program's source can write (not an object with no source, as an ODE's dynamics)."""
-    found: dict[str, Signature] = {}
+    found: dict[str, OpSignature] = {}
     for sample in op.samples(np.random.default_rng(0), np.dtype(np.float64)):
         fed = [i for i, a in enumerate(sample.args) if is_float(a) and op.is_differentiable(i)]
         if not fed or any(not 0 < np.size(sample.args[i]) <= MAX_ELEMENTS for i in fed):
@@ -152,7 +152,7 @@ def _signatures(op: OpSpec) -> tuple[Signature, ...]:
         key = repr(
             (shapes, sorted(sample.params.items(), key=str), [(i, repr(a)) for i, a in constants.items()])
         )
-        found.setdefault(key, Signature(shapes, constants, dict(sample.params)))
+        found.setdefault(key, OpSignature(shapes, constants, dict(sample.params)))
     return tuple(found.values())
 
 
