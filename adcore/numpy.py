@@ -14,6 +14,7 @@ from typing import Any
 import numpy as _np
 
 from adcore import core as _core
+from adcore import ops as _ops
 from adcore.ops import CORE_OPS
 
 globals().update({_spec.name: _spec for _spec in CORE_OPS})
@@ -77,7 +78,7 @@ def _takes_traced_lists(function: Any) -> Any:
             kwargs = {k: _array(v) if _holds_tracer_list(v) else v for k, v in kwargs.items()}
             # adcore's own function, which sees a traced argument NumPy's dispatch would not
             # (np.interp(x, xp, fp, left=traced) dispatches on x, xp and fp only)
-            return _core.NUMPY_FUNCTIONS.get(function, function)(*args, **kwargs)
+            return _ops.NUMPY_FUNCTIONS.get(function, function)(*args, **kwargs)
 
         _served[function] = wrapper
     return wrapper
@@ -93,9 +94,9 @@ def _is_served(function: Any) -> bool:
     """Whether adcore serves function on traced values with arrays (not sequences of them:
     a variadic op's, np.linalg.multi_dot's, list is its inputs) as arguments."""
     try:
-        if function in _core.NUMPY_FUNCTIONS:
+        if function in _ops.NUMPY_FUNCTIONS:
             return True
-        op = _core.get_registry().numpy_op(function)
+        op = _ops.registry().numpy_op(function)
     except TypeError:  # unhashable
         return False
     return op is not None and not op.variadic
@@ -143,7 +144,7 @@ fft = _Submodule(_np.fft)
 
 
 def __getattr__(name: str) -> Any:
-    op = _core.get_registry().ops.get(name)  # set by adcore.plugins, a layer above this one
+    op = _ops.registry().ops.get(name)  # set by adcore.plugins, a layer above this one
     if op is not None:
         return op
     return _numpy_name(_np, name)

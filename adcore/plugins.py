@@ -24,13 +24,14 @@ from typing import Any
 
 import pluggy
 
-from adcore import core, hookspecs, ops
+from adcore import hookspecs, ops
 from adcore.errors import PluginError
 from adcore.registry import PluginRecord, Registry
 
 ENTRY_POINT_GROUP = "adcore"
 ESSENTIAL = "core"
 HOOKS = (
+    "adcore_register_kinds",
     "adcore_register_ops",
     "adcore_register_rules",
     "adcore_register_backends",
@@ -82,7 +83,7 @@ def get_registry() -> Registry:
     return registry
 
 
-core.get_registry = get_registry  # the layers below read the registry (np.sin(x) -> op, adcore.ops.name)
+ops.use_registry(get_registry)  # the layers below read the registry (np.sin(x) -> op, adcore.ops.name)
 
 
 def _refuse_reentry(what: str) -> None:
@@ -330,6 +331,7 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
 def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: str, plugin: Any) -> None:
     """Call one plugin's hook alone, so what it registers is its own and a failure undoes only it."""
     add = {
+        "adcore_register_kinds": registry.add_kind,
         "adcore_register_ops": registry.add_op,
         "adcore_register_rules": registry.add_rule,
         "adcore_register_backends": registry.add_backend,

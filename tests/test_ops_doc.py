@@ -13,7 +13,7 @@ import scipy.special
 from traceable_ops import TraceableOps
 
 import adcore
-from adcore import cli, core
+from adcore import cli, ops
 from adcore.conformance import catalogue
 from adcore.ops import CORE_OPS
 from adcore.plugins import get_registry
@@ -111,7 +111,7 @@ def test_numpy_functions_served_by_a_function_over_ops_are_listed(clean_plugins)
     text = io.StringIO()
     cli.rules(as_markdown=True, out=text)
     md = text.getvalue()
-    for func in core.NUMPY_FUNCTIONS:
+    for func in ops.NUMPY_FUNCTIONS:
         assert f"| `{catalogue.function_name(func)}` | `" in md
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore.core import ufunc_name
+from adcore.array_tracer import ufunc_name
 from adcore.errors import InvalidValueError, TracerConversionError, UnsupportedFunctionError
 from adcore.plugins import get_registry
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from adcore.core import Trace, Tracer, bind
+from adcore.array_tracer import ArrayTracer
+from adcore.core import Trace, bind
 
 
 class BoxTrace(Trace):
@@ -21,7 +22,7 @@ class BoxTrace(Trace):
         return Box(self, bind(op, *values, **params))
 
 
-class Box(Tracer):
+class Box(ArrayTracer):
     def __init__(self, trace: Trace, value) -> None:
         self._trace = trace
         self.value = value

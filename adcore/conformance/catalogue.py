@@ -15,9 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from adcore import core
 from adcore import ops as core_ops
-from adcore.hookspecs import RULE_KINDS
 from adcore.registry import Registry
 from adcore.spec import OpSpec
 
@@ -44,9 +42,10 @@ class OpEntry:
 
 
 def rule_kinds(registry: Registry) -> list[str]:
-    """The rule kinds registered or needed by a backend: RULE_KINDS' order first, others sorted."""
+    """The rule kinds registered or needed by a backend: declared ones by their `column`, others after."""
     found = set(registry.rules) | {k for b in registry.backends.values() for k in getattr(b, "kinds", ())}
-    return [k for k in RULE_KINDS if k in found] + sorted(found - set(RULE_KINDS))
+    declared = registry.kinds
+    return sorted(found, key=lambda k: (k not in declared, declared[k].column if k in declared else 0, k))
 
 
 def backends_needing(registry: Registry, kind: str) -> list[str]:
@@ -63,7 +62,7 @@ def rule_state(registry: Registry, op: OpSpec, kind: str) -> str:
         return RULE
     if not needs_rule(op):
         return NOT_NEEDED
-    if op.elementwise and kind in RULE_KINDS and RULE_KINDS[kind].elementwise_by_flag:
+    if op.elementwise and registry.by_flag(kind):
         return ELEMENTWISE
     return BODY if op.traceable else NONE
 
@@ -156,7 +155,7 @@ def function_name(func: Any) -> str:
 def composed_functions() -> list[tuple[str, str]]:
     """(NumPy name, what serves it) for the NumPy functions a tracer answers with a Python function
     over ops rather than one op (np.linalg.eigh's namedtuple, matrix_rank's int)."""
-    served = ((function_name(f), _served_by(fn)) for f, fn in core.NUMPY_FUNCTIONS.items())
+    served = ((function_name(f), _served_by(fn)) for f, fn in core_ops.NUMPY_FUNCTIONS.items())
     return sorted(served)
 
 

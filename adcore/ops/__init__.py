@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from adcore import core
+from adcore.errors import PluginError
 from adcore.ops import (
     complex_parts,
     contractions,
@@ -56,42 +57,61 @@ CORE_OPS: tuple[OpSpec, ...] = tuple(
     }.values()
 )
 globals().update({spec.name: spec for spec in CORE_OPS})
-# the tracing core's operators call these (x + y is core.OPS.add)
-vars(core.OPS).update({spec.name: spec for spec in CORE_OPS})
 
-# NumPy functions that are Python over the ops above (np.interp, np.split, np.linalg.svd, ...):
-# each module registers them in core.NUMPY_FUNCTIONS when imported, after the ops it calls exist
-from adcore.ops import composite_linalg, composite_shapes, numpy_functions  # noqa: E402, F401
+# NumPy functions that are Python over the ops above (np.interp, np.split, np.linalg.svd, ...), from
+# each module's NUMPY_FUNCTIONS: NumPy's function on a traced value runs it (adcore.array_tracer)
+from adcore.ops import composite_linalg, composite_shapes, numpy_functions  # noqa: E402
+
+NUMPY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    function: python
+    for module in (composite_linalg, composite_shapes, eig, fft, linalg, numpy_functions, reductions)
+    for function, python in module.NUMPY_FUNCTIONS.items()
+}
 
 
-def _registry():
-    return core.get_registry()  # set by adcore.plugins, a layer above this one
+def _no_registry() -> Any:
+    raise PluginError("adcore's registry is not loaded: `import adcore` loads it, then use adcore")
+
+
+_get_registry: Callable[[], Any] = _no_registry
+
+
+def use_registry(get_registry: Callable[[], Any]) -> None:
+    """How to reach the registry of ops and rules, handed down by adcore.plugins (a layer above):
+    plugins' ops, and the op a NumPy function stands for, are found through it."""
+    global _get_registry
+    _get_registry = get_registry
+
+
+def registry() -> Any:
+    """The registry of ops and rules (adcore.registry.Registry), built on first use."""
+    return _get_registry()
 
 
 def __getattr__(name: str) -> OpSpec:
     if name.startswith("__"):
         raise AttributeError(name)
-    return _registry().op(name)
+    return registry().op(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_registry().ops))
+    return sorted(set(globals()) | set(registry().ops))
 
 
 class _OpsModule(types.ModuleType):
     """This module, indexable by op name and iterable over op names."""
 
     def __getitem__(self, name: str) -> OpSpec:
-        return _registry().op(name)
+        return registry().op(name)
 
     def __contains__(self, name: object) -> bool:
-        return name in _registry().ops
+        return name in registry().ops
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(_registry().ops))
+        return iter(sorted(registry().ops))
 
     def __len__(self) -> int:
-        return len(_registry().ops)
+        return len(registry().ops)
 
 
 sys.modules[__name__].__class__ = _OpsModule

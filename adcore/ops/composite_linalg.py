@@ -1,7 +1,7 @@
 """np.linalg's functions on traced values whose result is not one op's output: eigh, svd and qr
 (NumPy's namedtuples of slices of one packed op), lstsq ((x, residuals, rank, s)), matrix_rank
 (a plain int), vector_norm and matrix_norm (NumPy 2, through the norm op). Each takes NumPy's
-arguments; `core.NUMPY_FUNCTIONS` maps the NumPy function to it (docs/conventions.md,
+arguments; `NUMPY_FUNCTIONS` maps the NumPy function to it (docs/conventions.md,
 "decompositions").
 """
 
@@ -11,9 +11,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore import core
 from adcore.core import concrete
 from adcore.errors import UnsupportedFunctionError
+from adcore.ops import complex_parts, shapes
 from adcore.ops.decompositions import (
     eigh_packed,
     lstsq_residuals,
@@ -50,13 +50,13 @@ class LstsqResult(NamedTuple):
 
 
 def _swap_last(x: Any) -> Any:
-    return core.OPS.transpose(x, axes=tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+    return shapes.transpose(x, axes=tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
 def _values_row(row: Any) -> Any:
     """The eigen- or singular values of a packed output: real, as NumPy's, when the vectors are
     complex (their real part: the packed row holds them exactly, with imaginary part 0)."""
-    return core.OPS.real(row) if np.dtype(row.dtype).kind == "c" else row
+    return complex_parts.real(row) if np.dtype(row.dtype).kind == "c" else row
 
 
 def linalg_eigh(a: Any, UPLO: str = "L") -> EighResult:
@@ -118,18 +118,18 @@ def linalg_vector_norm(x: Any, axis: Any = None, keepdims: bool = False, ord: An
     the order of the sum): a tuple of axes moved first, in the order given, and flattened."""
     ndim = x.ndim
     if axis is None:
-        out = norm(core.OPS.reshape(x, shape=(-1,)), ord=ord)
+        out = norm(shapes.reshape(x, shape=(-1,)), ord=ord)
     elif isinstance(axis, tuple):
         axes = tuple(int(a) % ndim for a in axis)
         rest = tuple(i for i in range(ndim) if i not in axes)
-        moved = core.OPS.transpose(x, axes=axes + rest)
+        moved = shapes.transpose(x, axes=axes + rest)
         size = int(np.prod([x.shape[i] for i in axes], dtype=int))
-        out = norm(core.OPS.reshape(moved, shape=(size, *(x.shape[i] for i in rest))), ord=ord, axis=0)
+        out = norm(shapes.reshape(moved, shape=(size, *(x.shape[i] for i in rest))), ord=ord, axis=0)
     else:
         out = norm(x, ord=ord, axis=axis)
     if keepdims:
         reduced = range(ndim) if axis is None else [int(a) % ndim for a in np.atleast_1d(axis)]
-        out = core.OPS.reshape(out, shape=tuple(1 if i in reduced else n for i, n in enumerate(x.shape)))
+        out = shapes.reshape(out, shape=tuple(1 if i in reduced else n for i, n in enumerate(x.shape)))
     return out
 
 
@@ -138,14 +138,12 @@ def linalg_matrix_norm(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-core.NUMPY_FUNCTIONS.update(
-    {
-        np.linalg.vector_norm: linalg_vector_norm,
-        np.linalg.matrix_norm: linalg_matrix_norm,
-        np.linalg.eigh: linalg_eigh,
-        np.linalg.svd: linalg_svd,
-        np.linalg.qr: linalg_qr,
-        np.linalg.lstsq: linalg_lstsq,
-        np.linalg.matrix_rank: linalg_matrix_rank,
-    }
-)
+NUMPY_FUNCTIONS = {
+    np.linalg.vector_norm: linalg_vector_norm,
+    np.linalg.matrix_norm: linalg_matrix_norm,
+    np.linalg.eigh: linalg_eigh,
+    np.linalg.svd: linalg_svd,
+    np.linalg.qr: linalg_qr,
+    np.linalg.lstsq: linalg_lstsq,
+    np.linalg.matrix_rank: linalg_matrix_rank,
+}

@@ -1,7 +1,7 @@
 """NumPy's shape functions that are Python over the shape ops rather than ops of their own: the
 split family (a list of getitem results, one op per piece), the stack family (atleast_* and
 concatenate), atleast_* of several arrays, np.pad's keywords and np.select (where, in turn).
-Each takes NumPy's arguments; `core.NUMPY_FUNCTIONS` maps the NumPy function to it, so
+Each takes NumPy's arguments; `NUMPY_FUNCTIONS` maps the NumPy function to it, so
 np.split(x, 3) on a traced x runs it, and `adcore.numpy` offers the same names."""
 
 from __future__ import annotations
@@ -302,26 +302,24 @@ def _has_tracer(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(_has_tracer(v) for v in value)
 
 
-core.NUMPY_FUNCTIONS.update(
-    {
-        np.split: split,
-        np.array_split: array_split,
-        np.hsplit: hsplit,
-        np.vsplit: vsplit,
-        np.dsplit: dsplit,
-        np.atleast_1d: atleast_1d,
-        np.atleast_2d: atleast_2d,
-        np.atleast_3d: atleast_3d,
-        np.hstack: hstack,
-        np.vstack: vstack,
-        np.dstack: dstack,
-        np.column_stack: column_stack,
-        np.pad: pad,
-        np.select: select,
-        np.append: append,
-        np.delete: delete,
-        np.tril_indices_from: tril_indices_from,
-        np.triu_indices_from: triu_indices_from,
-        np.diag_indices_from: diag_indices_from,
-    }
-)
+NUMPY_FUNCTIONS = {
+    np.split: split,
+    np.array_split: array_split,
+    np.hsplit: hsplit,
+    np.vsplit: vsplit,
+    np.dsplit: dsplit,
+    np.atleast_1d: atleast_1d,
+    np.atleast_2d: atleast_2d,
+    np.atleast_3d: atleast_3d,
+    np.hstack: hstack,
+    np.vstack: vstack,
+    np.dstack: dstack,
+    np.column_stack: column_stack,
+    np.pad: pad,
+    np.select: select,
+    np.append: append,
+    np.delete: delete,
+    np.tril_indices_from: tril_indices_from,
+    np.triu_indices_from: triu_indices_from,
+    np.diag_indices_from: diag_indices_from,
+}

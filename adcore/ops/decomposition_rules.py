@@ -1,7 +1,7 @@
 """What the decompositions' rule packages share (adcore/ops/decompositions.py): the masked
 1 / gap matrices, the degenerate tolerance, the second-order refusal at degenerate points, the
 triangle eigh reads, norm's (sub)gradient. Written with adcore ops looked up at call time
-(core.OPS), so the rules built from them nest.
+(the ops modules themselves), so the rules built from them nest.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 from adcore import core
 from adcore.core import concrete
 from adcore.errors import InvalidValueError, LinearAlgebraError
+from adcore.ops import complex_parts, decompositions, elementwise, linalg, reductions, shapes
 from adcore.ops.decompositions import svd_packed
 from adcore.ops.norms import norm_axes
 
@@ -28,8 +29,8 @@ def degenerate_tolerance(values: Any, n: int) -> np.ndarray:
 def inverse_singular_values(s: Any, tol: np.ndarray) -> Any:
     """1 / s, 0 where s is at most tol (a pseudo-inverse's)."""
     small = concrete(s) <= tol
-    safe = core.OPS.where(small, np.ones((), concrete(s).dtype), s)
-    return core.OPS.where(small, np.zeros((), concrete(s).dtype), 1.0 / safe)
+    safe = elementwise.where(small, np.ones((), concrete(s).dtype), s)
+    return elementwise.where(small, np.zeros((), concrete(s).dtype), 1.0 / safe)
 
 
 def nonzero_singular_values(s: Any, tol: np.ndarray) -> np.ndarray:
@@ -48,7 +49,7 @@ def qr_r_inverse(r: Any) -> Any:
             f"{np.array2string(diagonal, precision=3)}): Q's columns past the rank are not determined "
             "by a. Differentiate at a full-rank a, or use svd/pinv, whose derivatives hold the rank fixed"
         )
-    return core.OPS.inv(r)
+    return linalg.inv(r)
 
 
 def refuse_second_order(op: str, values: Any, tol: np.ndarray, *inputs: Any, zeros: bool = False) -> None:
@@ -82,7 +83,7 @@ def degenerate_blocks(values: Any, tol: np.ndarray) -> np.ndarray:
 def block_average(x: Any, same: np.ndarray) -> Any:
     """x (..., n) averaged within each block of `same` (..., n, n): ties split equally, as max's."""
     weights = (same / np.sum(same, axis=-1, keepdims=True)).astype(concrete(x).dtype)
-    return core.OPS.matmul(core.OPS.expand_dims(x, axis=-2), weights)[..., 0, :]
+    return linalg.matmul(shapes.expand_dims(x, axis=-2), weights)[..., 0, :]
 
 
 def _negligible(part: np.ndarray, scale: float, dtype: Any) -> bool:
@@ -151,31 +152,30 @@ PHASE_ADVICE = (
 def gap_inverse(values: Any, tol: np.ndarray, sign: int = -1) -> Any:
     """F[..., i, j] = 1 / (v_j - v_i) (sign -1) or 1 / (v_j + v_i) (sign +1), 0 where that is at
     most tol (degenerate pairs, the diagonal): the rules' masked F matrix."""
-    ops = core.OPS
-    row = ops.expand_dims(values, axis=-2)  # v_j along the last axis
-    column = ops.expand_dims(values, axis=-1)  # v_i
+    row = shapes.expand_dims(values, axis=-2)  # v_j along the last axis
+    column = shapes.expand_dims(values, axis=-1)  # v_i
     gap = row - column if sign < 0 else row + column
     n = concrete(values).shape[-1]
     masked = (np.abs(concrete(gap)) <= tol[..., None]) | np.eye(n, dtype=bool)
-    safe = ops.where(masked, np.ones((), concrete(values).dtype), gap)
-    return ops.where(masked, np.zeros((), concrete(values).dtype), 1.0 / safe)
+    safe = elementwise.where(masked, np.ones((), concrete(values).dtype), gap)
+    return elementwise.where(masked, np.zeros((), concrete(values).dtype), 1.0 / safe)
 
 
 def swap_last(x: Any) -> Any:
     """x with its last two axes swapped (the transpose of each matrix of a batch)."""
-    return core.OPS.transpose(x, axes=tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2))
+    return shapes.transpose(x, axes=tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2))
 
 
 def diagonal_of(x: Any) -> Any:
     """The diagonal of each square matrix (..., n, n) as (..., n)."""
     n = x.shape[-1]
-    return core.OPS.sum(x * np.eye(n, dtype=concrete(x).dtype), axis=-2)
+    return reductions.sum(x * np.eye(n, dtype=concrete(x).dtype), axis=-2)
 
 
 def diagonal_matrix(d: Any) -> Any:
     """(..., n) as diagonal matrices (..., n, n)."""
     n = d.shape[-1]
-    return core.OPS.expand_dims(d, axis=-2) * np.eye(n, dtype=concrete(d).dtype)
+    return shapes.expand_dims(d, axis=-2) * np.eye(n, dtype=concrete(d).dtype)
 
 
 def read_triangle(a: Any, uplo: str) -> np.ndarray:
@@ -194,7 +194,7 @@ def symmetric_read(t: Any, uplo: str) -> Any:
     part = t * triangle
     if np.iscomplexobj(concrete(t)):  # Hermitian: the diagonal's real part (LAPACK ignores the imaginary)
         strict = part - t * np.eye(n, dtype=dtype)
-        return strict + core.OPS.conj(swap_last(strict)) + core.OPS.real(t) * np.eye(n, dtype=dtype)
+        return strict + complex_parts.conj(swap_last(strict)) + complex_parts.real(t) * np.eye(n, dtype=dtype)
     return part + swap_last(part) - t * np.eye(n, dtype=dtype)
 
 
@@ -204,11 +204,10 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
     0 where the norm is 0 (2-norm, 'fro'), sign(x) on the ties of inf/1 norms split equally, U V^T
     over the nonzero singular values ('nuc'), u v^T of the extreme singular value (±2, ties split).
     """
-    ops = core.OPS
     axes, matrix = norm_axes(x, ord, axis)
     value = concrete(x)
     kept = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
-    n_kept = ops.reshape(ans, shape=kept)
+    n_kept = shapes.reshape(ans, shape=kept)
     if matrix:
         return _matrix_norm_direction(x, ord, axes)
     if np.iscomplexobj(value):
@@ -216,8 +215,8 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
     if ord in (None, 2, "fro"):
         zero = concrete(n_kept) == 0
         _refuse_norm_second_order(x, ord, value, zero)
-        safe = ops.where(zero, np.ones((), value.dtype), n_kept)
-        return x * ops.where(zero, np.zeros((), value.dtype), 1.0 / safe)
+        safe = elementwise.where(zero, np.ones((), value.dtype), n_kept)
+        return x * elementwise.where(zero, np.zeros((), value.dtype), 1.0 / safe)
     signs = np.sign(value)
     if ord == 0:
         return np.zeros_like(value)
@@ -235,34 +234,32 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
         )
     zero = concrete(n_kept) == 0
     _refuse_norm_second_order(x, ord, value, zero)
-    safe = ops.where(zero, np.ones((), value.dtype), n_kept)
-    scale = ops.where(zero, np.zeros((), value.dtype), safe ** (1.0 - ord))
-    return signs * ops.abs(x) ** (ord - 1.0) * scale
+    safe = elementwise.where(zero, np.ones((), value.dtype), n_kept)
+    scale = elementwise.where(zero, np.zeros((), value.dtype), safe ** (1.0 - ord))
+    return signs * elementwise.abs(x) ** (ord - 1.0) * scale
 
 
 def phase_conjugate(x: Any) -> Any:
     """conj(x) / |x|, 0 where x is 0: d|x| = Re(phase_conjugate(x) dx) for complex x (abs'(0) = 0).
     Traced, not concrete: unlike a real sign, a complex phase moves with x, so the rules built on
     it differentiate again."""
-    ops = core.OPS
     value = concrete(x)
     zero = value == 0
     real = np.finfo(value.dtype).dtype
-    safe = ops.where(zero, np.ones((), real), ops.abs(x))
-    return ops.where(zero, np.zeros((), value.dtype), ops.conj(x) / safe)
+    safe = elementwise.where(zero, np.ones((), real), elementwise.abs(x))
+    return elementwise.where(zero, np.zeros((), value.dtype), complex_parts.conj(x) / safe)
 
 
 def _complex_vector_norm_direction(x: Any, n_kept: Any, ord: Any, axes: tuple[int, ...]) -> Any:
     """norm_direction of a complex x (d norm = Re(sum D dx), JAX's convention, docs/complex.md):
     the real rules with sign(x) replaced by conj(x) / |x|, so the 2-norm's is conj(x) / norm."""
-    ops = core.OPS
     value = concrete(x)
     real = np.finfo(value.dtype).dtype
     zero = concrete(n_kept) == 0
     if ord in (None, 2, "fro"):
         _refuse_norm_second_order(x, ord, value, zero)
-        safe = ops.where(zero, np.ones((), real), n_kept)
-        return ops.conj(x) * ops.where(zero, np.zeros((), real), 1.0 / safe)
+        safe = elementwise.where(zero, np.ones((), real), n_kept)
+        return complex_parts.conj(x) * elementwise.where(zero, np.zeros((), real), 1.0 / safe)
     if ord == 0:
         return np.zeros_like(value)
     phases = phase_conjugate(x)
@@ -277,9 +274,9 @@ def _complex_vector_norm_direction(x: Any, n_kept: Any, ord: Any, axes: tuple[in
             "infinite slope at 0); differentiate where every entry is nonzero"
         )
     _refuse_norm_second_order(x, ord, value, zero)
-    safe = ops.where(zero, np.ones((), real), n_kept)
-    scale = ops.where(zero, np.zeros((), real), safe ** (1.0 - ord))
-    return phases * ops.abs(x) ** (ord - 1.0) * scale
+    safe = elementwise.where(zero, np.ones((), real), n_kept)
+    scale = elementwise.where(zero, np.zeros((), real), safe ** (1.0 - ord))
+    return phases * elementwise.abs(x) ** (ord - 1.0) * scale
 
 
 def _refuse_norm_second_order(x: Any, ord: Any, value: np.ndarray, zero_norm: np.ndarray) -> None:
@@ -302,11 +299,10 @@ def _refuse_norm_second_order(x: Any, ord: Any, value: np.ndarray, zero_norm: np
 
 def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
     """norm_direction for 'nuc', ±1, ±2, ±inf over the two axes `axes` (rows, columns)."""
-    ops = core.OPS
     others = [i for i in range(len(x.shape)) if i not in axes]
     order = (*others, *axes)
     inverse = tuple(int(i) for i in np.argsort(order))
-    x2 = ops.transpose(x, axes=order)
+    x2 = shapes.transpose(x, axes=order)
     value = concrete(x2)
     if ord in ("nuc", 2, -2):
         m, n = value.shape[-2:]
@@ -322,9 +318,9 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
             weights = np.abs(s - extreme) <= tol
             weights = weights / np.sum(weights, axis=-1, keepdims=True)
         weights = weights.astype(s.dtype)[..., None, :]
-        d2 = ops.matmul(u * weights, swap_last(v))  # U w V^H: the block below s holds conj(V)
+        d2 = linalg.matmul(u * weights, swap_last(v))  # U w V^H: the block below s holds conj(V)
         if np.iscomplexobj(value):  # d s_k = Re(u_k^H dA v_k): D = conj(U w V^H)
-            d2 = ops.conj(d2)
+            d2 = complex_parts.conj(d2)
     else:
         along = -2 if ord in (1, -1) else -1  # column sums for ±1, row sums for ±inf
         sums = np.sum(np.abs(value), axis=along, keepdims=True)
@@ -336,7 +332,7 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
         hit = sums == extreme
         share = (hit / np.sum(hit, axis=(-2, -1), keepdims=True)).astype(sums.dtype)
         d2 = (phase_conjugate(x2) if np.iscomplexobj(value) else np.sign(value)) * share
-    return ops.transpose(d2, axes=inverse)
+    return shapes.transpose(d2, axes=inverse)
 
 
 # --- pinv and lstsq with a cut: the derivative of the truncated pseudo-inverse ----------------------
@@ -361,7 +357,6 @@ def truncated_pinv(op: str, a: Any, rtol: Any, *inputs: Any) -> TruncatedPinv | 
     singular value sits at the cut, and its derivative only divides by the gaps s_kept^2 -
     s_dropped^2. An InvalidValueError where a singular value is within rounding of the cut, and
     under an outer derivative (a traced input) at a rank-deficient a."""
-    ops = core.OPS
     value = concrete(a)
     second_order = any(isinstance(x, core.Tracer) for x in (a, *inputs))
     tol = 32 * max(value.shape[-2:]) * np.finfo(np.result_type(value.dtype, np.float32)).eps
@@ -382,21 +377,23 @@ def truncated_pinv(op: str, a: Any, rtol: Any, *inputs: Any) -> TruncatedPinv | 
     if not np.any(~kept & (s_value > tol)):
         return None
     m = a.shape[-2]
-    packed = ops.svd_packed(a)
+    packed = decompositions.svd_packed(a)
     u, s, v = packed[..., :m, :], packed[..., m, :], packed[..., m + 1 :, :]
     dtype = s_value.dtype
     one, zero = np.ones((), dtype), np.zeros((), dtype)
-    safe = ops.where(kept, s, one)  # the kept singular values, 1 where dropped (never divided by)
-    row, column = ops.expand_dims(safe, axis=-2), ops.expand_dims(safe, axis=-1)  # s_b, s_a
-    s_row, s_column = ops.expand_dims(s, axis=-2), ops.expand_dims(s, axis=-1)
+    safe = elementwise.where(kept, s, one)  # the kept singular values, 1 where dropped (never divided by)
+    row, column = shapes.expand_dims(safe, axis=-2), shapes.expand_dims(safe, axis=-1)  # s_b, s_a
+    s_row, s_column = shapes.expand_dims(s, axis=-2), shapes.expand_dims(s, axis=-1)
     kept_row, kept_column = kept[..., None, :], kept[..., :, None]
     mixed = kept_row != kept_column  # one of a, b kept, the other dropped
     squares = s_row * s_row - s_column * s_column  # s_b^2 - s_a^2: positive where b is kept
-    g = ops.where(mixed, np.where(kept_row, 1, -1).astype(dtype) / ops.where(mixed, squares, one), zero)
-    ratio = ops.where(kept_row, s_column / row, s_row / column)  # s_dropped / s_kept
+    g = elementwise.where(
+        mixed, np.where(kept_row, 1, -1).astype(dtype) / elementwise.where(mixed, squares, one), zero
+    )
+    ratio = elementwise.where(kept_row, s_column / row, s_row / column)  # s_dropped / s_kept
     both = kept_row & kept_column
-    h = ops.where(mixed, g * ratio, zero) - ops.where(both, 1.0 / (row * column), zero)
-    return TruncatedPinv(u, v, h, g, ops.where(kept, 1.0 / (safe * safe), zero))
+    h = elementwise.where(mixed, g * ratio, zero) - elementwise.where(both, 1.0 / (row * column), zero)
+    return TruncatedPinv(u, v, h, g, elementwise.where(kept, 1.0 / (safe * safe), zero))
 
 
 def _refuse_at_cut(op: str, s: np.ndarray, cut: np.ndarray, kept: np.ndarray, tol: np.ndarray) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from adcore import core
 from adcore.errors import InvalidValueError, LinearAlgebraError, UnsupportedFunctionError
+from adcore.ops import complex_parts, elementwise, rearrangements, reductions, shapes
 from adcore.spec import Kink, OpSpec, Sample
 
 # --- input checks ------------------------------------------------------------------
@@ -166,27 +166,27 @@ def column_signs(dots: Any) -> Any:
     1, in dots' dtype: by a comparison and `where`, so a traced value keeps its derivative (the
     signs are constants) and a pattern trace needs no numbers."""
     one = np.ones((), np.dtype(dots.dtype))
-    return core.OPS.where(dots < 0, -one, one)
+    return elementwise.where(dots < 0, -one, one)
 
 
 def _aligned_columns(vectors: Any, centre: np.ndarray) -> Any:
     """The signs (..., 1, k) that align each column of vectors (..., n, k) with centre's."""
-    return column_signs(core.OPS.sum(vectors * centre, axis=-2, keepdims=True))
+    return column_signs(reductions.sum(vectors * centre, axis=-2, keepdims=True))
 
 
 def column_phases(dots: Any) -> Any:
     """conj(dots) / |dots|: the unit factors that turn each column's product with its counterpart
     nearby real and positive (a complex vector is LAPACK's up to a phase e^{i phi}, not a sign).
     Aligned so, a finite difference holds the phase fixed as the complex rules do (docs/complex.md)."""
-    return core.OPS.conj(dots) / core.OPS.abs(dots)
+    return complex_parts.conj(dots) / elementwise.abs(dots)
 
 
 def _eigh_gauge(value: Any, centre: np.ndarray, a: Any = None, UPLO: str = "L") -> Any:
     w, v = value[..., :1, :], value[..., 1:, :]
     if np.iscomplexobj(centre):
-        phases = column_phases(core.OPS.sum(np.conj(centre[..., 1:, :]) * v, axis=-2, keepdims=True))
-        return core.OPS.concatenate([w, v * phases], axis=-2)
-    return core.OPS.concatenate([w, v * _aligned_columns(v, centre[..., 1:, :])], axis=-2)
+        phases = column_phases(reductions.sum(np.conj(centre[..., 1:, :]) * v, axis=-2, keepdims=True))
+        return shapes.concatenate([w, v * phases], axis=-2)
+    return shapes.concatenate([w, v * _aligned_columns(v, centre[..., 1:, :])], axis=-2)
 
 
 def _svd_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
@@ -194,14 +194,14 @@ def _svd_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
     m = a.shape[-2]
     u, s, v = value[..., :m, :], value[..., m : m + 1, :], value[..., m + 1 :, :]
     if np.iscomplexobj(centre):  # the block below s is conj(V) (Vh transposed): its phase is e^{-i phi}
-        dots = core.OPS.sum(np.conj(centre[..., :m, :]) * u, axis=-2, keepdims=True)
-        dots = dots + core.OPS.sum(centre[..., m + 1 :, :] * core.OPS.conj(v), axis=-2, keepdims=True)
+        dots = reductions.sum(np.conj(centre[..., :m, :]) * u, axis=-2, keepdims=True)
+        dots = dots + reductions.sum(centre[..., m + 1 :, :] * complex_parts.conj(v), axis=-2, keepdims=True)
         phases = column_phases(dots)
-        return core.OPS.concatenate([u * phases, s, v * core.OPS.conj(phases)], axis=-2)
-    dots = core.OPS.sum(u * centre[..., :m, :], axis=-2, keepdims=True)
-    dots = dots + core.OPS.sum(v * centre[..., m + 1 :, :], axis=-2, keepdims=True)
+        return shapes.concatenate([u * phases, s, v * complex_parts.conj(phases)], axis=-2)
+    dots = reductions.sum(u * centre[..., :m, :], axis=-2, keepdims=True)
+    dots = dots + reductions.sum(v * centre[..., m + 1 :, :], axis=-2, keepdims=True)
     signs = column_signs(dots)
-    return core.OPS.concatenate([u * signs, s, v * signs], axis=-2)
+    return shapes.concatenate([u * signs, s, v * signs], axis=-2)
 
 
 def _qr_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
@@ -210,7 +210,7 @@ def _qr_gauge(value: Any, centre: np.ndarray, a: Any) -> Any:
     k = min(m, n)
     q, r = value[..., :m, :], value[..., m:, :]
     signs = _aligned_columns(q, centre[..., :m, :])  # the padding's columns: 0 . 0, sign 1
-    return core.OPS.concatenate([q * signs, r * core.OPS.swapaxes(signs[..., :k], -1, -2)], axis=-2)
+    return shapes.concatenate([q * signs, r * rearrangements.swapaxes(signs[..., :k], -1, -2)], axis=-2)
 
 
 # --- distances from kinks (for random programs: OpSpec.kink_distance) ----------------------------

@@ -23,9 +23,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore import core
 from adcore.core import concrete
 from adcore.errors import LinearAlgebraError, ValueDependentError
+from adcore.ops import complex_parts, elementwise, rearrangements, reductions, shapes
 from adcore.spec import OpSpec, Sample
 
 # --- impls -----------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def gap_inverse(w: Any) -> Any:
     with ops, so a second derivative sees F change with w."""
     n = w.shape[-1]
     eye = np.eye(n, dtype=concrete(w).real.dtype)
-    gap = core.OPS.expand_dims(w, axis=-2) - core.OPS.expand_dims(w, axis=-1) + eye
+    gap = shapes.expand_dims(w, axis=-2) - shapes.expand_dims(w, axis=-1) + eye
     return (1 - eye) / gap
 
 
@@ -118,12 +118,12 @@ def gauge_mask(v: Any) -> np.ndarray:
 
 def diagonal_of(x: Any) -> Any:
     """The diagonal of each square matrix (..., n, n) as (..., n)."""
-    return core.OPS.sum(x * np.eye(x.shape[-1], dtype=concrete(x).real.dtype), axis=-2)
+    return reductions.sum(x * np.eye(x.shape[-1], dtype=concrete(x).real.dtype), axis=-2)
 
 
 def swap_last(x: Any) -> Any:
     """x with its last two axes swapped (the transpose of each matrix of a stack)."""
-    return core.OPS.swapaxes(x, -1, -2)
+    return rearrangements.swapaxes(x, -1, -2)
 
 
 class EigResult(NamedTuple):
@@ -151,16 +151,16 @@ def _as_numpy_returns(a: Any, w: Any, *more: Any) -> tuple:
         real = bool(np.all(np.imag(concrete(w)) == 0))
     except ValueDependentError:
         return (w, *more)
-    return tuple(core.OPS.real(x) for x in (w, *more)) if real else (w, *more)
+    return tuple(complex_parts.real(x) for x in (w, *more)) if real else (w, *more)
 
 
 def _eig_gauge(value: Any, centre: np.ndarray, a: Any = None) -> Any:
     """The eigenvectors flipped to the signs of centre's (LAPACK's real pivot is +-1 times a phase
     that is a function of a): by Re(c^H v) of each column."""
     w, v = value[..., :1, :], value[..., 1:, :]
-    dots = core.OPS.real(core.OPS.sum(v * np.conj(centre[..., 1:, :]), axis=-2, keepdims=True))
+    dots = complex_parts.real(reductions.sum(v * np.conj(centre[..., 1:, :]), axis=-2, keepdims=True))
     one = np.ones((), dots.dtype)
-    return core.OPS.concatenate([w, v * core.OPS.where(dots < 0, -one, one)], axis=-2)
+    return shapes.concatenate([w, v * elementwise.where(dots < 0, -one, one)], axis=-2)
 
 
 # --- samples: non-symmetric matrices with well-separated eigenvalues -----------------------------
@@ -250,5 +250,4 @@ eigvals = OpSpec(
     "on a traced value gives them real where NumPy does); at repeated eigenvalues a LinearAlgebraError",
 )
 
-core.NUMPY_FUNCTIONS[np.linalg.eig] = linalg_eig
-core.NUMPY_FUNCTIONS[np.linalg.eigvals] = linalg_eigvals
+NUMPY_FUNCTIONS = {np.linalg.eig: linalg_eig, np.linalg.eigvals: linalg_eigvals}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcore.core import TRACED_PARAMS, Tracer, concrete
+from adcore.core import Tracer, concrete, def_traced_params
 from adcore.errors import AdcoreError
 from adcore.spec import (
     NONZERO,
@@ -173,7 +173,7 @@ def _clip_with_traced_bounds(x, a_min=None, a_max=None):
     return out
 
 
-TRACED_PARAMS["clip"] = _clip_with_traced_bounds
+def_traced_params("clip", _clip_with_traced_bounds)
 
 
 def _where_samples(rng: np.random.Generator, dtype) -> list[Sample]:

@@ -1,6 +1,6 @@
 """The np.fft ops: fftn, ifftn, rfftn and irfftn, each over any axes with NumPy's s, axes and norm.
 
-NumPy's other fft functions are calls of these on traced values (`core.NUMPY_FUNCTIONS`): fft is
+NumPy's other fft functions are calls of these on traced values (`NUMPY_FUNCTIONS`): fft is
 fftn over one axis with s=(n,), fft2 fftn over the last two axes, and so on, hfft and ihfft
 irfftn and rfftn with a conjugation; fftshift and ifftshift are rolls. Every op is linear (R-linear: rfftn takes real input, irfftn gives real
 output), so its JVP is the op on the tangent and its VJP the transpose in JAX's convention
@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from adcore import core
 from adcore.errors import InvalidValueError, UnsupportedFunctionError
 from adcore.ops.rearrangements import pad, roll
 from adcore.ops.shapes import getitem
@@ -241,19 +240,17 @@ ifft2 = _two_axes(ifftn, "ifft2")
 rfft2 = _two_axes(rfftn, "rfft2")
 irfft2 = _two_axes(irfftn, "irfft2")
 
-core.NUMPY_FUNCTIONS.update(
-    {
-        np.fft.fft: fft,
-        np.fft.ifft: ifft,
-        np.fft.rfft: rfft,
-        np.fft.irfft: irfft,
-        np.fft.fft2: fft2,
-        np.fft.ifft2: ifft2,
-        np.fft.rfft2: rfft2,
-        np.fft.irfft2: irfft2,
-        np.fft.hfft: hfft,
-        np.fft.ihfft: ihfft,
-        np.fft.fftshift: fftshift,
-        np.fft.ifftshift: ifftshift,
-    }
-)
+NUMPY_FUNCTIONS = {
+    np.fft.fft: fft,
+    np.fft.ifft: ifft,
+    np.fft.rfft: rfft,
+    np.fft.irfft: irfft,
+    np.fft.fft2: fft2,
+    np.fft.ifft2: ifft2,
+    np.fft.rfft2: rfft2,
+    np.fft.irfft2: irfft2,
+    np.fft.hfft: hfft,
+    np.fft.ihfft: ihfft,
+    np.fft.fftshift: fftshift,
+    np.fft.ifftshift: ifftshift,
+}

@@ -7,7 +7,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore import core
 from adcore.core import bind, concrete
 from adcore.errors import (
     InvalidValueError,
@@ -15,6 +14,7 @@ from adcore.errors import (
     UnsupportedByBackendError,
     ValueDependentError,
 )
+from adcore.ops import shapes
 from adcore.spec import REAL, OpSpec, Sample, SampleFn, fixed_samples
 
 # including the seeds' matrix broadcasting case: a 2x1 matmul b 4x1x3
@@ -311,12 +311,12 @@ def slogdet(a: Any) -> SlogdetResult:
     """np.linalg.slogdet for traced values: (sign, logabsdet), so `sign, logdet = slogdet(a)`
     and `slogdet(a).logabsdet` both work. One LU: both come from one slogdet_packed."""
     packed = bind(slogdet_packed, a)
-    log = bind(core.OPS.getitem, packed, index=(Ellipsis, 1))
+    log = bind(shapes.getitem, packed, index=(Ellipsis, 1))
     try:
         sign = concrete(packed)[..., 0]
     except (UnsupportedByBackendError, ValueDependentError):
         # symbolic traces no numbers, a global sparsity pattern reads none: sign(det), derivative 0
-        sign = bind(core.OPS.getitem, packed, index=(Ellipsis, 0))
+        sign = bind(shapes.getitem, packed, index=(Ellipsis, 0))
     return SlogdetResult(sign, log)
 
 
@@ -324,13 +324,12 @@ def cofactor(a: Any, det_a: Any) -> Any:
     """The cofactor matrix of a (..., n, n), d det(a) / d a, given det_a = det(a): det(a) inv(a)^T
     where every matrix of a is well conditioned, else each entry's signed minor, which is finite
     and exact at a singular a (n^2 determinants of size n - 1, one batched det). Written with ops: it nests."""
-    ops = core.OPS
     n = a.shape[-1]
     if n == 1:
         return np.ones(a.shape, dtype=a.dtype)
     well_conditioned = True
     try:
-        inverse = ops.inv(a)
+        inverse = inv(a)
     except LinearAlgebraError:  # exactly singular
         well_conditioned = False
     if well_conditioned:
@@ -339,14 +338,14 @@ def cofactor(a: Any, det_a: Any) -> Any:
         # det(a) inv(a) loses cond(a) eps of its relative accuracy: keep it to sqrt(eps)
         well_conditioned = bool(np.all(size < 1 / np.sqrt(np.finfo(values.dtype).eps)))
     if well_conditioned:
-        return ops.reshape(det_a, shape=det_a.shape + (1, 1)) * ops.transpose(
+        return shapes.reshape(det_a, shape=det_a.shape + (1, 1)) * shapes.transpose(
             inverse, axes=tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2)
         )
     # every minor at once, (..., n, n, n - 1, n - 1): minor (i, j) drops row i and column j
     keep = np.array([[k for k in range(n) if k != i] for i in range(n)])
-    minors = ops.getitem(a, index=(Ellipsis, keep[:, None, :, None], keep[None, :, None, :]))
+    minors = shapes.getitem(a, index=(Ellipsis, keep[:, None, :, None], keep[None, :, None, :]))
     signs = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
-    return ops.det(minors) * signs.astype(a.dtype)
+    return det(minors) * signs.astype(a.dtype)
 
 
 # --- the ops ---------------------------------------------------------------------------------
@@ -419,4 +418,4 @@ cho_solve = OpSpec(
     "triangle (U^T U from its upper one), two triangular solves; the gradient lives on that triangle",
 )
 
-core.NUMPY_FUNCTIONS[np.linalg.slogdet] = slogdet
+NUMPY_FUNCTIONS = {np.linalg.slogdet: slogdet}

@@ -5,7 +5,7 @@ real_if_close. Each repeats NumPy's own arithmetic in NumPy's order, so a traced
 NumPy's bit for bit, and its derivative is the composition's, on every backend with no rule of its
 own. Where NumPy picks among elements by value (interp's interval, partition's arrangement,
 unwrap's multiples of the period), the choice is read from the concrete value, as a comparison is;
-a backend with no number (symbolic) refuses it by name. `core.NUMPY_FUNCTIONS` maps the NumPy
+a backend with no number (symbolic) refuses it by name. `NUMPY_FUNCTIONS` maps the NumPy
 function to each, so np.interp(x, xp, fp) on a traced x runs it; `adcore.numpy` offers the same
 names."""
 
@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore import core
-from adcore.core import Tracer, concrete
+from adcore.core import Tracer, concrete, stand_in
 from adcore.errors import AdcoreError, ComplexValueError, InvalidValueError, UnsupportedFunctionError
 from adcore.ops.complex_parts import real
 from adcore.ops.composite_shapes import array as _array
@@ -291,7 +290,7 @@ def linspace(
     if num < 0:
         raise InvalidValueError(f"numpy.linspace: number of samples, {num}, must be non-negative")
     start, stop = _as_array(start), _as_array(stop)
-    dt = np.result_type(core._stand_in(start), core._stand_in(stop), 1.0)  # NumPy's ensure_inexact
+    dt = np.result_type(stand_in(start), stand_in(stop), 1.0)  # NumPy's ensure_inexact
     if dtype is not None and np.dtype(dtype).kind not in "fc":
         raise UnsupportedFunctionError(
             f"numpy.linspace(..., dtype={np.dtype(dtype)}) with traced endpoints: an integer result has no "
@@ -447,10 +446,10 @@ def full_like(
     """np.full_like with a traced fill value: anp.full of a's shape and dtype."""
     if not isinstance(fill_value, Tracer) and not _holds_tracer(fill_value):
         return np.full_like(
-            core._stand_in(a), fill_value, dtype=dtype, order=order, subok=subok, shape=shape, **kwargs
+            stand_in(a), fill_value, dtype=dtype, order=order, subok=subok, shape=shape, **kwargs
         )
-    dtype = np.result_type(core._stand_in(a)) if dtype is None else dtype
-    return full(np.shape(core._stand_in(a)) if shape is None else shape, fill_value, dtype=dtype)
+    dtype = np.result_type(stand_in(a)) if dtype is None else dtype
+    return full(np.shape(stand_in(a)) if shape is None else shape, fill_value, dtype=dtype)
 
 
 def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
@@ -485,20 +484,18 @@ def _typed_errors(function: Callable[..., Any]) -> Callable[..., Any]:
 for _name in ("trapezoid", "interp", "gradient", "linspace", "partition", "unwrap", "full", "full_like"):
     globals()[_name] = _typed_errors(globals()[_name])
 
-core.NUMPY_FUNCTIONS.update(
-    {
-        np.trapezoid: trapezoid,
-        np.interp: interp,
-        np.gradient: gradient,
-        np.linspace: linspace,
-        np.partition: partition,
-        np.unwrap: unwrap,
-        np.isclose: isclose,
-        np.allclose: allclose,
-        np.iscomplex: iscomplex,
-        np.isreal: isreal,
-        np.real_if_close: real_if_close,
-        np.full_like: full_like,
-        np.copyto: copyto,
-    }
-)
+NUMPY_FUNCTIONS = {
+    np.trapezoid: trapezoid,
+    np.interp: interp,
+    np.gradient: gradient,
+    np.linspace: linspace,
+    np.partition: partition,
+    np.unwrap: unwrap,
+    np.isclose: isclose,
+    np.allclose: allclose,
+    np.iscomplex: iscomplex,
+    np.isreal: isreal,
+    np.real_if_close: real_if_close,
+    np.full_like: full_like,
+    np.copyto: copyto,
+}

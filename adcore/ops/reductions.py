@@ -368,7 +368,7 @@ def numpy_average(a, axis=None, weights=None, returned=False, *, keepdims=False)
     return average(a, weights, axis=axis, keepdims=keepdims, returned=returned)
 
 
-core.NUMPY_FUNCTIONS[np.average] = numpy_average
+NUMPY_FUNCTIONS = {np.average: numpy_average}
 
 
 # --- ignoring NaNs ---------------------------------------------------------------------------

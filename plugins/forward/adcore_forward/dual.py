@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.core import Trace, Tracer, bind_below
+from adcore.array_tracer import ArrayTracer
+from adcore.core import Trace, bind_below
 from adcore.plugins import get_registry
 from adcore_forward.jvps.shapes import JOINT_JVPS
 
@@ -69,7 +70,7 @@ def _fit(tangent: Any, batch: int, ans: Any) -> Any:
     return tangent
 
 
-class Dual(Tracer):
+class Dual(ArrayTracer):
     """x + ε·t for a batch of directions at once: `value` is the primal, `tangent` has
     shape (batch,) + value.shape, one tangent per direction.
 

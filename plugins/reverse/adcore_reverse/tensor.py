@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.core import Trace, Tracer, bind_below, conversion_error, frozen_value
+from adcore.array_tracer import ArrayTracer, conversion_error
+from adcore.core import Trace, bind_below, frozen_value
 from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.plugins import get_registry
 from adcore_reverse import grad_mode
@@ -85,7 +86,7 @@ def _copy(value: Any) -> Any:
 EAGER = EagerTrace()
 
 
-class Tensor(Tracer):
+class Tensor(ArrayTracer):
     """An array that reverse mode traces.
 
     Made by hand (`Tensor(data, requires_grad=True)`) it is eager, as in PyTorch:

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from adcore.array_tracer import ArrayTracer, conversion_error
 from adcore.backend import check_output
-from adcore.core import Trace, Tracer, bind_below, concrete, conversion_error, frozen_value, new_trace
+from adcore.core import Trace, Tracer, bind_below, concrete, frozen_value, new_trace
 from adcore.errors import (
     AdcoreError,
     ComplexValueError,
@@ -183,7 +184,7 @@ _READERS = {
 }
 
 
-class SparsityTracer(Tracer):
+class SparsityTracer(ArrayTracer):
     """A value the sparsity trace follows: its `value` at this point, `pattern` (a bool CSR
     (size, n): the differentiated input elements each element may depend on) and, in a Hessian
     trace, `hessian` (its adcore_sparsity.second_order.Node, None when it has no second derivative:

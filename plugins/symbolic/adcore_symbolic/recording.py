@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, Tracer, bind_below, new_trace
 from adcore.errors import InvalidValueError
 from adcore_symbolic.errors import OTHER_BACKENDS, SymbolicControlFlowError
@@ -100,7 +101,7 @@ def recorded(f: Callable[..., Any], runs: list[Recording]) -> Callable[..., Any]
     return run
 
 
-class Recorded(Tracer):
+class Recorded(ArrayTracer):
     """A traced value of f as the recording sees it: `index` ("arg", i) or ("op", k), shape
     and dtype; `value` is the Sym one level below while tracing, None while verifying."""
 

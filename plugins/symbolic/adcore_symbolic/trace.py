@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, Tracer
 from adcore.errors import UnsupportedByBackendError
 from adcore.extend import each, reduced_axes
@@ -49,7 +50,7 @@ def real_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(name, real=True)
 
 
-class Sym(Tracer):
+class Sym(ArrayTracer):
     """A traced array: `value` is an object array of sympy expressions, one per element,
     or in the elementwise mode a 0-d one standing for every element of `shape`."""
 
