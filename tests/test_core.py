@@ -582,7 +582,7 @@ def test_numpy_variadic_function_takes_the_sequence_as_inputs(trace, box):
     ],
 )
 def test_numpy_calls_bind_as_their_signature_binds_them(func, args, kwargs):
-    from adcore.array_tracer import _bound_arguments
+    from adcore.numpy_dispatch import _bound_arguments
 
     expected = inspect.signature(func).bind(*args, **kwargs).arguments
     assert list(_bound_arguments(func, args, kwargs).items()) == list(expected.items())
@@ -599,7 +599,7 @@ def test_numpy_calls_bind_as_their_signature_binds_them(func, args, kwargs):
     ],
 )
 def test_numpy_calls_that_do_not_bind_raise_as_bind_does(func, args, kwargs):
-    from adcore.array_tracer import _bound_arguments
+    from adcore.numpy_dispatch import _bound_arguments
 
     with pytest.raises(TypeError):
         _bound_arguments(func, args, kwargs)

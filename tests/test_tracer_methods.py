@@ -9,8 +9,8 @@ import pytest
 
 import adcore
 import adcore.numpy as anp
-from adcore.array_tracer import ufunc_name
 from adcore.errors import InvalidValueError, TracerConversionError, UnsupportedFunctionError
+from adcore.numpy_dispatch import ufunc_name
 from adcore.plugins import get_registry
 
 RNG = np.random.default_rng(17)

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.array_tracer import ArrayTracer, conversion_error
+from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, bind_below, frozen_value
 from adcore.errors import GradientError, InvalidInputError, InvalidValueError
+from adcore.numpy_dispatch import conversion_error
 from adcore.plugins import get_registry
 from adcore_reverse import grad_mode
 from adcore_reverse.backward import backward_pass

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from adcore.array_tracer import ArrayTracer, conversion_error
+from adcore.array_tracer import ArrayTracer
 from adcore.backend import check_output
 from adcore.core import Trace, Tracer, bind_below, concrete, frozen_value, new_trace
 from adcore.errors import (
@@ -32,6 +32,7 @@ from adcore.errors import (
     UnsupportedFunctionError,
     ValueDependentError,
 )
+from adcore.numpy_dispatch import conversion_error
 from adcore_sparsity import patterns
 from adcore_sparsity.extend import Condition, Unknown, is_condition
 from adcore_sparsity.fallback import plugin_of, rule_for
@@ -176,11 +177,11 @@ def _dtype(value: Any) -> np.dtype:
 # what read a traced value's numbers, by the Tracer method that asked (for ValueDependentError)
 _READERS = {
     "__bool__": "bool(x) (an `if` or `while` on a traced value, or `and`/`or`)",
-    "__array_function__": "a NumPy function that answers with an index (np.argmax, np.argsort, np.nonzero, ...)",
+    "function_call": "a NumPy function that answers with an index (np.argmax, np.argsort, np.nonzero, ...)",
     "__getitem__": "an index computed from a traced value",
     "__format__": "formatting its number (f'{x:.3f}')",
     "__contains__": "`v in x`",
-    "__array_ufunc__": "a NumPy predicate",
+    "ufunc_call": "a NumPy predicate",
 }
 
 
@@ -340,7 +341,7 @@ def _reader() -> str:
     ):
         frame = frame.f_back  # past concrete and the comprehensions that call it
     name = frame.f_code.co_name if frame is not None else "?"
-    func = frame.f_locals.get("func") if name in ("__array_function__", "_plain_index") else None
+    func = frame.f_locals.get("func") if name in ("function_call", "plain_index") else None
     if func is not None:
         return f"np.{getattr(func, '__name__', func)}(x) (an index has no derivative, but which one depends on x)"
     return _READERS.get(name, f"x.{name}()")
