@@ -60,11 +60,20 @@ globals().update({spec.name: spec for spec in CORE_OPS})
 
 # NumPy functions that are Python over the ops above (np.interp, np.split, np.linalg.svd, ...), from
 # each module's NUMPY_FUNCTIONS: NumPy's function on a traced value runs it (adcore.array_tracer)
-from adcore.ops import composite_linalg, composite_shapes, numpy_functions  # noqa: E402
+from adcore.ops import composite_linalg, composite_shapes, numpy_functions, numpy_gradient  # noqa: E402
 
 NUMPY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
     function: python
-    for module in (composite_linalg, composite_shapes, eig, fft, linalg, numpy_functions, reductions)
+    for module in (
+        composite_linalg,
+        composite_shapes,
+        eig,
+        fft,
+        linalg,
+        numpy_functions,
+        numpy_gradient,
+        reductions,
+    )
     for function, python in module.NUMPY_FUNCTIONS.items()
 }
 

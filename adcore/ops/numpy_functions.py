@@ -1,5 +1,5 @@
 """NumPy functions that autograd users write, as Python over ops: np.trapezoid, np.interp,
-np.gradient, np.linspace, np.partition, np.unwrap, np.full/full_like (anp only: np.full converts
+np.linspace, np.partition, np.unwrap, np.full/full_like (anp only: np.full converts
 its fill value before any dispatch), and the predicates isclose/allclose/iscomplex/isreal and
 real_if_close. Each repeats NumPy's own arithmetic in NumPy's order, so a traced call's value is
 NumPy's bit for bit, and its derivative is the composition's, on every backend with no rule of its
@@ -27,7 +27,7 @@ from adcore.ops.rearrangements import moveaxis, take, take_along_axis
 from adcore.ops.shapes import broadcast_to, concatenate, getitem, reshape
 
 
-def _as_array(value: Any) -> Any:
+def as_array(value: Any) -> Any:
     """A tracer as it is, a list holding tracers stacked (anp.array), anything else np.asarray."""
     if isinstance(value, Tracer):
         return value
@@ -36,13 +36,13 @@ def _as_array(value: Any) -> Any:
     return np.asarray(value)
 
 
-def _cast(value: Any, dtype: np.dtype) -> Any:
+def cast(value: Any, dtype: np.dtype) -> Any:
     if np.result_type(value) == dtype:
         return value
     return value.astype(dtype) if isinstance(value, Tracer) else np.asarray(value, dtype=dtype)
 
 
-def _refuse_traced(function: str, **arguments: Any) -> None:
+def refuse_traced(function: str, **arguments: Any) -> None:
     for name, value in arguments.items():
         if isinstance(value, Tracer) or (
             isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) for v in value)
@@ -54,7 +54,7 @@ def _refuse_traced(function: str, **arguments: Any) -> None:
             )
 
 
-def _along(axis: int, ndim: int, index: Any) -> tuple:
+def along(axis: int, ndim: int, index: Any) -> tuple:
     """An index picking `index` (a slice) along `axis` and everything along the other axes."""
     return (slice(None),) * (axis % ndim) + (index,)
 
@@ -64,11 +64,11 @@ def _along(axis: int, ndim: int, index: Any) -> tuple:
 
 def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     """np.trapezoid: NumPy's sum of d * (y[1:] + y[:-1]) / 2.0, differentiable in y, x and dx."""
-    y = _as_array(y)
+    y = as_array(y)
     if x is None:
         d = dx
     else:
-        x = _as_array(x)
+        x = as_array(x)
         if np.ndim(x) == 1:
             d = np.diff(x)
             shape = [1] * np.ndim(y)
@@ -77,7 +77,7 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
         else:
             d = np.diff(x, axis=axis)
     nd = np.ndim(y)
-    upper, lower = _along(axis, nd, slice(1, None)), _along(axis, nd, slice(None, -1))
+    upper, lower = along(axis, nd, slice(1, None)), along(axis, nd, slice(None, -1))
     return (d * (y[upper] + y[lower]) / 2.0).sum(axis)
 
 
@@ -87,14 +87,14 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
     """np.interp, differentiable in x, xp, fp, left and right: NumPy's slope*(x - xp[j]) + fp[j] on
     the interval j that holds x (found from the concrete values, as NumPy's binary search does)."""
-    _refuse_traced("interp", period=period)
-    fp = _as_array(fp)
+    refuse_traced("interp", period=period)
+    fp = as_array(fp)
     if np.result_type(fp).kind == "c":
         raise ComplexValueError(
             "numpy.interp with a complex fp on traced values is not supported: interpolate the real "
             "and imaginary parts separately (np.interp(x, xp, fp.real) and np.interp(x, xp, fp.imag))"
         )
-    x, xp, fp = (_cast(_as_array(v), np.dtype(np.float64)) for v in (x, xp, fp))  # NumPy computes in float64
+    x, xp, fp = (cast(as_array(v), np.dtype(np.float64)) for v in (x, xp, fp))  # NumPy computes in float64
     if np.ndim(xp) != 1 or np.ndim(fp) != 1:
         raise InvalidValueError("numpy.interp: xp and fp (the data points) must be 1-D sequences")
     if np.shape(xp)[0] != np.shape(fp)[0]:
@@ -158,119 +158,6 @@ def _interpolated(x: Any, xp: Any, fp: Any, left: Any, right: Any) -> Any:
     return where(np.isnan(xc), x, out)
 
 
-# --- np.gradient -------------------------------------------------------------------------------
-
-
-def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
-    """np.gradient of a traced f (the spacing constant): NumPy's central differences inside and
-    one-sided ones at the edges, in NumPy's arithmetic, the pieces joined along each axis."""
-    _refuse_traced("gradient", varargs=varargs)
-    f = _as_array(f)
-    ndim = np.ndim(f)
-    axes = tuple(range(ndim)) if axis is None else tuple(np.lib.array_utils.normalize_axis_tuple(axis, ndim))
-    spacings = _spacings(varargs, axes, np.shape(f))
-    if edge_order > 2:
-        raise InvalidValueError("numpy.gradient: 'edge_order' greater than 2 not supported")
-    otype = np.result_type(f)
-    if otype.kind not in "fc":
-        f, otype = _cast(f, np.dtype(np.float64)), np.dtype(np.float64)
-    out = []
-    for ax, dx in zip(axes, spacings):
-        if np.shape(f)[ax] < edge_order + 1:
-            raise InvalidValueError(
-                "numpy.gradient: shape of array too small to calculate a numerical gradient, at least "
-                "(edge_order + 1) elements are required"
-            )
-        pieces = [
-            _gradient_first(f, ax, dx, edge_order),
-            _gradient_interior(f, ax, dx),
-            _gradient_last(f, ax, dx, edge_order),
-        ]
-        out.append(concatenate([_cast(p, otype) for p in pieces], axis=ax))
-    return out[0] if len(axes) == 1 else tuple(out)
-
-
-def _spacings(varargs: tuple, axes: tuple, shape: tuple) -> list:
-    """np.gradient's spacing per axis: a scalar, or the differences of 1-d coordinates (a scalar
-    again when they are all equal)."""
-    if not varargs:
-        return [1.0] * len(axes)
-    if len(varargs) == 1 and np.ndim(varargs[0]) == 0:
-        return list(varargs) * len(axes)
-    if len(varargs) != len(axes):
-        raise InvalidValueError("numpy.gradient: invalid number of arguments (one spacing per axis, or one)")
-    out = []
-    for ax, given in zip(axes, varargs):
-        distances = np.asanyarray(given)
-        if distances.ndim == 0:
-            out.append(given)  # as NumPy keeps it: a Python float stays weak (f32 arithmetic in f32)
-            continue
-        if distances.ndim != 1:
-            raise InvalidValueError("numpy.gradient: distances must be either scalars or 1d")
-        if len(distances) != shape[ax]:
-            raise InvalidValueError(
-                "numpy.gradient: when 1d, distances must match the length of the corresponding dimension"
-            )
-        if np.issubdtype(distances.dtype, np.integer):
-            distances = distances.astype(np.float64)
-        diffx = np.diff(distances)
-        out.append(diffx[0] if (diffx == diffx[0]).all() else diffx)
-    return out
-
-
-def _at(f: Any, ax: int, start: int, stop: int | None) -> Any:
-    return (
-        getitem(f, index=_along(ax, np.ndim(f), slice(start, stop)))
-        if isinstance(f, Tracer)
-        else f[_along(ax, np.ndim(f), slice(start, stop))]
-    )
-
-
-def _shaped_along(coefficients: np.ndarray, ax: int, ndim: int) -> np.ndarray:
-    shape = [1] * ndim
-    shape[ax] = -1
-    return coefficients.reshape(shape)
-
-
-def _gradient_interior(f: Any, ax: int, dx: Any) -> Any:
-    if np.ndim(dx) == 0:
-        return (_at(f, ax, 2, None) - _at(f, ax, None, -2)) / (2.0 * dx)
-    dx1, dx2 = dx[0:-1], dx[1:]
-    a = _shaped_along(-(dx2) / (dx1 * (dx1 + dx2)), ax, np.ndim(f))
-    b = _shaped_along((dx2 - dx1) / (dx1 * dx2), ax, np.ndim(f))
-    c = _shaped_along(dx1 / (dx2 * (dx1 + dx2)), ax, np.ndim(f))
-    return a * _at(f, ax, None, -2) + b * _at(f, ax, 1, -1) + c * _at(f, ax, 2, None)
-
-
-def _gradient_first(f: Any, ax: int, dx: Any, edge_order: int) -> Any:
-    uniform = np.ndim(dx) == 0
-    if edge_order == 1:
-        return (_at(f, ax, 1, 2) - _at(f, ax, 0, 1)) / (dx if uniform else dx[0])
-    if uniform:
-        a, b, c = -1.5 / dx, 2.0 / dx, -0.5 / dx
-    else:
-        dx1, dx2 = dx[0], dx[1]
-        a = -(2.0 * dx1 + dx2) / (dx1 * (dx1 + dx2))
-        b = (dx1 + dx2) / (dx1 * dx2)
-        c = -dx1 / (dx2 * (dx1 + dx2))
-    return a * _at(f, ax, 0, 1) + b * _at(f, ax, 1, 2) + c * _at(f, ax, 2, 3)
-
-
-def _gradient_last(f: Any, ax: int, dx: Any, edge_order: int) -> Any:
-    uniform = np.ndim(dx) == 0
-    n = np.shape(f)[ax]
-    if edge_order == 1:
-        return (_at(f, ax, n - 1, n) - _at(f, ax, n - 2, n - 1)) / (dx if uniform else dx[-1])
-    if uniform:
-        a, b, c = 0.5 / dx, -2.0 / dx, 1.5 / dx
-    else:
-        dx1, dx2 = dx[-2], dx[-1]
-        a = (dx2) / (dx1 * (dx1 + dx2))
-        b = -(dx2 + dx1) / (dx1 * dx2)
-        c = (2.0 * dx2 + dx1) / (dx2 * (dx1 + dx2))
-    return a * _at(f, ax, n - 3, n - 2) + b * _at(f, ax, n - 2, n - 1) + c * _at(f, ax, n - 1, n)
-
-
 # --- np.linspace -------------------------------------------------------------------------------
 
 
@@ -289,14 +176,14 @@ def linspace(
     num = operator.index(num)
     if num < 0:
         raise InvalidValueError(f"numpy.linspace: number of samples, {num}, must be non-negative")
-    start, stop = _as_array(start), _as_array(stop)
+    start, stop = as_array(start), as_array(stop)
     dt = np.result_type(stand_in(start), stand_in(stop), 1.0)  # NumPy's ensure_inexact
     if dtype is not None and np.dtype(dtype).kind not in "fc":
         raise UnsupportedFunctionError(
             f"numpy.linspace(..., dtype={np.dtype(dtype)}) with traced endpoints: an integer result has no "
             "derivative; leave dtype out (or a float dtype), or pass adcore.concrete(start/stop)"
         )
-    start, stop = _cast(start, dt), _cast(stop, dt)
+    start, stop = cast(start, dt), cast(stop, dt)
     delta = stop - start
     div = (num - 1) if endpoint else num
     y = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * np.ndim(delta))
@@ -316,7 +203,7 @@ def linspace(
     if axis != 0:
         y = moveaxis(y, source=0, destination=axis)
     if dtype is not None:
-        y = _cast(y, np.dtype(dtype))
+        y = cast(y, np.dtype(dtype))
     return (y, step) if retstep else y
 
 
@@ -339,7 +226,7 @@ def partition(a: Any, kth: Any, axis: int | None = -1, kind: str = "introselect"
         raise UnsupportedFunctionError(
             "numpy.partition(..., order=) sorts structured arrays; a traced value has no fields"
         )
-    a = _as_array(a)
+    a = as_array(a)
     if axis is None:
         a, axis = reshape(a, shape=(-1,)), -1
     c = concrete(a)
@@ -363,8 +250,8 @@ def _matching(c: np.ndarray, arranged: np.ndarray, axis: int) -> np.ndarray:
 def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: float = 2 * np.pi) -> Any:
     """np.unwrap: p plus NumPy's multiples of the period (read from p's concrete value, constant
     where they do not jump), so its derivative is the identity."""
-    _refuse_traced("unwrap", discont=discont, period=period)
-    p = _as_array(p)
+    refuse_traced("unwrap", discont=discont, period=period)
+    p = as_array(p)
     nd = np.ndim(p)
     c = concrete(p)
     dd = np.diff(c, axis=axis)
@@ -383,9 +270,9 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: float = 2 * n
         np.copyto(ddmod, interval_high, where=(ddmod == interval_low) & (dd > 0))
     ph_correct = ddmod - dd
     np.copyto(ph_correct, 0, where=abs(dd) < discont)
-    rest = getitem(p, index=_along(axis, nd, slice(1, None))) + ph_correct.cumsum(axis)
-    first = getitem(p, index=_along(axis, nd, slice(0, 1)))
-    return concatenate([_cast(first, dtype), _cast(rest, dtype)], axis=axis)
+    rest = getitem(p, index=along(axis, nd, slice(1, None))) + ph_correct.cumsum(axis)
+    first = getitem(p, index=along(axis, nd, slice(0, 1)))
+    return concatenate([cast(first, dtype), cast(rest, dtype)], axis=axis)
 
 
 # --- predicates and real_if_close: plain answers from concrete values, as comparisons ----------
@@ -427,7 +314,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kwa
     fill value before any dispatch, so call anp.full)."""
     if not isinstance(fill_value, Tracer) and not _holds_tracer(fill_value):
         return np.full(shape, fill_value, dtype=dtype, order=order, **kwargs)
-    value = _as_array(fill_value)
+    value = as_array(fill_value)
     if dtype is not None:
         value = value.astype(dtype)
     shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
@@ -465,7 +352,7 @@ def _holds_tracer(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) or _holds_tracer(v) for v in value)
 
 
-def _typed_errors(function: Callable[..., Any]) -> Callable[..., Any]:
+def typed_errors(function: Callable[..., Any]) -> Callable[..., Any]:
     """function, with NumPy's own ValueError on bad arguments (kth or axis out of range, shapes
     that do not broadcast) raised as an InvalidValueError naming the NumPy function."""
 
@@ -481,13 +368,12 @@ def _typed_errors(function: Callable[..., Any]) -> Callable[..., Any]:
     return checked
 
 
-for _name in ("trapezoid", "interp", "gradient", "linspace", "partition", "unwrap", "full", "full_like"):
-    globals()[_name] = _typed_errors(globals()[_name])
+for _name in ("trapezoid", "interp", "linspace", "partition", "unwrap", "full", "full_like"):
+    globals()[_name] = typed_errors(globals()[_name])
 
 NUMPY_FUNCTIONS = {
     np.trapezoid: trapezoid,
     np.interp: interp,
-    np.gradient: gradient,
     np.linspace: linspace,
     np.partition: partition,
     np.unwrap: unwrap,
