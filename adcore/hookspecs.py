@@ -49,32 +49,27 @@ class RegisterOptimizer(Protocol):
 
 @dataclass(frozen=True)
 class RuleKind:
-    """What a rule of one kind receives: `leading` arguments, then the op's inputs, then its
-    params as keywords. A `per_input` kind has one rule per input (a tuple, None where no
-    derivative flows); otherwise one callable computes the whole result."""
+    """The contract of one kind of rule, declared as data by the plugin that brings the kind.
+
+    A plugin declares its kinds in a `rule_kinds` attribute, {name: RuleKind}, read when it is
+    loaded, before any hook is called, so every plugin's rules are checked against their kind's
+    contract and a backend with a new kind touches no core file. A kind name is unique across
+    all plugins. Rules of a kind no loaded plugin declares (its plugin blocked or not installed)
+    are set aside: no loaded backend could read them.
+
+    A rule receives `leading` arguments, then the op's inputs, then its params as keywords. A
+    `per_input` kind has one rule per input (a tuple, None where no derivative flows); the registry
+    stores those as `rules[i]`, the rule of input i or None (adcore.registry.normalized), which is
+    what every backend reads. Otherwise one callable computes the whole result."""
 
     leading: tuple[str, ...]
     per_input: bool
     # an op flagged `elementwise` needs no rule of this kind: its backend derives it from the flag
     elementwise_by_flag: bool = False
-
-
-# What the rules of each kind receive. The registry stores a per-input kind's rules in one form,
-# whatever form they were registered in: `rules[i]`, the rule of input i or None (see
-# adcore.registry.normalized), which is what every backend reads.
-RULE_KINDS: dict[str, RuleKind] = {
-    # cotangent of the output, the output -> the cotangent of this input
-    "vjp": RuleKind(("g", "ans"), per_input=True),
-    # batched tangent of this input, the output -> this input's share of the output's
-    # batched tangent. `t` has shape (B,) + input.shape: B tangent directions at once.
-    # The share must broadcast to (B,) + ans.shape (the backend broadcasts it there).
-    "jvp": RuleKind(("t", "ans"), per_input=True),
-    # sympy expressions for the inputs -> the output's expression
-    "sympy": RuleKind((), per_input=False),
-    # the output (a shape-and-dtype stand-in in a global pattern) -> one dependency pattern per
-    # input (None, DENSE or a sparse matrix): a SparsityRule, whose helpers the sparsity plugin brings
-    "sparsity": RuleKind(("ans",), per_input=False, elementwise_by_flag=True),
-}
+    # where the kind's column goes in `adcore rules` and docs/ops.md (lowest first, ties by name)
+    column: int = 100
+    # what a rule receives and returns, in a line, for the catalogue and error messages
+    doc: str = ""
 
 
 @hookspec
@@ -92,14 +87,13 @@ def adcore_register_rules(register: RegisterRule) -> None:
     """Register differentiation rules: call `register(kind, op_name, rule)`.
 
     Called after every plugin's ops are in, so a plugin may add rules for another
-    plugin's ops. `kind` names a rule table ("vjp" for the reverse backend, "jvp" for
-    forward, "sympy" for symbolic; a new backend may bring its own). For a per-input
-    kind (vjp, jvp) `rule` is a tuple with one callable, or None for "no derivative
-    flows here", per input of the op; for other kinds it is one callable; for a
-    variadic op it is one callable taking the input's position first. What each kind's
-    rules receive is in `RULE_KINDS` above. A rule whose form or signature does
-    not fit its op is rejected, and so is a rule for an input the op declares not
-    differentiable.
+    plugin's ops. `kind` names a rule table, of a kind some plugin declares in its
+    `rule_kinds` ("vjp", say, which the reverse plugin declares). For a per-input
+    kind `rule` is a tuple with one callable, or None for "no derivative flows here",
+    per input of the op; for other kinds it is one callable; for a variadic op it is one
+    callable taking the input's position first. What each kind's rules receive is its
+    `RuleKind`. A rule whose form or signature does not fit its op is rejected, and so is
+    a rule for an input the op declares not differentiable.
     """
 
 
@@ -108,9 +102,10 @@ def adcore_register_backends(register: RegisterBackend) -> None:
     """Register differentiators: call `register(backend)` with an `adcore.Backend` instance.
 
     Called after rules. The backend's `name` is what users pass as `backend=`; its `kinds`
-    lists the rule kinds it needs, so a missing rule can name the backends that work. The
-    names of the first-party backends (reverse, forward, numeric, symbolic) are theirs
-    alone, also when their plugin is not loaded.
+    lists the rule kinds it needs, so a missing rule can name the backends that work. A
+    backend named N belongs to the plugin N of the distribution adcore-N wherever that is
+    installed (the first-party convention, read from the installed metadata), also when that
+    plugin is not loaded.
     """
 
 

@@ -31,7 +31,6 @@ from adcore.registry import PluginRecord, Registry
 ENTRY_POINT_GROUP = "adcore"
 ESSENTIAL = "core"
 HOOKS = (
-    "adcore_register_kinds",
     "adcore_register_ops",
     "adcore_register_rules",
     "adcore_register_backends",
@@ -313,6 +312,8 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
         plugin = candidate.get()
         hash(plugin)  # pluggy keys plugins by object: a module, class or instance will do
         pm.register(plugin, name=name)
+        for kind, contract in dict(getattr(plugin, "rule_kinds", None) or {}).items():
+            registry.add_kind(kind, contract, plugin=name)  # data, read before any hook (RuleKind)
         callers = pm.get_hookcallers(plugin) or ()
         unknown = sorted(c.name for c in callers if not c.has_spec())
         if unknown:
@@ -331,7 +332,6 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
 def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: str, plugin: Any) -> None:
     """Call one plugin's hook alone, so what it registers is its own and a failure undoes only it."""
     add = {
-        "adcore_register_kinds": registry.add_kind,
         "adcore_register_ops": registry.add_op,
         "adcore_register_rules": registry.add_rule,
         "adcore_register_backends": registry.add_backend,
@@ -347,6 +347,8 @@ def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: st
                 f"plugin {name!r} called the register() of {hook} after that hook returned; "
                 "call it only inside the hook"
             )
+        if hook == "adcore_register_rules" and args and args[0] not in registry.kinds:
+            return  # a kind no loaded plugin declares (its plugin blocked): no loaded backend reads it
         add(*args, plugin=name)
 
     others = [p for p in pm.get_plugins() if p is not plugin]

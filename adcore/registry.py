@@ -20,7 +20,7 @@ from adcore.errors import (
     UnknownOpError,
     UnknownOptimizerError,
 )
-from adcore.hookspecs import RULE_KINDS
+from adcore.hookspecs import RuleKind
 from adcore.spec import Case, OpSpec
 
 
@@ -32,6 +32,7 @@ class PluginRecord:
     version: str = ""
     dist: str = ""  # the distribution that provides it ("" when registered by hand)
     hooks: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
     rules: list[tuple[str, str]] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
@@ -44,7 +45,9 @@ class Registry:
     """Everything the loaded plugins registered; built once by `adcore.plugins.get_registry`."""
 
     def __init__(self, reserved: dict[tuple[Any, ...], str] | None = None) -> None:
-        """`reserved` maps a key such as ("backend", "reverse") to the only plugin that may claim it."""
+        """`reserved` maps a key such as ("backend", name) to the only plugin that may claim it."""
+        # kind -> its contract, declared by the plugin that brings the kind (its `rule_kinds`)
+        self.kinds: dict[str, RuleKind] = {}
         self.ops: dict[str, OpSpec] = {}
         self.rules: dict[str, dict[str, Any]] = defaultdict(dict)
         self.backends: dict[str, Any] = {}
@@ -62,6 +65,16 @@ class Registry:
         self._reserved = dict(reserved or {})
 
     # --- registering ------------------------------------------------------------
+    def add_kind(self, name: str, kind: RuleKind, plugin: str) -> None:
+        if not isinstance(name, str) or not name.isidentifier() or not isinstance(kind, RuleKind):
+            raise PluginError(
+                f"plugin {plugin!r} registered kind {name!r} as {kind!r}; "
+                "register(name, kind) takes an identifier and an adcore.hookspecs.RuleKind"
+            )
+        self._claim(("kind", name), plugin, f"rule kind {name!r}")
+        self.kinds[name] = kind
+        self.plugins[plugin].kinds.append(name)
+
     def add_op(self, spec: OpSpec, plugin: str) -> None:
         if not isinstance(spec, OpSpec):
             raise PluginError(f"plugin {plugin!r} registered {spec!r}; register() takes an adcore.OpSpec")
@@ -89,9 +102,10 @@ class Registry:
         if op not in self.ops:
             raise PluginError(f"plugin {plugin!r} registered a {kind!r} rule for unknown op {op!r}")
         spec = self.ops[op]
-        _check_rule_fits(kind, spec, rule, plugin)
+        known = self.kinds.get(kind)
+        _check_rule_fits(kind, known, spec, rule, plugin)
         self._claim(("rule", kind, op), plugin, f"the {kind!r} rule for op {op!r}")
-        self.rules[kind][op] = normalized(kind, spec, rule)
+        self.rules[kind][op] = normalized(known, spec, rule)
         self.plugins[plugin].rules.append((kind, op))
 
     def add_user_op(self, spec: OpSpec, rules: dict[str, Any], plugin: str = "user") -> None:
@@ -99,7 +113,7 @@ class Registry:
         pseudo-plugin `plugin`, through the same checks as a plugin's; all or nothing."""
         self.plugins.setdefault(plugin, PluginRecord(plugin))
         for kind, rule in rules.items():
-            _check_rule_fits(kind, spec, rule, plugin)
+            _check_rule_fits(kind, self.kinds.get(kind), spec, rule, plugin)
         self.add_op(spec, plugin)
         for kind, rule in rules.items():
             self.add_rule(kind, spec.name, rule, plugin)
@@ -165,6 +179,8 @@ class Registry:
     def remove_plugin(self, plugin: str) -> None:
         """Undo everything `plugin` registered (it failed part-way)."""
         record = self.plugins[plugin]
+        for name in record.kinds:
+            del self.kinds[name]
         for name in record.ops:
             spec = self.ops.pop(name)
             self.numpy_ops = {f: op for f, op in self.numpy_ops.items() if op is not spec}
@@ -178,7 +194,8 @@ class Registry:
         for name in record.optimizers:
             del self.optimizers[name]
         self._owner = {k: v for k, v in self._owner.items() if v != plugin}
-        record.ops, record.rules, record.backends, record.cases, record.optimizers = [], [], [], [], []
+        record.kinds, record.ops, record.rules, record.backends = [], [], [], []
+        record.cases, record.optimizers = [], []
 
     # --- looking up -------------------------------------------------------------
     def numpy_op(self, func: Any) -> OpSpec | None:
@@ -235,7 +252,7 @@ class Registry:
             return rule
         if op.traceable:
             return None
-        known = RULE_KINDS.get(kind)
+        known = self.kinds.get(kind)
         if known is not None and known.per_input:
             return MissingRules(functools.partial(self.missing_rule, kind, op, backend), op)
         raise self.missing_rule(kind, op, backend)
@@ -251,22 +268,27 @@ class Registry:
     def supports(self, backend: Any, op: OpSpec) -> bool:
         """Whether `backend` can differentiate `op`: it has a rule of each kind, or the op's body."""
         return op.traceable or all(
-            op.name in self.rules[kind]
-            or (op.elementwise and kind in RULE_KINDS and RULE_KINDS[kind].elementwise_by_flag)
+            op.name in self.rules[kind] or (op.elementwise and self.by_flag(kind))
             for kind in getattr(backend, "kinds", ())
         )
+
+    def by_flag(self, kind: str) -> bool:
+        """Whether an op flagged `elementwise` needs no rule of `kind` (its backend derives it)."""
+        known = self.kinds.get(kind)
+        return known is not None and known.elementwise_by_flag
 
 
 # --- the one form a trace reads ----------------------------------------------------
 
 
-def normalized(kind: str, op: OpSpec, rule: Any) -> Any:
+def normalized(kind: RuleKind | None, op: OpSpec, rule: Any) -> Any:
     """A checked rule in the form every trace reads. For a per-input kind (vjp, jvp) that is
     `rules[i]`: the rule of input i, called (leading..., *inputs, **params), or None where no
     derivative flows (the inputs the op declares not differentiable included). A tuple is that
     form already (and stays a tuple, so the hot path indexes a tuple); a variadic op's one
-    callable (argnum, leading..., *inputs) becomes VariadicRules. Other kinds stay one callable."""
-    if op.variadic and callable(rule) and (kind not in RULE_KINDS or RULE_KINDS[kind].per_input):
+    callable (argnum, leading..., *inputs) becomes VariadicRules. Other kinds stay one callable;
+    `kind` is the kind's contract, None for a kind no plugin declares."""
+    if op.variadic and callable(rule) and (kind is None or kind.per_input):
         return VariadicRules(rule, op)
     return rule
 
@@ -325,10 +347,10 @@ def _suggest(name: str, known: Any) -> str:
     return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
-def _check_rule_fits(kind: str, spec: OpSpec, rule: Any, plugin: str) -> None:
-    """Reject a rule whose shape or signature does not fit the op's inputs."""
+def _check_rule_fits(kind: str, known: RuleKind | None, spec: OpSpec, rule: Any, plugin: str) -> None:
+    """Reject a rule whose shape or signature does not fit the op's inputs (and its kind's contract,
+    `known`, when a plugin declared it)."""
     where = f"plugin {plugin!r}: the {kind!r} rule for op {spec.name!r}"
-    known = RULE_KINDS.get(kind)
     leading = len(known.leading) if known else 0
     if spec.variadic:
         if not callable(rule):

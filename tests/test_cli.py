@@ -230,7 +230,7 @@ def test_rules_marks_missing_rules_and_missing_lists_them(register_plugin, capsy
     register_plugin(OnlyVJP(), "onlyvjp")
     assert cli.main(["rules"]) == 0
     table = capsys.readouterr().out
-    # kinds in RULE_KINDS' order (vjp, jvp, sympy, sparsity), then the op's NumPy names, kinks and doc
+    # kinds in their declared columns' order (vjp, jvp, sympy, sparsity), then the op's NumPy names, kinks and doc
     assert re.search(r"^. half +. onlyvjp +. ✓ +. ✗ +. ✗ +. ✗ +│", table, re.MULTILINE)
     assert re.search(
         r"^. stop_gradient +. core +. not needed +. not needed +. ✓ +. ✓ +│", table, re.MULTILINE
