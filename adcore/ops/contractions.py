@@ -280,7 +280,7 @@ class _SubscriptsFirst(OpSpec):
             and args[0]
             and (isinstance(args[0][0], str) or from_sublists(tuple(args[0])) is not None)
         ):
-            args = tuple(args[0])  # np.einsum's arguments as one list (Tracer.__array_function__)
+            args = tuple(args[0])  # np.einsum's arguments as one list (ArrayTracer.__array_function__)
         sublists = from_sublists(tuple(args))
         if sublists is not None:  # einsum(a, [0, 1], b, [1, 2], [0, 2])
             args = (sublists[0], *sublists[1])
