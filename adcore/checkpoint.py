@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from adcore import ops, tree
+from adcore import ops, plugins, tree
 from adcore.core import concrete
-from adcore.custom import _Call, _Custom, _dtype
-from adcore.errors import StateChangedError, UnsupportedFunctionError, keywords_checked
+from adcore.custom import _Call, _Custom
+from adcore.custom_values import dtype_of
+from adcore.errors import StateChangedError, UnknownBackendError, UnsupportedFunctionError, keywords_checked
 
 _last = threading.local()  # .entry: (call, g, leaves, cotangents) of the rule's last question, or None
 
@@ -116,7 +117,7 @@ def _recompute(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     from adcore.api import grad  # the API layer sits above the ops this module registers
 
     fun, label = call.custom.fun, call.custom._label
-    floats = [k for k, x in enumerate(leaves) if _dtype(x).kind == "f"]
+    floats = [k for k, x in enumerate(leaves) if dtype_of(x).kind == "f"]
     outs: list = []
 
     def pairing(*xs: Any) -> Any:
@@ -128,10 +129,17 @@ def _recompute(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
         # g * out pulls back to exactly g (times 1.0), so the cotangents are those of a vjp
         return ops.sum(g * out)
 
-    zeros = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
+    zeros = [np.zeros(np.shape(x), dtype_of(x)) for x in leaves]
     if not floats:
         return zeros
-    found = grad(pairing, argnums=tuple(range(len(floats))), backend="reverse")(*(leaves[k] for k in floats))
+    backend = plugins.get_registry().exact_backend("vjp")  # this is a vjp rule: the backend building VJPs
+    if backend is None:
+        raise UnknownBackendError(
+            f"{label}: recomputing it needs a backend that builds VJPs exactly; none is installed"
+        )
+    found = grad(pairing, argnums=tuple(range(len(floats))), backend=backend.name)(
+        *(leaves[k] for k in floats)
+    )
     _check_same(label, concrete(outs[0]), concrete(ans))
     for k, ct in zip(floats, found):
         zeros[k] = ct

@@ -31,12 +31,14 @@ import numpy as np
 from adcore import ops, plugins, tree
 from adcore.api import value_and_grad
 from adcore.core import Tracer, concrete, frozen_value
+from adcore.custom_values import check_agrees, describe, dtype_of, leaf_cotangents, leaf_value
 from adcore.errors import (
     InvalidArgnumsError,
     InvalidInputError,
     InvalidOutputError,
     InvalidValueError,
     MissingRuleError,
+    UnknownBackendError,
     UnsupportedFunctionError,
     keywords_checked,
 )
@@ -282,103 +284,17 @@ def _run_bwd(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     pair = fwd(*call.arguments(leaves))
     if not isinstance(pair, tuple) or len(pair) != 2:
         raise InvalidOutputError(
-            f"{label}: fwd returned {_describe(pair)}; it must return a pair (out, residuals)"
+            f"{label}: fwd returned {describe(pair)}; it must return a pair (out, residuals)"
         )
-    _check_agrees(label, "fwd", "(out, residuals)", pair[0], ans)
+    check_agrees(label, "fwd", "(out, residuals)", pair[0], ans)
     cts = bwd(*call.static, pair[1], g)
     arguments = call.differentiated(leaves)
     if not isinstance(cts, (tuple, list)) or len(cts) != len(arguments):
         raise InvalidOutputError(
-            f"{label}: bwd returned {_describe(cts)}; it must return a tuple with one cotangent per "
+            f"{label}: bwd returned {describe(cts)}; it must return a tuple with one cotangent per "
             f"differentiated argument ({len(arguments)}, nondiff_argnums excluded), e.g. (g_x,) for one"
         )
-    return _leaf_cotangents(label, "bwd", "cotangent", cts, call, leaves)
-
-
-def _check_agrees(label: str, who: str, pair: str, out: Any, ans: Any) -> None:
-    """The out of fwd (or of the jvp rule) must be the function's value, the body's, which every
-    backend computes: a mismatch (a pair in the wrong order, a body that overflows where the
-    rule does not) is refused. Values are compared where both are plain (first order)."""
-    if np.shape(out) != np.shape(ans):
-        raise InvalidOutputError(
-            f"{label}: {who}'s out has shape {np.shape(out)}, the function's value {np.shape(ans)}; "
-            f"{who} must return {pair}, out being the function's value"
-        )
-    if isinstance(out, Tracer) or isinstance(ans, Tracer):
-        return
-    tol = 1e-3 if _dtype(ans) == np.float32 else 1e-7  # loose: fwd may compute it another way
-    with np.errstate(invalid="ignore", over="ignore"):
-        difference = np.abs(np.subtract(out, ans, dtype=float))
-        close = difference <= tol * (1.0 + np.abs(ans))
-        if not (close.all() and np.isfinite(difference).all()):
-            # an infinity agrees only with itself (1000 is not close to inf), nan with nan
-            close = (close & np.isfinite(difference)) | (out == ans) | (np.isnan(out) & np.isnan(ans))
-    if not close.all():
-        raise InvalidValueError(
-            f"{label}: {who}'s out differs from the function's value (the body's), by up to "
-            f"{_largest_difference(out, ans)}; every backend takes the value from the body, so {who} must "
-            f"return {pair} with out equal to it. Make the body compute what {who} does."
-        )
-
-
-def _largest_difference(a: Any, b: Any) -> str:
-    with np.errstate(invalid="ignore", over="ignore"):
-        return f"{float(np.nanmax(np.abs(np.subtract(a, b, dtype=float)), initial=0.0)):.3g}"
-
-
-def _leaf_cotangents(label: str, who: str, what: str, values: Sequence, call: _Call, leaves: tuple) -> list:
-    """`values` (one per differentiated argument, in its structure) as one array per leaf,
-    each of its leaf's shape and dtype; None stands for zeros."""
-    out: list = []
-    positions = [i for i in range(len(values) + len(call.nondiff)) if i not in call.nondiff]
-    for k, (value, td) in enumerate(zip(values, call.treedefs)):
-        where = f"{label}: {who}'s {what} {k} (for argument {positions[k]})"
-        try:
-            parts = [None] * td.num_leaves if value is None else td.flatten_up_to(value)
-        except (ValueError, TypeError) as e:
-            raise InvalidOutputError(
-                f"{where} has structure {tree.structure(value)}, the argument has {td}: {e}"
-            ) from None
-        for j, part in enumerate(parts):
-            out.append(_leaf_value(part, leaves[len(out)], functools.partial(_path, td, where, j)))
-    return out
-
-
-def _path(treedef: Any, prefix: str, j: int) -> str:
-    """How a message names leaf j (worked out only for one: optree's accessors are slow)."""
-    return tree.paths(treedef, prefix)[j]
-
-
-def _leaf_value(value: Any, leaf: Any, where: Callable[[], str]) -> Any:
-    """One leaf's cotangent (or tangent): zeros for None, a Python number in the leaf's dtype;
-    else it must have the leaf's shape and, for a float leaf, its dtype (`where()` names it)."""
-    dtype, shape = _dtype(leaf), np.shape(leaf)
-    if value is None:
-        return np.zeros(shape, dtype)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = np.asarray(value, dtype=dtype)
-    if not isinstance(value, (np.ndarray, np.generic, Tracer)):
-        raise InvalidOutputError(f"{where()} is {_describe(value)}; it must be an array like its argument")
-    if np.shape(value) != shape:
-        raise InvalidValueError(f"{where()} has shape {np.shape(value)}; its argument has shape {shape}")
-    if dtype.kind == "f" and value.dtype != dtype:
-        raise InvalidValueError(
-            f"{where()} has dtype {value.dtype}; its argument has dtype {dtype} (a derivative keeps its "
-            "argument's dtype)"
-        )
-    return value
-
-
-def _dtype(value: Any) -> np.dtype:
-    return value.dtype if isinstance(value, (np.ndarray, np.generic, Tracer)) else np.result_type(value)
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, (tuple, list)):
-        return f"a {type(value).__name__} of {len(value)}"
-    if isinstance(value, (np.ndarray, np.generic, Tracer)):
-        return f"an array of shape {np.shape(value)}"
-    return f"{type(value).__name__} {value!r:.60}"
+    return leaf_cotangents(label, "bwd", "cotangent", cts, call, leaves)
 
 
 def _cotangents(call: _Call, g: Any, ans: Any, leaves: tuple, compute: Callable[..., list]) -> list:
@@ -434,11 +350,11 @@ def _tangent_out(
     pair = call.custom.jvp(*call.static, primals, tuple(call.differentiated(tangents)))
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
         raise InvalidOutputError(
-            f"{label}: the jvp rule returned {_describe(pair)}; it must return a pair (out, tangent_out)"
+            f"{label}: the jvp rule returned {describe(pair)}; it must return a pair (out, tangent_out)"
         )
     if check_out:
-        _check_agrees(label, "the jvp rule", "(out, tangent_out)", pair[0], ans)
-    return _leaf_value(pair[1], ans, lambda: f"{label}: the jvp rule's tangent_out")
+        check_agrees(label, "the jvp rule", "(out, tangent_out)", pair[0], ans)
+    return leaf_value(pair[1], ans, lambda: f"{label}: the jvp rule's tangent_out")
 
 
 def _batched_jvp(i: int, t: Any, ans: Any, leaves: tuple, call: _Call) -> Any:
@@ -450,11 +366,11 @@ def _batched_jvp(i: int, t: Any, ans: Any, leaves: tuple, call: _Call) -> Any:
     and its value at 0 checks the linearity. Without such a backend, the rule runs B times.
     """
     batch = t.shape[0]
-    zero_share = np.zeros((batch,) + np.shape(ans), _dtype(ans))
+    zero_share = np.zeros((batch,) + np.shape(ans), dtype_of(ans))
     if batch == 0:
         return zero_share
-    tangents = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
-    forward = _backend_that_builds("jvp", "forward")
+    tangents = [np.zeros(np.shape(x), dtype_of(x)) for x in leaves]
+    forward = _backend_that_builds("jvp")
     if forward is None:
         rows = []
         for b in range(batch):
@@ -467,26 +383,23 @@ def _batched_jvp(i: int, t: Any, ans: Any, leaves: tuple, call: _Call) -> Any:
             return _tangent_out(call, ans, leaves, [*tangents[:i], ti, *tangents[i + 1 :]], check_out=True)
 
     at_zero, shares = forward.jvp(rule_at, (tangents[i],), (t,))
-    _check_linear(call, at_zero, "forward")
+    _check_linear(call, at_zero, forward.name)
     return zero_share if shares is None else shares
 
 
-def _backend_that_builds(kind: str, preferred: str) -> Any:
-    """The installed backend `preferred` (first-party), else one that builds on `kind`, else None."""
-    backends = plugins.get_registry().backends
-    if preferred in backends:
-        return backends[preferred]
-    return next((b for b in backends.values() if getattr(b, "builds", None) == kind), None)
+def _backend_that_builds(builds: str) -> Any:
+    """The exact backend that builds `builds` ("jvp" or "vjp"), chosen by what it can do, or None."""
+    return plugins.get_registry().exact_backend(builds)
 
 
-def _check_linear(call: _Call, at_zero: Any, mode: str) -> None:
+def _check_linear(call: _Call, at_zero: Any, backend: str) -> None:
     """A jvp rule's tangent_out must be 0 at zero tangents (the least a linear map does)."""
     value = np.asarray(concrete(at_zero))
     if np.any(np.abs(value) > 0):  # (a nan passes: 0 * inf inside the rule is its own answer)
         raise InvalidValueError(
             f"{call.custom._label}: the jvp rule's tangent_out is not 0 at zero tangents (up to "
-            f"{float(np.nanmax(np.abs(value))):.3g}), so it is not linear in the tangents, and {mode} mode "
-            "would give a wrong derivative. A jvp rule returns (out, tangent_out) in that order, "
+            f"{float(np.nanmax(np.abs(value))):.3g}), so it is not linear in the tangents, and backend "
+            f"{backend!r} would give a wrong derivative. A jvp rule returns (out, tangent_out) in that order, "
             "tangent_out linear in the tangents."
         )
 
@@ -494,8 +407,8 @@ def _check_linear(call: _Call, at_zero: Any, mode: str) -> None:
 def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     """The cotangent of each leaf: the gradient of <g, tangent_out(t)> with respect to the
     tangents t, by reverse mode (tangent_out is linear in t, so any t will do: zeros)."""
-    floats = [k for k, x in enumerate(leaves) if _dtype(x).kind == "f"]
-    zeros = [np.zeros(np.shape(x), _dtype(x)) for x in leaves]
+    floats = [k for k, x in enumerate(leaves) if dtype_of(x).kind == "f"]
+    zeros = [np.zeros(np.shape(x), dtype_of(x)) for x in leaves]
     if not floats:
         return zeros
 
@@ -506,12 +419,16 @@ def _transpose(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
         with _tangents(ts):
             return ops.sum(g * _tangent_out(call, ans, leaves, tangents, check_out=True))
 
-    reverse = _backend_that_builds("vjp", "reverse")
-    backend = "reverse" if reverse is None else reverse.name  # (an unknown name is a typed error)
-    value, found = value_and_grad(pairing, argnums=tuple(range(len(floats))), backend=backend)(
+    backend = _backend_that_builds("vjp")
+    if backend is None:
+        raise UnknownBackendError(
+            f"{call.custom._label}: reverse mode transposes its jvp rule with a backend that builds "
+            "VJPs exactly, and none is installed; differentiate it in forward mode instead"
+        )
+    value, found = value_and_grad(pairing, argnums=tuple(range(len(floats))), backend=backend.name)(
         *(zeros[k] for k in floats)
     )
-    _check_linear(call, value, "reverse")  # <g, tangent_out> at zero tangents
+    _check_linear(call, value, backend.name)  # <g, tangent_out> at zero tangents
     for k, ct in zip(floats, found):
         zeros[k] = ct
     return zeros

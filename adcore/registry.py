@@ -272,6 +272,20 @@ class Registry:
             for kind in getattr(backend, "kinds", ())
         )
 
+    def exact_backend(self, builds: str) -> Any | None:
+        """The backend that builds `builds` ("jvp" or "vjp") exactly and can best take an outer
+        derivative (outer_priority, then reference_priority, then name), or None: chosen by what
+        it can do, for custom rules and checkpoint, which differentiate user code inside a rule."""
+        able = [
+            b
+            for b in self.backends.values()
+            if getattr(b, "builds", None) == builds
+            and not getattr(b, "estimates", False)
+            and not getattr(b, "pattern", False)
+        ]
+        rank = lambda b: (-getattr(b, "outer_priority", 0), -getattr(b, "reference_priority", 0), b.name)  # noqa: E731
+        return min(able, key=rank, default=None)
+
     def by_flag(self, kind: str) -> bool:
         """Whether an op flagged `elementwise` needs no rule of `kind` (its backend derives it)."""
         known = self.kinds.get(kind)
