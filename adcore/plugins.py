@@ -11,7 +11,6 @@ The core op catalogue is essential: it is always loaded and cannot be blocked.
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import re
 import sys
@@ -46,23 +45,18 @@ OWNER_PREFIX = "adcore-"
 
 
 class _Essential:
-    """The essential plugin "core": the core op catalogue, then the built-in conformance cases."""
+    """The essential plugin "core": the core op catalogue (its other parts come from above: add_builtin)."""
 
     @hookspecs.hookimpl
     def adcore_register_ops(self, register: hookspecs.RegisterOp) -> None:
         for spec in ops.CORE_OPS:
             register(spec)
 
-    @hookspecs.hookimpl
-    def adcore_register_cases(self, register: hookspecs.RegisterCase) -> None:
-        # by module name, as an entry point is loaded: the cases live in the conformance layer,
-        # above this one (docs/architecture.md), and only the registry needs them
-        for case in importlib.import_module(BUILTIN_CASES).BUILTIN_CASES:
-            register(case)
-
 
 ESSENTIAL_PLUGIN = _Essential()
-BUILTIN_CASES = "adcore.conformance.cases"
+# parts of the essential plugin that adcore's upper layers hand down (conformance's cases): called
+# right after it in every hook, what they register is its, and, like it, they cannot be blocked
+_builtins: dict[str, Any] = {}
 
 _lock = threading.Lock()
 _loading = threading.local()  # set on the thread building the registry
@@ -116,6 +110,13 @@ def register_plugin(plugin: Any, name: str) -> None:
         )
     _by_hand[name] = plugin
     reset()
+
+
+def add_builtin(name: str, plugin: Any) -> None:
+    """Add a part of the essential core plugin from a layer above this one; the next registry has it."""
+    if _builtins.get(name) is not plugin:
+        _builtins[name] = plugin
+        reset()
 
 
 def unregister_plugin(name: str) -> None:
@@ -319,6 +320,10 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
         if unknown:
             raise PluginError(f"hook(s) {unknown} are not adcore hooks; known hooks: {', '.join(HOOKS)}")
         record.hooks = sorted(c.name for c in callers)
+        if name == ESSENTIAL:  # its parts from above, called right after it (pluggy keeps the order)
+            for part, obj in _builtins.items():
+                pm.register(obj, name=f"{ESSENTIAL}.{part}")
+                record.hooks = sorted({*record.hooks, *(c.name for c in pm.get_hookcallers(obj) or ())})
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # sys.exit() in a plugin must not end the user's process either
@@ -331,6 +336,7 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
 
 def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: str, plugin: Any) -> None:
     """Call one plugin's hook alone, so what it registers is its own and a failure undoes only it."""
+    name = ESSENTIAL if name.startswith(f"{ESSENTIAL}.") else name  # a part of the core is the core
     add = {
         "adcore_register_ops": registry.add_op,
         "adcore_register_rules": registry.add_rule,
