@@ -19,8 +19,9 @@ what the conformance suite runs, to check the other backends exactly.
   position of a window by Piecewise((1, Eq(x, amax(window))), (0, True)) / (number of
   maxima): exactly amax's derivative, so the three agree on ties too.
 
-sympy and the symbolic backend's functions are imported when a rule first runs, not when
-the table is registered.
+sympy and the symbolic backend's functions (adcore-symbolic, this distribution's extra
+"symbolic") are imported when a rule first runs, not when the table is registered; without
+adcore-symbolic no plugin declares the "sympy" kind, and these rules are set aside.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from adcore_kernels import _geometry, reference
 from adcore_kernels.reference import conv2d_output_size, pair
 
 sp = LazyModule("sympy")
-fn = LazyModule("adcore_symbolic.functions")
 
 Cell = tuple[int, int]
 
@@ -67,7 +67,9 @@ def _pooled_shape(size: tuple[int, int], kernel_size: Any, stride: Any, padding:
 
 def _max_weights(values: list) -> list:
     """d amax(*values) / d value for each value: 1/k on each of the k maxima, 0 elsewhere."""
-    top = fn.amax(*values)
+    from adcore_symbolic.functions import amax  # (a declared dependency: the extra "symbolic")
+
+    top = amax(*values)
     hits = [sp.Piecewise((1, sp.Eq(v, top)), (0, True)) for v in values]
     count = sp.Add(*hits)
     return [hit / count for hit in hits]
@@ -81,11 +83,13 @@ def _pool_checked(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any) 
 
 
 def _max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> np.ndarray:
+    from adcore_symbolic.functions import amax  # imported when the rule runs: sympy is heavy
+
     x = _pool_checked("max_pool2d", x, kernel_size, stride, padding)
     out = np.empty(x.shape[:-2] + _pooled_shape(x.shape[-2:], kernel_size, stride, padding), dtype=object)
     for lead in np.ndindex(x.shape[:-2]):
         for cell, window in _windows(x.shape[-2:], kernel_size, stride, padding):
-            out[lead + cell] = fn.amax(*(x[lead + c] for c in window))
+            out[lead + cell] = amax(*(x[lead + c] for c in window))
     return out
 
 
