@@ -187,7 +187,7 @@ def load() -> Registry:
     refused: list[tuple[_Candidate, str]] = []
     found = _entry_points(refused)
     owners = _owners(found)
-    # backend="reverse" must mean the real one, also when adcore-reverse is blocked
+    # a backend named N means plugin N of adcore-N (first_party), also when that plugin is blocked
     registry = Registry(reserved={("backend", name): name for name in owners if name != ESSENTIAL})
     _loading.active = True
     try:
