@@ -18,7 +18,6 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import distributions, entry_points
 from typing import Any
 
 import pluggy
@@ -277,6 +276,19 @@ def _candidates(
                 (candidate, f"a plugin of the same name ({where}) loads first. Rename or remove one: {fix}")
             )
     return list(kept.values())
+
+
+def entry_points(group: str) -> Any:
+    """importlib.metadata.entry_points, imported on first use: it costs 10 ms, not for `import adcore`."""
+    from importlib import metadata
+
+    return metadata.entry_points(group=group)
+
+
+def distributions() -> Any:
+    from importlib import metadata
+
+    return metadata.distributions()
 
 
 def _entry_points(refused: list[tuple[_Candidate, str]]) -> list[Any]:

@@ -6,6 +6,7 @@ import difflib
 import functools
 import inspect
 import sys
+import types
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -397,6 +398,8 @@ def _check_callable(
 ) -> None:
     if not callable(fn):
         raise PluginError(f"{where}: {fn!r} is not callable")
+    if _fits_plainly(fn, npositional, param_names, variadic):
+        return  # (the usual case, read off the code object: loading checks a thousand rules)
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -418,3 +421,19 @@ def _check_callable(
             f"{where} takes {len(required)} positional argument(s) {str(sig)}; "
             f"it must take {npositional} (its kind's leading arguments, then the op's inputs)"
         )
+
+
+def _fits_plainly(fn: Any, npositional: int, param_names: tuple[str, ...], variadic: bool) -> bool:
+    """Whether a plain Python function visibly fits, as inspect.signature would find (False: ask it)."""
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        return False
+    code = fn.__code__
+    if code.co_flags & inspect.CO_VARARGS:
+        return True
+    if variadic:
+        return False
+    names = code.co_varnames[: code.co_argcount]
+    first_default = len(names) - len(fn.__defaults__ or ())
+    positional = [i for i, name in enumerate(names) if name not in param_names]
+    required = [i for i in positional if i < first_default]
+    return len(required) <= npositional <= len(positional)
