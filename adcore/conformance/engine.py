@@ -1,5 +1,21 @@
-"""The conformance engine, a whole run: the plan (subjects and units of work), each unit checked (in worker processes
-under `jobs`), and the report."""
+"""The conformance engine: every op and case, on every installed backend, against one reference.
+
+A run is a plan (subjects x dtypes as units of work), each unit checked (in worker processes under
+`jobs`), and the report. A unit goes through one module a stage:
+
+1. `calls`: a CheckedCall per sample of the subject (an op, a composite case, a random program);
+2. `reference`: the reference Jacobian, in float64 at the sample's values: the first exact
+   backend (by reference_priority) corroborated by another or by the estimating backend's
+   estimate within its error; if none is, that estimate itself, with its error as tolerance;
+3. `checks`: each backend's derivatives against it, one function per check (jacobians, zeros,
+   dot products, second derivatives along random directions, kinks), tallied per cell;
+4. `results`: the tallies, cells and report.
+
+What a backend can do (exact or estimating, its estimate options, its reference priority,
+whether it can be the outer derivative, what it builds on) is data on its class
+(adcore.backend.Backend), read by `abilities`; an op's kinks are data on its OpSpec. The
+engine names no backend and no op.
+"""
 
 from __future__ import annotations
 
