@@ -1,4 +1,5 @@
-"""JVPs of adcore/ops/elementwise.py: arithmetic, exp/log, trigonometry, kinks, clip, where."""
+"""JVPs of adcore/ops/elementwise.py and remainders.py: arithmetic, exp/log, trigonometry, kinks,
+clip, where."""
 
 from __future__ import annotations
 

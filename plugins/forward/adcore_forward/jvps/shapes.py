@@ -1,5 +1,6 @@
-"""JVPs of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack, the ops
-that move elements (the op on the batched tangent, or a gather through its source-index map), astype."""
+"""JVPs of adcore/ops/shapes.py and rearrangements.py: transpose, reshape, broadcasting, indexing,
+concatenate, stack, the ops that move elements (the op on the batched tangent, or a gather through
+its source-index map), astype."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""VJPs of adcore/ops/elementwise.py: arithmetic, exp/log, trigonometry, kinks, clip, where."""
+"""VJPs of adcore/ops/elementwise.py and remainders.py: arithmetic, exp/log, trigonometry, kinks,
+clip, where."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""VJPs of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack, the ops
-that move elements (their transposes, or a scatter_add through the op's source-index map), astype."""
+"""VJPs of adcore/ops/shapes.py and rearrangements.py: transpose, reshape, broadcasting, indexing,
+concatenate, stack, the ops that move elements (their transposes, or a scatter_add through the op's
+source-index map), astype."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Sparsity rules of adcore/ops/elementwise.py (and where): each output element depends on the
-inputs' elements at its broadcast position, nowhere else.
+"""Sparsity rules of adcore/ops/elementwise.py and remainders.py (and where): each output element
+depends on the inputs' elements at its broadcast position, nowhere else.
 
 Smooth ops keep every such dependency, even where their derivative happens to be 0 at a point
 (x * y at y = 0, sinc'(0)): the second derivative is not 0 there, and Hessian patterns are built

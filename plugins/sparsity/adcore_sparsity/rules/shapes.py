@@ -1,4 +1,5 @@
-"""Sparsity rules of adcore/ops/shapes.py, and of sort (adcore/ops/cumulative.py), a permutation.
+"""Sparsity rules of adcore/ops/shapes.py and rearrangements.py, and of sort
+(adcore/ops/cumulative.py), a permutation.
 
 Every op here but scatter_add and sort only copies input elements into the output (or puts a
 constant there: tril's zeros, pad's constant_values), so its pattern is read from its impl run on

@@ -1,5 +1,6 @@
-"""Sympy rules of adcore/ops/shapes.py: transpose, reshape, broadcasting, indexing, concatenate, stack,
-the ops that move elements (a gather through the op's source-index map), astype."""
+"""Sympy rules of adcore/ops/shapes.py and rearrangements.py: transpose, reshape, broadcasting,
+indexing, concatenate, stack, the ops that move elements (a gather through the op's source-index
+map), astype."""
 
 from __future__ import annotations
 
