@@ -24,7 +24,7 @@ from adcore.errors import (
     StateChangedError,
     UnsupportedByBackendError,
 )
-from adcore.plugins import get_registry
+from adcore.plugins import get_registry, loaded_registry
 
 __all__ = [
     "Derivatives",
@@ -67,7 +67,7 @@ def get_backend(name: str) -> Backend:
             f"backend must be the name of an installed backend, a str such as backend='reverse', got "
             f"{type(name).__name__} {name!r}; installed backends: {installed}"
         )
-    return get_registry().backend(name)
+    return loaded_registry().backend(name)  # loads the plugins up to that backend, not all
 
 
 def prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> Backend:

@@ -144,7 +144,7 @@ fft = _Submodule(_np.fft)
 
 
 def __getattr__(name: str) -> Any:
-    op = _ops.registry().ops.get(name)  # set by adcore.plugins, a layer above this one
+    op = _ops.registry().complete().ops.get(name)  # set by adcore.plugins, a layer above this one
     if op is not None:
         return op
     return _numpy_name(_np, name)

@@ -64,9 +64,16 @@ _by_hand: dict[str, Any] = {}
 
 
 def get_registry() -> Registry:
-    """The registry, built on first use from every plugin that may load."""
+    """The registry of every plugin that may load, loaded on first use (to list, or to rely on all)."""
+    return loaded_registry().complete()
+
+
+def loaded_registry() -> Registry:
+    """The registry as loaded so far: at first the core only. A lookup it misses (an op, a backend,
+    a NumPy function, a rule) loads more plugins, in the load order, and looks again: what a call
+    needs, found without importing every plugin (a backend N loads the plugins up to N)."""
     registry = _registry
-    if registry is None:
+    if registry is None or getattr(_loading, "active", False):
         _refuse_reentry("used adcore (adcore.ops, grad, backends, ...)")
         with _lock:
             if _registry is None:
@@ -75,7 +82,7 @@ def get_registry() -> Registry:
     return registry
 
 
-ops.use_registry(get_registry)  # the layers below read the registry (np.sin(x) -> op, adcore.ops.name)
+ops.use_registry(loaded_registry)  # the layers below read the registry (np.sin(x) -> op, adcore.ops.name)
 
 
 def _refuse_reentry(what: str) -> None:
@@ -177,7 +184,7 @@ class _Candidate:
 
 
 def load() -> Registry:
-    """Build a fresh registry: register each plugin with pluggy, then call its hooks in turn."""
+    """A fresh registry with the core loaded; the other plugins load when a lookup misses (_Loader)."""
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     if os.environ.get("ADCORE_DEBUG") == "1":
@@ -188,15 +195,86 @@ def load() -> Registry:
     owners = _owners(found)
     # a backend named N means plugin N of adcore-N (first_party), also when that plugin is blocked
     registry = Registry(reserved={("backend", name): name for name in owners if name != ESSENTIAL})
-    _loading.active = True
-    try:
-        for candidate in _candidates(found, owners, refused):
-            _register(pm, registry, candidate)
-        for candidate, reason in refused:  # listed after the loaded ones, in `adcore plugins` too
-            _refuse(registry, candidate, reason)
-        for hook in HOOKS:
-            for name, plugin in list(pm.list_name_plugin()):
-                _call_hook(pm, registry, hook, name, plugin)
+    loader = _Loader(pm, registry, _candidates(found, owners, refused), refused)
+    loader.load(ESSENTIAL)
+    return registry
+
+
+class _Loader:
+    """Loads the plugins of one registry in stages, always in the load order, so what a stage loads
+    is what loading them all at once would: a later stage's plugins come later in the order, and a
+    name clash refuses the later plugin either way. A rule registered before its op's plugin (or
+    its kind's) has loaded waits for it; one whose op never comes fails its plugin at the end."""
+
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        registry: Registry,
+        candidates: list[_Candidate],
+        refused: list[tuple[_Candidate, str]],
+    ) -> None:
+        self.pm, self.registry, self.remaining, self.refused = pm, registry, candidates, refused
+        self.waiting: list[tuple[str, str, Any, str]] = []  # (kind, op, rule, plugin)
+
+    def more(self, until: str | None) -> bool:
+        """Load the next stage (up to the plugin `until`, else all); False when all are loaded."""
+        _refuse_reentry("used adcore (adcore.ops, grad, backends, ...)")
+        with _lock:
+            if not self.remaining:
+                return False
+            self.load(until)
+            return True
+
+    def load(self, until: str | None) -> None:
+        names = [c.name for c in self.remaining]
+        end = names.index(until) + 1 if until in names else len(names)
+        stage, self.remaining = self.remaining[:end], self.remaining[end:]
+        last = not self.remaining
+        registry, pm = self.registry, self.pm
+        _loading.active = True
+        try:
+            for candidate in stage:
+                _register(pm, registry, candidate)
+            if ESSENTIAL in names[:end]:  # refused unimported: said at once, whatever loads later
+                for candidate, reason in self.refused:
+                    _refuse(registry, candidate, reason)
+            loading = {c.name for c in stage}
+            for hook in HOOKS:
+                if hook == "adcore_register_rules":
+                    self._add_waiting(last)
+                for name, plugin in list(pm.list_name_plugin()):
+                    if name.split(".")[0] in loading:  # (core.<part>: a part of the core)
+                        _call_hook(pm, registry, hook, name, plugin, None if last else self.waiting)
+            if last:
+                self._add_waiting(last)
+                self._finish()
+        finally:
+            _loading.active = False
+        registry.more = None if last else self.more
+
+    def _add_waiting(self, last: bool) -> None:
+        """Add the waiting rules whose op and kind are in now (at the end: all, as a full load would)."""
+        waiting, self.waiting = self.waiting, []
+        for kind, op, rule, name in waiting:
+            if name in self.registry.plugins and self.registry.plugins[name].error:
+                continue  # its plugin failed meanwhile
+            ready = kind in self.registry.kinds and op in self.registry.ops
+            if not (ready or last):
+                self.waiting.append((kind, op, rule, name))
+            elif kind in self.registry.kinds:  # (a kind no loaded plugin declares: set aside)
+                try:
+                    self.registry.add_rule(kind, op, rule, plugin=name)
+                except PluginError as e:
+                    self.registry.remove_plugin(name)
+                    self.pm.unregister(name=name)
+                    _fail(self.registry.plugins[name], _blockable(name, f"adcore_register_rules failed: {e}"))
+
+    def _finish(self) -> None:
+        registry = self.registry
+        for key in [k for k, r in registry.plugins.items() if r.error.startswith("refused: ")]:
+            registry.plugins[key] = registry.plugins.pop(
+                key
+            )  # listed after the loaded ones, as in `adcore plugins`
         # all of them, the freed ones too: the set of user ops changes only in add_user_op, so a
         # reload keeps it as it was (a finalizer runs whenever the garbage collector does)
         for spec, rules in list(_user_ops.values()):
@@ -204,9 +282,6 @@ def load() -> Registry:
                 registry.add_user_op(spec, rules)
             except PluginError as e:  # a plugin loaded since claims its name
                 _fail(registry.plugins["user"], str(e))
-    finally:
-        _loading.active = False
-    return registry
 
 
 def first_party() -> dict[str, str]:
@@ -346,8 +421,16 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
         _fail(record, _blockable(name, f"failed to load: {type(e).__name__}: {e}"))
 
 
-def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: str, plugin: Any) -> None:
-    """Call one plugin's hook alone, so what it registers is its own and a failure undoes only it."""
+def _call_hook(
+    pm: pluggy.PluginManager,
+    registry: Registry,
+    hook: str,
+    name: str,
+    plugin: Any,
+    waiting: list[tuple[str, str, Any, str]] | None = None,
+) -> None:
+    """Call one plugin's hook alone, so what it registers is its own and a failure undoes only it.
+    A rule for an op or kind not loaded yet goes to `waiting` (None: every plugin is loaded)."""
     name = ESSENTIAL if name.startswith(f"{ESSENTIAL}.") else name  # a part of the core is the core
     add = {
         "adcore_register_ops": registry.add_op,
@@ -365,8 +448,13 @@ def _call_hook(pm: pluggy.PluginManager, registry: Registry, hook: str, name: st
                 f"plugin {name!r} called the register() of {hook} after that hook returned; "
                 "call it only inside the hook"
             )
-        if hook == "adcore_register_rules" and args and args[0] not in registry.kinds:
-            return  # a kind no loaded plugin declares (its plugin blocked): no loaded backend reads it
+        if hook == "adcore_register_rules" and len(args) == 3:
+            kind, op, _ = args
+            if waiting is not None and (kind not in registry.kinds or op not in registry.ops):
+                waiting.append((*args, name))  # its op's (or kind's) plugin loads in a later stage
+                return
+            if kind not in registry.kinds:
+                return  # a kind no loaded plugin declares (its plugin blocked): no loaded backend reads it
         add(*args, plugin=name)
 
     others = [p for p in pm.get_plugins() if p is not plugin]

@@ -64,6 +64,19 @@ class Registry:
         self.plugins: dict[str, PluginRecord] = {}
         self._owner: dict[tuple[Any, ...], str] = {}
         self._reserved = dict(reserved or {})
+        # loads the next plugins (up to the one named, else all), False when every one is loaded;
+        # None once they are. Set by adcore.plugins: a lookup that misses loads more and looks again.
+        self.more: Callable[[str | None], bool] | None = None
+
+    def complete(self) -> Registry:
+        """This registry with every plugin that may load loaded (to list, or to rely on all)."""
+        while self._load_more(None):
+            pass
+        return self
+
+    def _load_more(self, until: str | None) -> bool:
+        more = self.more
+        return more is not None and more(until)
 
     # --- registering ------------------------------------------------------------
     def add_kind(self, name: str, kind: RuleKind, plugin: str) -> None:
@@ -212,18 +225,24 @@ class Registry:
                 if spec is not None:  # (None: another thread resolved it meanwhile)
                     self.numpy_ops.setdefault(resolved, spec)
             op = self.numpy_ops.get(func)
+        if op is None and self._load_more(None):
+            return self.numpy_op(func)
         return op
 
     def op(self, name: str) -> OpSpec:
         try:
             return self.ops[name]
         except KeyError:
+            if self._load_more(None):
+                return self.op(name)
             raise UnknownOpError(f"no op named {name!r}{_suggest(name, self.ops)}") from None
 
     def backend(self, name: str) -> Any:
         try:
             return self.backends[name]
         except KeyError:
+            if self._load_more(name):  # the plugins up to `name`: a backend N is plugin N's
+                return self.backend(name)
             installed = ", ".join(sorted(self.backends)) or "none"
             raise UnknownBackendError(
                 f"no backend named {name!r}{_suggest(name, self.backends)}; installed backends: "
@@ -234,6 +253,8 @@ class Registry:
         try:
             return self.optimizers[name]
         except KeyError:
+            if self._load_more(None):
+                return self.optimizer(name)
             installed = ", ".join(sorted(self.optimizers)) or "none"
             raise UnknownOptimizerError(
                 f"no optimizer named {name!r}{_suggest(name, self.optimizers)}; installed optimizers: "
@@ -251,6 +272,8 @@ class Registry:
         rule = self.rules[kind].get(op.name)
         if rule is not None:
             return rule
+        if self._load_more(None):  # a plugin not loaded yet may bring it
+            return self.rule(kind, op, backend)
         if op.traceable:
             return None
         known = self.kinds.get(kind)
@@ -259,6 +282,7 @@ class Registry:
         raise self.missing_rule(kind, op, backend)
 
     def missing_rule(self, kind: str, op: OpSpec, backend: str) -> MissingRuleError:
+        self.complete()
         able = sorted(n for n, b in self.backends.items() if self.supports(b, op))
         return MissingRuleError(
             f"op {op.name!r} has no {kind!r} rule, so backend {backend!r} cannot differentiate it; "

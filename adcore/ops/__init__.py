@@ -104,7 +104,7 @@ def __getattr__(name: str) -> OpSpec:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(registry().ops))
+    return sorted(set(globals()) | set(registry().complete().ops))
 
 
 class _OpsModule(types.ModuleType):
@@ -114,13 +114,13 @@ class _OpsModule(types.ModuleType):
         return registry().op(name)
 
     def __contains__(self, name: object) -> bool:
-        return name in registry().ops
+        return name in registry().complete().ops
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(registry().ops))
+        return iter(sorted(registry().complete().ops))
 
     def __len__(self) -> int:
-        return len(registry().ops)
+        return len(registry().complete().ops)
 
 
 sys.modules[__name__].__class__ = _OpsModule

@@ -9,7 +9,7 @@ import numpy as np
 from adcore import ops
 from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, bind_below
-from adcore.plugins import get_registry
+from adcore.plugins import loaded_registry
 from adcore_forward.jvps.shapes import JOINT_JVPS
 
 
@@ -24,12 +24,12 @@ class ForwardTrace(Trace):
 
     def __init__(self, batch: int) -> None:
         self.batch = batch
-        self.jvp_rules = get_registry().rules["jvp"]  # read once: a trace is short-lived
+        self.jvp_rules = loaded_registry().rules["jvp"]  # read once: a trace is short-lived
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         rules = self.jvp_rules.get(op.name)
         if rules is None:
-            rules = get_registry().rule("jvp", op, "forward")
+            rules = loaded_registry().rule("jvp", op, "forward")
             if rules is None:  # a traceable op with no jvp rule: push the tangents through its body
                 return op.impl(*args, **params)
         primals = [a.value if isinstance(a, Dual) and a._trace is self else a for a in args]

@@ -13,7 +13,7 @@ from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, bind_below, frozen_value
 from adcore.errors import GradientError, InvalidInputError, InvalidValueError
 from adcore.numpy_dispatch import conversion_error
-from adcore.plugins import get_registry
+from adcore.plugins import loaded_registry
 from adcore_reverse import grad_mode
 from adcore_reverse.backward import backward_pass
 
@@ -37,12 +37,12 @@ class ReverseTrace(Trace):
 
     def __init__(self) -> None:
         self.since = grad_mode.depth()
-        self.vjp_rules = get_registry().rules["vjp"]  # read once: a functional trace is short-lived
+        self.vjp_rules = loaded_registry().rules["vjp"]  # read once: a functional trace is short-lived
 
     def process(self, op: Any, args: tuple, params: dict) -> Tensor:
         vjps = self.vjp_rules.get(op.name)
         if vjps is None:
-            vjps = get_registry().rule("vjp", op, "reverse")
+            vjps = loaded_registry().rule("vjp", op, "reverse")
             if vjps is None:  # a traceable op with no vjp rule: record its body, op by op
                 return op.impl(*args, **params)
         # copied up front, so the impl reads the same copy the node keeps
@@ -77,7 +77,7 @@ class EagerTrace(ReverseTrace):
 
     @property
     def vjp_rules(self) -> dict:
-        return get_registry().rules["vjp"]
+        return loaded_registry().rules["vjp"]
 
 
 def _copy(value: Any) -> Any:

@@ -25,7 +25,7 @@ from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, Tracer
 from adcore.errors import UnsupportedByBackendError
 from adcore.extend import each, reduced_axes
-from adcore.plugins import get_registry
+from adcore.plugins import loaded_registry
 from adcore_symbolic.budget import WorkBudget, tree_size
 from adcore_symbolic.errors import SymbolicComplexError, SymbolicControlFlowError
 from adcore_symbolic.functions import stop_gradient
@@ -144,7 +144,7 @@ class SymbolicTrace(Trace):
     """
 
     def __init__(self, elementwise: bool, budget: WorkBudget, taken: set[str]) -> None:
-        self.rules = get_registry().rules["sympy"]
+        self.rules = loaded_registry().rules["sympy"]
         self.elementwise = elementwise
         self.budget = budget
         self.definitions: list[tuple[sp.Symbol, Any]] = []
@@ -170,7 +170,7 @@ class SymbolicTrace(Trace):
         dtype = params.get("dtype")  # x.astype(complex), sum(x, dtype=complex): a complex result of real x
         if dtype is not None and np.dtype(dtype).kind == "c":
             raise SymbolicComplexError(op.name, f"dtype={np.dtype(dtype)}, a complex result")
-        rule = self.rules.get(op.name) or get_registry().rule("sympy", op, "symbolic")
+        rule = self.rules.get(op.name) or loaded_registry().rule("sympy", op, "symbolic")
         if rule is None:  # a traceable op with no sympy rule: trace its body, op by op
             return op.impl(*args, **params)
         if self.elementwise and not op.elementwise:
