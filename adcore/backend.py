@@ -42,7 +42,11 @@ class Backend:
     """
 
     name: str = ""
+    # the rule kinds it needs, and the contracts (adcore.hookspecs.RuleKind) of those it brings: a
+    # backend with a new kind declares it here, and the registry learns it when the backend is
+    # registered (its plugin's rules of that kind wait until then); the core names no kind
     kinds: tuple[str, ...] = ()
+    rule_kinds: ClassVar[dict[str, Any]] = {}
     builds: str = "jacobian"
     # What it can do, as data: the conformance engine reads these and names no backend.
     # - estimates: its derivatives are estimates with an error bound (finite differences), compared

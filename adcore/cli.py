@@ -144,6 +144,8 @@ _EXAMPLE_TITLE = "f(x1, x2) = log(x1) + x1*x2 - sin(x2) at (x1, x2) = (2, 5)"
 
 def plugins(as_json: bool = False, out: TextIO | None = None) -> int:
     """List each plugin: version, hooks, what it registered, and what failed."""
+    from adcore.conformance import plugin  # noqa: F401  (the built-in cases, listed as the core's)
+
     records = list(get_registry().plugins.values())
     if as_json:
         out = out or sys.stdout

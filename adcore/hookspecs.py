@@ -49,13 +49,14 @@ class RegisterOptimizer(Protocol):
 
 @dataclass(frozen=True)
 class RuleKind:
-    """The contract of one kind of rule, declared as data by the plugin that brings the kind.
+    """The contract of one kind of rule, declared as data by the backend that brings the kind.
 
-    A plugin declares its kinds in a `rule_kinds` attribute, {name: RuleKind}, read when it is
-    loaded, before any hook is called, so every plugin's rules are checked against their kind's
-    contract and a backend with a new kind touches no core file. A kind name is unique across
-    all plugins. Rules of a kind no loaded plugin declares (its plugin blocked or not installed)
-    are set aside: no loaded backend could read them.
+    A backend declares the kinds it brings in `Backend.rule_kinds`, {name: RuleKind}; the registry
+    learns them when the backend is registered, and checks every plugin's rules of that kind then
+    (they wait for it), so a backend with a new kind touches no core file. A kind has one contract:
+    another backend may declare the same one (a subclass does), not a different one. Rules of a
+    kind no loaded backend declares (its plugin blocked or not installed) are set aside: no loaded
+    backend could read them.
 
     A rule receives `leading` arguments, then the op's inputs, then its params as keywords. A
     `per_input` kind has one rule per input (a tuple, None where no derivative flows); the registry
@@ -87,8 +88,8 @@ def adcore_register_rules(register: RegisterRule) -> None:
     """Register differentiation rules: call `register(kind, op_name, rule)`.
 
     Called after every plugin's ops are in, so a plugin may add rules for another
-    plugin's ops. `kind` names a rule table, of a kind some plugin declares in its
-    `rule_kinds` ("vjp", say, which the reverse plugin declares). For a per-input
+    plugin's ops. `kind` names a rule table, of a kind some backend declares in its
+    `rule_kinds` ("vjp", say, which the reverse backend declares). For a per-input
     kind `rule` is a tuple with one callable, or None for "no derivative flows here",
     per input of the op; for other kinds it is one callable; for a variadic op it is one
     callable taking the input's position first. What each kind's rules receive is its

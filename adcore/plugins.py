@@ -241,12 +241,13 @@ class _Loader:
             loading = {c.name for c in stage}
             for hook in HOOKS:
                 if hook == "adcore_register_rules":
-                    self._add_waiting(last)
+                    self._add_waiting(False)  # those whose op came with this stage, in the load order
                 for name, plugin in list(pm.list_name_plugin()):
                     if name.split(".")[0] in loading:  # (core.<part>: a part of the core)
-                        _call_hook(pm, registry, hook, name, plugin, None if last else self.waiting)
+                        _call_hook(pm, registry, hook, name, plugin, self.waiting, last)
+                if hook == "adcore_register_backends":
+                    self._add_waiting(last)  # those whose kind a backend of this stage declared
             if last:
-                self._add_waiting(last)
                 self._finish()
         finally:
             _loading.active = False
@@ -261,13 +262,16 @@ class _Loader:
             ready = kind in self.registry.kinds and op in self.registry.ops
             if not (ready or last):
                 self.waiting.append((kind, op, rule, name))
-            elif kind in self.registry.kinds:  # (a kind no loaded plugin declares: set aside)
+            elif kind in self.registry.kinds:  # (a kind no loaded backend declares: set aside)
                 try:
                     self.registry.add_rule(kind, op, rule, plugin=name)
                 except PluginError as e:
                     self.registry.remove_plugin(name)
                     self.pm.unregister(name=name)
-                    _fail(self.registry.plugins[name], _blockable(name, f"adcore_register_rules failed: {e}"))
+                    _fail(
+                        self.registry.plugins[name],
+                        _blockable(name, f"adcore_register_rules failed: {type(e).__name__}: {e}"),
+                    )
 
     def _finish(self) -> None:
         registry = self.registry
@@ -400,8 +404,6 @@ def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidat
         plugin = candidate.get()
         hash(plugin)  # pluggy keys plugins by object: a module, class or instance will do
         pm.register(plugin, name=name)
-        for kind, contract in dict(getattr(plugin, "rule_kinds", None) or {}).items():
-            registry.add_kind(kind, contract, plugin=name)  # data, read before any hook (RuleKind)
         callers = pm.get_hookcallers(plugin) or ()
         unknown = sorted(c.name for c in callers if not c.has_spec())
         if unknown:
@@ -427,10 +429,12 @@ def _call_hook(
     hook: str,
     name: str,
     plugin: Any,
-    waiting: list[tuple[str, str, Any, str]] | None = None,
+    waiting: list[tuple[str, str, Any, str]],
+    last: bool,
 ) -> None:
     """Call one plugin's hook alone, so what it registers is its own and a failure undoes only it.
-    A rule for an op or kind not loaded yet goes to `waiting` (None: every plugin is loaded)."""
+    A rule waits (in `waiting`) for its kind, which a backend declares, and, until the `last`
+    stage, for its op."""
     name = ESSENTIAL if name.startswith(f"{ESSENTIAL}.") else name  # a part of the core is the core
     add = {
         "adcore_register_ops": registry.add_op,
@@ -450,11 +454,9 @@ def _call_hook(
             )
         if hook == "adcore_register_rules" and len(args) == 3:
             kind, op, _ = args
-            if waiting is not None and (kind not in registry.kinds or op not in registry.ops):
-                waiting.append((*args, name))  # its op's (or kind's) plugin loads in a later stage
+            if kind not in registry.kinds or (not last and op not in registry.ops):
+                waiting.append((*args, name))  # its kind's backend, or its op, is not registered yet
                 return
-            if kind not in registry.kinds:
-                return  # a kind no loaded plugin declares (its plugin blocked): no loaded backend reads it
         add(*args, plugin=name)
 
     others = [p for p in pm.get_plugins() if p is not plugin]

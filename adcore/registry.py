@@ -47,7 +47,7 @@ class Registry:
 
     def __init__(self, reserved: dict[tuple[Any, ...], str] | None = None) -> None:
         """`reserved` maps a key such as ("backend", name) to the only plugin that may claim it."""
-        # kind -> its contract, declared by the plugin that brings the kind (its `rule_kinds`)
+        # kind -> its contract, declared by the backend that brings the kind (Backend.rule_kinds)
         self.kinds: dict[str, RuleKind] = {}
         self.ops: dict[str, OpSpec] = {}
         self.rules: dict[str, dict[str, Any]] = defaultdict(dict)
@@ -85,6 +85,8 @@ class Registry:
                 f"plugin {plugin!r} registered kind {name!r} as {kind!r}; "
                 "register(name, kind) takes an identifier and an adcore.hookspecs.RuleKind"
             )
+        if self.kinds.get(name) == kind:
+            return  # the same contract again (a backend subclassing another): nothing to claim
         self._claim(("kind", name), plugin, f"rule kind {name!r}")
         self.kinds[name] = kind
         self.plugins[plugin].kinds.append(name)
@@ -150,6 +152,8 @@ class Registry:
         if not isinstance(name, str) or not name:
             raise PluginError(f"plugin {plugin!r} registered {backend!r}, which has no name")
         self._claim(("backend", name), plugin, f"backend {name!r}")
+        for kind, contract in dict(getattr(backend, "rule_kinds", None) or {}).items():
+            self.add_kind(kind, contract, plugin)
         self.backends[name] = backend
         self.plugins[plugin].backends.append(name)
 

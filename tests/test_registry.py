@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adcore_forward.backend import JVP
+from adcore_reverse.backend import VJP
+from adcore_symbolic.backend import SYMPY
 
 import adcore
 from adcore.registry import PluginRecord, Registry
-from adcore_forward.plugin import JVP
-from adcore_reverse.plugin import VJP
-from adcore_symbolic.plugin import SYMPY
 
 
 def _registry(*plugins: str) -> Registry:
-    """A registry knowing the first-party kinds' contracts, as the plugins that bring them declare."""
+    """A registry knowing the first-party kinds' contracts, as the backends that bring them declare."""
     registry = Registry()
     for name in plugins:
         registry.plugins[name] = PluginRecord(name)
@@ -197,7 +197,9 @@ def test_binary_op_rule_takes_both_inputs():
 def test_rule_of_a_kind_without_leading_arguments():
     registry = _registry("p")
     registry.add_op(_unary(), plugin="p")
-    registry.add_rule("sympy", "twice", lambda x: 2 * x, plugin="p")  # the sympy kind has no leading arguments
+    registry.add_rule(
+        "sympy", "twice", lambda x: 2 * x, plugin="p"
+    )  # the sympy kind has no leading arguments
     with pytest.raises(adcore.PluginError, match="must take 1"):
         registry.add_rule("brand_new_kind", "twice", (lambda a, b: a,), plugin="p")
 

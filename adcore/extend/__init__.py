@@ -15,7 +15,7 @@ The base of a plugin's own sympy functions, `OpCall`, is in `adcore.extend.sympy
 which imports sympy and is not imported here. The helpers of a rule kind a plugin brings (the
 `sparsity` patterns) come with that plugin.
 
-What each kind of rule receives is its `adcore.hookspecs.RuleKind`, declared by the plugin that brings it.
+What each kind of rule receives is its `adcore.hookspecs.RuleKind`, declared by the backend that brings it.
 Layer 3 (docs/architecture.md): of adcore it imports core and ops only.
 """
 

@@ -9,7 +9,14 @@ import numpy as np
 
 from adcore.backend import Backend
 from adcore.core import new_trace
+from adcore.hookspecs import RuleKind
 from adcore_forward.dual import Dual, ForwardTrace
+
+# The contract of the "jvp" rules this plugin brings: the batched tangent of this input and the
+# output, then the op's inputs -> this input's share of the output's batched tangent. `t` has shape
+# (B,) + input.shape: B tangent directions at once. The share must broadcast to (B,) + ans.shape
+# (the backend broadcasts it there). One rule per input, None where none flows.
+JVP = RuleKind(("t", "ans"), per_input=True, column=1, doc="(t, ans, *inputs) -> this input's tangent share")
 
 
 class ForwardBackend(Backend):
@@ -19,6 +26,7 @@ class ForwardBackend(Backend):
 
     name = "forward"
     kinds = ("jvp",)
+    rule_kinds = {"jvp": JVP}  # the contract of the kind it brings, as data
     builds = "jvp"
     reference_priority = 10  # after symbolic and reverse
     outer_priority = 2  # the outer of second derivatives first: a whole Hessian in one batched pass

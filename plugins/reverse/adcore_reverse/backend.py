@@ -7,8 +7,13 @@ from typing import Any
 
 from adcore.backend import Backend
 from adcore.core import new_trace
+from adcore.hookspecs import RuleKind
 from adcore_reverse.backward import backward_pass
 from adcore_reverse.tensor import ReverseTrace, Tensor
+
+# The contract of the "vjp" rules this plugin brings: the cotangent of the output and the output,
+# then the op's inputs -> the cotangent of this input (one rule per input, None where none flows).
+VJP = RuleKind(("g", "ans"), per_input=True, column=0, doc="(g, ans, *inputs) -> this input's cotangent")
 
 
 class ReverseBackend(Backend):
@@ -17,6 +22,7 @@ class ReverseBackend(Backend):
 
     name = "reverse"
     kinds = ("vjp",)
+    rule_kinds = {"vjp": VJP}  # the contract of the kind it brings, as data
     builds = "vjp"
     reference_priority = 20  # after symbolic's independent derivation; before forward
     outer_priority = 1  # can differentiate a derivative again, after forward

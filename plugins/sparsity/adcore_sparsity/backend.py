@@ -11,8 +11,21 @@ import numpy as np
 
 from adcore.backend import Backend
 from adcore.errors import InvalidInputError
+from adcore.hookspecs import RuleKind
 
 COLORINGS = {"column": "column_coloring", "row": "row_coloring", "star": "star_coloring"}
+
+
+# The contract of the "sparsity" rules this plugin brings: the output (a shape-and-dtype stand-in in
+# a global pattern), then the op's inputs -> one dependency pattern per input (None, DENSE or a
+# sparse matrix): a SparsityRule (adcore_sparsity.extend). An op flagged elementwise needs none.
+SPARSITY = RuleKind(
+    ("ans",),
+    per_input=False,
+    elementwise_by_flag=True,
+    column=3,
+    doc="(ans, *inputs) -> one pattern per input",
+)
 
 
 class SparsityBackend(Backend):
@@ -21,6 +34,7 @@ class SparsityBackend(Backend):
 
     name = "sparsity"
     kinds = ("sparsity",)
+    rule_kinds = {"sparsity": SPARSITY}  # the contract of the kind it brings, as data
     builds = "jacobian"
     pattern = True
 

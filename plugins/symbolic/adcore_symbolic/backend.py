@@ -15,6 +15,7 @@ import numpy as np
 from adcore.backend import Backend
 from adcore.core import Tracer
 from adcore.errors import InvalidInputError
+from adcore.hookspecs import RuleKind
 from adcore_symbolic.recording import Recording, Unkeyable, recorded, value_key
 
 # The work budget: the most sympy nodes one derivative may build (its traced definitions,
@@ -27,6 +28,11 @@ DEFAULT_MAX_NODES = 100_000
 ENTRIES_PER_FUNCTION = 64
 
 
+# The contract of the "sympy" rules this plugin brings: sympy expressions for the op's inputs -> the
+# output's expression (one callable per op).
+SYMPY = RuleKind((), per_input=False, column=2, doc="(*input expressions) -> the output's expression")
+
+
 class SymbolicBackend(Backend):
     """Exact derivatives: f is traced with sympy symbols, differentiated by the chain rule
     through its common subexpressions, and compiled to NumPy once per function and argument
@@ -35,6 +41,7 @@ class SymbolicBackend(Backend):
 
     name = "symbolic"
     kinds = ("sympy",)
+    rule_kinds = {"sympy": SYMPY}  # the contract of the kind it brings, as data
     reference_priority = 30  # exact and derived independently of the rule tables: the first reference
     # not an outer derivative: the tape rules it would differentiate compute masks from concrete values
 
