@@ -3,7 +3,9 @@
 A plugin is any object or module with functions marked `@adcore.hookimpl` and named
 after these specs. It is found through the "adcore" entry-point group (or registered
 by hand with `adcore.plugins.register_plugin`). Hooks are called once per plugin when
-adcore first needs its registry, in this order: ops, rules, backends, cases, optimizers.
+adcore first needs it, in this order: ops, rules, backends, cases, optimizers. Plugins load in
+stages, in the load order below: the core at once, then as far as a lookup needs (a backend N:
+the plugins up to N; any other miss, or a listing: all), so `import adcore` imports none.
 Each receives a `register` callback, which works only until that hook returns; what one
 plugin registers is recorded under its name, and if any of it is invalid the whole plugin
 is rolled back and reported, the others unaffected.
