@@ -62,7 +62,9 @@ def test_values_are_numpys(op, sample):
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("op, sample", [p for p in ALL_SAMPLES if p.values[0].name in contraction_forms.FORMS])
+@pytest.mark.parametrize(
+    "op, sample", [p for p in ALL_SAMPLES if p.values[0].name in contraction_forms.FORMS]
+)
 def test_einsum_form_computes_the_op(op, sample):
     # the rules of every einsum-shaped op stand on its form: it must be the op
     form = contraction_forms.einsum_form(op.name, sample.args, sample.params)

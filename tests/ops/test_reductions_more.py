@@ -221,7 +221,9 @@ def test_nansum_against_torch():
     t = torch.tensor(NANS, requires_grad=True)
     (torch.nansum(t * t, dim=0) * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
     g = adcore.grad(lambda x: anp.sum(anp.nansum(x * x, axis=0) * np.array([1.0, 2.0, 3.0])))(NANS)
-    numbers = ~np.isnan(NANS)  # torch's backward sends nan to the nan entries (2 * nan * 1); adcore's is 0 there
+    numbers = ~np.isnan(
+        NANS
+    )  # torch's backward sends nan to the nan entries (2 * nan * 1); adcore's is 0 there
     np.testing.assert_array_equal(g[numbers], t.grad.numpy()[numbers])
     assert np.isnan(t.grad.numpy()[~numbers]).all() and (g[~numbers] == 0).all()
 
