@@ -18,6 +18,7 @@ import numpy as np
 from adcore.errors import AdcoreError, ComplexValueError, InvalidInputError, TracerConversionError
 
 _local = threading.local()
+_SEQUENCES = (list, tuple)  # built once: bind tests every plain argument's class against it
 
 
 class Trace:
@@ -59,7 +60,7 @@ def bind(op: Any, *args: Any, **params: Any) -> Any:
             trace = arg._trace
             if top is None or trace.level > top.level:
                 top = trace  # the value of another transformation is a constant to the inner one
-        elif arg.__class__ in (list, tuple) and holds_tracer(arg):
+        elif arg.__class__ in _SEQUENCES and holds_tracer(arg):
             # anp.mean([a, b]): an input given as a list holding traced values is their stack
             return bind(op, *(_stacked(a) for a in args), **params)
     if top is None:
@@ -148,15 +149,13 @@ def frozen_value(value: Any) -> Any:
 
 
 def holds_tracer(value: Any) -> bool:
-    if isinstance(value, Tracer):
-        return True
-    return value.__class__ in (list, tuple) and any(holds_tracer(v) for v in value)
+    return isinstance(value, Tracer) or (value.__class__ in _SEQUENCES and any(map(holds_tracer, value)))
 
 
 def _stacked(value: Any) -> Any:
     """A list or tuple holding traced values as one traced array (np.asarray's, for tracers): the
     first tracer in it stacks it (its NumPy surface, adcore.array_tracer, knows the stack op)."""
-    if value.__class__ in (list, tuple) and holds_tracer(value):
+    if value.__class__ in _SEQUENCES and holds_tracer(value):
         first = value
         while not isinstance(first, Tracer):
             first = next(v for v in first if holds_tracer(v))
