@@ -336,12 +336,38 @@ def _derivative_function(
     be = derivatives.prepare(f, backend, "value_and_jacobian", options)
     flats: dict = {}  # the flat functions of f (Flat.of), by argument structure, at hand
     positions: dict = {}  # argnums normalised, by the number of arguments of the call
+    plain = not (has_aux or holomorphic)  # may take the fast path (plain arrays in, one array out)
 
     @functools.wraps(f)
     def derivative(*args: Any, **kwargs: Any) -> Any:
         nums = positions.get(len(args))
         if nums is None:
             nums = positions[len(args)] = derivatives.normalize_argnums(argnums, len(args))
+        if plain:  # float arrays in: no pytree, no complex split, f's flat function is f itself
+            for n in nums:
+                a = args[n]
+                if not (a.__class__ is np.ndarray and a.dtype.char in "fd"):
+                    break
+            else:
+                flat_f = flats.get(len(args))
+                if flat_f is None:
+                    flat_f = flats[len(args)] = Flat.of(f, Layout(None, None, args), False)
+                call = Call(kwargs, scalar, False, nums)
+                try:
+                    result = derivatives.value_and_jacobian(
+                        be, flat_f, (*args, call), nums, scalar=scalar, want_value=want_value, options=options
+                    )
+                except AdcoreError as e:
+                    e._adcore_leaves_named = True  # the numbers it names are the arguments' (name_leaves)
+                    raise
+                out = call.out if call.out is not None else output_of(call, f, args)
+                if out is not LEAF or result.errors is not None:  # a pytree out, or an Estimate
+                    picked = _pick(
+                        result, nums, Layout(None, None, list(args)), out, argnums, None, False, be.estimates
+                    )
+                else:  # one array out
+                    picked = result.jacobians[0] if type(argnums) is int else result.jacobians
+                return _detached((out.value(result.value), picked) if want_value else picked, args)
         flat, layout = flatten_args(args, nums, check=False)  # the engine checks the flat args
         flat_f = flats.get(layout.key)
         if flat_f is None:

@@ -108,13 +108,19 @@ class typed_errors_of_f:
         return None
 
     def __exit__(self, kind: Any, e: Any, traceback: Any) -> None:
-        if kind is not ValueError or not _raised_in_f(e):
-            return  # no error, or one that passes as it is
-        raise InvalidValueError(
-            f"backend {self.be.name!r}: f raised {type(e).__name__}: {e}. It came from f's own code (or NumPy's "
-            "called from it on plain arrays: this backend's, or any on an empty input), not from adcore: fix "
-            "that call in f, or the input that makes it fail (e.g. the max of an empty array)"
-        ) from e
+        if kind is ValueError:
+            _raise_typed(self.be, e)
+
+
+def _raise_typed(be: Backend, e: ValueError) -> None:
+    """Raise e as an InvalidValueError when f's own code raised it (a plain ValueError); else return."""
+    if e.__class__ is not ValueError or not _raised_in_f(e):
+        return  # one that passes as it is
+    raise InvalidValueError(
+        f"backend {be.name!r}: f raised {type(e).__name__}: {e}. It came from f's own code (or NumPy's "
+        "called from it on plain arrays: this backend's, or any on an empty input), not from adcore: fix "
+        "that call in f, or the input that makes it fail (e.g. the max of an empty array)"
+    ) from e
 
 
 def _raised_in_f(e: BaseException) -> bool:
@@ -159,8 +165,11 @@ def value_and_jacobian(
             a.__class__ is np.ndarray and a.dtype.char in "fd"
         ):  # float32/64: the common case, checked at no cost
             args[i] = float_input(a, f"argument {i}")
-    with typed_errors_of_f(be):
+    try:  # typed_errors_of_f, inline: the hot path's try costs nothing
         value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
+    except ValueError as e:
+        _raise_typed(be, e)
+        raise
     if scalar:  # a size-1 output of shape (1,) or (1, 1): the gradient of the scalar it holds
         jacobians = tuple([_gradient_shaped(j, args[i]) for j, i in zip(jacobians, unique)])
         errors = (
