@@ -22,7 +22,6 @@ from adcore.backend import Backend
 from adcore.checkpoint import checkpoint
 from adcore.core import Trace, Tracer, bind, concrete
 from adcore.custom import custom_jvp, custom_vjp
-from adcore.derivatives import Estimate
 from adcore.errors import (
     AdcoreError,
     ComplexValueError,
@@ -50,6 +49,7 @@ from adcore.errors import (
 )
 from adcore.extend import batched_axis, lift, unbroadcast
 from adcore.hookspecs import hookimpl
+from adcore.results import Estimate
 from adcore.sparse import hessian_sparsity, jacobian_sparsity, prepare_hessian, prepare_jacobian
 from adcore.spec import Case, Domain, OpSpec, Sample
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore import complex_split, derivatives, tree
+from adcore import complex_split, derivatives, inputs, tree
 from adcore import sparse as _sparse
 from adcore.complex_split import Split
 from adcore.core import Tracer
@@ -224,7 +224,7 @@ def hvp(
             )
         *args, v = args_and_v
         _refuse_complex("hvp", args, argnums)
-        nums = derivatives.normalize_argnums(argnums, len(args))
+        nums = inputs.normalize_argnums(argnums, len(args))
         if len(set(nums)) < len(nums):
             raise InvalidArgnumsError(f"hvp: argnums {argnums!r} names an argument twice; name each once")
         vs = (v,) if type(argnums) is int else v
@@ -337,7 +337,7 @@ def _derivative_function(
     def derivative(*args: Any, **kwargs: Any) -> Any:
         nums = positions.get(len(args))
         if nums is None:
-            nums = positions[len(args)] = derivatives.normalize_argnums(argnums, len(args))
+            nums = positions[len(args)] = inputs.normalize_argnums(argnums, len(args))
         if plain:  # float arrays in: no pytree, no complex split, f's flat function is f itself
             for n in nums:
                 a = args[n]
@@ -425,7 +425,7 @@ def _real_positions(n: int, split: Split | None) -> tuple[int, ...]:
 
 def _refuse_complex(what: str, args: Sequence[Any], argnums: Argnums) -> None:
     """hessian and hvp take real arguments only, for now."""
-    for n in derivatives.normalize_argnums(argnums, len(args)):
+    for n in inputs.normalize_argnums(argnums, len(args)):
         if any(complex_split.is_complex(x) for x in tree.leaves(args[n])):
             raise ComplexValueError(
                 f"{what} of a complex argument (argument {n}) is not supported yet: split it into real and "
@@ -453,7 +453,7 @@ def _jvp(
             )
         paths = tree.paths(treedef, where)
         flat_t += [
-            derivatives.check_tangent(t_, x, path + what)
+            inputs.check_tangent(t_, x, path + what)
             for t_, x, path in zip(leaves, layout.leaves(p), paths)
         ]
     call = Call({}, scalar=False, real=_real_positions(len(flat), split))

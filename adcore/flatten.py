@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore import derivatives, ops, tree
+from adcore import inputs, ops, tree
 from adcore.complex_split import imag_part, is_complex, join, real_part
 from adcore.core import Tracer
 from adcore.errors import (
@@ -43,7 +43,7 @@ def flatten_args(
         flat = list(args)
         if check:
             for n in nums:
-                flat[n] = derivatives.differentiable_input(
+                flat[n] = inputs.differentiable_input(
                     args[n], f"argument {n}" if where is None else where[n]
                 )
         return flat, Layout(None, None, flat)
@@ -71,11 +71,11 @@ def flatten_args(
 def _float_leaves(leaves: list, treedef: tree.TreeDef | None, where: str) -> list:
     """The leaves as float or complex arrays; an error names the leaf's path (computed only then)."""
     if treedef is None:
-        return [derivatives.differentiable_input(leaves[0], where)]
+        return [inputs.differentiable_input(leaves[0], where)]
     if not all(isinstance(x, (np.ndarray, Tracer)) and x.dtype.char in "fdFD" for x in leaves):
         tree.check_leaves(leaves, treedef, where)
         paths = tree.paths(treedef, where)
-        leaves = [derivatives.differentiable_input(x, path) for x, path in zip(leaves, paths)]
+        leaves = [inputs.differentiable_input(x, path) for x, path in zip(leaves, paths)]
     return leaves
 
 
@@ -365,7 +365,7 @@ class Output:
                 c = _complex_cotangent(c, shape, w)
                 parts += [real_part(c), -imag_part(c) if is_complex(c) else np.zeros(shape)]
             else:
-                parts.append(derivatives.check_cotangent(c, flat_out[a:b].reshape(shape), w))
+                parts.append(inputs.check_cotangent(c, flat_out[a:b].reshape(shape), w))
         return ops.concatenate([ops.reshape(p, shape=(-1,)) for p in parts], axis=0)
 
 
@@ -388,7 +388,7 @@ class _Leaf(Output):
         return per_out[0]
 
     def cotangent(self, cotangent: Any, flat_out: Any) -> Any:
-        return derivatives.check_cotangent(cotangent, flat_out, "f's output")
+        return inputs.check_cotangent(cotangent, flat_out, "f's output")
 
 
 LEAF = _Leaf()

@@ -7,16 +7,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from adcore import complex_split, tree
 from adcore.complex_split import Split
 from adcore.core import Trace, Tracer, new_trace
-from adcore.derivatives import Derivatives, Estimate
+from adcore.derivatives import Derivatives
 from adcore.errors import AdcoreError, InvalidInputError, InvalidOutputError, NonScalarOutputError
 from adcore.flatten import LEAF, Call, Layout, Output, name_leaves, split_aux, unflatten_or_leaf
 
 Argnums = int | Sequence[int]
+
+
+class Estimate(NamedTuple):
+    """A derivative an estimating backend returned with its estimated absolute error, entry by
+    entry (return_error=True); a tuple of each for a tuple argnums. Unpacks as `d, err = ...`."""
+
+    derivative: Any
+    error: Any
 
 
 def pick(

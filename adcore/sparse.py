@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from adcore import derivatives, tree
+from adcore import derivatives, inputs, tree
 from adcore.errors import MissingDependencyError, keywords_checked
 from adcore.plugins import get_registry
 
@@ -25,8 +25,8 @@ class Engine:
     prepare = staticmethod(derivatives.prepare)  # f callable, the backend's options for a method
     value_and_jacobian = staticmethod(derivatives.value_and_jacobian)
     default_chunk_size = staticmethod(derivatives.default_chunk_size)
-    normalize_argnums = staticmethod(derivatives.normalize_argnums)
-    float_input = staticmethod(derivatives.float_input)
+    normalize_argnums = staticmethod(inputs.normalize_argnums)
+    float_input = staticmethod(inputs.float_input)
 
     @staticmethod
     def is_pytree(x: Any) -> bool:
