@@ -6,7 +6,9 @@ differentiated again (`adcore.extend.rules`): `unbroadcast` for VJP rules; `lift
 `kept_shape` for reductions; `tie_weights`, `tie_split`, `mask`, `inside_clip` for
 derivatives that are steps, and `times_step` to apply one (0 where it is 0, even times inf or
 nan); `prod_partials`, `power_by_base` and `power_by_exponent` for the products and powers whose
-formulas break at zero.
+formulas break at zero. An elementwise op's derivative stated once, as its partials: `jvp_rules`
+and `vjp_rules` build both kinds of rule from them (`over(f)`: the partial 1 / f), as the core's
+own table `adcore.extend.elementwise_partials` does.
 
 For `sympy` rules, none of them importing sympy (`adcore.extend.sympy_rules`): `LazyModule`,
 `each`, `reduce_with`.
@@ -21,6 +23,7 @@ Layer 3 (docs/architecture.md): of adcore it imports core and ops only.
 
 from __future__ import annotations
 
+from adcore.extend.partials import jvp_rules, over, vjp_rules
 from adcore.extend.rules import (
     batched_axis,
     inside_clip,
@@ -44,10 +47,12 @@ __all__ = [
     "batched_axis",
     "each",
     "inside_clip",
+    "jvp_rules",
     "kept_shape",
     "lift",
     "mask",
     "nan_where_value_is",
+    "over",
     "power_by_base",
     "power_by_exponent",
     "prod_partials",
@@ -57,4 +62,5 @@ __all__ = [
     "tie_weights",
     "times_step",
     "unbroadcast",
+    "vjp_rules",
 ]
