@@ -8,12 +8,14 @@ higher orders), or `over(f)`: the partial 1 / f, which the rules apply by dividi
 a formula like log's (`1 / x`) is written and rounded. The JVP of an op is the sum over its inputs
 of `lift(t, ans) * partial`; the VJP of input i is `unbroadcast(g * partial, input_i)`. A unary
 op's tangent is already shaped like its output, so its rules skip lift and unbroadcast.
-The rules are built once, when a table is filled: a call costs one call of the partial.
+The rules are compiled once, when a table is filled: a call costs the hand-written line's
+cost plus one call of the partial.
 Layer 3 (docs/architecture.md): it imports core and ops only.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from adcore.extend.rules import lift, unbroadcast
@@ -30,62 +32,45 @@ class over:  # noqa: N801 (used in tables of partials, lower case as the partial
 
 def jvp_rules(*partials: Any) -> tuple[Any, ...]:
     """One `jvp` rule per input, (t, ans, *inputs, **params) -> that input's share of the tangent."""
-    return tuple(_jvp(p, len(partials)) for p in partials)
+    return tuple(_rule("jvp", p, i, len(partials)) for i, p in enumerate(partials))
 
 
 def vjp_rules(*partials: Any) -> tuple[Any, ...]:
     """One `vjp` rule per input, (g, ans, *inputs, **params) -> that input's cotangent."""
-    return tuple(_vjp(p, i, len(partials)) for i, p in enumerate(partials))
+    return tuple(_rule("vjp", p, i, len(partials)) for i, p in enumerate(partials))
 
 
-def _jvp(p: Any, nin: int) -> Any:  # noqa: PLR0911 (one return per form of partial)
+def _rule(kind: str, p: Any, i: int, nin: int) -> Any:
+    """The rule as the line one would write by hand, compiled once: a call costs what that line
+    costs plus one call of the partial (no *inputs packed for one or two inputs, no params
+    forwarded to a partial that takes none)."""
     if p is None:
         return None
-    if nin == 1:
-        if isinstance(p, over):
-            f = p.f
-            return lambda t, ans, x: t / f(ans, x)
-        if callable(p):
-            return lambda t, ans, x: t * p(ans, x)
-        return _scaled(p)
-    if isinstance(p, over):
-        f = p.f
-        return lambda t, ans, *inputs, **params: lift(t, ans) / f(ans, *inputs, **params)
-    if callable(p):
-        return lambda t, ans, *inputs, **params: lift(t, ans) * p(ans, *inputs, **params)
-    if p == 1:
-        return lambda t, ans, *inputs, **params: lift(t, ans)
-    if p == -1:
-        return lambda t, ans, *inputs, **params: -lift(t, ans)
-    return lambda t, ans, *inputs, **params: lift(t, ans) * p
+    d = p.f if isinstance(p, over) else p
+    args = ("x", "x, y")[nin - 1] if nin <= 2 else "*inputs"
+    v = "t" if kind == "jvp" else "g"
+    if kind == "jvp" and nin > 1:
+        v = "lift(t, ans)"  # the input's axes under the output's
+    if callable(d):
+        call = f"d(ans, {args}, **params)" if _takes_params(d, nin) else f"d(ans, {args})"
+        expr = f"{v} {'/' if isinstance(p, over) else '*'} {call}"
+    else:
+        expr = v if d == 1 else f"-{v}" if d == -1 else f"{v} * d"
+    if kind == "vjp" and nin > 1:
+        expr = f"unbroadcast({expr}, {('x', 'y')[i] if nin == 2 else f'inputs[{i}]'})"
+    first = "t" if kind == "jvp" else "g"
+    return eval(
+        f"lambda {first}, ans, {args}, **params: {expr}", {"lift": lift, "unbroadcast": unbroadcast, "d": d}
+    )  # noqa: S307 (our own text)
 
 
-def _vjp(p: Any, i: int, nin: int) -> Any:  # noqa: PLR0911 (one return per form of partial)
-    if p is None:
-        return None
-    if nin == 1:
-        if isinstance(p, over):
-            f = p.f
-            return lambda g, ans, x: g / f(ans, x)
-        if callable(p):
-            return lambda g, ans, x: g * p(ans, x)
-        return _scaled(p)
-    if isinstance(p, over):
-        f = p.f
-        return lambda g, ans, *inputs, **params: unbroadcast(g / f(ans, *inputs, **params), inputs[i])
-    if callable(p):
-        return lambda g, ans, *inputs, **params: unbroadcast(g * p(ans, *inputs, **params), inputs[i])
-    if p == 1:
-        return lambda g, ans, *inputs, **params: unbroadcast(g, inputs[i])
-    if p == -1:
-        return lambda g, ans, *inputs, **params: unbroadcast(-g, inputs[i])
-    return lambda g, ans, *inputs, **params: unbroadcast(g * p, inputs[i])
-
-
-def _scaled(c: Any) -> Any:
-    """A unary op's rule for the constant partial c (the same in both modes: v is t or g)."""
-    if c == 1:
-        return lambda v, ans, x: v
-    if c == -1:
-        return lambda v, ans, x: -v
-    return lambda v, ans, x: v * c
+def _takes_params(d: Any, nin: int) -> bool:
+    """Whether the partial takes the op's params (keywords, or positions past its inputs)."""
+    code = getattr(d, "__code__", None)
+    if code is None:
+        return True
+    return (
+        bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        or code.co_kwonlyargcount > 0
+        or code.co_argcount > 1 + nin
+    )
