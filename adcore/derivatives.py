@@ -117,7 +117,7 @@ def _raised_in_f(e: BaseException) -> bool:
     while tb is not None:
         frames.append(tb.tb_frame)
         tb = tb.tb_next
-    through_f = any(  # flatten.Flat.__call__, which calls f (flatten imports this module)
+    through_f = any(  # flatten.Flat.__call__, which calls f
         frame.f_code.co_name == "__call__" and frame.f_globals.get("__name__") == "adcore.flatten"
         for frame in frames
     )
@@ -291,7 +291,7 @@ def _freeze(arrays: list) -> list:
                 entry = _FROZEN.get(id(a))
                 if entry is None:
                     entry = _FROZEN[id(a)] = _Frozen(a)
-                    a.flags.writeable = False
+                    a.setflags(write=False)  # (a.flags.writeable = ... builds a flags object first)
                 entry.holders += 1
                 held.append(a)
                 a = a.base
@@ -314,7 +314,7 @@ def _thaw(held: list) -> None:
                 continue
             for e in (entry, *entry.views):
                 if e.thaw:
-                    e.array.flags.writeable = True
+                    e.array.setflags(write=True)
 
 
 def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
