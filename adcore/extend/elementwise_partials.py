@@ -1,5 +1,5 @@
-"""The partial derivatives of the core's elementwise ops (adcore/ops/elementwise.py, remainders.py),
-each stated once: the reverse and forward backends build their `vjp` and `jvp` rules from this
+"""The partial derivatives of the core's elementwise ops (adcore/ops/elementwise.py, remainders.py,
+and nn.py's sigmoid and softplus), each stated once: the reverse and forward backends build their `vjp` and `jvp` rules from this
 table (`adcore.extend.partials`). The forms of a partial are in that module's docstring.
 
 Ops whose rules differ by mode are not here: the steps and kinks (abs, maximum, clip, where, ...),
@@ -18,6 +18,7 @@ from adcore.extend.partials import over
 from adcore.extend.rules import nan_where_value_is, power_by_base, power_by_exponent
 from adcore.ops import complex_parts as cp
 from adcore.ops.elementwise import cos, cosh, exp2, sin, sinh, sqrt
+from adcore.ops.nn import sigmoid
 
 # op: (d op / d input, for each input)
 # fmt: off
@@ -69,6 +70,9 @@ PARTIALS: dict[str, tuple[Any, ...]] = {
     # remainders: x = q y + ans with an integer q, so d ans / dy = -q
     "mod":          (1, lambda ans, x, y: -er.quotient(x, y, ans)),
     "fmod":         (1, lambda ans, x, y: -er.quotient(x, y, ans)),
+    # neural-network ops
+    "sigmoid":      (lambda ans, x: ans * (1 - ans),),
+    "softplus":     (lambda ans, x: sigmoid(x),),
     # integer-valued: no derivative flows
     "sign":         (None,),
     "floor":        (None,),

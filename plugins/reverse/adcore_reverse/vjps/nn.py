@@ -1,4 +1,5 @@
-"""VJPs of adcore/ops/nn.py: sigmoid, relu, softplus, softmax, log_softmax, logsumexp."""
+"""VJPs of adcore/ops/nn.py: relu, softmax, log_softmax, logsumexp (sigmoid's and softplus's come
+from adcore.extend.elementwise_partials, in elementwise.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,7 @@ from adcore_reverse.zeros import step_cotangent
 
 # fmt: off
 # --- neural-network ops -------------------------------------------------------------
-defvjp("sigmoid",     lambda g, ans, x: g * ans * (1 - ans))
 defvjp_steps("relu",  lambda g, ans, x: step_cotangent(g, mask(concrete(x) > 0, g), x))
-defvjp("softplus",    lambda g, ans, x: g * anp.sigmoid(x))
 defvjp("softmax",     lambda g, ans, x, axis=-1: ans * (g - anp.sum(g * ans, axis=axis, keepdims=True)))
 defvjp("log_softmax", lambda g, ans, x, axis=-1: g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True))
 defvjp("logsumexp",   lambda g, ans, x, axis=None, keepdims=False: _expand(g, x, axis) * anp.exp(x - anp.reshape(ans, kept_shape(x, axis))))
