@@ -3,7 +3,8 @@
 The rule forms are those of the core tables (adcore_forward.jvps, adcore_reverse.vjps,
 adcore_symbolic.sympy_rules): one rule per input of the op, None where no derivative flows.
 Each op's derivative is one function `d_<op>` of its inputs (and output), written with adcore
-ops so it differentiates again; the JVP is `lift(t, ans) * d`, the VJP `unbroadcast(g * d, x)`.
+ops so it differentiates again; adcore.extend.jvp_rules and vjp_rules build the JVP
+(`lift(t, ans) * d`) and the VJP (`unbroadcast(g * d, x)`) from it, as the core's elementwise ops'.
 An input with no closed-form derivative (an order, betainc's a and b) gets `refused`: a rule
 raising MissingRuleError that names the argument and the way out. expit and logit have no rules:
 they are traceable, Python over the core ops.
@@ -19,7 +20,7 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.errors import AdcoreError, MissingRuleError
-from adcore.extend import LazyModule, each, lift, unbroadcast
+from adcore.extend import LazyModule, each, jvp_rules, vjp_rules
 from adcore_scipy.special.ops import (
     _order,
     betaln,
@@ -158,24 +159,21 @@ def _nan_where_value_is(ans: Any, d: Any) -> Any:
     return anp.where(anp.isnan(ans), np.nan, d)
 
 
-def _jvp(d: Any) -> Any:
+def _guarded(d: Any) -> Any:
+    """The partial d, nan where the value is; a refusal as it is."""
     if isinstance(d, refused):
         return d
-    return lambda t, ans, *inputs, **params: (
-        lift(t, ans) * _nan_where_value_is(ans, d(ans, *inputs, **params))
-    )
+    return lambda ans, *inputs, **params: _nan_where_value_is(ans, d(ans, *inputs, **params))
 
 
-def _vjp(d: Any, i: int) -> Any:
-    if isinstance(d, refused):
-        return d
-    return lambda g, ans, *inputs, **params: unbroadcast(
-        g * _nan_where_value_is(ans, d(ans, *inputs, **params)), inputs[i]
-    )
+def _rules(build: Any, ds: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The rules adcore.extend builds from the (guarded) partials; a refusal is its own rule."""
+    built = build(*map(_guarded, ds))
+    return tuple(d if isinstance(d, refused) else rule for d, rule in zip(ds, built, strict=True))
 
 
-JVPS: dict[str, Any] = {op: tuple(map(_jvp, ds)) for op, ds in DERIVATIVES.items()}
-VJPS: dict[str, Any] = {op: tuple(_vjp(d, i) for i, d in enumerate(ds)) for op, ds in DERIVATIVES.items()}
+JVPS: dict[str, Any] = {op: _rules(jvp_rules, ds) for op, ds in DERIVATIVES.items()}
+VJPS: dict[str, Any] = {op: _rules(vjp_rules, ds) for op, ds in DERIVATIVES.items()}
 
 
 def _sympy_rule(op: str) -> Any:
