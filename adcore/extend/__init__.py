@@ -8,7 +8,8 @@ derivatives that are steps, and `times_step` to apply one (0 where it is 0, even
 nan); `prod_partials`, `power_by_base` and `power_by_exponent` for the products and powers whose
 formulas break at zero. An elementwise op's derivative stated once, as its partials: `jvp_rules`
 and `vjp_rules` build both kinds of rule from them (`over(f)`: the partial 1 / f), as the core's
-own table `adcore.extend.elementwise_partials` does.
+own table `adcore.extend.elementwise_partials` does. `refuse_singular`, `ties_averaged` and
+`centred` are the pieces both kinds of rule of logabsdet, the eigenvalues and var/std share.
 
 For `sympy` rules, none of them importing sympy (`adcore.extend.sympy_rules`): `LazyModule`,
 `each`, `reduce_with`.
@@ -40,11 +41,13 @@ from adcore.extend.rules import (
     times_step,
     unbroadcast,
 )
+from adcore.extend.shared_pieces import centred, refuse_singular, ties_averaged
 from adcore.extend.sympy_rules import LazyModule, each, reduce_with
 
 __all__ = [
     "LazyModule",
     "batched_axis",
+    "centred",
     "each",
     "inside_clip",
     "jvp_rules",
@@ -57,9 +60,11 @@ __all__ = [
     "power_by_exponent",
     "prod_partials",
     "reduce_with",
+    "refuse_singular",
     "reduced_axes",
     "tie_split",
     "tie_weights",
+    "ties_averaged",
     "times_step",
     "unbroadcast",
     "vjp_rules",

@@ -15,11 +15,10 @@ import numpy as np
 import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.errors import UnsupportedByBackendError
-from adcore.extend import batched_axis
+from adcore.extend import batched_axis, ties_averaged
 from adcore.ops.decomposition_rules import (
     EIGH_ADVICE,
     SVD_ADVICE,
-    block_average,
     degenerate_blocks,
     degenerate_tolerance,
     diagonal_of,
@@ -84,19 +83,12 @@ def _eigvalsh_jvp(t, ans, a, UPLO="L"):
     refuse_second_order("eigvalsh", ans, tol, a, t)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
     dw = diagonal_of(anp.matmul(anp.matmul(_adjoint(v), symmetric_read(t, UPLO)), v))
-    return _ties_split(anp.real(dw) if np.iscomplexobj(concrete(dw)) else dw, ans, tol)
+    return ties_averaged(anp.real(dw) if np.iscomplexobj(concrete(dw)) else dw, ans, tol)
 
 
 def _adjoint(x):
     """x^H of each matrix (x^T for real x)."""
     return anp.conj(swap_last(x)) if np.iscomplexobj(concrete(x)) else swap_last(x)
-
-
-def _ties_split(dv, values, tol):
-    """dv averaged within each repeated value (ties split equally, as the VJPs do): exact for
-    symmetric functions of the values, whose gradient is equal within a block."""
-    same = degenerate_blocks(values, tol)
-    return block_average(dv, same) if np.any(same & ~np.eye(same.shape[-1], dtype=bool)) else dv
 
 
 def _refuse_svd_tangent(s, tol, t, p, tv, tu, u, v, m, n) -> None:
@@ -159,9 +151,9 @@ def _svdvals_jvp(t, ans, a):
     tol = degenerate_tolerance(ans, max(a.shape[-2:]))
     if np.iscomplexobj(concrete(v)):  # d s_k = Re(u_k^H dA v_k); the block below s holds conj(V)
         ds = anp.real(diagonal_of(anp.matmul(anp.matmul(_adjoint(u), t), anp.conj(v))))
-        ds = _ties_split(ds, ans, tol)
+        ds = ties_averaged(ds, ans, tol)
     else:
-        ds = _ties_split(diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v)), ans, tol)
+        ds = ties_averaged(diagonal_of(anp.matmul(anp.matmul(swap_last(u), t), v)), ans, tol)
     return ds * nonzero_singular_values(ans, tol)
 
 

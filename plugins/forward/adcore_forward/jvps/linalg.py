@@ -8,8 +8,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.errors import LinearAlgebraError
-from adcore.extend import times_step
+from adcore.extend import refuse_singular, times_step
 from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
 from adcore_forward.jvps.table import batch as _batch
 from adcore_forward.jvps.table import defjvp
@@ -140,15 +139,6 @@ def _slogdet_packed_jvp(t, ans, a):
     refuse_singular(concrete(ans)[..., 1], op="slogdet_packed")
     log = anp.sum(t * anp.swapaxes(anp.inv(a), -1, -2), axis=(-2, -1))
     return anp.stack([np.zeros(log.shape, dtype=log.dtype), log], axis=-1)  # the sign's tangent is 0
-
-
-def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
-    """log|det a| = -inf has no derivative: say so rather than give inf or nan."""
-    if np.any(np.isneginf(concrete(logabsdet))):
-        raise LinearAlgebraError(
-            f"op {op!r} (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
-            "derivative; det(a) has one (the cofactor matrix) if that is what you need"
-        )
 
 
 # fmt: off

@@ -7,7 +7,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.extend import batched_axis, kept_shape, prod_partials, tie_weights, times_step
+from adcore.extend import batched_axis, centred, kept_shape, prod_partials, tie_weights, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import quantile_weights, to_rows
 from adcore.ops.reductions import reduced_count, refuse_std_second_order
@@ -31,13 +31,9 @@ def _mean_jvp(t, ans, x, axis=None, keepdims=False, dtype=None, where=True):
     return _reduce(times_step(t, mask / count), x, axis, keepdims)
 
 
-def _centred(x, axis):
-    return x - anp.mean(x, axis=axis, keepdims=True)
-
-
 # on complex x, var = mean |x - mean|**2: d var = 2 Re(conj(x - mean) dx) / (n - ddof); std's is / (2 std)
 def _var_jvp(t, ans, x, axis=None, ddof=0, keepdims=False):
-    weights = cp.conj_if_complex(_centred(x, axis)) * (2.0 / (reduced_count(x, axis) - ddof))
+    weights = cp.conj_if_complex(centred(x, axis)) * (2.0 / (reduced_count(x, axis) - ddof))
     return cp.real_if_complex(_reduce(t, x, axis, keepdims, weights))
 
 
@@ -45,7 +41,7 @@ def _std_jvp(t, ans, x, axis=None, ddof=0, keepdims=False):
     refuse_std_second_order(ans, x, axis)
     std = anp.reshape(ans, kept_shape(x, axis))
     safe = anp.where(concrete(std) == 0, 1.0, std)  # all equal: x - mean is 0 too, derivative 0
-    weights = cp.conj_if_complex(_centred(x, axis)) / (safe * (reduced_count(x, axis) - ddof))
+    weights = cp.conj_if_complex(centred(x, axis)) / (safe * (reduced_count(x, axis) - ddof))
     return cp.real_if_complex(_reduce(t, x, axis, keepdims, weights))
 
 

@@ -14,11 +14,11 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
+from adcore.extend import ties_averaged
 from adcore.ops.decomposition_rules import (
     EIGH_ADVICE,
     PHASE_ADVICE,
     SVD_ADVICE,
-    block_average,
     degenerate_blocks,
     degenerate_tolerance,
     diagonal_matrix,
@@ -107,19 +107,11 @@ def _refuse_eigh_cotangent(w, tol, x, gw, gv) -> None:
 def _eigvalsh_vjp(g, ans, a, UPLO="L"):
     tol = degenerate_tolerance(ans, ans.shape[-1])
     refuse_second_order("eigvalsh", ans, tol, a, g)
-    g = _ties_split(g, ans, tol)
+    g = ties_averaged(g, ans, tol)
     v = anp.eigh_packed(a, UPLO=UPLO)[..., 1:, :]
     left = anp.conj(v) if np.iscomplexobj(concrete(v)) else v  # d w_k = Re(v_k^H dA v_k)
     gs = anp.matmul(left * anp.expand_dims(g, axis=-2), swap_last(v))
     return gs * read_triangle(a, UPLO)
-
-
-def _ties_split(g, values, tol):
-    """g averaged within each repeated value (ties split equally, as max's): the gradient of a
-    symmetric function of the values is unchanged, and the others (w[0] at a repeated eigenvalue,
-    no derivative) get a subgradient that does not depend on LAPACK's basis of the eigenspace."""
-    same = degenerate_blocks(values, tol)
-    return block_average(g, same) if np.any(same & ~np.eye(same.shape[-1], dtype=bool)) else g
 
 
 def _refuse_svd_cotangent(s, tol, j, k, gu, gs, gv, u, v, m, n) -> None:
@@ -234,7 +226,7 @@ def _svdvals_vjp(g, ans, a):
     refuse_second_order("svdvals", ans, tol, a, g, zeros=True)
     packed = anp.svd_packed(a)
     u, v = packed[..., :m, :], packed[..., m + 1 :, :]
-    weights = _ties_split(g, ans, tol) * nonzero_singular_values(ans, tol)
+    weights = ties_averaged(g, ans, tol) * nonzero_singular_values(ans, tol)
     out = anp.matmul(u * anp.expand_dims(weights, axis=-2), swap_last(v))  # U w V^H: v holds conj(V)
     return anp.conj(out) if np.iscomplexobj(concrete(out)) else out  # d s_k = Re(u_k^H dA v_k)
 

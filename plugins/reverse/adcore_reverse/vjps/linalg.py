@@ -8,8 +8,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.errors import LinearAlgebraError
-from adcore.extend import times_step, unbroadcast
+from adcore.extend import refuse_singular, times_step, unbroadcast
 from adcore.ops.linalg import cofactor, is_transposed, triangle_mask
 from adcore_reverse.vjps.table import defvjp, defvjp_steps
 from adcore_reverse.zeros import step_cotangent
@@ -136,15 +135,6 @@ def _slogdet_packed_vjp(g, ans, a):
     # the sign's cotangent g[..., 0] meets a derivative of 0
     refuse_singular(concrete(ans)[..., 1], op="slogdet_packed")
     return _expand(g[..., 1]) * anp.swapaxes(anp.inv(a), -1, -2)
-
-
-def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
-    """log|det a| = -inf has no derivative: say so rather than give inf or nan."""
-    if np.any(np.isneginf(concrete(logabsdet))):
-        raise LinearAlgebraError(
-            f"op {op!r} (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
-            "derivative; det(a) has one (the cofactor matrix) if that is what you need"
-        )
 
 
 # fmt: off

@@ -9,7 +9,7 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.core import concrete
-from adcore.extend import kept_shape, mask, prod_partials, tie_weights, times_step
+from adcore.extend import centred, kept_shape, mask, prod_partials, tie_weights, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import from_rows, quantile_weights
 from adcore.ops.reductions import reduced_count, refuse_std_second_order
@@ -36,10 +36,6 @@ def _mean_vjp(g, ans, x, axis=None, keepdims=False, dtype=None, where=True):
     return step_cotangent(_expand(g, x, axis), mask / count, x)
 
 
-def _centred(x, axis):
-    return x - anp.mean(x, axis=axis, keepdims=True)
-
-
 def _std_scale(ans, x, axis, ddof):
     """(n - ddof) std over x's kept shape, 1 where std is 0 (all equal: x - mean is 0 there too,
     so the derivative is 0, abs'(0) = 0's convention)."""
@@ -53,12 +49,12 @@ def _std_scale(ans, x, axis, ddof):
 # cotangent is g 2 conj(x - mean) / (n - ddof) (JAX's convention); std's is var's / (2 std)
 def _var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
     return (
-        _expand(g, x, axis) * cp.conj_if_complex(_centred(x, axis)) * (2.0 / (reduced_count(x, axis) - ddof))
+        _expand(g, x, axis) * cp.conj_if_complex(centred(x, axis)) * (2.0 / (reduced_count(x, axis) - ddof))
     )
 
 
 def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    return _expand(g, x, axis) * cp.conj_if_complex(_centred(x, axis)) / _std_scale(ans, x, axis, ddof)
+    return _expand(g, x, axis) * cp.conj_if_complex(centred(x, axis)) / _std_scale(ans, x, axis, ddof)
 
 
 def ptp_weights(x, axis, dtype):
