@@ -453,8 +453,7 @@ def _jvp(
             )
         paths = tree.paths(treedef, where)
         flat_t += [
-            inputs.check_tangent(t_, x, path + what)
-            for t_, x, path in zip(leaves, layout.leaves(p), paths)
+            inputs.check_tangent(t_, x, path + what) for t_, x, path in zip(leaves, layout.leaves(p), paths)
         ]
     call = Call({}, scalar=False, real=_real_positions(len(flat), split))
     fn = Flat.of(f, layout, False).bind(call)
