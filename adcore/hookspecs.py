@@ -63,7 +63,9 @@ class RuleKind:
     A rule receives `leading` arguments, then the op's inputs, then its params as keywords. A
     `per_input` kind has one rule per input (a tuple, None where no derivative flows); the registry
     stores those as `rules[i]`, the rule of input i or None (adcore.registry.normalized), which is
-    what every backend reads. Otherwise one callable computes the whole result."""
+    what every backend reads; a kind with a `joint` contract also takes a `Joint` rule, stored as
+    JointRules, whose `.joint` a backend calls once for all inputs. Otherwise one callable
+    computes the whole result."""
 
     leading: tuple[str, ...]
     per_input: bool
@@ -73,6 +75,23 @@ class RuleKind:
     column: int = 100
     # what a rule receives and returns, in a line, for the catalogue and error messages
     doc: str = ""
+    # what a Joint rule of this kind receives and returns; "" if the kind takes none
+    joint: str = ""
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A rule of a per-input kind given for all of an op's inputs at once: register
+    `Joint(fn)` instead of one rule per input, for any op, third-party ones too.
+
+    `fn` receives the kind's leading arguments, then every input, then the params as keywords,
+    and computes every input's share in one call, as its kind's `RuleKind.joint` says (vjp:
+    `(g, ans, *inputs) -> [cotangent or None per input]`; jvp: `(tangents, ans, *inputs) ->
+    the output's tangent`, the inputs' tangents in a list, None where an input carries none).
+    For a variadic op whose per-input rules each read all k inputs (stack, concatenate) that is
+    one call instead of k, each of cost k."""
+
+    fn: Any
 
 
 @hookspec
@@ -94,7 +113,8 @@ def adcore_register_rules(register: RegisterRule) -> None:
     `rule_kinds` ("vjp", say, which the reverse backend declares). For a per-input
     kind `rule` is a tuple with one callable, or None for "no derivative flows here",
     per input of the op; for other kinds it is one callable; for a variadic op it is one
-    callable taking the input's position first. What each kind's rules receive is its
+    callable taking the input's position first, or for a kind with a joint contract a
+    `Joint(fn)` computing all inputs' shares at once. What each kind's rules receive is its
     `RuleKind`. A rule whose form or signature does not fit its op is rejected, and so is
     a rule for an input the op declares not differentiable.
     """

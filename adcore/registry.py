@@ -21,7 +21,7 @@ from adcore.errors import (
     UnknownOpError,
     UnknownOptimizerError,
 )
-from adcore.hookspecs import RuleKind
+from adcore.hookspecs import Joint, RuleKind
 from adcore.spec import Case, OpSpec
 
 
@@ -330,7 +330,9 @@ def normalized(kind: RuleKind | None, op: OpSpec, rule: Any) -> Any:
     derivative flows (the inputs the op declares not differentiable included). A tuple is that
     form already (and stays a tuple, so the hot path indexes a tuple); a variadic op's one
     callable (argnum, leading..., *inputs) becomes VariadicRules. Other kinds stay one callable;
-    `kind` is the kind's contract, None for a kind no plugin declares."""
+    `kind` is the kind's contract, None for a kind no plugin declares. A Joint rule becomes JointRules."""
+    if rule.__class__ is Joint:
+        return JointRules(rule.fn, op)
     if op.variadic and callable(rule) and (kind is None or kind.per_input):
         return VariadicRules(rule, op)
     return rule
@@ -349,6 +351,26 @@ class VariadicRules:
 
     def __repr__(self) -> str:
         return f"VariadicRules({self.fn!r})"
+
+
+class JointRules:
+    """An op's Joint rule (hookspecs.Joint): `joint(leading..., *inputs)` gives every input's share
+    at once; `rules[i]` is None where the op declares no derivative, else a rule that refuses to
+    be called alone (a backend reading a kind with joint rules calls `.joint`)."""
+
+    __slots__ = ("joint", "op")
+
+    def __init__(self, joint: Callable[..., Any], op: OpSpec) -> None:
+        self.joint, self.op = joint, op
+
+    def __getitem__(self, i: int) -> Callable[..., Any] | None:
+        return self._alone if self.op.is_differentiable(i) else None
+
+    def _alone(self, *args: Any, **params: Any) -> Any:
+        raise PluginError(f"op {self.op.name!r} has a joint rule: call its .joint once for all inputs")
+
+    def __repr__(self) -> str:
+        return f"JointRules({self.joint!r})"
 
 
 class MissingRules:
@@ -395,7 +417,11 @@ def _check_rule_fits(kind: str, known: RuleKind | None, spec: OpSpec, rule: Any,
     `known`, when a plugin declared it)."""
     where = f"plugin {plugin!r}: the {kind!r} rule for op {spec.name!r}"
     leading = len(known.leading) if known else 0
-    if spec.variadic:
+    if rule.__class__ is Joint:
+        if known is not None and not known.joint:
+            raise PluginError(f"{where} is a Joint rule, which kind {kind!r} does not take")
+        _check_callable(rule.fn, leading + spec.nin, where, spec.params, variadic=spec.variadic)
+    elif spec.variadic:
         if not callable(rule):
             raise PluginError(f"{where} must be one callable (argnum, ...) since the op is variadic")
         _check_callable(rule, 1 + leading, where, spec.params, variadic=True)

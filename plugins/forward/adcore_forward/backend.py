@@ -16,7 +16,13 @@ from adcore_forward.dual import Dual, ForwardTrace
 # output, then the op's inputs -> this input's share of the output's batched tangent. `t` has shape
 # (B,) + input.shape: B tangent directions at once. The share must broadcast to (B,) + ans.shape
 # (the backend broadcasts it there). One rule per input, None where none flows.
-JVP = RuleKind(("t", "ans"), per_input=True, column=1, doc="(t, ans, *inputs) -> this input's tangent share")
+JVP = RuleKind(
+    ("t", "ans"),
+    per_input=True,
+    column=1,
+    doc="(t, ans, *inputs) -> this input's tangent share",
+    joint="(ts, ans, *inputs) -> the output's tangent; ts: each input's tangent, None where it has none",
+)
 
 
 class ForwardBackend(Backend):

@@ -10,7 +10,7 @@ from adcore import ops
 from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, bind_below
 from adcore.plugins import loaded_registry
-from adcore_forward.jvps.shapes import JOINT_JVPS
+from adcore.registry import JointRules
 
 
 class ForwardTrace(Trace):
@@ -34,11 +34,11 @@ class ForwardTrace(Trace):
                 return op.impl(*args, **params)
         primals = [a.value if isinstance(a, Dual) and a._trace is self else a for a in args]
         ans = bind_below(op, primals, params)
-        if op.variadic and op.name in JOINT_JVPS:  # stack, concatenate: one tangent for all inputs
+        if rules.__class__ is JointRules:  # one call for all inputs (hookspecs.Joint)
             ts = [a.tangent if isinstance(a, Dual) and a._trace is self else None for a in args]
             if all(t is None for t in ts):
                 return ans
-            return Dual(ans, _fit(JOINT_JVPS[op.name](ts, ans, *primals, **params), self.batch, ans), self)
+            return Dual(ans, _fit(rules.joint(ts, ans, *primals, **params), self.batch, ans), self)
         tangent = None
         for i, a in enumerate(args):
             if not (isinstance(a, Dual) and a._trace is self):

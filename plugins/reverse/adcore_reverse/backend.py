@@ -13,7 +13,13 @@ from adcore_reverse.tensor import ReverseTrace, Tensor
 
 # The contract of the "vjp" rules this plugin brings: the cotangent of the output and the output,
 # then the op's inputs -> the cotangent of this input (one rule per input, None where none flows).
-VJP = RuleKind(("g", "ans"), per_input=True, column=0, doc="(g, ans, *inputs) -> this input's cotangent")
+VJP = RuleKind(
+    ("g", "ans"),
+    per_input=True,
+    column=0,
+    doc="(g, ans, *inputs) -> this input's cotangent",
+    joint="(g, ans, *inputs) -> a cotangent per input (None where none flows)",
+)
 
 
 class ReverseBackend(Backend):

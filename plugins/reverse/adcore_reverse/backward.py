@@ -9,8 +9,8 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore.errors import GraphFreedError, StateChangedError
-from adcore_reverse.vjps.shapes import JOINT_VJPS
-from adcore_reverse.zeros import MOVES, Masked, MaskingRules, moved_zeros, unbroadcast_mask, zero_at
+from adcore.registry import JointRules
+from adcore_reverse.zeros import Masked, input_zeros, plain, total, with_zeros
 
 
 def backward_pass(
@@ -21,74 +21,73 @@ def backward_pass(
     Nodes are numbered when created, after their inputs, so popping the highest number
     first visits every node after all the nodes that use it: no recursion, no sort.
     With `create_graph` the rules get Tensors, so the sweep is recorded as a graph.
-    `zeros` holds, per pending node, the positions of its cotangent that a `where` or a step
-    proved structurally zero (zeros.py); a node with none takes the plain loop below.
+    A cotangent may be Masked: with the positions a `where` or a step proved zero (zeros.py).
     """
     trace = root._trace
     # the caller's array may change before its next sweep, while rules keep what they computed
     # for a cotangent by its identity (custom.py, checkpoint.py): each sweep gets its own
     pending = {root._seq: seed.copy() if seed.__class__ is np.ndarray else seed}
-    zeros: dict[int, np.ndarray] = {}
-    heap = [(-root._seq, root)]
-    leaves = []
+    heap, leaves = [(-root._seq, root)], []
     while heap:
         node = heappop(heap)[1]
         g = pending.pop(node._seq)
         if node._hooks:
-            g, replaced = node._run_hooks(g)
-            if replaced and zeros:
-                zeros.pop(node._seq, None)  # the hook's gradient may be nonzero anywhere
-        op = node._op
-        if op is None:
-            leaves.append((node, g))
-            if zeros:
-                zeros.pop(node._seq, None)  # so that the nodes after it take the plain loop again
+            g = node._run_hooks(g)
+        if node._op is None:
+            leaves.append((node, plain(g)))
             continue
         if node._args is None:
-            raise GraphFreedError(
-                f"backward through op {op.name!r} a second time, but its buffers were freed by the "
-                "first backward(); call the first one with retain_graph=True"
-            )
-        args = node._args
-        if create_graph:
-            _check_unchanged(node)
-            inputs, ans = args, node
-        else:
-            inputs, ans = node._primals, node._ans
-        params, vjps = node._params, node._vjps
-        if zeros or vjps.__class__ is MaskingRules:  # only at or below a where
-            _send_with_zeros(node, g, zeros.pop(node._seq, None), inputs, ans, pending, zeros, heap)
-        else:
-            joint = JOINT_VJPS.get(op.name) if op.variadic else None
-            shares = None if joint is None else joint(g, ans, *inputs, **params)
-            for i, a in enumerate(args):
-                if not (getattr(a, "_trace", None) is trace and a.requires_grad):  # a Tensor of this sweep
-                    continue
-                rule = vjps[i]
-                if rule is None:
-                    continue
-                gi = rule(g, ans, *inputs, **params) if shares is None else shares[i]
-                dtype = a.value.dtype
-                if getattr(gi, "dtype", dtype) is not dtype:
-                    gi = cotangent_of(gi, dtype)
-                seq = a._seq
-                if seq in pending:
-                    pending[seq] = pending[seq] + gi
-                    if zeros and seq in zeros:  # a sum is a structural zero only where every term is
-                        del zeros[seq]
-                else:
-                    pending[seq] = gi
-                    heappush(heap, (-seq, a))
+            raise _freed(node)
+        inputs, ans = _recorded(node) if create_graph else (node._primals, node._ans)
+        g, zeros = (g.cotangent, input_zeros(node, g.zeros)) if g.__class__ is Masked else (g, None)
+        rules, params = node._vjps, node._params
+        shares = rules.joint(g, ans, *inputs, **params) if rules.__class__ is JointRules else None
+        for i, a in enumerate(node._args):
+            if not (getattr(a, "_trace", None) is trace and a.requires_grad):
+                continue  # not a Tensor of this sweep
+            rule = rules[i]
+            if rule is None:
+                continue  # no derivative flows to it
+            gi = rule(g, ans, *inputs, **params) if shares is None else shares[i]
+            if zeros is not None:
+                gi = with_zeros(gi, zeros[i])
+            dtype = a.value.dtype
+            if getattr(gi, "dtype", None) is not dtype:
+                gi = cotangent_of(gi, dtype)
+            seq = a._seq
+            if seq in pending:
+                pending[seq] = total(pending[seq], gi)
+            else:
+                pending[seq] = gi
+                heappush(heap, (-seq, a))
         if not retain_graph:
             node._args = node._primals = node._ans = None
     return leaves
 
 
+def _freed(node: Any) -> GraphFreedError:
+    return GraphFreedError(
+        f"backward through op {node._op.name!r} a second time, but its buffers were freed by the "
+        "first backward(); call the first one with retain_graph=True"
+    )
+
+
+def _recorded(node: Any) -> tuple[Any, Any]:
+    """With `create_graph` the rules read the Tensors themselves, so the sweep is recorded."""
+    _check_unchanged(node)
+    return node._args, node
+
+
 def cotangent_of(g: Any, dtype: np.dtype) -> Any:
     """g as the cotangent of a primal of `dtype`: the real part where a complex g meets a real
     primal (JAX's convention: the pairing Re(sum(g * dx)) sees only Re g when dx is real), traced
-    when g is; a plain array in the primal's dtype (a rule promoted: a float64 mask * float32 g)."""
+    when g is; a plain array in the primal's dtype (a rule promoted: a float64 mask * float32 g).
+    A Masked g keeps its zeros."""
+    if g.__class__ is Masked:
+        return Masked(cotangent_of(g.cotangent, dtype), g.zeros)
     g_dtype = getattr(g, "dtype", None)
+    if g_dtype is dtype:
+        return g
     if g_dtype is None:
         g_dtype = np.result_type(g)
     if g_dtype.kind == "c" and dtype.kind != "c":
@@ -115,50 +114,3 @@ def _check_unchanged(node: Any) -> None:
             "was changed in place after the op made it; do not write into `.data` of a Tensor a "
             "graph still needs, or call backward() without create_graph."
         )
-
-
-def _send_with_zeros(node, g, known_zero, inputs, ans, pending, zeros, heap) -> None:
-    """The loop of backward_pass for a node with structural zeros: its own (`known_zero`,
-    zeroed in each input's cotangent) or those its rules return (Masked)."""
-    op, trace, vjps, params = node._op, node._trace, node._vjps, node._params
-    moves = known_zero is not None and op.name in MOVES
-    if known_zero is not None and not op.elementwise and not moves:
-        # positions no longer line up with the inputs'; but if no output position reaches
-        # the result, no input position does through this node (a reduction under where)
-        known_zero = np.ones((), bool) if known_zero.all() else None
-    for i, a in enumerate(node._args):
-        if not (getattr(a, "_trace", None) is trace and a.requires_grad):  # a Tensor of this sweep
-            continue
-        rule = vjps[i]
-        if rule is None:
-            continue
-        gi = rule(g, ans, *inputs, **params)
-        zi = None
-        if gi.__class__ is Masked:
-            gi, zi = gi
-        if moves:  # gi gathers g's entries, zero at known_zero: only the positions need moving
-            zi = moved_zeros(rule, known_zero, node._ans, node._primals, params)
-            zi = zi if zi.any() else None
-        elif known_zero is not None:
-            shape = a.value.shape
-            mask = (
-                np.broadcast_to(known_zero, shape)
-                if known_zero.ndim == 0
-                else unbroadcast_mask(known_zero, shape)
-            )
-            if mask.any():
-                gi, zi = zero_at(gi, mask), mask if zi is None else zi | mask
-        gi = cotangent_of(gi, a.value.dtype)
-        seq = a._seq
-        if seq in pending:
-            pending[seq] = pending[seq] + gi
-            if seq in zeros:
-                if zi is None:
-                    del zeros[seq]
-                else:
-                    zeros[seq] = zeros[seq] & zi
-        else:
-            pending[seq] = gi
-            if zi is not None:
-                zeros[seq] = zi
-            heappush(heap, (-seq, a))

@@ -16,6 +16,7 @@ from adcore.numpy_dispatch import conversion_error
 from adcore.plugins import loaded_registry
 from adcore_reverse import grad_mode
 from adcore_reverse.backward import backward_pass
+from adcore_reverse.zeros import plain
 
 # Every Tensor gets the next number: a node is always numbered after its inputs, so
 # "newest first" is a topological order for the backward sweep.
@@ -200,8 +201,10 @@ class Tensor(ArrayTracer):
 
         return remove
 
-    def _run_hooks(self, g: Any) -> tuple[Any, bool]:
-        """This Tensor's gradient `g` after its hooks, and whether a hook replaced it."""
+    def _run_hooks(self, given: Any) -> Any:
+        """This Tensor's gradient after its hooks: `given` (Masked too) unless a hook replaced it
+        with one that may be nonzero anywhere."""
+        g = plain(given)
         replaced = False
         for hook in self._hooks:
             new = hook(g)
@@ -218,7 +221,7 @@ class Tensor(ArrayTracer):
                     f"dtype {np.result_type(g)}"
                 )
             g, replaced = _copy(new), True  # the hook's own array may change before the next sweep
-        return g, replaced
+        return g if replaced else given
 
     def _name(self) -> str:
         """How errors name this Tensor: the op that made it (or leaf) and its shape."""

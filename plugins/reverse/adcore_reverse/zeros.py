@@ -11,7 +11,8 @@ cotangents so `0 * inf = nan` never appears there, and through the ops in MOVES 
 transpose, broadcast_to, tile, stack, getitem, pad, sum, ...), whose VJP only copies or adds
 cotangent entries: an input position is a structural zero when everything it receives is
 (`moved_zeros`). At any other node the mask is dropped: its nan, if any, remains (as in
-JAX). Only MaskingRules make masks, so a graph without one pays one check per node.
+JAX). The mask travels with the cotangent as one value, Masked, which only `where` and the
+steps' rules make, so a graph without one pays one class check per cotangent.
 """
 
 from __future__ import annotations
@@ -24,19 +25,65 @@ import adcore.numpy as anp
 from adcore.core import concrete
 from adcore.extend import times_step, unbroadcast
 from adcore.extend.rules import all_finite
+from adcore.registry import JointRules
 
 
 class Masked(NamedTuple):
     """A cotangent with the positions (`zeros`, bool, the cotangent's shape) known to be
-    structurally zero; a rule returns one, the backward pass unpacks it."""
+    structurally zero: a rule returns one, the backward pass carries it to the next node."""
 
     cotangent: Any
     zeros: np.ndarray
 
 
-class MaskingRules(tuple):
-    """An op's VJP rules (one per input) some of which may return Masked: the backward pass
-    looks for structural zeros only at such nodes and below them."""
+def plain(g: Any) -> Any:
+    """The cotangent itself, without what is known of its zeros."""
+    return g.cotangent if g.__class__ is Masked else g
+
+
+def total(a: Any, b: Any) -> Any:
+    """a + b for cotangents: a structural zero only where it is one in both."""
+    if a.__class__ is Masked:
+        if b.__class__ is Masked:
+            return Masked(a.cotangent + b.cotangent, a.zeros & b.zeros)
+        return a.cotangent + b
+    return a + b.cotangent if b.__class__ is Masked else a + b
+
+
+def input_zeros(node: Any, known_zero: np.ndarray) -> list | None:
+    """For a node whose output cotangent is zero at `known_zero`: per input of this sweep, its
+    structural zeros, as (positions, moved); None where nothing is known (see with_zeros)."""
+    op, trace, rules = node._op, node._trace, node._vjps
+    sweep = [getattr(a, "_trace", None) is trace and a.requires_grad for a in node._args]
+    if op.name in MOVES:  # the input cotangents gather g's entries, zero at known_zero
+        return moved_zeros(rules, known_zero, node._ans, node._primals, node._params, sweep)
+    if not op.elementwise:
+        if not known_zero.all():
+            return None  # positions no longer line up with the inputs'
+        known_zero = np.ones((), bool)  # no output position reaches the result: no input one does
+    zeros = [None] * len(sweep)
+    for i, a in enumerate(node._args):
+        if sweep[i]:
+            shape = a.value.shape
+            if known_zero.ndim == 0:
+                mask = np.broadcast_to(known_zero, shape)
+            else:
+                mask = unbroadcast_mask(known_zero, shape)
+            zeros[i] = (mask, False) if mask.any() else None
+    return zeros
+
+
+def with_zeros(gi: Any, zeros: tuple | None) -> Any:
+    """An input's cotangent `gi` with the structural zeros its node passes on: the moved ones
+    replace gi's own; others are set to zero in gi (no 0 * inf there) and join gi's own."""
+    if zeros is None:
+        return gi
+    mask, moved = zeros
+    if moved:
+        return plain(gi) if mask is None else Masked(plain(gi), mask)
+    if gi.__class__ is Masked:
+        return Masked(zero_at(gi.cotangent, mask), gi.zeros | mask)
+    return Masked(zero_at(gi, mask), mask)
 
 
 def where_branch(g: Any, ans: Any, c: Any, branch: Any, taken_where: bool) -> Any:
@@ -62,12 +109,21 @@ def step_cotangent(g: Any, weight: np.ndarray, target: Any) -> Any:
     return Masked(cotangent, unbroadcast_mask(zeros, np.shape(target)))
 
 
-def moved_zeros(rule: Any, known_zero: np.ndarray, ans: Any, inputs: tuple, params: dict) -> np.ndarray:
-    """The positions of an input of a MOVES op whose cotangent only gathers structural zeros: its
-    VJP (coefficients 0 or 1, no cancelling) applied to the indicator of the other positions is 0 there."""
+def moved_zeros(
+    rules: Any, known_zero: np.ndarray, ans: Any, inputs: tuple, params: dict, sweep: list
+) -> list:
+    """Per input of a MOVES op (where `sweep`), (the positions whose cotangent only gathers
+    structural zeros, True), None if none: its VJP (coefficients 0 or 1, no cancelling) applied
+    to the indicator of the other positions is 0 there."""
     reach = np.broadcast_to(~known_zero, np.shape(ans)).astype(np.float64)
-    gathered = rule(reach, ans, *inputs, **params)
-    return np.asarray(concrete(gathered)) == 0
+    joint = rules.joint(reach, ans, *inputs, **params) if rules.__class__ is JointRules else None
+    zeros = [None] * len(sweep)
+    for i, wanted in enumerate(sweep):
+        if wanted and rules[i] is not None:
+            gathered = rules[i](reach, ans, *inputs, **params) if joint is None else joint[i]
+            zi = np.asarray(concrete(gathered)) == 0
+            zeros[i] = (zi if zi.any() else None, True)
+    return zeros
 
 
 # The ops whose VJP only copies, moves or adds cotangent entries (each input entry a sum of output

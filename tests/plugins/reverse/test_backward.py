@@ -114,7 +114,7 @@ def test_long_chain_does_not_hit_the_recursion_limit():
 
 
 def test_stack_and_concatenate_of_many_traced_and_constant_inputs_match_forward():
-    # their cotangents come from one call for all inputs (JOINT_VJPS), not one rule call per input
+    # their cotangents come from one call for all inputs (a Joint rule), not one rule call per input
     import adcore
 
     x = np.random.default_rng(3).standard_normal(4)

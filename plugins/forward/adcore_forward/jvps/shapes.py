@@ -14,7 +14,7 @@ from adcore.core import concrete
 from adcore.extend import batched_axis, lift
 from adcore.ops.rearrangements import axes_permutation, source_index
 from adcore_forward.jvps.table import batch as _batch
-from adcore_forward.jvps.table import defjvp, defjvp_variadic
+from adcore_forward.jvps.table import defjvp, defjvp_joint
 from adcore_forward.jvps.table import lift_to as _lift_to
 from adcore_forward.jvps.table import move_axis as _move_axis
 
@@ -63,33 +63,20 @@ def _scatter_add_jvp(t, ans, v, index, shape):
     return anp.scatter_add(t, index=(slice(None),) + index, shape=batched_shape)
 
 
-def _concatenate_jvp(i, t, ans, *xs, axis=0):
-    # the output's tangent is zero outside input i's block
-    parts = [t if j == i else np.zeros(t.shape[:1] + np.shape(x), dtype=t.dtype) for j, x in enumerate(xs)]
-    return anp.concatenate(parts, axis=batched_axis(axis, ans.ndim))
-
-
-def _stack_jvp(i, t, ans, *xs, axis=0):
-    parts = [t if j == i else np.zeros(t.shape, dtype=t.dtype) for j in range(len(xs))]
-    return anp.stack(parts, axis=batched_axis(axis, ans.ndim))
-
-
 def _tangents_or_zeros(ts: list, xs: tuple) -> list:
     t = next(t for t in ts if t is not None)
     return [np.zeros(t.shape[:1] + np.shape(x), dtype=t.dtype) if ti is None else ti for ti, x in zip(ts, xs)]
 
 
 # Concatenate and stack are linear: the output's tangent is the op on the inputs' tangents (zeros where
-# an input carries none), one op, where summing one share per input (the rules above, each zero outside
-# its input's block) costs k full-size tangents for k inputs: quadratic in k. ForwardTrace uses these.
-JOINT_JVPS = {
-    "concatenate": lambda ts, ans, *xs, axis=0: anp.concatenate(
-        _tangents_or_zeros(ts, xs), axis=batched_axis(axis, ans.ndim)
-    ),
-    "stack": lambda ts, ans, *xs, axis=0: anp.stack(
-        _tangents_or_zeros(ts, xs), axis=batched_axis(axis, ans.ndim)
-    ),
-}
+# an input carries none), one op, where summing one share per input (each zero outside its input's
+# block) costs k full-size tangents for k inputs: quadratic in k. So their rules are joint (hookspecs.Joint).
+def _concatenate_jvps(ts, ans, *xs, axis=0):
+    return anp.concatenate(_tangents_or_zeros(ts, xs), axis=batched_axis(axis, ans.ndim))
+
+
+def _stack_jvps(ts, ans, *xs, axis=0):
+    return anp.stack(_tangents_or_zeros(ts, xs), axis=batched_axis(axis, ans.ndim))
 
 
 # fmt: off
@@ -101,8 +88,8 @@ defjvp("expand_dims",  lambda t, ans, x, axis: anp.reshape(t, _batch(t, ans)))
 defjvp("squeeze",      lambda t, ans, x, axis=None: anp.reshape(t, _batch(t, ans)))
 defjvp("getitem",      _getitem_jvp)
 defjvp("scatter_add",  _scatter_add_jvp)
-defjvp_variadic("concatenate", _concatenate_jvp)
-defjvp_variadic("stack",       _stack_jvp)
+defjvp_joint("concatenate", _concatenate_jvps)
+defjvp_joint("stack",       _stack_jvps)
 
 # fmt: on
 

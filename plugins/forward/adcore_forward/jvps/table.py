@@ -8,6 +8,7 @@ from typing import Any
 
 import adcore.numpy as anp
 from adcore.extend import batched_axis
+from adcore.hookspecs import Joint
 
 JVPS: dict[str, Any] = {}
 
@@ -24,6 +25,13 @@ def defjvp_variadic(op: str, rule: Any) -> None:
     if op in JVPS:
         raise ValueError(f"op {op!r} has two JVP rules in adcore_forward.jvps")
     JVPS[op] = rule
+
+
+def defjvp_joint(op: str, rule: Any) -> None:
+    """One rule for all inputs of `op` at once, (ts, ans, *inputs) -> the output's tangent (Joint)."""
+    if op in JVPS:
+        raise ValueError(f"op {op!r} has two JVP rules in adcore_forward.jvps")
+    JVPS[op] = Joint(rule)
 
 
 def batch(t: Any, ans: Any) -> tuple[int, ...]:

@@ -11,23 +11,13 @@ from adcore import ops
 from adcore.extend import unbroadcast
 from adcore.ops import complex_parts as cp
 from adcore.ops.rearrangements import axes_permutation, source_index
-from adcore_reverse.vjps.table import defvjp, defvjp_variadic
+from adcore_reverse.vjps.table import defvjp, defvjp_joint
 
 
 def _transpose_vjp(g, ans, x, axes=None):
     if axes is None:
         return anp.transpose(g)
     return anp.transpose(g, tuple(int(i) for i in np.argsort([a % x.ndim for a in axes])))
-
-
-def _concatenate_vjp(i, g, ans, *xs, axis=0):
-    ax = axis % ans.ndim
-    start = sum(np.shape(x)[ax] for x in xs[:i])  # a constant input may be a list
-    return anp.getitem(g, index=(slice(None),) * ax + (slice(start, start + xs[i].shape[ax]),))
-
-
-def _stack_vjp(i, g, ans, *xs, axis=0):
-    return anp.getitem(g, index=(slice(None),) * (axis % ans.ndim) + (i,))
 
 
 def _concatenate_vjps(g, ans, *xs, axis=0):
@@ -39,15 +29,9 @@ def _concatenate_vjps(g, ans, *xs, axis=0):
     return cotangents
 
 
-# The cotangents of every input of concatenate and stack from one call: the per-input rules above each
-# take all k inputs, so calling them once per input costs k^2 (a stack of 4096 traced rows: 170 ms).
-# backward_pass uses these; the per-input rules stay the table's contract (and the structural-zeros path).
-JOINT_VJPS = {
-    "concatenate": _concatenate_vjps,
-    "stack": lambda g, ans, *xs, axis=0: [
-        anp.getitem(g, index=(slice(None),) * (axis % ans.ndim) + (i,)) for i in range(len(xs))
-    ],
-}
+def _stack_vjps(g, ans, *xs, axis=0):
+    lead = (slice(None),) * (axis % ans.ndim)
+    return [anp.getitem(g, index=lead + (i,)) for i in range(len(xs))]
 
 
 # fmt: off
@@ -59,8 +43,10 @@ defvjp("expand_dims",  lambda g, ans, x, axis: anp.reshape(g, x.shape))
 defvjp("squeeze",      lambda g, ans, x, axis=None: anp.reshape(g, x.shape))
 defvjp("getitem",      lambda g, ans, x, index: anp.scatter_add(g, index=index, shape=x.shape))
 defvjp("scatter_add",  lambda g, ans, v, index, shape: unbroadcast(anp.getitem(g, index=index), v))
-defvjp_variadic("concatenate", _concatenate_vjp)
-defvjp_variadic("stack",       _stack_vjp)
+# joint rules (hookspecs.Joint): every input's cotangent from one call, where per-input rules
+# each reading all k inputs would cost k^2 (a stack of 4096 traced rows: 170 ms)
+defvjp_joint("concatenate", _concatenate_vjps)
+defvjp_joint("stack",       _stack_vjps)
 
 # fmt: on
 

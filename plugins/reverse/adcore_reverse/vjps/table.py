@@ -7,7 +7,7 @@ from typing import Any
 
 import adcore.numpy as anp
 from adcore.extend import kept_shape
-from adcore_reverse.zeros import MaskingRules
+from adcore.hookspecs import Joint
 
 VJPS: dict[str, Any] = {}
 
@@ -21,9 +21,8 @@ def defvjp(op: str, *rules: Any) -> None:
 
 def defvjp_steps(op: str, *rules: Any) -> None:
     """defvjp for an op whose rules may return Masked (zeros.step_cotangent: a step's zero
-    derivative): the backward pass keeps those structural zeros below the op."""
+    derivative), a cotangent the backward pass carries with its structural zeros below the op."""
     defvjp(op, *rules)
-    VJPS[op] = MaskingRules(rules)
 
 
 def defvjp_variadic(op: str, rule: Any) -> None:
@@ -31,6 +30,13 @@ def defvjp_variadic(op: str, rule: Any) -> None:
     if op in VJPS:
         raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
     VJPS[op] = rule
+
+
+def defvjp_joint(op: str, rule: Any) -> None:
+    """One rule for all inputs of `op` at once, (g, ans, *inputs) -> a cotangent per input (Joint)."""
+    if op in VJPS:
+        raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
+    VJPS[op] = Joint(rule)
 
 
 def expand(g: Any, x: Any, axis: Any) -> Any:
