@@ -9,7 +9,8 @@ nan); `prod_partials`, `power_by_base` and `power_by_exponent` for the products 
 formulas break at zero. An elementwise op's derivative stated once, as its partials: `jvp_rules`
 and `vjp_rules` build both kinds of rule from them (`over(f)`: the partial 1 / f), as the core's
 own table `adcore.extend.elementwise_partials` does. `refuse_singular`, `ties_averaged` and
-`centred` are the pieces both kinds of rule of logabsdet, the eigenvalues and var/std share.
+`centred` are the pieces both kinds of rule of logabsdet, the eigenvalues and var/std share;
+`RuleTable` is a table of one kind of rule, each op once.
 
 For `sympy` rules, none of them importing sympy (`adcore.extend.sympy_rules`): `LazyModule`,
 `each`, `reduce_with`.
@@ -25,6 +26,7 @@ Layer 3 (docs/architecture.md): of adcore it imports core and ops only.
 from __future__ import annotations
 
 from adcore.extend.partials import jvp_rules, over, vjp_rules
+from adcore.extend.rule_table import RuleTable
 from adcore.extend.rules import (
     batched_axis,
     inside_clip,
@@ -46,6 +48,7 @@ from adcore.extend.sympy_rules import LazyModule, each, reduce_with
 
 __all__ = [
     "LazyModule",
+    "RuleTable",
     "batched_axis",
     "centred",
     "each",

@@ -7,31 +7,25 @@ from __future__ import annotations
 from typing import Any
 
 import adcore.numpy as anp
-from adcore.extend import batched_axis
+from adcore.extend import RuleTable, batched_axis
 from adcore.hookspecs import Joint
 
-JVPS: dict[str, Any] = {}
+JVPS = RuleTable("JVP", "adcore_forward.jvps")
 
 
 def defjvp(op: str, *rules: Any) -> None:
     """One rule per input of `op` (None: that input sends no tangent)."""
-    if op in JVPS:
-        raise ValueError(f"op {op!r} has two JVP rules in adcore_forward.jvps")
-    JVPS[op] = rules
+    JVPS.add(op, rules)
 
 
 def defjvp_variadic(op: str, rule: Any) -> None:
     """One rule for every input of a variadic op, taking the input's position first."""
-    if op in JVPS:
-        raise ValueError(f"op {op!r} has two JVP rules in adcore_forward.jvps")
-    JVPS[op] = rule
+    JVPS.add(op, rule)
 
 
 def defjvp_joint(op: str, rule: Any) -> None:
     """One rule for all inputs of `op` at once, (ts, ans, *inputs) -> the output's tangent (Joint)."""
-    if op in JVPS:
-        raise ValueError(f"op {op!r} has two JVP rules in adcore_forward.jvps")
-    JVPS[op] = Joint(rule)
+    JVPS.add(op, Joint(rule))
 
 
 def batch(t: Any, ans: Any) -> tuple[int, ...]:

@@ -6,17 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import adcore.numpy as anp
-from adcore.extend import kept_shape
+from adcore.extend import RuleTable, kept_shape
 from adcore.hookspecs import Joint
 
-VJPS: dict[str, Any] = {}
+VJPS = RuleTable("VJP", "adcore_reverse.vjps")
 
 
 def defvjp(op: str, *rules: Any) -> None:
     """One rule per input of `op` (None: no derivative flows to that input)."""
-    if op in VJPS:
-        raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
-    VJPS[op] = rules
+    VJPS.add(op, rules)
 
 
 def defvjp_steps(op: str, *rules: Any) -> None:
@@ -27,16 +25,12 @@ def defvjp_steps(op: str, *rules: Any) -> None:
 
 def defvjp_variadic(op: str, rule: Any) -> None:
     """One rule for every input of a variadic op, taking the input's position first."""
-    if op in VJPS:
-        raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
-    VJPS[op] = rule
+    VJPS.add(op, rule)
 
 
 def defvjp_joint(op: str, rule: Any) -> None:
     """One rule for all inputs of `op` at once, (g, ans, *inputs) -> a cotangent per input (Joint)."""
-    if op in VJPS:
-        raise ValueError(f"op {op!r} has two VJP rules in adcore_reverse.vjps")
-    VJPS[op] = Joint(rule)
+    VJPS.add(op, Joint(rule))
 
 
 def expand(g: Any, x: Any, axis: Any) -> Any:
