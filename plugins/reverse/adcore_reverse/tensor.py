@@ -1,22 +1,18 @@
-"""Tensor: reverse mode's traced value, and the eager API of seed 001 (backward, grad, hooks)."""
+"""Tensor: reverse mode's traced value, a node of the graph (its eager API is eager.py's EagerAPI)."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from adcore import ops
 from adcore.array_tracer import ArrayTracer
 from adcore.core import Trace, bind_below, frozen_value
-from adcore.errors import GradientError, InvalidInputError, InvalidValueError
-from adcore.numpy_dispatch import conversion_error
+from adcore.errors import InvalidInputError
 from adcore.plugins import loaded_registry
 from adcore_reverse import grad_mode
-from adcore_reverse.backward import backward_pass
-from adcore_reverse.zeros import plain
+from adcore_reverse.eager import EagerAPI
 
 # Every Tensor gets the next number: a node is always numbered after its inputs, so
 # "newest first" is a topological order for the backward sweep.
@@ -35,6 +31,7 @@ class ReverseTrace(Trace):
     """
 
     owns_values = True  # Tensor values are made by ops of this trace and reach no one else
+    is_eager = False
 
     def __init__(self) -> None:
         self.since = grad_mode.depth()
@@ -73,6 +70,8 @@ class EagerTrace(ReverseTrace):
 
     owns_values = False  # `.data` hands the user every Tensor's array
 
+    is_eager = True  # its Tensors have the eager API's values, detach and backward (eager.py)
+
     def __init__(self) -> None:
         self.since = 0
 
@@ -88,7 +87,7 @@ def _copy(value: Any) -> Any:
 EAGER = EagerTrace()
 
 
-class Tensor(ArrayTracer):
+class Tensor(EagerAPI, ArrayTracer):
     """An array that reverse mode traces.
 
     Made by hand (`Tensor(data, requires_grad=True)`) it is eager, as in PyTorch:
@@ -127,12 +126,6 @@ class Tensor(ArrayTracer):
         backend copies first when the pullback runs later (vjp), or freezes for the call."""
         return _make(value, trace, None, None, None, None, None, True)
 
-    # --- the eager API ----------------------------------------------------------
-    @property
-    def data(self) -> Any:
-        """The plain value of an eager Tensor (writing into it is checked: see backward.py)."""
-        return self._plain_value("x.data")
-
     @property
     def shape(self) -> tuple[int, ...]:
         return self.value.shape
@@ -150,116 +143,10 @@ class Tensor(ArrayTracer):
         """Name of the op that made this Tensor (None for a leaf)."""
         return None if self._op is None else self._op.name
 
-    def numpy(self) -> Any:
-        """The plain value of an eager Tensor, cut from the graph."""
-        return self._plain_value("x.numpy()")
-
-    def _plain_value(self, what: str) -> Any:
-        # Inside adcore.grad(f) the value would enter f's arithmetic as a constant: a silent cut.
-        if self._trace is not EAGER:
-            raise conversion_error(self, what, "x.detach() is the traced cut. ")
-        return self.value
-
-    def detach(self) -> Any:
-        """The same value as a new leaf that does not require grad; inside a functional trace
-        (`adcore.grad(f)`), `stop_gradient(self)`, a constant of that trace."""
-        if self._trace is EAGER:
-            return Tensor(self.value)
-        return ops.stop_gradient(self)  # not an eager Tensor, which would leak out as f's result
-
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        if not self.is_leaf:
-            raise GradientError("requires_grad can only be changed on leaf Tensors; use detach() first")
-        if requires_grad and self.value.dtype.char not in "fd":
-            raise InvalidInputError(
-                f"only float32/float64 Tensors can require grad, got dtype {self.value.dtype}; make a "
-                "new Tensor(np.asarray(data, np.float32), requires_grad=True)"
-            )
-        self.requires_grad = requires_grad
-        return self
-
-    def register_hook(self, hook: Callable[[Any], Any]) -> Callable[[], None]:
-        """Call `hook(grad)` when this Tensor's gradient is computed; a non-None return replaces it
-        and must have the gradient's shape and dtype.
-
-        Returns a function that removes the hook.
-        """
-        if not callable(hook):
-            raise InvalidInputError(
-                f"register_hook on {self._name()}: expected a callable hook(grad) -> grad or None, "
-                f"got {type(hook).__name__} {hook!r}"
-            )
-        if not self.requires_grad:
-            raise GradientError("cannot register a hook on a Tensor that does not require grad")
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(hook)
-
-        def remove() -> None:
-            if self._hooks is not None and hook in self._hooks:
-                self._hooks.remove(hook)
-
-        return remove
-
-    def _run_hooks(self, given: Any) -> Any:
-        """This Tensor's gradient after its hooks: `given` (Masked too) unless a hook replaced it
-        with one that may be nonzero anywhere."""
-        g = plain(given)
-        replaced = False
-        for hook in self._hooks:
-            new = hook(g)
-            if new is None:
-                continue
-            if type(new) in (int, float):
-                new = np.asarray(new, dtype=np.result_type(g))  # a Python number takes g's dtype
-            shape, dtype = _shape_and_dtype(new)
-            if shape != np.shape(g) or dtype != np.result_type(g):
-                raise InvalidValueError(
-                    f"hook {getattr(hook, '__name__', hook)!r} on {self._name()} returned "
-                    f"{type(new).__name__} of shape {shape} and dtype {dtype}; "
-                    f"it must return None or a gradient of this Tensor's shape {np.shape(g)} and "
-                    f"dtype {np.result_type(g)}"
-                )
-            g, replaced = _copy(new), True  # the hook's own array may change before the next sweep
-        return g if replaced else given
-
     def _name(self) -> str:
         """How errors name this Tensor: the op that made it (or leaf) and its shape."""
         made_by = "a leaf Tensor" if self._op is None else f"the Tensor op {self._op.name!r} made"
         return f"{made_by}, shape {self.shape}"
-
-    def backward(self, grad: Any = None, retain_graph: bool = False, create_graph: bool = False) -> None:
-        """Accumulate d self / d leaf into `.grad` of every leaf this Tensor depends on.
-
-        `grad` seeds the sweep (needed unless self is a scalar). The graph's buffers are
-        freed afterwards unless `retain_graph`; `create_graph` records the sweep itself,
-        so `.grad` is a Tensor that can be differentiated again.
-        """
-        if not self.requires_grad:
-            raise GradientError(
-                "this Tensor does not require grad: it was computed under no_grad(), or from "
-                "Tensors none of which has requires_grad=True"
-            )
-        if grad is None:
-            if self.value.shape != ():
-                raise GradientError(
-                    f"backward() without a seed needs a scalar, this Tensor has shape {self.shape}; "
-                    "pass grad= of that shape"
-                )
-            grad = np.ones_like(self.value)
-        elif np.shape(grad) != self.shape:
-            raise GradientError(
-                f"backward(grad=...): the seed has shape {np.shape(grad)}, this Tensor has shape "
-                f"{self.shape}; they must match"
-            )
-        elif isinstance(grad, Tensor) and not create_graph:
-            grad = grad.value
-        if create_graph and not isinstance(grad, Tensor):
-            grad = Tensor(grad)
-        for leaf, g in backward_pass(
-            self, grad, retain_graph=retain_graph or create_graph, create_graph=create_graph
-        ):
-            leaf.grad = g if leaf.grad is None else leaf.grad + g
 
     def __repr__(self) -> str:
         extra = (
@@ -268,14 +155,6 @@ class Tensor(ArrayTracer):
             else (", requires_grad=True" if self.requires_grad else "")
         )
         return f"Tensor({self.value!r}{extra})"
-
-
-def _shape_and_dtype(x: Any) -> tuple[Any, Any]:
-    """x's shape and dtype, or (None, None) for something that is not an array."""
-    try:
-        return np.shape(x), np.result_type(x)
-    except (TypeError, ValueError):
-        return None, None
 
 
 def _make(
