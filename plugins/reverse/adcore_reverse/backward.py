@@ -56,7 +56,9 @@ def backward_pass(
                 gi = cotangent_of(gi, dtype)
             seq = a._seq
             if seq in pending:
-                pending[seq] = total(pending[seq], gi)
+                prev = pending[seq]
+                both_plain = prev.__class__ is not Masked and gi.__class__ is not Masked
+                pending[seq] = prev + gi if both_plain else total(prev, gi)
             else:
                 pending[seq] = gi
                 heappush(heap, (-seq, a))
