@@ -12,8 +12,9 @@ the batch axis; `params` are the op's static params as passed. The share has sha
 output reads like the math (`t * cos(x)`); broadcasting ops `lift` the tangent to
 put its axes under the output's, and axis params move past the batch axis with
 `batched_axis`. The shares of all inputs are summed. `None` means the input sends
-no tangent (zero-derivative ops, conditions). Variadic ops (concatenate, stack)
-have one rule taking the input's position first. Rules are written with adcore ops,
+no tangent (zero-derivative ops, conditions). Variadic ops (einsum, multi_dot)
+have one rule taking the input's position first; concatenate and stack one Joint rule
+(tangents, ans, *inputs) -> the output's tangent (adcore.hookspecs.Joint). Rules are written with adcore ops,
 never raw NumPy on values that might be traced, so they nest: forward over reverse
 (Hessians), forward over forward, reverse over forward. Masks (comparisons) are
 computed on concrete values: they have no derivative. Conventions at kinks

@@ -8,8 +8,9 @@ Each entry maps an op name to a tuple with one rule per input of the op:
 `params` its static params as passed (so every param has NumPy's default here). The
 returned cotangent has the input's shape: binary ops `unbroadcast` it (seed 001,
 张量广播规律). `None` means no derivative flows to that input (zero-derivative ops,
-conditions). Variadic ops (concatenate, stack) have one rule taking the input's
-position first. Rules are written with adcore ops, never raw NumPy on values that
+conditions). Variadic ops (einsum, multi_dot) have one rule taking the input's
+position first; concatenate and stack one Joint rule (g, ans, *inputs) -> every input's
+cotangent at once (adcore.hookspecs.Joint). Rules are written with adcore ops, never raw NumPy on values that
 might be traced, so the backward pass can itself be differentiated (reverse over
 reverse). Masks (comparisons) are computed on concrete values: they have no derivative.
 Conventions at kinks (abs'(0)=0, ties split equally, ...): docs/conventions.md.
