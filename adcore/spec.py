@@ -21,7 +21,8 @@ class Sample:
     params: dict = field(default_factory=dict)
 
 
-SampleFn = Callable[[np.random.Generator, np.dtype], list[Sample]]
+# A string so that importing the catalogue does not import numpy.random (only sampling needs it).
+SampleFn = Callable[["np.random.Generator", np.dtype], list[Sample]]
 
 
 @dataclass(frozen=True)
