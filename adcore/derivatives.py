@@ -320,7 +320,8 @@ def _thaw(held: list) -> None:
 def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
     """One pullback per output element (one for a scalar loss: one trace, one sweep)."""
     out, pullback = be.vjp(f, args, argnums)
-    check_output(out, be.name, scalar)
+    if not _valid_float_output(out, scalar):
+        check_output(out, be.name, scalar)
     shape = getattr(out, "shape", ())  # a number or an array: check_output says so
     if pullback is None:  # the output does not depend on the inputs
         return out, tuple(_zeros(shape, args[i]) for i in argnums)
@@ -335,6 +336,13 @@ def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
         for row, g in zip(rows, pullback(seed, final=k == len(cells) - 1)):
             row.append(g)
     return out, tuple(_stacked(row, shape, args[i]) for row, i in zip(rows, argnums))
+
+
+def _valid_float_output(out: Any, scalar: bool) -> bool:
+    """Whether out is a float64 scalar, or a float array (0-d for grad): the common outputs, which
+    check_output would pass, told apart by their class and dtype here (inline, no call into backend.py)."""
+    cls = out.__class__
+    return cls is np.float64 or (cls is np.ndarray and out.dtype.char in "fd" and (not scalar or out.shape == ()))
 
 
 def _stacked(row: list[Any], out_shape: tuple[int, ...], arg: Any) -> Any:
@@ -374,7 +382,8 @@ def _by_jvp(
             offset += size
         out, tangent = be.jvp(f, args, tuple(tangents), **options)
         if start == 0:
-            check_output(out, be.name, scalar)
+            if not _valid_float_output(out, scalar):
+                check_output(out, be.name, scalar)
             value = out
         columns.append(tangent if tangent is not None else _zeros((stop - start,), _dtyped(out)))
     tangents = columns[0] if len(columns) == 1 else ops.concatenate(*columns, axis=0)
