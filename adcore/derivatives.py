@@ -342,7 +342,9 @@ def _valid_float_output(out: Any, scalar: bool) -> bool:
     """Whether out is a float64 scalar, or a float array (0-d for grad): the common outputs, which
     check_output would pass, told apart by their class and dtype here (inline, no call into backend.py)."""
     cls = out.__class__
-    return cls is np.float64 or (cls is np.ndarray and out.dtype.char in "fd" and (not scalar or out.shape == ()))
+    return cls is np.float64 or (
+        cls is np.ndarray and out.dtype.char in "fd" and (not scalar or out.shape == ())
+    )
 
 
 def _stacked(row: list[Any], out_shape: tuple[int, ...], arg: Any) -> Any:
