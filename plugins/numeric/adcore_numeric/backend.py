@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -29,6 +28,9 @@ from adcore_numeric.steps import (
     user_step,
 )
 from adcore_numeric.verification import NO_NOISE, Floor, check_complex_step, direction, noise_level
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 
 class NumericBackend(Backend):
@@ -384,6 +386,8 @@ def _check_options(method: Any, vectorized: Any, executor: Any, args: tuple) -> 
         raise InvalidInputError(
             f"backend 'numeric' has no method {method!r}{hint}; its methods: {', '.join(METHODS)}"
         )
+    from concurrent.futures import Executor  # here: loading the backend imports no concurrent.futures
+
     if executor is not None and not isinstance(executor, Executor):
         raise InvalidInputError(
             f"backend 'numeric': executor must be a concurrent.futures.Executor (a ProcessPoolExecutor, "

@@ -13,15 +13,17 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from adcore.core import Tracer
 from adcore.errors import AdcoreError, InvalidInputError, InvalidOutputError
+
+if TYPE_CHECKING:  # an annotation only: loading the backend imports no concurrent.futures
+    from concurrent.futures import Executor
 
 _PLAIN = frozenset({float, np.float64, np.float32})  # outputs that pass every check as they are
 

@@ -32,13 +32,12 @@ from adcore_numeric.points import Along, evaluate
 
 SEED = 15  # the random directions are fixed: the same call gives the same bits
 
-# Noise: f at x + u·t for eleven u near -5..5, each moved by up to 0.3 (fixed); the divided
+# Noise (PROBE, made by _probe_points): f at x + u·t for eleven u near -5..5, each moved by up to 0.3 (fixed); the divided
 # differences of order 4 to 6 of those values cancel polynomials below those degrees, so at the
 # central step's scale only f's noise is left. Scaled to unit 2-norm, each has variance σ² for
 # noise σ per value (ECnoise's normalisation, for unequal spacing).
 # Eleven, not seven: seven values of an f that turns over thousands of times within the probe
 # (cos((1.97x)^2) at -7984) lay on a cubic to 3% of their size by chance, and passed as resolved.
-PROBE = np.arange(-5.0, 6.0) + np.random.default_rng(SEED).uniform(-0.3, 0.3, 11)
 ORDERS = (4, 5, 6)
 # The root-mean-square over a few correlated differences estimates σ; a single value of f
 # can be off by several σ, and the estimate itself varies by a factor of about two.
@@ -166,10 +165,11 @@ def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray, float]
     x = np.asarray(args[argnum])
     t = (direction(x) / np.maximum(np.abs(x), 1.0) * step).astype(x.dtype)
     tangents = tuple(t if i == argnum else None for i in range(len(args)))
-    values = evaluate(f, args, Along(tangents), np.zeros(len(PROBE), dtype=int), PROBE, **where)
-    values = values.reshape(len(PROBE), -1)
+    probe, differences = _probe_points()
+    values = evaluate(f, args, Along(tangents), np.zeros(len(probe), dtype=int), probe, **where)
+    values = values.reshape(len(probe), -1)
     with np.errstate(all="ignore"):
-        each = [np.sqrt(np.mean((_DIFFERENCES[k] @ values) ** 2, axis=0)) for k in ORDERS]
+        each = [np.sqrt(np.mean((differences[k] @ values) ** 2, axis=0)) for k in ORDERS]
         # the scatter pools the orders: the smallest alone (order 6 has five windows of seven values)
         # or even the middle one is 1/20 of an unresolved f's random values by chance about once
         # in ten draws (sin((1.9x)^3) at x = 5641 gave 0.007, 0.05 and 0.09, and 9.46 ± 54 for
@@ -196,7 +196,7 @@ def _probe(f, args, argnum, step, where) -> tuple[np.ndarray, np.ndarray, float]
             "there is no derivative and no error bar would be honest. Pass a smaller step= (one that "
             "resolves f's oscillation), or differentiate with a rule backend (reverse, forward)."
         )
-    extent = np.ptp(PROBE) * np.max(np.abs(t), initial=0.0)  # how far x moved along the probe
+    extent = np.ptp(probe) * np.max(np.abs(t), initial=0.0)  # how far x moved along the probe
     slope = spread / extent if extent > 0 else np.zeros_like(spread)
     each_size = np.max(np.abs(values), axis=0, where=finite, initial=0.0)
     return sigma, scatter, _eps(x) * (each_size + np.max(np.abs(x), initial=0.0) * slope)
@@ -213,7 +213,12 @@ def _divided_differences(nodes: np.ndarray, order: int) -> np.ndarray:
     return rows
 
 
-_DIFFERENCES = {k: _divided_differences(PROBE, k) for k in ORDERS}
+@functools.cache
+def _probe_points() -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The PROBE points and their divided differences of each order in ORDERS, made on first use
+    (loading the backend then imports no numpy.random)."""
+    probe = np.arange(-5.0, 6.0) + np.random.default_rng(SEED).uniform(-0.3, 0.3, 11)
+    return probe, {k: _divided_differences(probe, k) for k in ORDERS}
 
 
 def check_complex_step(
