@@ -30,6 +30,7 @@ from adcore.flatten import (
     Call,
     Flat,
     Layout,
+    flat_output,
     flatten_args,
     output_of,
     rebuild,
@@ -346,8 +347,8 @@ def _derivative_function(
             else:
                 flat_f = flats.get(len(args))
                 if flat_f is None:
-                    flat_f = flats[len(args)] = Flat.of(f, Layout(None, None, args), False)
-                call = Call(kwargs, scalar, False, nums)
+                    flat_f = flats[len(args)] = _PlainFlat.of(f, Layout(None, None, args), False)
+                call = _PlainCall(kwargs, scalar, nums)
                 try:
                     result = derivatives.value_and_jacobian(
                         be, flat_f, (*args, call), nums, scalar=scalar, want_value=want_value, options=options
@@ -404,6 +405,41 @@ def _derivative_function(
         return _detached(picked, flat)
 
     return derivative
+
+
+class _PlainCall(Call):
+    """A Call on the plain-array path (no aux; the differentiated arguments are real), made here."""
+
+    __slots__ = ()
+
+    def __init__(self, kwargs: dict, scalar: bool, real: tuple) -> None:
+        self.kwargs, self.scalar, self.has_aux, self.real = kwargs, scalar, False, real
+        self.out = self.aux = None
+
+
+class _PlainFlat(Flat):
+    """f on the plain-array path (no pytree argument, no aux): flatten.Flat's call, its common case
+    (one real array out) answered here, so a warm call runs no function of adcore.flatten."""
+
+    __slots__ = ()
+
+    def __call__(self, *flat: Any, call: Call | None = None) -> Any:
+        if call is None:
+            call = flat[-1]
+            flat = flat[:-1]
+        result = self.ref()(*flat, **call.kwargs) if call.kwargs else self.ref()(*flat)
+        if (
+            isinstance(result, _OUTPUT_ARRAYS)
+            and (call.out is None or call.out is LEAF)
+            and getattr(result, "dtype", _REAL).kind != "c"
+        ):
+            call.out = LEAF
+            return result
+        return flat_output(result, call, flat)  # a pytree or complex output, or one that changed
+
+
+_OUTPUT_ARRAYS = (np.ndarray, Tracer, np.generic, float, int)
+_REAL = np.dtype(float)  # the dtype of an output without one (a Python number)
 
 
 def _sparse_only(sparse: bool, has_aux: bool, holomorphic: bool) -> None:

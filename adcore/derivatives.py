@@ -109,6 +109,9 @@ def _raise_typed(be: Backend, e: ValueError) -> None:
     ) from e
 
 
+_CALLERS_OF_F = ("adcore.flatten", "adcore.api")
+
+
 def _raised_in_f(e: BaseException) -> bool:
     """Whether e was raised by f's own code (or NumPy's called from it): the traceback passes
     through the call of f, and the frame that raised it is not adcore's."""
@@ -117,8 +120,8 @@ def _raised_in_f(e: BaseException) -> bool:
     while tb is not None:
         frames.append(tb.tb_frame)
         tb = tb.tb_next
-    through_f = any(  # flatten.Flat.__call__, which calls f
-        frame.f_code.co_name == "__call__" and frame.f_globals.get("__name__") == "adcore.flatten"
+    through_f = any(  # flatten.Flat.__call__, or the plain-array path's (adcore.api), which call f
+        frame.f_code.co_name == "__call__" and frame.f_globals.get("__name__") in _CALLERS_OF_F
         for frame in frames
     )
     raiser = frames[-1].f_globals.get("__name__", "") if frames else ""

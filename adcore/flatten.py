@@ -43,9 +43,7 @@ def flatten_args(
         flat = list(args)
         if check:
             for n in nums:
-                flat[n] = inputs.differentiable_input(
-                    args[n], f"argument {n}" if where is None else where[n]
-                )
+                flat[n] = inputs.differentiable_input(args[n], f"argument {n}" if where is None else where[n])
         return flat, Layout(None, None, flat)
     label = (lambda n: where[n]) if where is not None else (lambda n: f"argument {n}")
     flat, defs, positions = [], [], {}
@@ -170,7 +168,7 @@ class Flat:
 
     @classmethod
     def of(cls, f: Callable[..., Any], layout: Layout, has_aux: bool) -> Flat:
-        key = (layout.key, has_aux)
+        key = (cls, layout.key, has_aux)  # (a subclass, adcore.api's plain-array one, has its own)
         entry = cls._cache.get(id(f))
         if entry is None or entry[0]() is not f:
             ident = id(f)
@@ -201,14 +199,7 @@ class Flat:
         result = self.ref()(*args, **call.kwargs) if call.kwargs else self.ref()(*args)
         if self.has_aux:
             result, call.aux = split_aux(result)
-        if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
-            # one real array, as at every call before (or a complex step's complex one)
-            if (call.out is None or call.out is LEAF) and (
-                getattr(result, "dtype", _REAL).kind != "c" or call.stepped(flat)
-            ):
-                call.out = LEAF
-                return result
-        return _flat_output(result, call, flat)
+        return flat_output(result, call, flat)
 
     def bind(self, call: Call) -> Callable[..., Any]:
         """The flat function with `call` in place, for jvp and vjp (whose engine calls differentiate
@@ -224,6 +215,18 @@ def split_aux(result: Any) -> tuple[Any, Any]:
             + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
         )
     return result[0], result[1]
+
+
+def flat_output(result: Any, call: Call, flat: Sequence[Any]) -> Any:
+    """What f returned at the `flat` arguments, as one array for the engine (_flat_output)."""
+    if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
+        # one real array, as at every call before (or a complex step's complex one)
+        if (call.out is None or call.out is LEAF) and (
+            getattr(result, "dtype", _REAL).kind != "c" or call.stepped(flat)
+        ):
+            call.out = LEAF
+            return result
+    return _flat_output(result, call, flat)
 
 
 def _flat_output(result: Any, call: Call, flat: Sequence[Any] = ()) -> Any:
