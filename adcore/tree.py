@@ -10,34 +10,52 @@ namespace "adcore", so they do not change how other optree users see a class.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import optree
 
 from adcore.core import Tracer
 from adcore.errors import InvalidInputError, InvalidValueError
 
+# optree is imported by the first pytree call, not by `import adcore`: a grad of plain arrays
+# needs none of it (each function imports it; after the first, that is a dictionary look-up).
+if TYPE_CHECKING:
+    from optree import PyTreeSpec as TreeDef
+
 NAMESPACE = "adcore"
 
-TreeDef = optree.PyTreeSpec
+
+def __getattr__(name: str) -> Any:
+    if name == "TreeDef":  # optree's PyTreeSpec, imported when first asked for
+        import optree
+
+        return optree.PyTreeSpec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class _ChildEntry(optree.GetAttrEntry):
-    """A registered class's child in a path: `.w` where flatten names its children, else its
-    position, `[<child 1>]` (optree numbers the children of the two-item form)."""
+@functools.cache
+def _child_entry() -> type:
+    """The path entry of a registered class's children (an optree class, so made on first use)."""
+    import optree
 
-    __slots__ = ()
+    class _ChildEntry(optree.GetAttrEntry):
+        """A registered class's child in a path: `.w` where flatten names its children, else its
+        position, `[<child 1>]` (optree numbers the children of the two-item form)."""
 
-    def __call__(self, obj: Any) -> Any:
-        if isinstance(self.entry, str):
-            return super().__call__(obj)
-        return optree.tree_flatten_one_level(obj, none_is_leaf=False, namespace=NAMESPACE)[0][self.entry]
+        __slots__ = ()
 
-    def codify(self, node: str = "") -> str:
-        return super().codify(node) if isinstance(self.entry, str) else f"{node}[<child {self.entry}>]"
+        def __call__(self, obj: Any) -> Any:
+            if isinstance(self.entry, str):
+                return super().__call__(obj)
+            return optree.tree_flatten_one_level(obj, none_is_leaf=False, namespace=NAMESPACE)[0][self.entry]
+
+        def codify(self, node: str = "") -> str:
+            return super().codify(node) if isinstance(self.entry, str) else f"{node}[<child {self.entry}>]"
+
+    return _ChildEntry
 
 
 def register(cls: type, flatten: Callable[[Any], tuple], unflatten: Callable[[Any, Iterable], Any]) -> type:
@@ -49,9 +67,11 @@ def register(cls: type, flatten: Callable[[Any], tuple], unflatten: Callable[[An
         flat = flatten(obj)
         return flat if len(flat) == 3 else (flat[0], flat[1], None)
 
+    import optree
+
     try:
         return optree.register_pytree_node(
-            cls, flatten_named, unflatten, path_entry_type=_ChildEntry, namespace=NAMESPACE
+            cls, flatten_named, unflatten, path_entry_type=_child_entry(), namespace=NAMESPACE
         )
     except ValueError as e:  # optree's: already registered, or a built-in container
         raise InvalidValueError(
@@ -78,30 +98,42 @@ def register_dataclass(cls: type) -> type:
 
 def flatten(tree: Any) -> tuple[list, TreeDef]:
     """The leaves of `tree` (in a fixed order: dict keys sorted) and its structure."""
+    import optree
+
     return optree.tree_flatten(tree, none_is_leaf=False, namespace=NAMESPACE)
 
 
 def unflatten(treedef: TreeDef, leaves: Iterable) -> Any:
     """The tree of structure `treedef` with these leaves."""
+    import optree
+
     return optree.tree_unflatten(treedef, leaves)
 
 
 def structure(tree: Any) -> TreeDef:
+    import optree
+
     return optree.tree_structure(tree, none_is_leaf=False, namespace=NAMESPACE)
 
 
 def leaves(tree: Any) -> list:
+    import optree
+
     return optree.tree_leaves(tree, none_is_leaf=False, namespace=NAMESPACE)
 
 
 def map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """f applied to each leaf of `tree` (and the leaves at the same places in `rest`)."""
+    import optree
+
     return optree.tree_map(f, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)
 
 
 def paths(treedef: TreeDef, prefix: str = "") -> list[str]:
     """Each leaf's path as a string for messages: `paths(structure(p), "argument 0")` gives
     `"argument 0['layers'][1]['w']"`."""
+    import optree
+
     return [accessor.codify(prefix) for accessor in optree.treespec_accessors(treedef)]
 
 
