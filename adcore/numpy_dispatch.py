@@ -195,10 +195,18 @@ def _split_numpy_call(op: Any, func: Any, args: tuple, kwargs: dict) -> tuple[tu
     return inputs, params
 
 
+def _numpy_op(func: Any) -> Any:
+    """The op a NumPy function stands for, or None: one dict get in the loaded registry when it
+    knows func, else the registry's lookup (names resolved late, more plugins loaded)."""
+    loaded = ops.loaded_registry
+    op = None if loaded is None else loaded.numpy_ops.get(func)
+    return op if op is not None else ops.registry().numpy_op(func)
+
+
 def ufunc_call(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     """A ufunc (or its reduce/accumulate/outer) called on traced values, out= already refused."""
     if method == "__call__" and not kwargs:
-        op = ops.registry().numpy_op(ufunc)
+        op = _numpy_op(ufunc)
         if op is not None:
             return op(*inputs)
         if _is_predicate(ufunc):
@@ -217,7 +225,7 @@ def function_call(func: Any, args: tuple, kwargs: dict) -> Any:
     if func in _INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
         # an index (argsort, argmax, np.where(cond), ...) has no derivative: the plain answer
         return plain_index(func, *args, **kwargs)
-    op = ops.registry().numpy_op(func)
+    op = _numpy_op(func)
     if op is not None:
         inputs, params = _split_numpy_call(op, func, args, kwargs)
         # a variadic op's inputs as one list: else a first input that is a list (np.concatenate(

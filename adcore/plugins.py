@@ -97,6 +97,7 @@ def _refuse_reentry(what: str) -> None:
 def _set(registry: Registry | None) -> None:
     global _registry
     _registry = registry
+    ops.use_loaded_registry(registry)  # numpy_dispatch's per-call op lookup reads it
 
 
 def reset() -> None:

@@ -14,7 +14,9 @@ import adcore
 
 ADCORE = Path(adcore.__file__).resolve().parent
 PLUGINS = ADCORE.parent / "plugins"
-BOUND = 21  # measured: api, derivatives, flatten, backend, core, array_tracer, numpy_dispatch, ...
+BOUND = (
+    17  # measured: api, derivatives, core, array_tracer, numpy_dispatch, plugins, spec, ops/reductions, ...
+)
 
 
 def files_run(call) -> set[str]:
@@ -59,3 +61,19 @@ def test_a_pytree_argument_goes_through_the_boundary():
     g(x)
     files = files_run(lambda: g(x))
     assert "adcore/tree.py" in files  # the scan would see the boundary were the fast path not taken
+
+
+def test_the_per_call_op_lookup_reads_the_registry_loaded_now(clean_plugins):
+    # numpy_dispatch finds np.sin's op by one dict get in ops.loaded_registry, which adcore.plugins
+    # hands down each time the registry changes: a reset (a plugin blocked, a backend registered)
+    # leaves nothing stale there
+    from adcore import ops, plugins
+
+    first = plugins.loaded_registry()
+    assert ops.loaded_registry is first
+    plugins.reset()
+    assert ops.loaded_registry is None
+    g = adcore.grad(lambda x: np.sum(np.sin(x)))
+    assert np.allclose(g(np.ones(2)), np.cos(np.ones(2)))
+    assert ops.loaded_registry is plugins.loaded_registry()
+    assert ops.loaded_registry is not first

@@ -97,6 +97,17 @@ def registry() -> Any:
     return _get_registry()
 
 
+# The registry as loaded so far, handed down by adcore.plugins each time it changes (None before the
+# first load and after a reset): the op a NumPy function stands for is one dict get in it per call,
+# and a miss asks registry().numpy_op, which may load more plugins
+loaded_registry: Any = None
+
+
+def use_loaded_registry(registry: Any) -> None:
+    global loaded_registry
+    loaded_registry = registry
+
+
 def __getattr__(name: str) -> OpSpec:
     if name.startswith("__"):
         raise AttributeError(name)
