@@ -75,8 +75,13 @@ class Registry:
         return self
 
     def _load_more(self, until: str | None) -> bool:
+        """Whether to look again after a miss: True if plugins were left to load when it missed,
+        loaded now by this call or, meanwhile, by another thread (then the stages are all in)."""
         more = self.more
-        return more is not None and more(until)
+        if more is None:
+            return False
+        more(until)
+        return True
 
     # --- registering ------------------------------------------------------------
     def add_kind(self, name: str, kind: RuleKind, plugin: str) -> None:

@@ -115,3 +115,25 @@ def test_a_rule_for_an_op_that_never_comes_fails_its_plugin_alone(register_plugi
         registry = get_registry()  # none brings never_op: "early" fails, as loading all at once does
     assert "never_op" in registry.plugins["early"].error
     assert "early" not in adcore.backends() and "late_op" in adcore.ops
+
+
+def test_threads_missing_at_once_each_find_what_another_thread_loaded():
+    # a thread that misses while another loads the last stage must look again, not report the
+    # backend or op missing (the registry it then reads is the complete one)
+    code = (
+        "import json, threading, numpy as np, adcore\n"
+        "barrier, found = threading.Barrier(8), []\n"
+        "def call(i):\n"
+        "    barrier.wait()\n"
+        "    try:\n"
+        "        name = ('reverse', 'forward', 'symbolic', 'numeric')[i % 4]\n"
+        "        found.append(round(float(adcore.grad(lambda x: np.sum(np.sin(x)), backend=name)(np.zeros(1))[0]), 6))\n"
+        "        found.append(adcore.ops['gammaln'].name)\n"
+        "    except Exception as e:\n"
+        "        found.append(repr(e))\n"
+        "threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print(json.dumps(sorted(map(str, found))))"
+    )
+    for _ in range(3):
+        assert _run(code) == ["1.0"] * 8 + ["gammaln"] * 8
