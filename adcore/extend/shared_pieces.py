@@ -12,7 +12,6 @@ import numpy as np
 
 from adcore.core import concrete
 from adcore.errors import LinearAlgebraError
-from adcore.ops.decomposition_rules import block_average, degenerate_blocks
 from adcore.ops.reductions import mean
 
 
@@ -30,6 +29,9 @@ def ties_averaged(v: Any, values: Any, tol: Any) -> Any:
     equally, as max's. The derivative of a symmetric function of the values is unchanged (exact,
     as it is equal within a block), and the others (w[0] at a repeated eigenvalue, no derivative)
     get a subgradient that does not depend on LAPACK's basis of the eigenspace."""
+    # imported here: import adcore then compiles no decomposition rules (only a rule's call needs them)
+    from adcore.ops.decomposition_rules import block_average, degenerate_blocks
+
     same = degenerate_blocks(values, tol)
     return block_average(v, same) if np.any(same & ~np.eye(same.shape[-1], dtype=bool)) else v
 
