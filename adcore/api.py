@@ -363,7 +363,9 @@ def _derivative_function(
                     )
                 else:  # one array out
                     picked = result.jacobians[0] if type(argnums) is int else result.jacobians
-                return _detached((out.value(result.value), picked) if want_value else picked, args)
+                if want_value:
+                    return _detached((out.value(result.value), picked), args)
+                return picked if picked.__class__ is np.ndarray else _detached(picked, args)
         flat, layout = flatten_args(args, nums, check=False)  # the engine checks the flat args
         flat_f = flats.get(layout.key)
         if flat_f is None:

@@ -147,15 +147,12 @@ def value_and_jacobian(
     backend asked for the same argument twice would split (or double) its derivative.
     """
     unique = tuple(dict.fromkeys(argnums)) if len(argnums) > 1 else argnums
-    args = list(args)
     for i in unique:
         a = args[i]
-        if not (
-            a.__class__ is np.ndarray and a.dtype.char in "fd"
-        ):  # float32/64: the common case, checked at no cost
-            args[i] = float_input(a, f"argument {i}")
+        if not (a.__class__ is np.ndarray and a.dtype.char in "fd"):  # float32/64: checked at no cost
+            args = (*args[:i], float_input(a, f"argument {i}"), *args[i + 1 :])
     try:  # typed_errors_of_f, inline: the hot path's try costs nothing
-        value, jacobians, errors = _jacobians(be, f, tuple(args), unique, scalar, want_value, options)
+        value, jacobians, errors = _jacobians(be, f, args, unique, scalar, want_value, options)
     except ValueError as e:
         _raise_typed(be, e)
         raise
