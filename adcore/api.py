@@ -13,14 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from adcore import complex_split, derivatives, inputs, tree
+from adcore import derivatives, inputs, tree
 from adcore import sparse as _sparse
 from adcore.complex_split import Split
 from adcore.core import Tracer
 from adcore.derivatives import get_backend
 from adcore.errors import (
     AdcoreError,
-    ComplexValueError,
     InvalidArgnumsError,
     InvalidInputError,
     keywords_checked,
@@ -36,7 +35,15 @@ from adcore.flatten import (
     rebuild,
 )
 from adcore.plugins import get_registry
-from adcore.results import aux_of, holomorphic_arguments, holomorphic_scalar, name_parts, next_level, pick
+from adcore.results import (
+    aux_of,
+    detached,
+    holomorphic_arguments,
+    holomorphic_scalar,
+    name_parts,
+    next_level,
+    pick,
+)
 
 Argnums = int | Sequence[int]
 
@@ -91,7 +98,7 @@ def differentiate(
     jvp/pullback/difference per color; `chunk_size` bounds the colors per jvp call.
     """
     if sparse or sparsity is not None or local:
-        _sparse_only(sparse, has_aux, holomorphic)
+        _sparse.sparse_only(sparse, has_aux, holomorphic)
         return _sparse.jacobian_function(f, argnums, backend, sparsity, local, options)
     return _derivative_function(
         f, backend, argnums, has_aux, options, scalar=False, want_value=False, holomorphic=holomorphic
@@ -184,14 +191,14 @@ def hessian(
     """
     inner, outer = _inner_outer(f, backend, inner, outer)
     if sparse or sparsity is not None or local:
-        _sparse_only(sparse, has_aux, False)
+        _sparse.sparse_only(sparse, has_aux, False)
         return _sparse.hessian_function(f, argnums, inner, outer, sparsity, local)
     # with has_aux the inner derivative returns (J, aux), and the outer takes that aux as its own
     second = differentiate(differentiate(f, inner, argnums, has_aux=has_aux), outer, argnums, has_aux=has_aux)
 
     @functools.wraps(f)
     def hessian_of(*args: Any, **kwargs: Any) -> Any:
-        _refuse_complex("hessian", args, argnums)
+        inputs.real_arguments("hessian", args, argnums)
         return second(*args, **kwargs)
 
     return hessian_of
@@ -224,7 +231,7 @@ def hvp(
                 "positional argument(s)"
             )
         *args, v = args_and_v
-        _refuse_complex("hvp", args, argnums)
+        inputs.real_arguments("hvp", args, argnums)
         nums = inputs.normalize_argnums(argnums, len(args))
         if len(set(nums)) < len(nums):
             raise InvalidArgnumsError(f"hvp: argnums {argnums!r} names an argument twice; name each once")
@@ -299,13 +306,13 @@ def vjp(
         name_parts(e, None, split)
         raise
     out_def = output_of(call, f, primals)
-    out = _detached(out_def.value(flat_out), flat)
+    out = detached(out_def.value(flat_out), flat)
 
     def vjp_fn(cotangent: Any) -> tuple:
         cts = pullback(out_def.cotangent(cotangent, flat_out))
         if split is not None:  # a complex primal's cotangent is gx - 1j*gy (JAX's)
             cts = split.cotangents(flat, cts)
-        return _detached(tuple(cts) if layout.defs is None else tuple(rebuild(layout.defs, cts)), flat)
+        return detached(tuple(cts) if layout.defs is None else tuple(rebuild(layout.defs, cts)), flat)
 
     if has_aux:
         return out, vjp_fn, aux_of(be, call, level, f, primals, {})
@@ -364,8 +371,8 @@ def _derivative_function(
                 else:  # one array out
                     picked = result.jacobians[0] if type(argnums) is int else result.jacobians
                 if want_value:
-                    return _detached((out.value(result.value), picked), args)
-                return picked if picked.__class__ is np.ndarray else _detached(picked, args)
+                    return detached((out.value(result.value), picked), args)
+                return picked if picked.__class__ is np.ndarray else detached(picked, args)
         flat, layout = flatten_args(args, nums, check=False)  # the engine checks the flat args
         flat_f = flats.get(layout.key)
         if flat_f is None:
@@ -404,7 +411,7 @@ def _derivative_function(
             picked = ((value, aux_of(be, call, level, f, args, kwargs)) if has_aux else value, picked)
         elif has_aux:
             picked = (picked, aux_of(be, call, level, f, args, kwargs))
-        return _detached(picked, flat)
+        return detached(picked, flat)
 
     return derivative
 
@@ -444,31 +451,8 @@ _OUTPUT_ARRAYS = (np.ndarray, Tracer, np.generic, float, int)
 _REAL = np.dtype(float)  # the dtype of an output without one (a Python number)
 
 
-def _sparse_only(sparse: bool, has_aux: bool, holomorphic: bool) -> None:
-    """sparsity= and local= belong to sparse=True, which takes neither has_aux nor holomorphic."""
-    if sparse is not True:
-        raise InvalidInputError(
-            f"sparsity= and local= are options of sparse derivatives: add sparse=True (got sparse={sparse!r})"
-        )
-    if has_aux or holomorphic:
-        raise InvalidInputError(
-            "sparse=True takes neither has_aux nor holomorphic: it differentiates a real function of one "
-            "real array returning one array (call f yourself for its aux)"
-        )
-
-
 def _real_positions(n: int, split: Split | None) -> tuple[int, ...]:
     return tuple(i for i in range(n) if split is None or i not in split.positions)
-
-
-def _refuse_complex(what: str, args: Sequence[Any], argnums: Argnums) -> None:
-    """hessian and hvp take real arguments only, for now."""
-    for n in inputs.normalize_argnums(argnums, len(args)):
-        if any(complex_split.is_complex(x) for x in tree.leaves(args[n])):
-            raise ComplexValueError(
-                f"{what} of a complex argument (argument {n}) is not supported yet: split it into real and "
-                f"imaginary parts yourself (f(x + 1j*y) of real x and y) and take the {what} of that"
-            )
 
 
 def _jvp(
@@ -503,34 +487,4 @@ def _jvp(
         name_parts(e, None, split)
         raise
     out_def = output_of(call, f, primals)
-    return _detached(out_def.value(out), flat), _detached(out_def.value(tangent_out), flat)
-
-
-def _detached(result: Any, args: Sequence[Any]) -> Any:
-    """`result` with every eager value (a tracer of level 0, of no transformation: an eager reverse
-    Tensor f closed over) as its plain array: a derivative at plain arguments is plain arrays, as
-    torch.autograd.grad's without create_graph. Tracers of transformations open outside (a nested
-    derivative) stay, and so does everything when an argument is itself eager (a rule run by
-    backward(create_graph=True), checkpoint's and custom_vjp's, records its derivative)."""
-    if isinstance(result, _PLAIN) or (
-        result.__class__ is tuple and all(isinstance(r, _PLAIN) for r in result)
-    ):
-        return result  # the common cases, plain already
-    if any(_eager(a) for a in args):
-        return result
-    if isinstance(result, Tracer):  # the common case, one array, costs one check
-        return _plain_below(result)
-    return tree.map(_plain_below, result)
-
-
-_PLAIN = (np.ndarray, np.generic)
-
-
-def _eager(x: Any) -> bool:
-    return isinstance(x, Tracer) and x._trace.level == 0
-
-
-def _plain_below(x: Any) -> Any:
-    while isinstance(x, Tracer) and x._trace.level == 0:
-        x = x.value
-    return x
+    return detached(out_def.value(out), flat), detached(out_def.value(tangent_out), flat)

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from adcore import complex_split, tree
 from adcore.core import Tracer
-from adcore.errors import InvalidArgnumsError, InvalidInputError, InvalidValueError
+from adcore.errors import ComplexValueError, InvalidArgnumsError, InvalidInputError, InvalidValueError
 
 
 def normalize_argnums(argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
@@ -119,3 +120,13 @@ def check_cotangent(cotangent: Any, out: Any, where: str = "f's output") -> Any:
             f"{np.shape(out)}; a cotangent weighs each output element, so pass one of shape {np.shape(out)}"
         )
     return cotangent
+
+
+def real_arguments(what: str, args: Sequence[Any], argnums: int | Sequence[int]) -> None:
+    """hessian and hvp take real arguments only, for now."""
+    for n in normalize_argnums(argnums, len(args)):
+        if any(complex_split.is_complex(x) for x in tree.leaves(args[n])):
+            raise ComplexValueError(
+                f"{what} of a complex argument (argument {n}) is not supported yet: split it into real and "
+                f"imaginary parts yourself (f(x + 1j*y) of real x and y) and take the {what} of that"
+            )

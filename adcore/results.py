@@ -9,6 +9,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from adcore import complex_split, tree
 from adcore.complex_split import Split
 from adcore.core import Trace, Tracer, new_trace
@@ -161,3 +163,33 @@ def aux_of(be: Any, call: Call, level: int, f: Callable[..., Any], args: Sequenc
         return x
 
     return tree.map(lower, aux)
+
+
+def detached(result: Any, args: Sequence[Any]) -> Any:
+    """`result` with every eager value (a tracer of level 0, of no transformation: an eager reverse
+    Tensor f closed over) as its plain array: a derivative at plain arguments is plain arrays, as
+    torch.autograd.grad's without create_graph. Tracers of transformations open outside (a nested
+    derivative) stay, and so does everything when an argument is itself eager (a rule run by
+    backward(create_graph=True), checkpoint's and custom_vjp's, records its derivative)."""
+    if isinstance(result, _PLAIN) or (
+        result.__class__ is tuple and all(isinstance(r, _PLAIN) for r in result)
+    ):
+        return result  # the common cases, plain already
+    if any(_eager(a) for a in args):
+        return result
+    if isinstance(result, Tracer):  # the common case, one array, costs one check
+        return _plain_below(result)
+    return tree.map(_plain_below, result)
+
+
+_PLAIN = (np.ndarray, np.generic)
+
+
+def _eager(x: Any) -> bool:
+    return isinstance(x, Tracer) and x._trace.level == 0
+
+
+def _plain_below(x: Any) -> Any:
+    while isinstance(x, Tracer) and x._trace.level == 0:
+        x = x.value
+    return x

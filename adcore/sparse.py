@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adcore import derivatives, inputs, tree
-from adcore.errors import MissingDependencyError, keywords_checked
+from adcore.errors import InvalidInputError, MissingDependencyError, keywords_checked
 from adcore.plugins import get_registry
 
 
@@ -133,3 +133,16 @@ def hessian_sparsity(f: Callable[..., Any], argnums: int = 0, local: bool = Fals
     """The Hessian's pattern of a scalar f: `hessian_sparsity(f)(x)` is a symmetric bool
     csr_array (n, n), global unless local=True (as jacobian_sparsity)."""
     return provider().hessian_sparsity(f, argnums, local)
+
+
+def sparse_only(sparse: bool, has_aux: bool, holomorphic: bool) -> None:
+    """sparsity= and local= belong to sparse=True, which takes neither has_aux nor holomorphic."""
+    if sparse is not True:
+        raise InvalidInputError(
+            f"sparsity= and local= are options of sparse derivatives: add sparse=True (got sparse={sparse!r})"
+        )
+    if has_aux or holomorphic:
+        raise InvalidInputError(
+            "sparse=True takes neither has_aux nor holomorphic: it differentiates a real function of one "
+            "real array returning one array (call f yourself for its aux)"
+        )
