@@ -17,6 +17,7 @@ autograd, torch and jax are optional: a missing one prints "not installed".
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -113,14 +114,16 @@ def bench_per_call():
 
 
 # ----------------------------------------------------------------------------- 2. start-up
-def paired(code, baseline="import numpy"):
+def paired(code, env, baseline="import numpy"):
     """(median ms of code's process, median ms of baseline's, median of the pairwise differences)."""
     mine, base, diff = [], [], []
+    for c in (code, baseline):  # a warm-up pair: where bytecode may be written, it is, before timing
+        subprocess.run([sys.executable, "-c", c], check=True, env=env)
     for _ in range(PAIRS):
         times = []
         for c in (code, baseline):
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", c], check=True)
+            subprocess.run([sys.executable, "-c", c], check=True, env=env)
             times.append((time.perf_counter() - t0) * 1e3)
         mine.append(times[0])
         base.append(times[1])
@@ -142,10 +145,31 @@ def bench_startup():
     cases = [("import adcore", "import adcore", 50.0), ("import + first grad", FIRST_GRAD, 150.0)]
     if autograd:
         cases.append(("autograd import+grad", AUTOGRAD_FIRST, None))
-    for label, code, target in cases:
-        mine, base, over = paired(code)
-        goal = cell(f"<= {target:.0f} {verdict(over, target)}") if target else cell("-")
-        row(label, cell(mine, fmt="{:.1f}"), cell(base, fmt="{:.1f}"), cell(over, fmt="{:.1f}"), goal)
+    # as this environment runs Python, and with bytecode caches (__pycache__), an installed package's
+    # usual case: where PYTHONDONTWRITEBYTECODE=1 is set, every process compiles adcore's modules anew
+    as_set = dict(os.environ)
+    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    runs = (
+        [("", cached)]
+        if "PYTHONDONTWRITEBYTECODE" not in os.environ
+        else [
+            ("without bytecode caches, as this environment runs Python", as_set),
+            ("with bytecode caches", cached),
+        ]
+    )
+    for heading, env in runs:
+        if heading:
+            print(f"  {heading}:")
+        for label, code, target in cases:
+            mine, base, over = paired(code, env)
+            goal = cell(f"<= {target:.0f} {verdict(over, target)}") if target else cell("-")
+            row(
+                label,
+                cell(mine, fmt="{:.1f}"),
+                cell(base, fmt="{:.1f}"),
+                cell(over, fmt="{:.1f}"),
+                goal,
+            )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +42,12 @@ def run(script: str, checkout: Path | None) -> str:
     if checkout is not None:
         env["PYTHONPATH"] = python_path(checkout)
     done = subprocess.run(
-        [sys.executable, script], capture_output=True, text=True, env=env, cwd=HERE.parent, check=False
+        [sys.executable, *shlex.split(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=HERE.parent,
+        check=False,
     )
     return done.stdout
 
@@ -88,7 +94,11 @@ def compare(script: str, before: Path, rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path, help="a checkout of the 'before' revision (git worktree add)")
-    parser.add_argument("scripts", nargs="+", help="benchmark scripts, e.g. benchmarks/bench_reverse.py")
+    parser.add_argument(
+        "scripts",
+        nargs="+",
+        help="benchmark scripts, e.g. benchmarks/bench_reverse.py; quoted with their arguments: 'benchmarks/gradbench/run.py --quick'",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     for script in args.scripts:
