@@ -10,24 +10,26 @@ The core op catalogue is essential: it is always loaded and cannot be blocked.
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 import sys
 import threading
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pluggy
 
 from adcore import hookspecs, ops
 from adcore.errors import PluginError
+from adcore.plugin_candidates import (
+    ESSENTIAL,
+    Candidate,
+    candidates,
+    normalize,
+    owners,
+)
 from adcore.registry import PluginRecord, Registry
 
 ENTRY_POINT_GROUP = "adcore"
-ESSENTIAL = "core"
 HOOKS = (
     "adcore_register_ops",
     "adcore_register_rules",
@@ -35,12 +37,6 @@ HOOKS = (
     "adcore_register_cases",
     "adcore_register_optimizers",
 )
-
-ESSENTIAL_DIST = "adcore"
-# The naming convention that makes first-party plugins data, not a list to keep up to date: the
-# plugin named N is the entry point N of the distribution adcore-N (plugins/<N>/ and
-# examples/adcore-<N>/ are shipped so), and that distribution owns N wherever it is installed.
-OWNER_PREFIX = "adcore-"
 
 
 class _Essential:
@@ -161,29 +157,6 @@ def forget_user_op(name: str) -> None:
     _freed.append(name)
 
 
-def _names(variable: str) -> set[str]:
-    return {n.strip() for n in os.environ.get(variable, "").split(",") if n.strip()}
-
-
-def _wanted(name: str) -> bool:
-    allow, block = _names("ADCORE_PLUGINS"), _names("ADCORE_BLOCK_PLUGINS")
-    if name in block:
-        return False
-    if os.environ.get("ADCORE_DISABLE_PLUGIN_AUTOLOAD") == "1" or allow:
-        return name in allow
-    return True
-
-
-@dataclass
-class _Candidate:
-    """A plugin that may load: its name, where it comes from, and how to get the plugin object."""
-
-    name: str
-    version: str
-    dist: str
-    get: Callable[[], Any]
-
-
 def load() -> Registry:
     """A fresh registry with the core loaded; the other plugins load when a lookup misses (_Loader)."""
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
@@ -191,12 +164,12 @@ def load() -> Registry:
     if os.environ.get("ADCORE_DEBUG") == "1":
         pm.trace.root.setwriter(lambda message: sys.stderr.write(message))
         pm.enable_tracing()
-    refused: list[tuple[_Candidate, str]] = []
+    refused: list[tuple[Candidate, str]] = []
     found = _entry_points(refused)
-    owners = _owners(found)
+    owner_of = owners(found)
     # a backend named N means plugin N of adcore-N (first_party), also when that plugin is blocked
-    registry = Registry(reserved={("backend", name): name for name in owners if name != ESSENTIAL})
-    loader = _Loader(pm, registry, _candidates(found, owners, refused), refused)
+    registry = Registry(reserved={("backend", name): name for name in owner_of if name != ESSENTIAL})
+    loader = _Loader(pm, registry, candidates(found, owner_of, refused, ESSENTIAL_PLUGIN, _by_hand), refused)
     loader.load(ESSENTIAL)
     return registry
 
@@ -211,8 +184,8 @@ class _Loader:
         self,
         pm: pluggy.PluginManager,
         registry: Registry,
-        candidates: list[_Candidate],
-        refused: list[tuple[_Candidate, str]],
+        candidates: list[Candidate],
+        refused: list[tuple[Candidate, str]],
     ) -> None:
         self.pm, self.registry, self.remaining, self.refused = pm, registry, candidates, refused
         self.waiting: list[tuple[str, str, Any, str]] = []  # (kind, op, rule, plugin)
@@ -291,71 +264,7 @@ class _Loader:
 
 def first_party() -> dict[str, str]:
     """The first-party plugin names installed, each with the only distribution that may provide it."""
-    return _owners(_entry_points([]))
-
-
-def _owners(found: list[Any]) -> dict[str, str]:
-    """Who owns which plugin name: the core, and each entry point N of a distribution adcore-N."""
-    owners = {ESSENTIAL: ESSENTIAL_DIST}
-    for ep in found:
-        dist = _dist(ep)
-        if dist == _normalize(OWNER_PREFIX + ep.name):
-            owners.setdefault(ep.name, dist)
-    return owners
-
-
-def _dist(ep: Any) -> str:
-    return _normalize(getattr(ep.dist, "name", None) or "")  # (metadata may lack a Name)
-
-
-def _candidates(
-    found: list[Any], owners: dict[str, str], refused: list[tuple[_Candidate, str]]
-) -> list[_Candidate]:
-    """Every plugin to load, in load order; the refused ones go to `refused`, with the reason.
-
-    The order decides every clash (the later plugin is the one refused), so it is fixed: the core,
-    the first-party plugins (those in `owners`) by name, the other entry points by name, then the
-    plugins registered by hand in the order they were.
-    """
-    wanted = []
-    # (Entry points are not told apart by isinstance: with the importlib_metadata backport
-    # imported, as Dask does, entry_points() may hand out the backport's EntryPoint class.)
-    for ep in found:
-        if not _wanted(ep.name):
-            continue
-        dist = _dist(ep)
-        candidate = _Candidate(ep.name, getattr(ep.dist, "version", None) or "", dist, ep.load)
-        owner = owners.get(ep.name, dist)
-        if owner != dist:  # refused by name, before its module is imported
-            reason = (
-                f"the distribution {dist} has an entry point {ep.name!r}, a plugin name that belongs to "
-                f"the distribution {owner} (adcore-<name> owns <name>, as every first-party plugin "
-                f"does). Uninstall it: pip uninstall {dist}"
-            )
-            refused.append((candidate, reason))
-            continue
-        wanted.append(candidate)
-    wanted.sort(key=lambda c: (c.name not in owners, c.name, c.dist))
-    wanted.insert(
-        0, _Candidate(ESSENTIAL, _version(ESSENTIAL_DIST), ESSENTIAL_DIST, lambda: ESSENTIAL_PLUGIN)
-    )
-    wanted += [
-        _Candidate(name, "", "", functools.partial(lambda obj: obj, obj))
-        for name, obj in _by_hand.items()
-        if name not in _names("ADCORE_BLOCK_PLUGINS")
-    ]
-    kept: dict[str, _Candidate] = {}
-    for candidate in wanted:
-        first = kept.get(candidate.name)
-        if first is None:
-            kept[candidate.name] = candidate
-        elif first.dist != candidate.dist:  # (the same distribution seen twice on sys.path is one)
-            where = f"the distribution {first.dist}" if first.dist else "registered by hand"
-            fix = f"pip uninstall {candidate.dist}" if candidate.dist else "register it under another name"
-            refused.append(
-                (candidate, f"a plugin of the same name ({where}) loads first. Rename or remove one: {fix}")
-            )
-    return list(kept.values())
+    return owners(_entry_points([]))
 
 
 def entry_points(group: str) -> Any:
@@ -371,7 +280,7 @@ def distributions() -> Any:
     return metadata.distributions()
 
 
-def _entry_points(refused: list[tuple[_Candidate, str]]) -> list[Any]:
+def _entry_points(refused: list[tuple[Candidate, str]]) -> list[Any]:
     """The "adcore" entry points; a distribution whose entry_points.txt cannot be parsed is refused."""
     try:
         return list(entry_points(group=ENTRY_POINT_GROUP))
@@ -379,7 +288,7 @@ def _entry_points(refused: list[tuple[_Candidate, str]]) -> list[Any]:
         pass
     found, seen = [], set()
     for dist in distributions():
-        name = _normalize(getattr(dist, "name", None) or "")
+        name = normalize(getattr(dist, "name", None) or "")
         if name in seen:  # as entry_points() does: the first on sys.path of each name
             continue
         seen.add(name)
@@ -387,7 +296,7 @@ def _entry_points(refused: list[tuple[_Candidate, str]]) -> list[Any]:
             found += dist.entry_points.select(group=ENTRY_POINT_GROUP)
         except Exception as e:
             if f"[{ENTRY_POINT_GROUP}]" in (dist.read_text("entry_points.txt") or ""):
-                candidate = _Candidate("entry_points.txt", dist.version or "", name, lambda: None)
+                candidate = Candidate("entry_points.txt", dist.version or "", name, lambda: None)
                 refused.append(
                     (
                         candidate,
@@ -397,7 +306,7 @@ def _entry_points(refused: list[tuple[_Candidate, str]]) -> list[Any]:
     return found
 
 
-def _register(pm: pluggy.PluginManager, registry: Registry, candidate: _Candidate) -> None:
+def _register(pm: pluggy.PluginManager, registry: Registry, candidate: Candidate) -> None:
     """Import one plugin and register it with pluggy; a failure is its own, reported by name."""
     name = candidate.name
     record = registry.plugins[name] = PluginRecord(name, candidate.version, candidate.dist)
@@ -476,7 +385,7 @@ def _call_hook(
         open_[0] = False
 
 
-def _refuse(registry: Registry, candidate: _Candidate, reason: str) -> None:
+def _refuse(registry: Registry, candidate: Candidate, reason: str) -> None:
     """Record a plugin that is not even imported, under "name (distribution)"."""
     key = f"{candidate.name} ({candidate.dist or 'by hand'})"
     record = registry.plugins[key] = PluginRecord(key, candidate.version, candidate.dist)
@@ -493,22 +402,8 @@ def _fail(record: PluginRecord, reason: str) -> None:
     warnings.warn(f"adcore plugin {record.name!r} was not loaded: {reason}", PluginWarning, stacklevel=4)
 
 
-def _normalize(dist: str) -> str:
-    """A distribution's name as pip compares them (PEP 503): adcore_reverse is adcore-reverse."""
-    return re.sub(r"[-_.]+", "-", dist).lower()
-
-
 class PluginWarning(UserWarning):
     """A plugin failed to load or register; the others are loaded."""
-
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return ""
 
 
 def failures() -> dict[str, str]:
