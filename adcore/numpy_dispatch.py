@@ -225,6 +225,10 @@ def function_call(func: Any, args: tuple, kwargs: dict) -> Any:
     if func in _INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
         # an index (argsort, argmax, np.where(cond), ...) has no derivative: the plain answer
         return plain_index(func, *args, **kwargs)
+    if func in _SHAPE_FUNCTIONS:  # a question about the shape or dtype, answered before any lookup
+        return func(*(stand_in(a) for a in args), **kwargs)  # (which may load every plugin on a miss)
+    if func in _LIKE_FUNCTIONS:
+        return func(stand_in(args[0]), *args[1:], **kwargs)
     op = _numpy_op(func)
     if op is not None:
         inputs, params = _split_numpy_call(op, func, args, kwargs)
@@ -234,10 +238,6 @@ def function_call(func: Any, args: tuple, kwargs: dict) -> Any:
     function = ops.NUMPY_FUNCTIONS.get(func)
     if function is not None:
         return function(*args, **kwargs)
-    if func in _SHAPE_FUNCTIONS:
-        return func(*(stand_in(a) for a in args), **kwargs)
-    if func in _LIKE_FUNCTIONS:
-        return func(stand_in(args[0]), *args[1:], **kwargs)
     method = _METHOD_FUNCTIONS.get(func)
     if method is not None and isinstance(args[0], Tracer):
         return getattr(args[0], method)(*args[1:], **kwargs)

@@ -137,3 +137,17 @@ def test_threads_missing_at_once_each_find_what_another_thread_loaded():
     )
     for _ in range(3):
         assert _run(code) == ["1.0"] * 8 + ["gammaln"] * 8
+
+
+def test_shape_questions_on_a_traced_value_load_no_more_plugins():
+    # np.shape, np.ndim, np.zeros_like, ... of a tracer are answered before any op lookup, whose
+    # miss would load every remaining plugin (sympy with symbolic) inside the user's first call
+    seen = _run(
+        "import sys, json, numpy as np, adcore\n"
+        "f = lambda x: np.sum(np.min(x, axis=0)) + np.ndim(x) * np.sum(np.zeros_like(x) + x) * np.shape(x)[0]\n"
+        "g = adcore.jvp(adcore.grad(f), (np.arange(6.0).reshape(3, 2),), (np.ones((3, 2)),), backend='forward')\n"
+        f"print(json.dumps({{'g': g[0].tolist(), 'plugins': {PLUGIN_MODULES}}}))"
+    )
+    # d/dx of sum(min over axis 0) is 1 at each column's minimum (row 0), plus 2 * 3 * 1 everywhere
+    assert seen["g"] == [[7.0, 7.0], [6.0, 6.0], [6.0, 6.0]]
+    assert not {"adcore_scipy", "adcore_symbolic"} & set(seen["plugins"])
