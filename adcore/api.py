@@ -16,7 +16,6 @@ import numpy as np
 from adcore import derivatives, inputs, tree
 from adcore import sparse as _sparse
 from adcore.complex_split import Split
-from adcore.core import Tracer
 from adcore.derivatives import get_backend
 from adcore.errors import (
     AdcoreError,
@@ -26,6 +25,8 @@ from adcore.errors import (
 )
 from adcore.flatten import (
     LEAF,
+    ONE_ARRAY,
+    REAL,
     Call,
     Flat,
     Layout,
@@ -438,17 +439,13 @@ class _PlainFlat(Flat):
             flat = flat[:-1]
         result = self.ref()(*flat, **call.kwargs) if call.kwargs else self.ref()(*flat)
         if (
-            isinstance(result, _OUTPUT_ARRAYS)
+            (result.__class__ is np.ndarray or isinstance(result, ONE_ARRAY))
             and (call.out is None or call.out is LEAF)
-            and getattr(result, "dtype", _REAL).kind != "c"
+            and getattr(result, "dtype", REAL).kind != "c"
         ):
             call.out = LEAF
             return result
         return flat_output(result, call, flat)  # a pytree or complex output, or one that changed
-
-
-_OUTPUT_ARRAYS = (np.ndarray, Tracer, np.generic, float, int)
-_REAL = np.dtype(float)  # the dtype of an output without one (a Python number)
 
 
 def _real_positions(n: int, split: Split | None) -> tuple[int, ...]:

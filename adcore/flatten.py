@@ -27,8 +27,9 @@ from adcore.errors import (
 # what a differentiated argument may be when it is one array, not a container (the common case)
 _ARRAYS = (np.ndarray, np.generic, Tracer, float)
 # what f may return as one output array (the engine's output check refuses what it must)
-_OUTPUT_ARRAYS = (Tracer, np.generic, float, int)
-_REAL = np.dtype(float)  # the dtype of an output without one (a Python number)
+# f returned one array: a plain ndarray (not a subclass: those take the full check) or one of these
+ONE_ARRAY = (Tracer, np.generic, float, int)
+REAL = np.dtype(float)  # the dtype of an output without one (a Python number)
 
 
 def flatten_args(
@@ -219,10 +220,10 @@ def split_aux(result: Any) -> tuple[Any, Any]:
 
 def flat_output(result: Any, call: Call, flat: Sequence[Any]) -> Any:
     """What f returned at the `flat` arguments, as one array for the engine (_flat_output)."""
-    if result.__class__ is np.ndarray or isinstance(result, _OUTPUT_ARRAYS):
+    if result.__class__ is np.ndarray or isinstance(result, ONE_ARRAY):
         # one real array, as at every call before (or a complex step's complex one)
         if (call.out is None or call.out is LEAF) and (
-            getattr(result, "dtype", _REAL).kind != "c" or call.stepped(flat)
+            getattr(result, "dtype", REAL).kind != "c" or call.stepped(flat)
         ):
             call.out = LEAF
             return result
