@@ -96,7 +96,7 @@ class EagerAPI:
                     f"it must return None or a gradient of this Tensor's shape {np.shape(g)} and "
                     f"dtype {np.result_type(g)}"
                 )
-            g, replaced = _copy(new), True  # the hook's own array may change before the next sweep
+            g, replaced = own_copy(new), True  # the hook's own array may change before the next sweep
         return g if replaced else given
 
     def backward(self, grad: Any = None, retain_graph: bool = False, create_graph: bool = False) -> None:
@@ -141,5 +141,6 @@ def _shape_and_dtype(x: Any) -> tuple[Any, Any]:
         return None, None
 
 
-def _copy(value: Any) -> Any:
+def own_copy(value: Any) -> Any:
+    """An ndarray copied (a caller or hook may write into the original later); else the value itself."""
     return value.copy(order="K") if isinstance(value, np.ndarray) else value

@@ -12,7 +12,7 @@ from adcore.core import Trace, bind_below, frozen_value
 from adcore.errors import InvalidInputError
 from adcore.plugins import loaded_registry
 from adcore_reverse import grad_mode
-from adcore_reverse.eager import EagerAPI
+from adcore_reverse.eager import EagerAPI, own_copy
 
 # Every Tensor gets the next number: a node is always numbered after its inputs, so
 # "newest first" is a topological order for the backward sweep.
@@ -59,7 +59,7 @@ class ReverseTrace(Trace):
         if grad_mode.is_recording(self.since):
             for i, a in enumerate(args):
                 if isinstance(a, Tensor) and a.requires_grad and a._trace is self and vjps[i] is not None:
-                    kept_ans = ans if self.owns_values else _copy(ans)
+                    kept_ans = ans if self.owns_values else own_copy(ans)
                     return _make(ans, self, op, params, args, primals, vjps, True, kept_ans)
         return _make(ans, self, None, None, None, None, None, False)
 
@@ -78,10 +78,6 @@ class EagerTrace(ReverseTrace):
     @property
     def vjp_rules(self) -> dict:
         return loaded_registry().rules["vjp"]
-
-
-def _copy(value: Any) -> Any:
-    return value.copy(order="K") if isinstance(value, np.ndarray) else value
 
 
 EAGER = EagerTrace()
