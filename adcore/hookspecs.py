@@ -3,7 +3,7 @@
 A plugin is any object or module with functions marked `@adcore.hookimpl` and named
 after these specs. It is found through the "adcore" entry-point group (or registered
 by hand with `adcore.plugins.register_plugin`). Hooks are called once per plugin when
-adcore first needs it, in this order: ops, rules, backends, cases, optimizers. Plugins load in
+adcore first needs it, in this order: kinds, ops, rules, backends, cases, optimizers. Plugins load in
 stages, in the load order below: the core at once, then as far as a lookup needs (a backend N:
 the plugins up to N; any other miss, or a listing: all), so `import adcore` imports none.
 Each receives a `register` callback, which works only until that hook returns; what one
@@ -27,6 +27,10 @@ import pluggy
 
 hookspec = pluggy.HookspecMarker("adcore")
 hookimpl = pluggy.HookimplMarker("adcore")
+
+
+class RegisterKind(Protocol):
+    def __call__(self, name: str, kind: RuleKind) -> None: ...
 
 
 class RegisterOp(Protocol):
@@ -92,6 +96,17 @@ class Joint:
     one call instead of k, each of cost k."""
 
     fn: Any
+
+
+@hookspec
+def adcore_register_kinds(register: RegisterKind) -> None:
+    """Declare rule kinds that no backend brings: call `register(name, kind)` with an
+    `adcore.hookspecs.RuleKind` for each.
+
+    A backend declares its own kinds in `Backend.rule_kinds`; a transformation that is not a
+    differentiator declares its kind here (the batching plugin's "batch", which `adcore.vmap`
+    reads). Called first, once per plugin; a kind has one contract, claimed by one plugin.
+    """
 
 
 @hookspec

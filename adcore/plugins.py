@@ -31,6 +31,7 @@ from adcore.registry import PluginRecord, Registry
 
 ENTRY_POINT_GROUP = "adcore"
 HOOKS = (
+    "adcore_register_kinds",
     "adcore_register_ops",
     "adcore_register_rules",
     "adcore_register_backends",
@@ -347,6 +348,7 @@ def _call_hook(
     stage, for its op."""
     name = ESSENTIAL if name.startswith(f"{ESSENTIAL}.") else name  # a part of the core is the core
     add = {
+        "adcore_register_kinds": registry.add_kind,
         "adcore_register_ops": registry.add_op,
         "adcore_register_rules": registry.add_rule,
         "adcore_register_backends": registry.add_backend,
