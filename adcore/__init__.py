@@ -24,6 +24,7 @@ from adcore.core import Trace, Tracer, bind, concrete
 from adcore.custom import custom_jvp, custom_vjp
 from adcore.errors import (
     AdcoreError,
+    BatchedConversionError,
     ComplexValueError,
     GradientError,
     GraphFreedError,
@@ -52,12 +53,14 @@ from adcore.hookspecs import hookimpl
 from adcore.results import Estimate
 from adcore.sparse import hessian_sparsity, jacobian_sparsity, prepare_hessian, prepare_jacobian
 from adcore.spec import Case, Domain, OpSpec, Sample
+from adcore.vmap import vmap
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AdcoreError",
     "Backend",
+    "BatchedConversionError",
     "Case",
     "Domain",
     "Estimate",
@@ -116,6 +119,7 @@ __all__ = [
     "unbroadcast",
     "value_and_grad",
     "vjp",
+    "vmap",
     "check_grads",
 ]
 

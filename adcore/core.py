@@ -250,7 +250,7 @@ class new_trace:
         if isinstance(error, (ValueError, TypeError)) and not isinstance(error, AdcoreError):
             cause = error.__cause__ or error.__context__
             if isinstance(cause, TracerConversionError):
-                raise TracerConversionError(*cause.args) from error
+                raise cause from error  # itself: vmap tells its own conversions by their class
 
 
 def traced_by(tracer: Tracer) -> str:
@@ -270,6 +270,8 @@ def stand_in(value: Any) -> Any:
 def concrete(value: Any) -> Any:
     """The plain value under any number of tracer levels (for comparisons, shapes and `bool`)."""
     while isinstance(value, Tracer):
+        if value.concrete_itself:
+            return value  # a vmap's batch of plain values, standing for one example's
         value = value._concrete_value()
     return value
 
@@ -282,6 +284,9 @@ class Tracer:
     """
 
     __slots__ = ("_trace", "value")
+    # True for a tracer that is itself a plain value as far as `concrete` is concerned: a vmap's
+    # BatchTracer, one example's value holding the whole batch (its comparisons are batched)
+    concrete_itself = False
 
     def _concrete_value(self) -> Any:
         return self.value

@@ -78,6 +78,21 @@ class TracerConversionError(AdcoreError, TypeError):
     which would cut it out of the derivative."""
 
 
+class BatchedConversionError(TracerConversionError):
+    """f converted a value vmap batches (`if x > 0`, float(x), np.asarray(x), an index read off it):
+    each example would have its own answer. vmap catches it to run f once per example (its
+    fallback="loop"); with fallback="error" it reaches the caller."""
+
+    def __init__(self, trace: object, what: str) -> None:
+        self.trace, self.what = trace, what
+        super().__init__(
+            f"{what} of a batched value inside vmap has no batched meaning: each example has its own. "
+            "Choose between values with anp.where(cond, a, b) instead of if/else on them, and compute "
+            "with adcore.numpy functions instead of float(x) or np.asarray(x), to keep f batched; "
+            "vmap(f, fallback='loop') (the default) runs f once per example instead."
+        )
+
+
 class ComplexValueError(AdcoreError, TypeError):
     """A complex value where adcore has no derivative for one yet: an op without complex rules
     on a traced complex value, hessian/hvp/checkpoint of a complex argument."""

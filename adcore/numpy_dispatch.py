@@ -37,7 +37,7 @@ def plain_index(func: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 # NumPy functions whose answer is an index, with no derivative: on a traced value, the plain one.
-_INDEX_FUNCTIONS = {
+INDEX_FUNCTIONS = {
     np.argsort,
     np.argmax,
     np.argmin,
@@ -52,7 +52,7 @@ _UFUNC_REDUCTIONS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.m
 _UFUNC_ACCUMULATIONS = {np.add: "cumsum", np.multiply: "cumprod"}
 
 
-def _is_predicate(ufunc: Any) -> bool:
+def is_predicate(ufunc: Any) -> bool:
     return all(t.endswith("?") for t in ufunc.types if "O" not in t)
 
 
@@ -61,7 +61,7 @@ def _ufunc_method(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     multiply(a[..., None, ...], b): the ops that stand for a ufunc's methods, or NotImplemented."""
     if method == "outer":
         op = ops.registry().numpy_op(ufunc)
-        if kwargs or len(inputs) != 2 or not (_is_predicate(ufunc) or (op is not None and op.elementwise)):
+        if kwargs or len(inputs) != 2 or not (is_predicate(ufunc) or (op is not None and op.elementwise)):
             return NotImplemented
         a, b = inputs
         a_shape = np.shape(a) if not isinstance(a, Tracer) else a.shape
@@ -195,7 +195,7 @@ def _split_numpy_call(op: Any, func: Any, args: tuple, kwargs: dict) -> tuple[tu
     return inputs, params
 
 
-def _numpy_op(func: Any) -> Any:
+def numpy_op(func: Any) -> Any:
     """The op a NumPy function stands for, or None: one dict get in the loaded registry when it
     knows func, else the registry's lookup (names resolved late, more plugins loaded)."""
     loaded = ops.loaded_registry
@@ -206,10 +206,10 @@ def _numpy_op(func: Any) -> Any:
 def ufunc_call(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     """A ufunc (or its reduce/accumulate/outer) called on traced values, out= already refused."""
     if method == "__call__" and not kwargs:
-        op = _numpy_op(ufunc)
+        op = numpy_op(ufunc)
         if op is not None:
             return op(*inputs)
-        if _is_predicate(ufunc):
+        if is_predicate(ufunc):
             # predicates (greater, isfinite, logical_and, ...) have no derivative
             return ufunc(*(concrete(x) for x in inputs))
     if method in ("reduce", "accumulate", "outer"):
@@ -222,14 +222,14 @@ def ufunc_call(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
 
 def function_call(func: Any, args: tuple, kwargs: dict) -> Any:
     """A NumPy function called on traced values (`__array_function__`)."""
-    if func in _INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
+    if func in INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
         # an index (argsort, argmax, np.where(cond), ...) has no derivative: the plain answer
         return plain_index(func, *args, **kwargs)
     if func in _SHAPE_FUNCTIONS:  # a question about the shape or dtype, answered before any lookup
         return func(*(stand_in(a) for a in args), **kwargs)  # (which may load every plugin on a miss)
     if func in _LIKE_FUNCTIONS:
         return func(stand_in(args[0]), *args[1:], **kwargs)
-    op = _numpy_op(func)
+    op = numpy_op(func)
     if op is not None:
         inputs, params = _split_numpy_call(op, func, args, kwargs)
         # a variadic op's inputs as one list: else a first input that is a list (np.concatenate(

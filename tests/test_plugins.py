@@ -779,6 +779,13 @@ def _special_erfcx() -> None:
     assert adcore.grad(scipy.special.erfcx)(0.5) == pytest.approx(2 * 0.5 * erfcx - 2 / np.sqrt(np.pi))
 
 
+def _batching_matmul() -> None:
+    # adcore-batching declares the rule kind vmap reads
+    A, B = np.arange(24.0).reshape(2, 3, 4), np.arange(8.0).reshape(4, 2)
+    assert plugins.get_registry().plugins["batching"].kinds == ["batch"]
+    np.testing.assert_allclose(adcore.vmap(lambda a: a @ B)(A), A @ B)
+
+
 # every first-party plugin, with a call that needs it and an analytic answer
 FIRST_PARTY_CHECKS = {
     "reverse": lambda: np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X),
@@ -789,6 +796,7 @@ FIRST_PARTY_CHECKS = {
     "kernels": _kernels_adam_steps,
     "scipy": _scipy_erf,
     "special": _special_erfcx,  # the example plugin, examples/adcore-special
+    "batching": _batching_matmul,
 }
 
 
