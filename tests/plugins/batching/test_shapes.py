@@ -1,0 +1,167 @@
+"""The batch rules of the shape, rearrangement and indexing ops against a loop over the examples.
+
+Each op's samples, drawn three times (three examples of the same shapes and params), go through
+its rule with the batch axis first, second and last in each input, and with one input unbatched;
+the result, its batch axis moved first, must equal np.stack of the op's impl on each example, bit
+for bit and in dtype."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+from adcore_batching.rules import BATCH_RULES
+
+import adcore
+from adcore import ops
+from adcore.plugins import get_registry
+
+BATCH = 3
+vmap_module = importlib.import_module("adcore.vmap")  # (adcore.vmap is the function)
+
+COVERED = (
+    "reshape expand_dims squeeze atleast_1d atleast_2d atleast_3d ravel broadcast_to transpose swapaxes "
+    "moveaxis rollaxis astype concatenate stack"
+).split()
+
+
+def _examples(name: str, dtype: type) -> list[list]:
+    """For each of the op's samples: BATCH draws of it (the same shapes and params, new values)."""
+    spec = get_registry().ops[name]
+    draws = [spec.samples(np.random.default_rng(seed), np.dtype(dtype)) for seed in range(BATCH)]
+    return [list(samples) for samples in zip(*draws)]
+
+
+def _cases(names: list[str], dtype: type = np.float64) -> list:
+    return [
+        pytest.param(name, draws, id=f"{name}-{k}")
+        for name in names
+        for k, draws in enumerate(_examples(name, dtype))
+    ]
+
+
+def _dims_to_try(ranks: list[int]) -> list[tuple]:
+    """The batch axis first, second and last in every input; then each input unbatched in turn."""
+    out = {tuple(min(pos, r) for r in ranks) for pos in (0, 1)} | {tuple(ranks)}
+    if len(ranks) > 1:
+        out |= {tuple(None if i == j else 0 for i in range(len(ranks))) for j in range(len(ranks))}
+    return sorted(out, key=str)
+
+
+def looped(name: str, draws: list, dims: tuple) -> np.ndarray:
+    impl = get_registry().ops[name].impl
+    params = draws[0].params
+    results = [
+        impl(
+            *(x if d is not None else draws[0].args[i] for i, (x, d) in enumerate(zip(s.args, dims))),
+            **params,
+        )
+        for s in draws
+    ]
+    return np.stack(results)
+
+
+def batched(name: str, draws: list, dims: tuple) -> tuple:
+    inputs = [
+        draws[0].args[i] if d is None else np.stack([s.args[i] for s in draws], axis=d)
+        for i, d in enumerate(dims)
+    ]
+    return BATCH_RULES[name](dims, *inputs, **draws[0].params)
+
+
+def assert_rule_is_the_loop(name: str, draws: list) -> None:
+    for dims in _dims_to_try([np.ndim(x) for x in draws[0].args]):
+        out = batched(name, draws, dims)
+        assert out is not NotImplemented, (name, dims, draws[0].params)
+        value, out_dim = out
+        got = np.moveaxis(np.asarray(value), out_dim, 0)
+        want = looped(name, draws, dims)
+        assert got.dtype == want.dtype, (dims, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} dims={dims} params={draws[0].params}")
+
+
+@pytest.mark.parametrize(("name", "draws"), _cases(COVERED))
+def test_rule_is_the_loop(name, draws):
+    assert_rule_is_the_loop(name, draws)
+
+
+@pytest.mark.parametrize(
+    ("name", "draws"), _cases(["transpose", "reshape", "concatenate", "getitem"], np.float32)
+)
+def test_rule_is_the_loop_in_float32(name, draws):
+    if name in BATCH_RULES:
+        assert_rule_is_the_loop(name, draws)
+
+
+def test_complex_inputs_move_as_they_are():
+    x = np.arange(24.0).reshape(2, 3, 4) * (1 - 2j)
+    value, dim = BATCH_RULES["swapaxes"]((1,), x, axis1=0, axis2=-1)
+    np.testing.assert_array_equal(
+        np.moveaxis(value, dim, 0), np.stack([np.swapaxes(x[:, i], 0, -1) for i in range(3)])
+    )
+
+
+# --- params one example refuses: the loop takes them (and raises the op's error) -------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("transpose", {"axes": (2, 0)}),  # 2 is no axis of a 2-d example (it is of the batch)
+        ("swapaxes", {"axis1": -3, "axis2": 0}),
+        ("moveaxis", {"source": 2, "destination": 0}),
+        ("expand_dims", {"axis": 4}),
+        ("squeeze", {"axis": 0}),  # a length-2 axis
+        ("reshape", {"shape": (5,)}),
+        ("broadcast_to", {"shape": (3,)}),
+        ("ravel", {"order": "K"}),
+    ],
+)
+def test_params_one_example_refuses_are_left_to_the_loop(name, params):
+    x = np.zeros((4, 2, 3))  # 4 examples of shape (2, 3)
+    assert BATCH_RULES[name]((0,), x, **params) is NotImplemented
+
+
+def test_concatenate_of_examples_of_different_ranks_is_left_to_the_loop():
+    assert BATCH_RULES["concatenate"]((0, None), np.zeros((2, 3)), np.zeros((2, 3)), axis=0) is NotImplemented
+    assert BATCH_RULES["stack"]((0, 0), np.zeros((2, 3)), np.zeros((2, 4)), axis=0) is NotImplemented
+
+
+def test_concatenate_broadcasts_an_unbatched_input_over_the_batch():
+    xs, c = np.arange(6.0).reshape(3, 2), np.array([-1.0])
+    value, dim = BATCH_RULES["concatenate"]((0, None), xs, c, axis=0)
+    np.testing.assert_array_equal(value, [[0, 1, -1], [2, 3, -1], [4, 5, -1]])
+    assert dim == 0
+
+
+# --- through adcore.vmap, and under a derivative -------------------------------------------------
+
+
+def _no_loop(op, *args):
+    raise AssertionError(f"op {op.name!r} ran once per example")
+
+
+def test_vmap_of_shape_ops_is_the_loop(monkeypatch):
+    monkeypatch.setattr(vmap_module, "looped", _no_loop)  # every op here has its rule
+
+    def f(x):
+        y = ops.transpose(ops.reshape(x, shape=(3, 2)), axes=None)
+        return ops.concatenate(
+            ops.expand_dims(y, axis=0), ops.broadcast_to(ops.expand_dims(y, axis=0), shape=(1, 2, 3)), axis=0
+        )
+
+    xs = np.random.default_rng(0).normal(size=(6, 5))
+    np.testing.assert_array_equal(adcore.vmap(f, in_axes=1)(xs), np.stack([f(xs[:, i]) for i in range(5)]))
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_vmap_of_grad_through_shape_ops_is_the_loop(backend):
+    def f(x):
+        y = ops.swapaxes(ops.reshape(x, shape=(2, 3)), axis1=0, axis2=1)
+        z = ops.stack(y, ops.reshape(ops.ravel(y, order="F"), shape=(3, 2)), axis=-1)
+        return ops.sum(z**2 * np.arange(12.0).reshape(3, 2, 2))
+
+    g = adcore.grad(f, backend=backend)
+    xs = np.random.default_rng(1).normal(size=(4, 6))
+    np.testing.assert_allclose(adcore.vmap(g)(xs), np.stack([g(x) for x in xs]), rtol=1e-14)
