@@ -64,6 +64,10 @@ class Backend:
     # - pattern: its Jacobians are dependency patterns (1 where an output element may depend on an
     #   input element, else 0), not derivatives: compared as a superset of the others' non-zeros
     pattern: bool = False
+    # - batches: its transformations run on vmap's batched values, so vmap can be nested around or
+    #   inside them; for `builds = "vjp"`, adcore.derivatives then pulls a Jacobian's rows back in
+    #   one vmapped sweep (`vmap(pullback)(rows)`) instead of one pullback per row
+    batches: bool = False
 
     @property
     def can_be_outer(self) -> bool:

@@ -17,6 +17,7 @@ from adcore import ops
 from adcore.backend import Backend, Derivatives, check_output, check_scalar
 from adcore.core import Tracer
 from adcore.errors import (
+    BatchedConversionError,
     InvalidInputError,
     InvalidOutputError,
     StateChangedError,
@@ -25,6 +26,7 @@ from adcore.errors import (
 from adcore.f_errors import raise_typed, typed_errors_of_f
 from adcore.inputs import float_input
 from adcore.plugins import get_registry, loaded_registry
+from adcore.vmap import vmap
 
 __all__ = [
     "Derivatives",
@@ -269,7 +271,8 @@ def _thaw(held: list) -> None:
 
 
 def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
-    """One pullback per output element (one for a scalar loss: one trace, one sweep)."""
+    """One pullback per output element (one for a scalar loss: one trace, one sweep), or of all of
+    them at once, vmapped, on a backend that `batches`."""
     out, pullback = be.vjp(f, args, argnums)
     if not _valid_float_output(out, scalar):
         check_output(out, be.name, scalar)
@@ -279,6 +282,10 @@ def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
     if shape == ():
         cotangents = pullback(out.dtype.type(1), final=True)  # connected: an array (or tracer) of f's dtype
         return out, tuple([_zeros((), args[i]) if g is None else g for g, i in zip(cotangents, argnums)])
+    if be.batches and 0 not in shape:  # (an empty output: no pullback runs, below)
+        jacobians = _by_batched_pullback(pullback, out, shape, args, argnums)
+        if jacobians is not None:
+            return out, jacobians
     rows: list[list[Any]] = [[] for _ in argnums]
     cells = list(np.ndindex(shape))
     for k, index in enumerate(cells):
@@ -287,6 +294,33 @@ def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
         for row, g in zip(rows, pullback(seed, final=k == len(cells) - 1)):
             row.append(g)
     return out, tuple(_stacked(row, shape, args[i]) for row, i in zip(rows, argnums))
+
+
+def _by_batched_pullback(pullback: Callable, out: Any, shape: tuple, args: tuple, argnums: tuple) -> Any:
+    """The Jacobians from vmapped pullbacks of chunks of the identity's rows (all at once when they
+    fit, as _by_jvp's seeds); None when the backward pass converts its cotangent (a rule or a
+    custom_vjp in plain NumPy): then one pullback per row, which the graph, kept, still allows."""
+    size = int(np.prod(shape))
+    dtype = _dtype(out)
+
+    def pulled_back(ct: Any) -> tuple:
+        return tuple([_zeros((), args[i]) if g is None else g for g, i in zip(pullback(ct), argnums)])
+
+    pull = vmap(pulled_back, fallback="error")
+    chunk = default_chunk_size(size)
+    parts = []
+    try:
+        for start in range(0, size, chunk):
+            stop = min(start + chunk, size)
+            rows = np.eye(stop - start, size, k=start, dtype=dtype)  # rows start..stop of the identity
+            parts.append(pull(rows.reshape((stop - start, *shape))))
+    except BatchedConversionError:
+        return None
+    jacobians = []
+    for k, i in enumerate(argnums):
+        rows = parts[0][k] if len(parts) == 1 else ops.concatenate(*(p[k] for p in parts), axis=0)
+        jacobians.append(ops.reshape(rows, shape=shape + np.shape(args[i])))
+    return tuple(jacobians)
 
 
 def _valid_float_output(out: Any, scalar: bool) -> bool:

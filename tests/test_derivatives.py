@@ -82,8 +82,11 @@ def test_a_jvp_backend_gets_a_batch_of_identity_rows_and_none_for_what_is_not_di
     np.testing.assert_allclose(ja, np.outer(X0, np.ones(2)))  # d(a * sum b)/db = a 1^T
 
 
-def test_a_vjp_backend_sweeps_once_for_a_scalar_and_once_per_output_element(register_plugin):
+def test_a_vjp_backend_sweeps_once_for_a_scalar_and_once_per_output_element_unless_it_batches(
+    register_plugin,
+):
     be = CountingReverse()
+    be.batches = False  # a backend whose sweep cannot run under vmap
     register_plugin(_plugin(be), "counting_reverse")
     g = adcore.grad(lambda x: anp.sum(anp.sin(x)), backend="counting_reverse")(X0)
     np.testing.assert_allclose(g, np.cos(X0))
@@ -91,6 +94,10 @@ def test_a_vjp_backend_sweeps_once_for_a_scalar_and_once_per_output_element(regi
     be.finals.clear()
     np.testing.assert_allclose(adcore.jacobian(f, backend="counting_reverse")(X0), jac(X0))
     assert be.finals == [False, False, True]  # one per output element
+    be.finals.clear()
+    be.batches = True  # reverse's own: every row in one vmapped pullback (kept: not told it is the last)
+    np.testing.assert_allclose(adcore.jacobian(f, backend="counting_reverse")(X0), jac(X0))
+    assert be.finals == [False]
 
 
 def test_a_backend_that_builds_no_known_way_is_refused_by_name_and_the_next_call_works(register_plugin):

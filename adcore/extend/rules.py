@@ -154,8 +154,12 @@ def times_step(v: Any, weight: Any, zero: Any = None) -> Any:
 
 def all_finite(a: Any) -> bool:
     """No inf or nan in a (traced or not): its sum is finite (one fast pass; an overflowing sum of
-    finite values says False, which only costs the caller its slower exact path)."""
-    values = np.asarray(concrete(a))
+    finite values says False, which only costs the caller its slower exact path). Under vmap it
+    asks the whole batch: all finite there means all finite in each example, so the shortcut
+    stays right, and the cotangent is not converted (vmap would loop over the examples)."""
+    while isinstance(a, Tracer):  # concrete(a), through a vmap's batch (its `value`) too
+        a = a.value if a.concrete_itself else a._concrete_value()
+    values = np.asarray(a)
     if values.dtype.kind not in "fc":
         return values.dtype.kind in "iub"  # integers are finite; objects (sympy) take the exact path
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, an overflow: False, quietly

@@ -32,6 +32,7 @@ class ReverseBackend(Backend):
     builds = "vjp"
     reference_priority = 20  # after symbolic's independent derivation; before forward
     outer_priority = 1  # can differentiate a derivative again, after forward
+    batches = True  # its sweep runs on a batched cotangent: a Jacobian's rows in one vmapped sweep
 
     def vjp(self, f: Callable[..., Any], args: tuple, argnums: Sequence[int]) -> tuple[Any, Any]:
         """f(*args) and its pullback (None when the output does not depend on args[argnums]).
