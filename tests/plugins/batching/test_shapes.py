@@ -22,7 +22,8 @@ vmap_module = importlib.import_module("adcore.vmap")  # (adcore.vmap is the func
 
 COVERED = (
     "reshape expand_dims squeeze atleast_1d atleast_2d atleast_3d ravel broadcast_to transpose swapaxes "
-    "moveaxis rollaxis astype concatenate stack"
+    "moveaxis rollaxis astype concatenate stack flip flipud fliplr rot90 roll repeat tile pad take "
+    "take_along_axis diag diagonal diagflat tril triu"
 ).split()
 
 
@@ -86,12 +87,9 @@ def test_rule_is_the_loop(name, draws):
     assert_rule_is_the_loop(name, draws)
 
 
-@pytest.mark.parametrize(
-    ("name", "draws"), _cases(["transpose", "reshape", "concatenate", "getitem"], np.float32)
-)
-def test_rule_is_the_loop_in_float32(name, draws):
-    if name in BATCH_RULES:
-        assert_rule_is_the_loop(name, draws)
+@pytest.mark.parametrize(("name", "draws"), _cases(COVERED, np.float32) + _cases(COVERED, np.complex128))
+def test_rule_is_the_loop_in_float32_and_complex(name, draws):
+    assert_rule_is_the_loop(name, draws)
 
 
 def test_complex_inputs_move_as_they_are():
@@ -116,11 +114,31 @@ def test_complex_inputs_move_as_they_are():
         ("reshape", {"shape": (5,)}),
         ("broadcast_to", {"shape": (3,)}),
         ("ravel", {"order": "K"}),
+        ("flip", {"axis": -3}),
+        ("flip", {"axis": (0, 0)}),
+        ("rot90", {"axes": (1, -1)}),
+        ("rot90", {"axes": (0, 1, 2)}),
+        ("roll", {"shift": 1, "axis": 2}),
+        ("repeat", {"repeats": 2, "axis": -3}),
+        ("tile", {"reps": (2, -1)}),
+        ("pad", {"pad_width": -1}),
+        ("pad", {"pad_width": ((1, 1), (1, 1), (1, 1))}),
+        ("take", {"indices": 0, "axis": 2}),
+        ("take_along_axis", {"indices": np.zeros((1,), dtype=int), "axis": 0}),
+        ("diagonal", {"axis1": 1, "axis2": -1}),
+        ("diag", {"k": 0}),  # of a 3-d example: not NumPy's
     ],
 )
 def test_params_one_example_refuses_are_left_to_the_loop(name, params):
     x = np.zeros((4, 2, 3))  # 4 examples of shape (2, 3)
+    if name == "diag":
+        x = np.zeros((4, 2, 3, 2))
     assert BATCH_RULES[name]((0,), x, **params) is NotImplemented
+
+
+def test_a_one_dimensional_example_is_not_flipped_left_to_right():
+    assert BATCH_RULES["fliplr"]((0,), np.zeros((4, 3))) is NotImplemented
+    assert BATCH_RULES["flipud"]((0,), np.zeros(4)) is NotImplemented
 
 
 def test_concatenate_of_examples_of_different_ranks_is_left_to_the_loop():
@@ -153,6 +171,20 @@ def test_vmap_of_shape_ops_is_the_loop(monkeypatch):
 
     xs = np.random.default_rng(0).normal(size=(6, 5))
     np.testing.assert_array_equal(adcore.vmap(f, in_axes=1)(xs), np.stack([f(xs[:, i]) for i in range(5)]))
+
+
+def test_vmap_of_rearrangements_is_the_loop(monkeypatch):
+    monkeypatch.setattr(vmap_module, "looped", _no_loop)
+
+    def f(x):
+        y = ops.tril(ops.pad(ops.roll(x, shift=1, axis=0), pad_width=((1, 0), (0, 2)), mode="reflect"), k=-1)
+        z = ops.take(ops.tile(ops.flip(y, axis=1), reps=(1, 2)), indices=np.array([0, 3, 3]), axis=-1)
+        return ops.concatenate(
+            ops.diag(ops.diagonal(z)), ops.take(ops.rot90(z, k=3), indices=np.arange(3), axis=1), axis=0
+        )
+
+    xs = np.random.default_rng(2).normal(size=(3, 4, 5))
+    np.testing.assert_array_equal(adcore.vmap(f, in_axes=2)(xs), np.stack([f(xs[..., i]) for i in range(5)]))
 
 
 @pytest.mark.parametrize("backend", ["reverse", "forward"])

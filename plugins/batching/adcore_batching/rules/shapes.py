@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
+from adcore.core import Tracer
 from adcore.errors import AdcoreError
 from adcore.extend.batching import batch_size, moved_to_front, ndim, with_rank
-from adcore.ops.rearrangements import axes_permutation
+from adcore.ops.rearrangements import axes_permutation, source_index
 from adcore_batching.rules.table import BATCH_RULES
 
 Dims = Sequence["int | None"]
@@ -188,4 +189,192 @@ BATCH_RULES.add("rollaxis",     _permuted(ops.rollaxis))
 BATCH_RULES.add("astype",       _astype)
 BATCH_RULES.add("concatenate",  _concatenate)
 BATCH_RULES.add("stack",        _stack)
+# fmt: on
+
+
+# --- ops that move elements: the op on the batch, or a gather through its source-index map ---------
+
+
+def _flipped(dims: Dims, x: Any, axes: tuple[int, ...]) -> tuple[Any, int]:
+    return ops.flip(moved_to_front(x, dims[0]), axis=_past_batch(axes)), 0
+
+
+@_rule
+def _flip(dims: Dims, x: Any, axis: Any = None) -> tuple[Any, int]:
+    return _flipped(dims, x, _axes(axis, ndim(x) - 1))
+
+
+@_rule
+def _flipud(dims: Dims, x: Any) -> tuple[Any, int]:
+    return _flipped(dims, x, (_axis(0, ndim(x) - 1),))
+
+
+@_rule
+def _fliplr(dims: Dims, x: Any) -> tuple[Any, int]:
+    if ndim(x) - 1 < 2:  # NumPy refuses a 1-d one
+        raise _Uncovered
+    return _flipped(dims, x, (1,))
+
+
+@_rule
+def _rot90(dims: Dims, x: Any, k: int = 1, axes: Any = (0, 1)) -> tuple[Any, int]:
+    if not isinstance(axes, (tuple, list)) or len(axes) != 2:
+        raise _Uncovered
+    axes = _axes(axes, ndim(x) - 1)
+    return ops.rot90(moved_to_front(x, dims[0]), k=k, axes=_past_batch(axes)), 0
+
+
+@_rule
+def _roll(dims: Dims, x: Any, shift: Any, axis: Any = None) -> tuple[Any, int]:
+    x = moved_to_front(x, dims[0])
+    if axis is None:  # each example raveled, rolled, and shaped back
+        return ops.reshape(ops.roll(_flat(x), shift=shift, axis=1), shape=tuple(x.shape)), 0
+    axes = _past_batch(_axes(axis, ndim(x) - 1, duplicates=True))  # NumPy adds up shifts of one axis
+    return ops.roll(x, shift=shift, axis=axes if isinstance(axis, (tuple, list)) else axes[0]), 0
+
+
+@_rule
+def _repeat(dims: Dims, x: Any, repeats: Any, axis: Any = None) -> tuple[Any, int]:
+    x = moved_to_front(x, dims[0])
+    if axis is None:  # each example raveled first (a count per element counts the raveled ones)
+        return ops.repeat(_flat(x), repeats=repeats, axis=1), 0
+    return ops.repeat(x, repeats=repeats, axis=_axis(axis, ndim(x) - 1) + 1), 0
+
+
+@_rule
+def _tile(dims: Dims, x: Any, reps: Any) -> tuple[Any, int]:
+    try:
+        reps = tuple(reps)
+    except TypeError:
+        reps = (reps,)
+    if not all(
+        isinstance(r, (int, np.integer)) and not isinstance(r, (bool, np.bool_)) and r >= 0 for r in reps
+    ):
+        raise _Uncovered
+    shape = _example_shape(x, dims[0])
+    rank = max(len(reps), len(shape))  # NumPy pads the shorter of x's shape and reps with leading 1s
+    x = moved_to_front(x, dims[0])
+    x = ops.reshape(x, shape=(x.shape[0],) + (1,) * (rank - len(shape)) + shape)
+    return ops.tile(x, reps=(1,) * (1 + rank - len(reps)) + tuple(int(r) for r in reps)), 0
+
+
+def _pairs(value: Any, n: int, as_index: bool) -> np.ndarray:
+    """pad_width or constant_values as np.pad reads them: a (before, after) pair per axis."""
+    if isinstance(value, Tracer) or (
+        isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) for v in value)
+    ):
+        raise _Uncovered  # (the op refuses a traced constant; its own error says so)
+    value = np.asarray(value)
+    if as_index and (value.dtype.kind not in "iu" or (value.size and value.min() < 0)):
+        raise _Uncovered  # (NumPy rounds float widths; the loop does that)
+    try:
+        return np.broadcast_to(value, (n, 2))
+    except ValueError:
+        raise _Uncovered from None
+
+
+@_rule
+def _pad(dims: Dims, x: Any, pad_width: Any, mode: Any = "constant", **params: Any) -> tuple[Any, int]:
+    n = ndim(x) - 1
+    widths = _pairs(pad_width, n, as_index=True)
+    batched_params = dict(
+        params, pad_width=np.concatenate([np.zeros((1, 2), widths.dtype), widths]), mode=mode
+    )
+    if mode == "constant" and "constant_values" in params:  # (the batch axis's pair pads nothing)
+        values = _pairs(params["constant_values"], n, as_index=False)
+        batched_params["constant_values"] = np.concatenate([np.zeros((1, 2), values.dtype), values])
+    return ops.pad(moved_to_front(x, dims[0]), **batched_params), 0
+
+
+@_rule
+def _take(dims: Dims, x: Any, indices: Any, axis: Any = None, **params: Any) -> tuple[Any, int]:
+    x = moved_to_front(x, dims[0])
+    if axis is None:  # from each example raveled
+        return ops.take(_flat(x), indices=indices, axis=1, **params), 0
+    return ops.take(x, indices=indices, axis=_axis(axis, ndim(x) - 1) + 1, **params), 0
+
+
+@_rule
+def _take_along_axis(dims: Dims, x: Any, indices: Any, axis: Any = -1) -> tuple[Any, int]:
+    if isinstance(indices, Tracer):
+        raise _Uncovered
+    indices = np.asarray(indices)
+    x = moved_to_front(x, dims[0])
+    if axis is None:  # from each example raveled; indices 1-d
+        if indices.ndim != 1:
+            raise _Uncovered
+        x, axis = _flat(x), 0
+    elif indices.ndim != ndim(x) - 1:
+        raise _Uncovered
+    else:
+        axis = _axis(axis, ndim(x) - 1)
+    # the same indices for every example: a length-1 batch axis, which NumPy broadcasts
+    return ops.take_along_axis(x, indices=indices[None], axis=axis + 1), 0
+
+
+def _gathered(op: Any, dims: Dims, x: Any, params: dict) -> tuple[Any, int]:
+    """The op's result for every example as one gather from the raveled examples, through the
+    op's source-index map (position -1, a constant zero, reads an appended zero column)."""
+    try:
+        source = source_index(op.impl, _example_shape(x, dims[0]), params)
+    except _REFUSED:
+        raise _Uncovered from None
+    flat = _flat(moved_to_front(x, dims[0]))
+    if source.size and source.min() < 0:
+        flat = ops.concatenate(flat, np.zeros((flat.shape[0], 1), dtype=flat.dtype), axis=1)
+    return ops.getitem(flat, index=(slice(None), source)), 0
+
+
+@_rule
+def _diag(dims: Dims, x: Any, k: int = 0) -> tuple[Any, int]:
+    if ndim(x) - 1 == 2:  # a matrix's k-th diagonal
+        return ops.diagonal(moved_to_front(x, dims[0]), offset=k, axis1=1, axis2=2), 0
+    return _gathered(ops.diag, dims, x, {"k": k})  # a vector on a matrix's k-th diagonal
+
+
+@_rule
+def _diagonal(dims: Dims, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> tuple[Any, int]:
+    axis1, axis2 = _axes((axis1, axis2), ndim(x) - 1)
+    return ops.diagonal(moved_to_front(x, dims[0]), offset=offset, axis1=axis1 + 1, axis2=axis2 + 1), 0
+
+
+def _triangle(op: Any) -> Callable[..., Any]:
+    """tril and triu work on the last two axes, so on the batch as it is (the batch axis moved
+    first if it is one of those); a 1-d example (NumPy broadcasts it to a square matrix) is a gather."""
+
+    @_rule
+    def rule(dims: Dims, x: Any, k: int = 0) -> tuple[Any, int]:
+        n, d = ndim(x) - 1, dims[0]
+        if n < 2:
+            return _gathered(op, dims, x, {"k": k})
+        if d >= n - 1:
+            x, d = moved_to_front(x, d), 0
+        return op(x, k=k), d
+
+    rule.__name__ = f"batch_{op.name}"
+    return rule
+
+
+@_rule
+def _diagflat(dims: Dims, x: Any, k: int = 0) -> tuple[Any, int]:
+    return _gathered(ops.diagflat, dims, x, {"k": k})
+
+
+# fmt: off
+# --- ops that move elements ---------------------------------------------------------------------------
+BATCH_RULES.add("flip",            _flip)
+BATCH_RULES.add("flipud",          _flipud)
+BATCH_RULES.add("fliplr",          _fliplr)
+BATCH_RULES.add("rot90",           _rot90)
+BATCH_RULES.add("roll",            _roll)
+BATCH_RULES.add("repeat",          _repeat)
+BATCH_RULES.add("tile",            _tile)
+BATCH_RULES.add("pad",             _pad)
+BATCH_RULES.add("take",            _take)
+BATCH_RULES.add("take_along_axis", _take_along_axis)
+BATCH_RULES.add("diag",            _diag)
+BATCH_RULES.add("diagonal",        _diagonal)
+BATCH_RULES.add("diagflat",        _diagflat)
+BATCH_RULES.add("tril",            _triangle(ops.tril))
+BATCH_RULES.add("triu",            _triangle(ops.triu))
 # fmt: on
