@@ -23,6 +23,7 @@ EXACT = {
 ROUNDED = {
     "matmul", "dot", "einsum", "vdot", "inner", "tensordot", "kron", "multi_dot",
     "solve", "solve_triangular", "cho_solve", "lstsq_solution", "lstsq_residuals",
+    "convolve", "correlate",
 }  # fmt: skip
 
 # NumPy's lstsq takes one matrix a, no stack: a batched a is the loop's

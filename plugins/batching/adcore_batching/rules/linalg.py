@@ -23,6 +23,7 @@ from adcore.extend.batching import BatchRule, batch_size, leading, moved_to_fron
 from adcore.ops.complex_parts import conj_if_complex
 from adcore.ops.contraction_forms import FORMS
 from adcore.ops.contractions import PAIRWISE
+from adcore.ops.convolution import MODES, output_window
 from adcore.ops.einsum_notation import LETTERS, einsum_plan
 from adcore_batching.rules.table import BATCH_RULES
 
@@ -255,6 +256,45 @@ def _fft(op: Any) -> BatchRule:
     return rule
 
 
+# --- convolve, correlate: 1-d only in NumPy, so a product of each example's sliding windows -----
+
+
+def _sliding(op: str, default_mode: str) -> BatchRule:
+    """convolve(a, v) of batched signals: the full convolution as the windows of a zero-padded a
+    times v reversed (correlate, convolve(a, conj(v[::-1])): times conj(v)), one einsum for the
+    batch, then the window of it NumPy's mode keeps. Products summed in another order than NumPy's
+    dot per output: the last bits."""
+
+    def rule(dims: Dims, a: Any, v: Any, mode: str = default_mode) -> Any:
+        (da, db), a_shape, v_shape = dims, _example_shape(a, dims[0]), _example_shape(v, dims[1])
+        if len(a_shape) > 1 or len(v_shape) > 1 or 0 in a_shape + v_shape or mode not in MODES:
+            return NotImplemented  # the loop raises NumPy's error
+        if (not a_shape or not v_shape) and op == "correlate":
+            return NotImplemented  # correlate refuses 0-d inputs (convolve reads them as length 1)
+        size, m, n = batch_size(dims, (a, v)), _size(a_shape), _size(v_shape)
+        a, v = _signal(a, da, m, size), _signal(v, db, n, size)
+        a_lead, v_lead = (slice(None),) * (da is not None), (slice(None),) * (db is not None)
+        if op == "correlate":  # convolve(a, conj(v[::-1])): the windows times conj(v)
+            v = conj_if_complex(v)
+        else:
+            v = ops.getitem(v, index=v_lead + (slice(None, None, -1),))
+        padded = ops.pad(a, pad_width=((0, 0),) * len(a_lead) + ((n - 1, n - 1),))
+        windows = ops.getitem(padded, index=a_lead + (np.add.outer(np.arange(m + n - 1), np.arange(n)),))
+        front = tuple(None if d is None else 0 for d in dims)
+        full, out_dim = _batched_einsum(
+            front, (windows, v), ("ki", "i"), "k", ((m + n - 1, n), (n,)), (m + n - 1,), optimize=PAIRWISE
+        )
+        return ops.getitem(full, index=(slice(None), output_window(op, mode, m, n))), out_dim
+
+    rule.__name__ = f"batch_{op}"
+    return rule
+
+
+def _signal(x: Any, dim: int | None, length: int, size: int) -> Any:
+    """A 1-d (or 0-d, length 1) signal as (length,), or batched as (size, length)."""
+    return _reshaped(x, (length,)) if dim is None else _reshaped(moved_to_front(x, dim), (size, length))
+
+
 # fmt: off
 # --- contractions -------------------------------------------------------------------------------
 BATCH_RULES.add("matmul",       _matmul)
@@ -295,4 +335,8 @@ BATCH_RULES.add("fftn",   _fft(ops.fftn))
 BATCH_RULES.add("ifftn",  _fft(ops.ifftn))
 BATCH_RULES.add("rfftn",  _fft(ops.rfftn))
 BATCH_RULES.add("irfftn", _fft(ops.irfftn))
+
+# --- convolution ---------------------------------------------------------------------------------
+BATCH_RULES.add("convolve",  _sliding("convolve", "full"))
+BATCH_RULES.add("correlate", _sliding("correlate", "valid"))
 # fmt: on
