@@ -8,6 +8,7 @@ for bit and in dtype."""
 from __future__ import annotations
 
 import importlib
+import itertools
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ vmap_module = importlib.import_module("adcore.vmap")  # (adcore.vmap is the func
 COVERED = (
     "reshape expand_dims squeeze atleast_1d atleast_2d atleast_3d ravel broadcast_to transpose swapaxes "
     "moveaxis rollaxis astype concatenate stack flip flipud fliplr rot90 roll repeat tile pad take "
-    "take_along_axis diag diagonal diagflat tril triu"
+    "take_along_axis diag diagonal diagflat tril triu getitem scatter_add"
 ).split()
 
 
@@ -98,6 +99,76 @@ def test_complex_inputs_move_as_they_are():
     np.testing.assert_array_equal(
         np.moveaxis(value, dim, 0), np.stack([np.swapaxes(x[:, i], 0, -1) for i in range(3)])
     )
+
+
+# --- every kind of index, and where NumPy puts the batch axis -------------------------------------
+
+_PARTS = (
+    0,
+    -1,
+    slice(1, 3),
+    slice(None, None, -2),
+    None,
+    Ellipsis,
+    np.array([0, 2, 2]),
+    np.array([[1], [0]]),
+    [1, 0, -1],
+    np.array(1),
+    np.array([True, False, True]),
+    np.array([True, False, True, True]),
+    np.ones((4, 3), dtype=bool),
+)
+EXAMPLE = (4, 3, 5)
+
+
+def _indices():
+    """Index tuples of up to three parts that NumPy takes for an example of shape EXAMPLE."""
+    probe = np.zeros(EXAMPLE)
+    out = []
+    for n in (1, 2, 3):
+        for parts in itertools.product(_PARTS, repeat=n):
+            try:
+                probe[parts]
+            except IndexError:
+                continue
+            out.append(parts)
+    return out
+
+
+INDICES = _indices()
+
+
+def test_getitem_and_scatter_add_are_the_loop_for_every_kind_of_index():
+    rng = np.random.default_rng(3)
+    xs = rng.normal(size=(BATCH,) + EXAMPLE)
+    assert len(INDICES) > 400
+    apart = 0
+    for index in INDICES:
+        want = np.stack([x[index] for x in xs])
+        for dim in (0, 1, 3):
+            value, out_dim = BATCH_RULES["getitem"]((dim,), np.moveaxis(xs, 0, dim), index=index)
+            np.testing.assert_array_equal(np.moveaxis(value, out_dim, 0), want, err_msg=str(index))
+            apart += out_dim > 0
+        vs = rng.normal(size=want.shape)
+        want = np.stack([ops.scatter_add.impl(v, index, EXAMPLE) for v in vs])
+        for dim in sorted({0, min(1, vs.ndim - 1), vs.ndim - 1}):
+            value, out_dim = BATCH_RULES["scatter_add"](
+                (dim,), np.moveaxis(vs, 0, dim), index=index, shape=EXAMPLE
+            )
+            np.testing.assert_array_equal(np.moveaxis(value, out_dim, 0), want, err_msg=str(index))
+    assert apart  # some indices put the batch axis after the advanced ones
+
+
+def test_scatter_add_broadcasts_values_to_the_region():
+    vs = np.arange(3.0).reshape(3, 1)  # one value per example, for a region of shape (2,)
+    index = (np.array([0, 0]),)
+    value, dim = BATCH_RULES["scatter_add"]((0,), vs, index=index, shape=(2,))
+    np.testing.assert_array_equal(value, np.stack([ops.scatter_add.impl(v, index, (2,)) for v in vs]))
+
+
+def test_a_boolean_scalar_index_is_left_to_the_loop():
+    assert BATCH_RULES["getitem"]((0,), np.zeros((2, 3)), index=(True,)) is NotImplemented
+    assert BATCH_RULES["getitem"]((0,), np.zeros((2, 3)), index=(np.array(False), 0)) is NotImplemented
 
 
 # --- params one example refuses: the loop takes them (and raises the op's error) -------------------
@@ -179,9 +250,7 @@ def test_vmap_of_rearrangements_is_the_loop(monkeypatch):
     def f(x):
         y = ops.tril(ops.pad(ops.roll(x, shift=1, axis=0), pad_width=((1, 0), (0, 2)), mode="reflect"), k=-1)
         z = ops.take(ops.tile(ops.flip(y, axis=1), reps=(1, 2)), indices=np.array([0, 3, 3]), axis=-1)
-        return ops.concatenate(
-            ops.diag(ops.diagonal(z)), ops.take(ops.rot90(z, k=3), indices=np.arange(3), axis=1), axis=0
-        )
+        return ops.concatenate(ops.diag(ops.diagonal(z)), ops.rot90(z, k=3)[:, :3], axis=0)
 
     xs = np.random.default_rng(2).normal(size=(3, 4, 5))
     np.testing.assert_array_equal(adcore.vmap(f, in_axes=2)(xs), np.stack([f(xs[..., i]) for i in range(5)]))

@@ -378,3 +378,78 @@ BATCH_RULES.add("diagflat",        _diagflat)
 BATCH_RULES.add("tril",            _triangle(ops.tril))
 BATCH_RULES.add("triu",            _triangle(ops.triu))
 # fmt: on
+
+
+# --- indexing ---------------------------------------------------------------------------------------
+
+
+def _index_parts(index: Any) -> tuple:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _batch_axis_after_indexing(parts: tuple) -> int:
+    """Where NumPy puts the batch axis of x[(slice(None),) + parts]: first, unless the advanced
+    indices (integer and boolean arrays, and the integers among them) are apart in `parts` (a
+    slice, None or Ellipsis between them), when NumPy puts their broadcast axes first. A part
+    this rule does not read (a 0-d boolean, a traced index) is _Uncovered."""
+    advanced, shapes, arrays = [], [], False
+    for part in parts:
+        if part is None or part is Ellipsis or isinstance(part, slice):
+            advanced.append(False)
+        elif isinstance(part, (bool, np.bool_)):
+            raise _Uncovered  # (a new axis of length 1 or 0; rare enough for the loop)
+        elif isinstance(part, (int, np.integer)):
+            advanced.append(True)
+            shapes.append(())
+        elif isinstance(part, (np.ndarray, list)):
+            array = np.asarray(part)
+            if array.dtype.kind == "b" and array.ndim:
+                shapes.append((int(np.count_nonzero(array)),))  # its nonzero() indices' shape
+            elif array.dtype.kind in "iu":
+                shapes.append(array.shape)
+            else:
+                raise _Uncovered
+            advanced.append(True)
+            arrays = True
+        else:
+            raise _Uncovered
+    positions = [k for k, a in enumerate(advanced) if a]
+    if not arrays or positions == list(range(positions[0], positions[-1] + 1)):
+        return 0  # basic indexing, or advanced indices side by side: their axes stay in place
+    try:
+        return len(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise _Uncovered from None
+
+
+@_rule
+def _getitem(dims: Dims, x: Any, index: Any) -> tuple[Any, int]:
+    parts = _index_parts(index)
+    out_dim = _batch_axis_after_indexing(parts)
+    return ops.getitem(moved_to_front(x, dims[0]), index=(slice(None),) + parts), out_dim
+
+
+@_rule
+def _scatter_add(dims: Dims, values: Any, index: Any, shape: Any) -> tuple[Any, int]:
+    """getitem's transpose: the values go where getitem of the batch would take them from."""
+    parts = _index_parts(index)
+    at = _batch_axis_after_indexing(parts)
+    try:  # the region the values land in, which they broadcast to (right-aligned)
+        region = np.broadcast_to(np.zeros((), dtype=np.int8), tuple(shape))[parts].shape
+        fits = np.broadcast_shapes(_example_shape(values, dims[0]), region) == region
+    except _REFUSED:
+        raise _Uncovered from None
+    if not fits:
+        raise _Uncovered
+    values = with_rank(moved_to_front(values, dims[0]), len(region))
+    if at:
+        values = ops.moveaxis(values, source=0, destination=at)
+    size = values.shape[at]
+    return ops.scatter_add(values, index=(slice(None),) + parts, shape=(size,) + tuple(shape)), 0
+
+
+# fmt: off
+# --- indexing -------------------------------------------------------------------------------------------
+BATCH_RULES.add("getitem",     _getitem)
+BATCH_RULES.add("scatter_add", _scatter_add)
+# fmt: on
