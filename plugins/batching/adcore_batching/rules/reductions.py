@@ -1,5 +1,203 @@
-"""Batch rules of sums, means, extrema, statistics, cumulative ops, sorting, softmax and norms (adcore/ops/reductions.py, cumulative.py, ordering.py, norms.py, nn.py)."""
+"""Batch rules of sums, means, extrema, statistics, cumulative ops, sorting, softmax and norms
+(adcore/ops/reductions.py, cumulative.py, norms.py, nn.py; trace of contractions.py).
+
+Each reduces or runs along the axes of one example, shifted past the batch axis, which is put
+first. Two things make the batched value the loop's bit for bit:
+
+- vmap passes only the params a call gave, so each rule fills in the op's default axis: the
+  default on the batch (sum's None: every axis) would take the batch axis in too;
+- a plain batch whose batch axis is not outermost in memory (in_axes=1, say) is copied so that it
+  is, each example keeping the layout it has alone: NumPy sums an array in the order its memory
+  runs, pairwise along a contiguous run, so a batch interleaved with its examples would sum each
+  example in another order and differ from the loop in the last bits.
+
+What a rule cannot give exactly it leaves to the loop (NotImplemented): an average whose weights
+do not match its input as np.average requires, or whose batched weights lie along the axis (a
+tuple of axes lays them out in another order), and a norm with ord and no axis of an input of
+more than 2 axes (the loop raises norm's own refusal).
+"""
 
 from __future__ import annotations
 
-from adcore_batching.rules.table import BATCH_RULES  # noqa: F401
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from adcore import ops
+from adcore.core import Tracer
+from adcore.extend.batching import BatchRule, batch_size, by_axis, moved_to_front, ndim, shifted_axis
+from adcore.ops.norms import norm_axes
+from adcore_batching.rules.table import BATCH_RULES
+
+Dims = Sequence[int | None]
+
+
+def outermost(x: Any) -> Any:
+    """A batch (batch axis first) laid out with its batch axis outermost in memory, each example
+    as it is laid out alone (its axes' order by stride kept): NumPy then sums each example in the
+    order it sums one example. The value of an outer transformation is left as it is."""
+    if not isinstance(x, np.ndarray) or x.ndim < 2 or x.flags.c_contiguous:
+        return x
+    strides = [abs(s) for s in x.strides]
+    if all(strides[0] >= s for s, n in zip(strides[1:], x.shape[1:]) if n > 1):
+        return x
+    by_stride = sorted(range(1, x.ndim), key=lambda a: -strides[a])  # an example's memory order
+    packed = np.ascontiguousarray(np.transpose(x, [0, *by_stride]))
+    return np.transpose(packed, np.argsort([0, *by_stride]))
+
+
+def along(op: Any, sums: bool = True, none_means_all: bool = True, **defaults: Any) -> BatchRule:
+    """by_axis(op) with the op's default axis params filled in; a batch that `sums` laid out
+    outermost first (an op that only selects or runs along an axis gives the same values in any
+    layout)."""
+    shift = by_axis(op, *defaults, none_means_all=none_means_all)
+
+    def rule(dims: Dims, x: Any, **params: Any) -> tuple[Any, int]:
+        x = moved_to_front(x, dims[0])
+        return shift((0,), outermost(x) if sums else x, **{**defaults, **params})
+
+    rule.__name__ = f"batch_{op.name}"
+    return rule
+
+
+def _quantile(op: Any) -> BatchRule:
+    """quantile and percentile: the result's leading axes are q's, so the batch axis follows them."""
+
+    def rule(dims: Dims, x: Any, q: Any, axis: Any = None, **params: Any) -> tuple[Any, int]:
+        x = moved_to_front(x, dims[0])
+        return op(x, q=q, axis=shifted_axis(axis, ndim(x) - 1), **params), np.ndim(q)
+
+    rule.__name__ = f"batch_{op.name}"
+    return rule
+
+
+def _diff(dims: Dims, x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """diff; an array prepend or append (one example's) is repeated for each example."""
+    x = moved_to_front(x, dims[0])
+    ends = {}
+    for name, end in (("prepend", prepend), ("append", append)):
+        if end is None:
+            continue
+        if isinstance(end, Tracer):
+            return NotImplemented
+        if np.ndim(end) > 0:
+            end = np.broadcast_to(end, (x.shape[0], *np.shape(end)))
+        ends[name] = end
+    return ops.diff(x, n=n, axis=shifted_axis(axis, ndim(x) - 1), **ends), 0
+
+
+def _trace(dims: Dims, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> tuple[Any, int]:
+    x = outermost(moved_to_front(x, dims[0]))
+    example_ndim = ndim(x) - 1
+    axis1, axis2 = shifted_axis(axis1, example_ndim), shifted_axis(axis2, example_ndim)
+    return ops.trace(x, offset=offset, axis1=axis1, axis2=axis2), 0
+
+
+# --- average: weights are an input, batched or not ------------------------------------------
+
+
+def _average(
+    dims: Dims, a: Any, weights: Any, axis: Any = None, keepdims: bool = False, returned: bool = False
+) -> Any:
+    """np.average with weights of a's shape (each example's, or one for all) or, unbatched, of a's
+    shape along `axis`, which np.average lays out itself."""
+    size = batch_size(dims, (a, weights))
+    a_shape, w_shape = _example_shape(a, dims[0]), _example_shape(weights, dims[1])
+    if w_shape != a_shape and (dims[1] is not None or axis is None):
+        return NotImplemented  # weights along the axis are batched, or the loop raises NumPy's error
+    a = ops.broadcast_to(a, shape=(size, *a_shape)) if dims[0] is None else moved_to_front(a, dims[0])
+    if dims[1] is not None:
+        weights = outermost(moved_to_front(weights, dims[1]))
+    elif w_shape == a_shape and axis is not None and len(np.atleast_1d(axis)) < len(a_shape):
+        # np.average takes weights of a's whole shape, or of its shape along the axis
+        weights = outermost(ops.broadcast_to(weights, shape=(size, *a_shape)))
+    axis = shifted_axis(axis, len(a_shape))
+    return ops.average(outermost(a), weights, axis=axis, keepdims=keepdims, returned=returned), 0
+
+
+def _example_shape(x: Any, dim: int | None) -> tuple[int, ...]:
+    return tuple(n for i, n in enumerate(x.shape) if i != dim)
+
+
+# --- norm: np.linalg.norm's paths -------------------------------------------------------------
+
+
+def _by_dot(ord: Any, example_ndim: int) -> bool:
+    """Whether np.linalg.norm with no axis takes the square root of x.ravel() dotted with itself."""
+    return ord is None or (ord in ("f", "fro") and example_ndim == 2) or (ord == 2 and example_ndim == 1)
+
+
+def _self_dot(rows: Any) -> Any:
+    """Each row dotted with itself, (B, n) -> (B,): matmul of (1, n) by (n, 1) calls the BLAS dot
+    that np.dot of a row calls."""
+    size, n = rows.shape
+    product = ops.matmul(ops.reshape(rows, shape=(size, 1, n)), ops.reshape(rows, shape=(size, n, 1)))
+    return ops.reshape(product, shape=(size,))
+
+
+def _norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    x = moved_to_front(x, dims[0])
+    example = tuple(x.shape[1:])
+    if axis is None and ord is not None and len(example) not in (1, 2):
+        return NotImplemented  # the loop raises norm's refusal
+    norm_axes(SimpleNamespace(shape=example), ord, axis)  # an example's refusal, as the loop's
+    if axis is None and _by_dot(ord, len(example)):
+        rows = ops.reshape(_memory_order(outermost(x)), shape=(x.shape[0], -1))
+        if np.iscomplexobj(rows):  # as NumPy: the real parts' dot plus the imaginary parts'
+            squares = ops.add(_self_dot(ops.real(rows)), _self_dot(ops.imag(rows)))
+        else:
+            squares = _self_dot(rows)
+        out = ops.sqrt(squares)  # in x's dtype already, as adcore's norm gives it
+        return ops.reshape(out, shape=(x.shape[0], *(1,) * len(example))) if keepdims else out, 0
+    axis = tuple(range(len(example))) if axis is None else axis
+    return ops.norm(outermost(x), ord=ord, axis=shifted_axis(axis, len(example)), keepdims=keepdims), 0
+
+
+def _memory_order(x: Any) -> Any:
+    """A plain batch with each example's axes in its memory order (x.ravel(order='K') of one
+    example is then a C-order row, as np.linalg.norm ravels it)."""
+    if not isinstance(x, np.ndarray) or x.flags.c_contiguous:
+        return x
+    by_stride = sorted(range(1, x.ndim), key=lambda a: -abs(x.strides[a]))
+    return np.transpose(x, [0, *by_stride])
+
+
+def _named(rule: Callable[..., Any], name: str) -> Callable[..., Any]:
+    rule.__name__ = f"batch_{name}"
+    return rule
+
+
+# fmt: off
+# --- sums, means, extrema ------------------------------------------------------------------
+BATCH_RULES.add("sum",         along(ops.sum, axis=None))
+BATCH_RULES.add("mean",        along(ops.mean, axis=None))
+BATCH_RULES.add("prod",        along(ops.prod, axis=None))
+BATCH_RULES.add("nansum",      along(ops.nansum, axis=None))
+BATCH_RULES.add("nanmean",     along(ops.nanmean, axis=None))
+BATCH_RULES.add("average",     _named(_average, "average"))
+BATCH_RULES.add("max",         along(ops.max, sums=False, axis=None))
+BATCH_RULES.add("min",         along(ops.min, sums=False, axis=None))
+BATCH_RULES.add("ptp",         along(ops.ptp, sums=False, axis=None))
+BATCH_RULES.add("trace",       _named(_trace, "trace"))
+
+# --- statistics ----------------------------------------------------------------------------
+BATCH_RULES.add("var",         along(ops.var, axis=None))
+BATCH_RULES.add("std",         along(ops.std, axis=None))
+BATCH_RULES.add("median",      along(ops.median, sums=False, axis=None))
+BATCH_RULES.add("quantile",    _quantile(ops.quantile))
+BATCH_RULES.add("percentile",  _quantile(ops.percentile))
+
+# --- cumulative and ordering: axis None runs over the flattened example ----------------------
+BATCH_RULES.add("cumsum",      along(ops.cumsum, sums=False, none_means_all=False, axis=None))
+BATCH_RULES.add("cumprod",     along(ops.cumprod, sums=False, none_means_all=False, axis=None))
+BATCH_RULES.add("diff",        _named(_diff, "diff"))
+BATCH_RULES.add("sort",        along(ops.sort, sums=False, none_means_all=False, axis=-1))
+
+# --- softmax and norms ---------------------------------------------------------------------
+BATCH_RULES.add("softmax",     along(ops.softmax, axis=-1))
+BATCH_RULES.add("log_softmax", along(ops.log_softmax, axis=-1))
+BATCH_RULES.add("logsumexp",   along(ops.logsumexp, axis=None))
+BATCH_RULES.add("norm",        _named(_norm, "norm"))
+# fmt: on
