@@ -24,7 +24,7 @@ vmap_module = importlib.import_module("adcore.vmap")  # (adcore.vmap is the func
 COVERED = (
     "reshape expand_dims squeeze atleast_1d atleast_2d atleast_3d ravel broadcast_to transpose swapaxes "
     "moveaxis rollaxis astype concatenate stack flip flipud fliplr rot90 roll repeat tile pad take "
-    "take_along_axis diag diagonal diagflat tril triu getitem scatter_add"
+    "take_along_axis diag diagonal diagflat tril triu getitem scatter_add outer"
 ).split()
 
 

@@ -1,4 +1,6 @@
-"""Batch rules of transpose, reshape, broadcasting, indexing, concatenate, stack, the ops that move elements (adcore/ops/shapes.py, rearrangements.py, composite_shapes.py), and kron, outer, cross, diff.
+"""Batch rules of transpose, reshape, broadcasting, indexing, concatenate, stack, the ops that move
+elements (adcore/ops/shapes.py, rearrangements.py; composite_shapes.py's functions are these ops),
+and outer (kron and cross are linalg.py's, diff is reductions.py's).
 
 Each rule puts the batch axis first and runs the op once, its axis params past the batch axis, so
 every element comes from the same NumPy computation as in a loop over the examples. Params one
@@ -448,8 +450,28 @@ def _scatter_add(dims: Dims, values: Any, index: Any, shape: Any) -> tuple[Any, 
     return ops.scatter_add(values, index=(slice(None),) + parts, shape=(size,) + tuple(shape)), 0
 
 
+# --- outer: each example's raveled inputs, one broadcast product ---------------------------------------
+
+
+def _raveled_examples(x: Any, dim: int | None) -> Any:
+    """x's examples raveled, shape (B, size); an unbatched x as one example, (1, size)."""
+    if dim is None:
+        return ops.reshape(x, shape=(1, int(np.prod(np.shape(x), dtype=np.int64))))
+    return _flat(moved_to_front(x, dim))
+
+
+def _outer(dims: Dims, a: Any, b: Any) -> tuple[Any, int]:
+    a, b = _raveled_examples(a, dims[0]), _raveled_examples(b, dims[1])
+    columns = ops.reshape(a, shape=(a.shape[0], a.shape[1], 1))
+    rows = ops.reshape(b, shape=(b.shape[0], 1, b.shape[1]))
+    return ops.multiply(columns, rows), 0  # NumPy's outer: the same products
+
+
 # fmt: off
 # --- indexing -------------------------------------------------------------------------------------------
 BATCH_RULES.add("getitem",     _getitem)
 BATCH_RULES.add("scatter_add", _scatter_add)
+
+# --- outer products ----------------------------------------------------------------------------------
+BATCH_RULES.add("outer",       _outer)
 # fmt: on
