@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 from adcore import hookimpl
+from adcore_kernels.batch_rules import BATCH_RULES
 from adcore_kernels.cases import SMALL_CNN
 from adcore_kernels.jvps import JVPS
 from adcore_kernels.ops import OPS
@@ -36,6 +37,7 @@ def adcore_register_rules(register) -> None:
         ("jvp", JVPS),
         ("sympy", SYMPY_RULES),
         ("sparsity", _sparsity_rules()),
+        ("batch", BATCH_RULES),  # (adcore-batching declares the kind: without it, set aside)
     ):
         for op, rule in table.items():
             register(kind, op, rule)

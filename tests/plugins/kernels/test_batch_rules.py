@@ -1,0 +1,204 @@
+"""The kernel ops' batch rules (adcore_kernels.batch_rules) against a loop: each op's samples drawn three
+times (a batch of three examples), the rule on the stacked inputs (batch axis first, second, last; one
+input not batched) against the op on each example, stacked; the same through adcore.vmap, under grad;
+and the rules' registration whichever order adcore-batching loads in, or when it is blocked."""
+
+from __future__ import annotations
+
+import adcore_batching.plugin
+import numpy as np
+import pytest
+from adcore_kernels import ops
+from adcore_kernels.ops import OPS
+
+import adcore
+import adcore.numpy as anp
+from adcore import plugins
+from adcore.plugins import get_registry, loaded_registry
+
+SIZE = 3
+KERNEL_OPS = [spec.name for spec in OPS]
+CONVOLUTIONS = {"conv2d", "conv2d_input_grad", "conv2d_weight_grad"}
+RTOL = {"d": 1e-12, "f": 1e-5}
+
+
+def batches(name: str, dtype: type) -> list:
+    """(examples, params) per sample of op `name`: the sample drawn SIZE times, same shapes and params."""
+    op = get_registry().ops[name]
+    draws = [op.samples(np.random.default_rng(seed), np.dtype(dtype)) for seed in range(SIZE)]
+    out = []
+    for group in zip(*draws):
+        assert all(s.params == group[0].params for s in group)
+        out.append(([tuple(np.asarray(x) for x in s.args) for s in group], dict(group[0].params)))
+    return out
+
+
+def layouts(examples: list) -> list[tuple]:
+    """Batch axes for every input: first, second, last, and each input left unbatched in turn."""
+    ndims = [np.ndim(x) for x in examples[0]]
+    out = [tuple(min(position, n) for n in ndims) for position in (0, 1)]
+    out.append(tuple(ndims))
+    if len(ndims) > 1:
+        out += [tuple(None if i == j else 0 for i in range(len(ndims))) for j in range(len(ndims))]
+    return list(dict.fromkeys(out))
+
+
+def stacked(examples: list, dims: tuple) -> list:
+    """The batched inputs: each example's input i stacked along dims[i]; the first example's where None."""
+    return [
+        examples[0][i] if d is None else np.stack([ex[i] for ex in examples], axis=d)
+        for i, d in enumerate(dims)
+    ]
+
+
+def looped(name: str, examples: list, dims: tuple, params: dict) -> np.ndarray:
+    """The op on each example (the unbatched inputs the first example's), stacked."""
+    impl = get_registry().ops[name].impl
+    shared = examples[0]
+    return np.stack(
+        [impl(*(x if d is not None else y for x, y, d in zip(ex, shared, dims)), **params) for ex in examples]
+    )
+
+
+def assert_same(name: str, out, expected: np.ndarray, params: dict) -> None:
+    """Bit for bit where each example is computed as alone (pooling, each plane on its own; the direct
+    convolution's loops); to rounding where the batch makes a BLAS product or an FFT's matmul larger
+    (im2col, fft, winograd: one GEMM of the whole batch sums in another order)."""
+    out = np.asarray(out)
+    assert out.shape == expected.shape and out.dtype == expected.dtype, (out.shape, out.dtype, expected.shape)
+    if name not in CONVOLUTIONS or params.get("algorithm") == "direct":
+        np.testing.assert_array_equal(out, expected)
+    else:
+        tol = RTOL[out.dtype.char]
+        np.testing.assert_allclose(out, expected, rtol=tol, atol=tol * np.max(np.abs(expected), initial=0.0))
+
+
+def cases() -> list:
+    return [
+        pytest.param(name, dtype, k, id=f"{name}-{np.dtype(dtype).name}-{k}")
+        for name in KERNEL_OPS
+        for dtype in (np.float64, np.float32)
+        for k in range(len(batches(name, dtype)))
+    ]
+
+
+@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+def test_rule_matches_the_loop(name: str, dtype: type, k: int) -> None:
+    examples, params = batches(name, dtype)[k]
+    rule = get_registry().rules["batch"][name]
+    covered = []
+    for dims in layouts(examples):
+        result = rule(dims, *stacked(examples, dims), **params)
+        covered.append(result is not NotImplemented)
+        if result is not NotImplemented:
+            out, out_dim = result
+            assert_same(
+                name, np.moveaxis(np.asarray(out), out_dim, 0), looped(name, examples, dims, params), params
+            )
+    # a convolution of two batched inputs is a grouped one, which the kernels do not compute: the loop's
+    assert covered == [name not in CONVOLUTIONS or None in dims for dims in layouts(examples)]
+
+
+@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+def test_vmap_of_the_op_matches_the_loop(name: str, dtype: type, k: int) -> None:
+    examples, params = batches(name, dtype)[k]
+    op = get_registry().ops[name]
+    for dims in layouts(examples):
+        out = adcore.vmap(lambda *xs: op(*xs, **params), in_axes=dims)(*stacked(examples, dims))
+        assert_same(name, out, looped(name, examples, dims, params), params)
+
+
+def test_the_rules_run_each_example_by_the_algorithm_auto_picks_for_it(monkeypatch) -> None:
+    # auto picks by N and the channel counts: for one example (C = 1, O = 3) im2col, for a batch of 8
+    # folded into C (C = 8: 2 * C >= O) winograd; pinned to the example's, the batch runs im2col as the loop
+    from adcore_kernels import _winograd, conv
+
+    ran = []
+    for name, fn in conv._WEIGHT_GRAD.items():
+        monkeypatch.setitem(conv._WEIGHT_GRAD, name, lambda *a, name=name, fn=fn: ran.append(name) or fn(*a))
+    monkeypatch.setattr(
+        _winograd, "weight_grad", lambda *a, fn=_winograd.weight_grad: ran.append("winograd") or fn(*a)
+    )
+    rng = np.random.default_rng(0)
+    xs, g = rng.standard_normal((8, 1, 1, 6, 6)), rng.standard_normal((1, 3, 6, 6))
+    params = {"kernel_size": (3, 3), "padding": 1}
+    out = adcore.vmap(lambda x: ops.conv2d_weight_grad(x, g, **params))(xs)
+    assert ran == ["im2col"] and conv.choose_algorithm((1, 8, 6, 6), (3, 8, 3, 3), padding=1) == "winograd"
+    expected = np.stack([ops.conv2d_weight_grad.impl(x, g, **params) for x in xs])
+    assert ran[1:] == ["im2col"] * 8
+    assert_same("conv2d_weight_grad", out, expected, params)
+
+
+def _small_cnn(w, x, target):
+    """A conv-pool-conv network's squared error on one image x (1, 2, 8, 8): every kernel op's rule runs
+    in its gradient (the pools' linear maps, both convolution gradients)."""
+    h = anp.tanh(ops.conv2d(x, w[0], padding=1))
+    h = ops.max_pool2d(h, kernel_size=2) + ops.avg_pool2d(h, kernel_size=2)
+    y = ops.conv2d(h, w[1], stride=2, algorithm="direct")
+    return anp.sum((y - target) ** 2)
+
+
+def _cnn_data(rng: np.random.Generator) -> tuple:
+    w = [rng.standard_normal((3, 2, 3, 3)), rng.standard_normal((2, 3, 2, 2))]
+    return w, rng.standard_normal((4, 1, 2, 8, 8)), rng.standard_normal((4, 1, 2, 2, 2))
+
+
+def test_per_example_gradients_of_a_small_cnn_match_a_loop_of_grad() -> None:
+    w, xs, targets = _cnn_data(np.random.default_rng(1))
+    batched = adcore.vmap(adcore.grad(_small_cnn), in_axes=(None, 0, 0))(w, xs, targets)
+    loop = [adcore.grad(_small_cnn)(w, x, t) for x, t in zip(xs, targets)]
+    for i in range(2):
+        expected = np.stack([g[i] for g in loop])
+        np.testing.assert_allclose(batched[i], expected, rtol=1e-12, atol=1e-12 * np.max(np.abs(expected)))
+
+
+def test_grad_of_a_vmapped_loss_matches_the_summed_loop() -> None:
+    w, xs, targets = _cnn_data(np.random.default_rng(2))
+    total = adcore.grad(lambda w: anp.sum(adcore.vmap(_small_cnn, in_axes=(None, 0, 0))(w, xs, targets)))(w)
+    loop = [adcore.grad(_small_cnn)(w, x, t) for x, t in zip(xs, targets)]
+    for i in range(2):
+        expected = sum(g[i] for g in loop)
+        np.testing.assert_allclose(total[i], expected, rtol=1e-12, atol=1e-12 * np.max(np.abs(expected)))
+
+
+# --- registration: the kind is adcore-batching's, the rules this plugin's own -----------------------------
+
+
+def _batch_rules_of(registry, plugin: str) -> list[str]:
+    return [op for kind, op in registry.plugins[plugin].rules if kind == "batch"]
+
+
+def test_the_plugin_registers_a_batch_rule_for_each_of_its_ops(clean_plugins) -> None:
+    registry = get_registry()
+    assert sorted(_batch_rules_of(registry, "kernels")) == sorted(KERNEL_OPS)
+    assert all(registry.rules["batch"][name] for name in KERNEL_OPS)
+
+
+def test_its_batch_rules_wait_for_adcore_batching_loading_after_it(register_plugin, monkeypatch) -> None:
+    # the entry point blocked, the same plugin registered by hand: it loads after every entry point
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
+    register_plugin(adcore_batching.plugin, "late_batching")
+    plugins.reset()
+    adcore.get_backend("reverse")  # a first stage: kernels loads, the kind "batch" is not declared yet
+    early = loaded_registry()
+    assert "kernels" in early.plugins and "batch" not in early.kinds and not early.plugins["kernels"].error
+    registry = get_registry()  # the rest, late_batching with it: the rules that waited are added
+    names = list(registry.plugins)
+    assert names.index("kernels") < names.index("late_batching") and "batch" in registry.kinds
+    assert sorted(_batch_rules_of(registry, "kernels")) == sorted(KERNEL_OPS)
+    assert not registry.plugins["kernels"].error
+    x, w = np.ones((2, 1, 1, 3, 3)), np.ones((1, 1, 2, 2))
+    np.testing.assert_array_equal(adcore.vmap(lambda x: ops.conv2d(x, w))(x), np.full((2, 1, 1, 2, 2), 4.0))
+
+
+def test_its_batch_rules_are_set_aside_when_adcore_batching_is_blocked(clean_plugins, monkeypatch) -> None:
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
+    plugins.reset()
+    registry = get_registry()
+    assert "batching" not in registry.plugins and "batch" not in registry.kinds
+    assert "kernels" in registry.plugins and not registry.plugins["kernels"].error
+    assert _batch_rules_of(registry, "kernels") == [] and not set(registry.rules["batch"]) & set(KERNEL_OPS)
+    rng = np.random.default_rng(3)
+    xs, w = rng.standard_normal((2, 1, 1, 4, 4)), rng.standard_normal((2, 1, 3, 3))
+    expected = np.stack([ops.conv2d.impl(x, w) for x in xs])  # vmap still right: the loop rule
+    np.testing.assert_array_equal(adcore.vmap(lambda x: ops.conv2d(x, w))(xs), expected)
