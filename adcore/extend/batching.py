@@ -56,6 +56,8 @@ def shifted_axis(axis: Any, example_ndim: int) -> Any:
     if isinstance(axis, (tuple, list)):
         return type(axis)(shifted_axis(a, example_ndim) for a in axis)
     axis = int(axis)
+    if axis < -example_ndim:  # out of range for one example: kept out of range (NumPy refuses it),
+        return axis - 1  # where as it is it would name the batch axis
     return axis + 1 if axis >= 0 else axis
 
 
