@@ -4,9 +4,14 @@ op's samples, drawn three times (one batch of three examples), the rule on the s
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
+import adcore
+import adcore.numpy as anp
+from adcore.errors import AdcoreError
 from adcore.plugins import get_registry
 
 SIZE = 3
@@ -104,3 +109,80 @@ def test_rule_matches_the_loop(name: str, dtype: type, k: int) -> None:
     examples, params = batches(name, dtype)[k]
     looped = [not check(name, examples, params, dims) for dims in layouts(examples)]
     assert looped == [LOOPS.get(name, lambda dims: False)(dims) for dims in layouts(examples)]
+
+
+# --- through adcore.vmap ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXACT | ROUNDED))
+def test_vmap_of_the_op_matches_the_loop(name: str) -> None:
+    op = get_registry().ops[name]
+    for examples, params in batches(name):
+        stacked = [np.stack(inputs) for inputs in zip(*examples)]
+        out = adcore.vmap(functools.partial(op, **params))(*stacked)
+        expected = np.stack([op.impl(*ex, **params) for ex in examples])
+        assert out.dtype == expected.dtype
+        if name in EXACT:
+            np.testing.assert_array_equal(out, expected)
+        else:
+            np.testing.assert_allclose(
+                out, expected, rtol=1e-12, atol=1e-13 * np.max(np.abs(expected), initial=0)
+            )
+
+
+def _mlp_loss(params, x, y):
+    w1, b1, w2 = params
+    z = anp.tanh(x @ w1 + b1) @ w2
+    return -anp.sum(y * anp.log_softmax(z, axis=-1))
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_per_example_gradients_of_an_mlp(backend: str) -> None:
+    """The issue's benchmark in small: vmap(grad) through matmul's shared-weights products and the
+    per-example outer products of the weight gradients."""
+    rng = np.random.default_rng(0)
+    params = (rng.standard_normal((6, 5)), rng.standard_normal(5), rng.standard_normal((5, 3)))
+    x, y = rng.standard_normal((4, 6)), np.eye(3)[[0, 2, 1, 2]]
+    grad = adcore.grad(_mlp_loss, backend=backend)
+    batched = adcore.vmap(grad, in_axes=(None, 0, 0))(params, x, y)
+    looped = [grad(params, x[i], y[i]) for i in range(4)]
+    for k, g in enumerate(batched):
+        np.testing.assert_allclose(g, np.stack([lg[k] for lg in looped]), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_gradient_through_vmap(backend: str) -> None:
+    """The rules on an outer transformation's tracers: grad of a vmapped matmul, einsum and solve."""
+    rng = np.random.default_rng(1)
+    w, xs = rng.standard_normal((3, 3)) + 3 * np.eye(3), rng.standard_normal((5, 3))
+
+    def batched(w):
+        def one(x):
+            return anp.linalg.solve(w, anp.einsum("ij,j->i", w, x)) + w @ x
+
+        return anp.sum(anp.tanh(adcore.vmap(one)(xs)))
+
+    def looped(w):
+        return sum(anp.sum(anp.tanh(anp.linalg.solve(w, anp.einsum("ij,j->i", w, x)) + w @ x)) for x in xs)
+
+    np.testing.assert_allclose(
+        adcore.grad(batched, backend=backend)(w), adcore.grad(looped, backend=backend)(w), rtol=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("f", "x"),
+    [
+        (lambda x: np.ones((4, 2)) @ x, np.ones((2, 3))),  # 3 against 2: matmul's mismatch
+        (lambda x: anp.fft.fftn(x, axes=(-2,)), np.ones((2, 4))),  # an axis each example lacks
+        (lambda x: anp.fft.fftn(x, s=(2, 2)), np.ones((3, 4))),
+        (lambda x: anp.cross(x, x, axisa=-2), np.ones((2, 3))),
+        (lambda x: anp.convolve(x, x), np.ones((2, 0))),
+    ],
+)
+def test_calls_the_op_refuses_raise_as_the_loop_does(f, x) -> None:
+    """A negative axis past an example's axes would name the batch axis: the rule leaves such calls
+    to the loop, whose first example raises the op's error (np.matmul's own ValueError for matmul),
+    not a number."""
+    with pytest.raises((AdcoreError, ValueError)):
+        adcore.vmap(f)(x)
