@@ -205,6 +205,23 @@ def test_rule_fills_in_the_ops_default_axis(name, dim):
         np.testing.assert_array_equal(expected, np.stack([DEFAULTS[name](e) for e in x]).astype(x.dtype))
 
 
+@pytest.mark.parametrize("name", OPS)
+def test_an_empty_batch_gives_an_empty_result_or_the_loop(name):
+    """No example to learn a shape from: a rule gives the empty batch of the op's result shape,
+    or leaves it to the loop (which refuses a batch of size 0, typed)."""
+    rule = get_registry().rules["batch"][name]
+    for examples, params in batches(name):
+        dims = tuple(0 for _ in examples[0])
+        inputs = [np.empty((0, *np.shape(x)), dtype=np.asarray(x).dtype) for x in examples[0]]
+        result = rule(dims, *inputs, **params)
+        if result is NotImplemented:
+            assert name in ("median", "quantile", "percentile") or LOOPS[name](examples, dims, params)
+            continue
+        out, out_dim = result
+        one = get_registry().ops[name].impl(*examples[0], **params)
+        assert np.moveaxis(np.asarray(out), out_dim, 0).shape == (0, *np.shape(one))
+
+
 def test_quantile_batch_axis_follows_qs_axes():
     x = np.random.default_rng(2).standard_normal((SIZE, 5, 4))
     q = np.array([0.1, 0.5, 0.9])

@@ -51,15 +51,31 @@ def outermost(x: Any) -> Any:
 def along(op: Any, sums: bool = True, none_means_all: bool = True, **defaults: Any) -> BatchRule:
     """by_axis(op) with the op's default axis params filled in; a batch that `sums` laid out
     outermost first (an op that only selects or runs along an axis gives the same values in any
-    layout)."""
-    shift = by_axis(op, *defaults, none_means_all=none_means_all)
+    layout). Without `none_means_all` an axis None flattens each example (cumsum, sort)."""
+    shift = by_axis(op, *defaults)
 
     def rule(dims: Dims, x: Any, **params: Any) -> tuple[Any, int]:
         x = moved_to_front(x, dims[0])
-        return shift((0,), outermost(x) if sums else x, **{**defaults, **params})
+        params = {**defaults, **params}
+        if not none_means_all and any(params[name] is None for name in defaults):
+            # the example's length, not -1, which an empty batch leaves undetermined
+            x = ops.reshape(x, shape=(x.shape[0], int(np.prod(x.shape[1:], dtype=int))))
+            params = {**params, **{name: 0 for name in defaults if params[name] is None}}
+        return shift((0,), outermost(x) if sums else x, **params)
 
     rule.__name__ = f"batch_{op.name}"
     return rule
+
+
+def nonempty(rule: BatchRule) -> BatchRule:
+    """`rule` for a batch of at least one example: NumPy's median and quantile over several axes
+    reshape with -1, which an empty batch leaves undetermined (the loop then says so, typed)."""
+
+    def checked(dims: Dims, *inputs: Any, **params: Any) -> Any:
+        return NotImplemented if batch_size(dims, inputs) == 0 else rule(dims, *inputs, **params)
+
+    checked.__name__ = rule.__name__
+    return checked
 
 
 def _quantile(op: Any) -> BatchRule:
@@ -144,7 +160,8 @@ def _norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: bool 
         return NotImplemented  # the loop raises norm's refusal
     norm_axes(SimpleNamespace(shape=example), ord, axis)  # an example's refusal, as the loop's
     if axis is None and _by_dot(ord, len(example)):
-        rows = ops.reshape(_memory_order(outermost(x)), shape=(x.shape[0], -1))
+        rows = _memory_order(outermost(x))
+        rows = ops.reshape(rows, shape=(x.shape[0], int(np.prod(example, dtype=int))))
         if np.iscomplexobj(rows):  # as NumPy: the real parts' dot plus the imaginary parts'
             squares = ops.add(_self_dot(ops.real(rows)), _self_dot(ops.imag(rows)))
         else:
@@ -185,9 +202,9 @@ BATCH_RULES.add("trace",       _named(_trace, "trace"))
 # --- statistics ----------------------------------------------------------------------------
 BATCH_RULES.add("var",         along(ops.var, axis=None))
 BATCH_RULES.add("std",         along(ops.std, axis=None))
-BATCH_RULES.add("median",      along(ops.median, sums=False, axis=None))
-BATCH_RULES.add("quantile",    _quantile(ops.quantile))
-BATCH_RULES.add("percentile",  _quantile(ops.percentile))
+BATCH_RULES.add("median",      nonempty(along(ops.median, sums=False, axis=None)))
+BATCH_RULES.add("quantile",    nonempty(_quantile(ops.quantile)))
+BATCH_RULES.add("percentile",  nonempty(_quantile(ops.percentile)))
 
 # --- cumulative and ordering: axis None runs over the flattened example ----------------------
 BATCH_RULES.add("cumsum",      along(ops.cumsum, sums=False, none_means_all=False, axis=None))
