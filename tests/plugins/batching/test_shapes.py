@@ -266,3 +266,47 @@ def test_vmap_of_grad_through_shape_ops_is_the_loop(backend):
     g = adcore.grad(f, backend=backend)
     xs = np.random.default_rng(1).normal(size=(4, 6))
     np.testing.assert_allclose(adcore.vmap(g)(xs), np.stack([g(x) for x in xs]), rtol=1e-14)
+
+
+def _moves(x):
+    """Rearrangements and indexing of one (4, 3) example, the batch axis put after advanced axes."""
+    y = ops.pad(ops.tril(x, k=1), pad_width=((0, 1), (2, 0)), constant_values=0.5)  # (5, 5)
+    y = ops.take_along_axis(y, indices=np.array([[4, 0, 1, 1, 2]]), axis=0)  # (1, 5)
+    z = x[np.array([0, 3]), :, None][:, np.array([2, 0])]  # (2, 2, 1)
+    w = x[np.array([1, 1]), None, np.array([0, 2])]  # advanced indices apart: (2, 1)
+    s = ops.scatter_add(w, index=(np.array([0, 0]), slice(None)), shape=(3, 1))
+    return ops.concatenate(ops.ravel(y), ops.ravel(z), ops.ravel(s), ops.diagflat(x[0, :2]).ravel(), axis=0)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_grad_of_vmap_through_rearrangements_is_the_loops(backend, monkeypatch):
+    monkeypatch.setattr(vmap_module, "looped", _no_loop)  # the rules run on the backend's values
+    weights = np.arange(1.0, 17.0)
+
+    def batched(xs):
+        return ops.sum(adcore.vmap(_moves, in_axes=1)(xs) ** 2 * weights)
+
+    def looped_f(xs):
+        return ops.sum(ops.stack(*[_moves(xs[:, i]) for i in range(xs.shape[1])], axis=0) ** 2 * weights)
+
+    xs = np.random.default_rng(4).normal(size=(4, 5, 3))
+    want = adcore.grad(looped_f, backend=backend)(xs)
+    np.testing.assert_allclose(adcore.grad(batched, backend=backend)(xs), want, rtol=1e-14)
+
+
+def test_nested_vmap_through_rearrangements_is_the_loop(monkeypatch):
+    monkeypatch.setattr(vmap_module, "looped", _no_loop)
+    xs = np.random.default_rng(5).normal(size=(2, 4, 3, 3))
+    got = adcore.vmap(adcore.vmap(_moves, in_axes=2), in_axes=0)(xs)
+    want = np.stack([np.stack([_moves(xs[i, :, :, j]) for j in range(3)]) for i in range(2)])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_concatenate_and_stack_of_raveled_and_unbatched_inputs():
+    xs, c = np.arange(12.0).reshape(2, 3, 2), np.array([[7.0, 8.0]])
+    value, dim = BATCH_RULES["concatenate"]((0, None), xs, c, axis=None)
+    np.testing.assert_array_equal(value, np.stack([np.concatenate([x, c], axis=None) for x in xs]))
+    value, dim = BATCH_RULES["stack"]((None, 1), c[0], xs[:, 0].T, axis=-1)
+    np.testing.assert_array_equal(
+        np.moveaxis(value, dim, 0), np.stack([np.stack([c[0], x[0]], axis=-1) for x in xs])
+    )
