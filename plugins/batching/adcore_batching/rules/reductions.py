@@ -145,12 +145,24 @@ def _by_dot(ord: Any, example_ndim: int) -> bool:
     return ord is None or (ord in ("f", "fro") and example_ndim == 2) or (ord == 2 and example_ndim == 1)
 
 
-def _self_dot(rows: Any) -> Any:
+def _self_dot(rows: np.ndarray) -> np.ndarray:
     """Each row dotted with itself, (B, n) -> (B,): matmul of (1, n) by (n, 1) calls the BLAS dot
-    that np.dot of a row calls."""
-    size, n = rows.shape
-    product = ops.matmul(ops.reshape(rows, shape=(size, 1, n)), ops.reshape(rows, shape=(size, n, 1)))
-    return ops.reshape(product, shape=(size,))
+    that np.dot of one row calls (strided rows too: a complex row's real parts)."""
+    return np.matmul(rows[:, None, :], rows[:, :, None])[:, 0, 0]
+
+
+def _dot_norm(x: Any) -> Any:
+    """np.linalg.norm of each example with no axis, where NumPy takes the square root of the
+    example's ravel dotted with itself."""
+    size, n = x.shape[0], int(np.prod(x.shape[1:], dtype=int))  # not -1: an empty batch
+    if isinstance(x, Tracer):
+        # norm's own rules (derivative 0 at x = 0, where the square root of a dot has none); its
+        # sum of squares rounds otherwise than BLAS's dot: the last bits
+        return ops.norm(ops.reshape(x, shape=(size, n)), axis=1)
+    rows = _memory_order(outermost(x)).reshape(size, n)
+    if np.iscomplexobj(rows):  # as NumPy: the real parts' dot plus the imaginary parts'
+        return np.sqrt(_self_dot(rows.real) + _self_dot(rows.imag))
+    return np.sqrt(_self_dot(rows))  # in x's dtype, as adcore's norm gives it
 
 
 def _norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
@@ -160,13 +172,7 @@ def _norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: bool 
         return NotImplemented  # the loop raises norm's refusal
     norm_axes(SimpleNamespace(shape=example), ord, axis)  # an example's refusal, as the loop's
     if axis is None and _by_dot(ord, len(example)):
-        rows = _memory_order(outermost(x))
-        rows = ops.reshape(rows, shape=(x.shape[0], int(np.prod(example, dtype=int))))
-        if np.iscomplexobj(rows):  # as NumPy: the real parts' dot plus the imaginary parts'
-            squares = ops.add(_self_dot(ops.real(rows)), _self_dot(ops.imag(rows)))
-        else:
-            squares = _self_dot(rows)
-        out = ops.sqrt(squares)  # in x's dtype already, as adcore's norm gives it
+        out = _dot_norm(x)
         return ops.reshape(out, shape=(x.shape[0], *(1,) * len(example))) if keepdims else out, 0
     axis = tuple(range(len(example))) if axis is None else axis
     return ops.norm(outermost(x), ord=ord, axis=shifted_axis(axis, len(example)), keepdims=keepdims), 0
