@@ -479,7 +479,9 @@ def _like(jac: Any, arg: Any) -> Any:
     the caller must be able to write into what it gets (g *= lr) without changing any of them.
     """
     if isinstance(jac, Tracer):
-        return jac
+        # cast too: under vmap the tracer's batch is what the caller gets (a float32 argument's
+        # derivative from a rule computing in float64, as scipy's y1 does, must be float32)
+        return jac if jac.dtype == arg.dtype else ops.astype(jac, dtype=arg.dtype)
     return np.array(jac, dtype=arg.dtype, copy=True)
 
 

@@ -300,3 +300,15 @@ def test_arrays_held_read_only_by_overlapping_calls_are_writable_again_after_the
     frozen_by_user.flags.writeable = False
     _thaw(_freeze([frozen_by_user]))
     assert not frozen_by_user.flags.writeable  # read-only before: read-only after
+
+
+@pytest.mark.parametrize("backend", ["forward", "reverse"])
+def test_a_derivative_under_vmap_has_its_arguments_dtype_where_the_rule_computes_in_float64(backend):
+    # scipy's y1 rules compute a float32 argument's derivative in float64: the plain call casts it,
+    # and so must a traced one, whose batch is what vmap returns (conformance's vmap column found it)
+    pytest.importorskip("adcore_scipy")
+    xs = np.linspace(1.0, 2.0, 6, dtype=np.float32).reshape(3, 2)
+    jac = adcore.jacobian(adcore.ops.y1, backend=backend)
+    batched = adcore.vmap(jac)(xs)
+    assert batched.dtype == np.float32
+    np.testing.assert_allclose(batched, np.stack([jac(x) for x in xs]), rtol=1e-6)
