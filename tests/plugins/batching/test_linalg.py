@@ -186,3 +186,16 @@ def test_calls_the_op_refuses_raise_as_the_loop_does(f, x) -> None:
     not a number."""
     with pytest.raises((AdcoreError, ValueError)):
         adcore.vmap(f)(x)
+
+
+def test_outer_product_matmuls_are_the_loops_bits() -> None:
+    """A contracted axis of length 1 (a per-example weight gradient g x^T) batched is einsum's
+    one-term sums: the loop's matmul bits, zeros' signs included."""
+    rng = np.random.default_rng(2)
+    g, x = rng.standard_normal((4, 5, 1)), rng.standard_normal((4, 1, 3))
+    g[0, 0, 0], x[1, 0, 2] = -0.0, 0.0
+    out, out_dim = get_registry().rules["batch"]["matmul"]((0, 0), g, x)
+    expected = np.stack([gi @ xi for gi, xi in zip(g, x)])
+    assert out_dim == 0
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))

@@ -78,9 +78,10 @@ def _matmul(dims: Dims, a: Any, b: Any) -> Any:
     a = a if da is None else with_rank(a, rank)
     b = b if db is None else with_rank(b, rank)
     if a_shape[-1] == 1 and len(a_shape) > 1 and len(b_shape) > 1:
-        # outer products (a per-example weight gradient g x^T): matmul's values, by a broadcast
-        # product at half its time (but for the sign of a zero: matmul's 0 + (-0.0) is 0.0)
-        return _reshaped(ops.multiply(a, b), out_shape), 0
+        # outer products (a per-example weight gradient g x^T): einsum's one-term sums, which are
+        # matmul's bits (0 + a b, a zero's sign too), at a fifth of its time on the MLP benchmark's
+        # (64, 784, 1) @ (64, 1, 128)
+        return _reshaped(ops.einsum(a, b, subscripts="...ik,...kj->...ij"), out_shape), 0
     return _reshaped(ops.matmul(a, b), out_shape), 0
 
 
