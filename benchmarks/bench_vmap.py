@@ -16,24 +16,33 @@ Run by hand (not part of the tests):  python benchmarks/bench_vmap.py   (about 2
    as `benchmarks/gradbench/adcore_tool/ht.py` computes it, on adcore-reverse and adcore-forward,
    in process (the same rows, without the eval's I/O). Target: reverse within 2x of forward.
 
-torch and jax are optional: a missing one prints "not installed". Every figure is timing.race's
+torch and jax are optional: a missing one prints "not installed". All use one BLAS thread (set
+OPENBLAS_NUM_THREADS / OMP_NUM_THREADS before running to change it). Every figure is timing.race's
 (interleaved blocks of timeit runs; the median, or the best for the slow ht rows).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
+# One BLAS thread for NumPy and torch alike (as bench_linalg.py): on a small shared machine a
+# second thread spins waiting for a busy core, and the load of the moment would decide the times.
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
-import adcore
-import adcore.numpy as anp
+import numpy as np  # noqa: E402
+
+import adcore  # noqa: E402
+import adcore.numpy as anp  # noqa: E402
 
 try:
     import torch
     import torch.func
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 except ImportError:
     torch = None
 try:
@@ -44,7 +53,7 @@ try:
 except ImportError:
     jax = jnp = None
 
-from timing import ERROR, MISSING, cell, guarded, race, ratio, row, verdict, warm_heap  # benchmarks/timing.py
+from timing import ERROR, MISSING, cell, guarded, race, ratio, row, verdict, warm_heap  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNS = dict(repeat=5, passes=3, summary=statistics.median)
@@ -226,7 +235,10 @@ def main():
     warm_heap()  # a long-running process's heap (see bench_forward.py): large temporaries reused
     torch_v = f"torch {torch.__version__}" if torch else f"torch {MISSING}"
     jax_v = f"jax {jax.__version__}" if jax else f"jax {MISSING}"
-    print(f"adcore vmap benchmark; numpy {np.__version__}, {torch_v}, {jax_v} (no jit)")
+    threads = os.environ["OPENBLAS_NUM_THREADS"]
+    print(
+        f"adcore vmap benchmark; numpy {np.__version__}, {torch_v}, {jax_v} (no jit); {threads} BLAS thread(s)"
+    )
     sections = {"mlp": bench_per_example, "jacobian": bench_jacobian, "ht": bench_ht}
     for name in sys.argv[1:] or sections:
         sections[name]()
