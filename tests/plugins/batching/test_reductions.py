@@ -27,6 +27,12 @@ LOOPS = {
     "average": lambda examples, dims, params: (
         dims[1] is not None and examples[0][1].shape != examples[0][0].shape
     ),
+    # a p-norm of a vector: NumPy takes its last power in scalar math
+    "norm": lambda examples, dims, params: (
+        np.ndim(examples[0][0]) == 1
+        and not params.get("keepdims", False)
+        and params.get("ord") not in (None, 1, 2, np.inf, -np.inf, 0)
+    ),
 }
 # longer rows, where NumPy sums pairwise (8 at a time, then in pairs) along a contiguous run
 LONG = (
@@ -132,7 +138,7 @@ def test_each_op_has_its_rule(name):
     assert get_registry().rules["batch"][name] is BATCH_RULES[name]
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64])
 @pytest.mark.parametrize("name", OPS)
 def test_rule_is_the_loop_on_the_samples(name, dtype):
     if np.dtype(dtype).kind == "c" and not get_registry().ops[name].accepts_complex:
