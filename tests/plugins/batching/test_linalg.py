@@ -199,3 +199,19 @@ def test_outer_product_matmuls_are_the_loops_bits() -> None:
     assert out_dim == 0
     np.testing.assert_array_equal(out, expected)
     np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: a @ [1.0, 2.0],
+        lambda a: np.dot([1.0, -1.0], a),
+        lambda a: anp.linalg.solve(a, [1.0, 2.0]),
+        lambda a: anp.einsum("ij,j->i", a, [1.0, 2.0]),
+        lambda a: anp.convolve(a[0], [1.0, 2.0]),
+        lambda a: np.dot(a, 2.0),
+    ],
+)
+def test_constants_given_as_lists_and_numbers(f) -> None:
+    a = np.random.default_rng(3).uniform(-1, 1, (4, 2, 2)) + 2 * np.eye(2)
+    np.testing.assert_allclose(adcore.vmap(f)(a), np.stack([f(x) for x in a]), rtol=1e-14)

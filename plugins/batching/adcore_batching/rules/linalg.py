@@ -13,6 +13,7 @@ stacked batch gives the loop's values bit for bit.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -296,48 +297,59 @@ def _signal(x: Any, dim: int | None, length: int, size: int) -> Any:
     return _reshaped(x, (length,)) if dim is None else _reshaped(moved_to_front(x, dim), (size, length))
 
 
+def _add(op: str, rule: BatchRule) -> None:
+    """The op's rule in the table, its unbatched constants given as lists or Python numbers (a @
+    [1.0, 2.0]) made arrays first, as the op's impl would: the rules read their shapes."""
+
+    @functools.wraps(rule)
+    def call(dims: Dims, *inputs: Any, **params: Any) -> Any:
+        return rule(dims, *(x if hasattr(x, "shape") else np.asarray(x) for x in inputs), **params)
+
+    BATCH_RULES.add(op, call)
+
+
 # fmt: off
 # --- contractions -------------------------------------------------------------------------------
-BATCH_RULES.add("matmul",       _matmul)
-BATCH_RULES.add("dot",          _dot)
-BATCH_RULES.add("einsum",       _einsum)
-BATCH_RULES.add("vdot",         _vdot)
-BATCH_RULES.add("inner",        _einsum_shaped("inner"))
-BATCH_RULES.add("tensordot",    _einsum_shaped("tensordot"))
-BATCH_RULES.add("kron",         _einsum_shaped("kron"))
-BATCH_RULES.add("multi_dot",    _einsum_shaped("multi_dot"))
-BATCH_RULES.add("cross",        _cross)
-BATCH_RULES.add("matrix_power", leading(ops.matrix_power, (2,)))
+_add("matmul",       _matmul)
+_add("dot",          _dot)
+_add("einsum",       _einsum)
+_add("vdot",         _vdot)
+_add("inner",        _einsum_shaped("inner"))
+_add("tensordot",    _einsum_shaped("tensordot"))
+_add("kron",         _einsum_shaped("kron"))
+_add("multi_dot",    _einsum_shaped("multi_dot"))
+_add("cross",        _cross)
+_add("matrix_power", leading(ops.matrix_power, (2,)))
 
 # --- per-matrix linear algebra: LAPACK once per matrix of the stack ------------------------------
-BATCH_RULES.add("inv",            leading(ops.inv, (2,)))
-BATCH_RULES.add("det",            leading(ops.det, (2,)))
-BATCH_RULES.add("logabsdet",      leading(ops.logabsdet, (2,)))
-BATCH_RULES.add("slogdet_packed", leading(ops.slogdet_packed, (2,)))
-BATCH_RULES.add("cholesky",       leading(ops.cholesky, (2,)))
-BATCH_RULES.add("solve",            _solve_like(ops.solve))
-BATCH_RULES.add("solve_triangular", _solve_like(ops.solve_triangular))
-BATCH_RULES.add("cho_solve",        _solve_like(ops.cho_solve))
+_add("inv",            leading(ops.inv, (2,)))
+_add("det",            leading(ops.det, (2,)))
+_add("logabsdet",      leading(ops.logabsdet, (2,)))
+_add("slogdet_packed", leading(ops.slogdet_packed, (2,)))
+_add("cholesky",       leading(ops.cholesky, (2,)))
+_add("solve",            _solve_like(ops.solve))
+_add("solve_triangular", _solve_like(ops.solve_triangular))
+_add("cho_solve",        _solve_like(ops.cho_solve))
 
 # --- decompositions: packed outputs keep the matrices' leading axes ------------------------------
-BATCH_RULES.add("eigh_packed",     leading(ops.eigh_packed, (2,)))
-BATCH_RULES.add("eigvalsh",        leading(ops.eigvalsh, (2,)))
-BATCH_RULES.add("svd_packed",      leading(ops.svd_packed, (2,)))
-BATCH_RULES.add("svdvals",         leading(ops.svdvals, (2,)))
-BATCH_RULES.add("qr_packed",       leading(ops.qr_packed, (2,)))
-BATCH_RULES.add("pinv",            leading(ops.pinv, (2,)))
-BATCH_RULES.add("eig_packed",      leading(ops.eig_packed, (2,)))
-BATCH_RULES.add("eigvals",         leading(ops.eigvals, (2,)))
-BATCH_RULES.add("lstsq_solution",  _lstsq(ops.lstsq_solution))
-BATCH_RULES.add("lstsq_residuals", _lstsq(ops.lstsq_residuals))
+_add("eigh_packed",     leading(ops.eigh_packed, (2,)))
+_add("eigvalsh",        leading(ops.eigvalsh, (2,)))
+_add("svd_packed",      leading(ops.svd_packed, (2,)))
+_add("svdvals",         leading(ops.svdvals, (2,)))
+_add("qr_packed",       leading(ops.qr_packed, (2,)))
+_add("pinv",            leading(ops.pinv, (2,)))
+_add("eig_packed",      leading(ops.eig_packed, (2,)))
+_add("eigvals",         leading(ops.eigvals, (2,)))
+_add("lstsq_solution",  _lstsq(ops.lstsq_solution))
+_add("lstsq_residuals", _lstsq(ops.lstsq_residuals))
 
 # --- FFTs ----------------------------------------------------------------------------------------
-BATCH_RULES.add("fftn",   _fft(ops.fftn))
-BATCH_RULES.add("ifftn",  _fft(ops.ifftn))
-BATCH_RULES.add("rfftn",  _fft(ops.rfftn))
-BATCH_RULES.add("irfftn", _fft(ops.irfftn))
+_add("fftn",   _fft(ops.fftn))
+_add("ifftn",  _fft(ops.ifftn))
+_add("rfftn",  _fft(ops.rfftn))
+_add("irfftn", _fft(ops.irfftn))
 
 # --- convolution ---------------------------------------------------------------------------------
-BATCH_RULES.add("convolve",  _sliding("convolve", "full"))
-BATCH_RULES.add("correlate", _sliding("correlate", "valid"))
+_add("convolve",  _sliding("convolve", "full"))
+_add("correlate", _sliding("correlate", "valid"))
 # fmt: on
