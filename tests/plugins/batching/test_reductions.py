@@ -228,6 +228,33 @@ def test_an_empty_batch_gives_an_empty_result_or_the_loop(name):
         assert np.moveaxis(np.asarray(out), out_dim, 0).shape == (0, *np.shape(one))
 
 
+AXIS_CALLS = {
+    "sum": {}, "mean": {}, "prod": {}, "nansum": {}, "nanmean": {}, "max": {}, "min": {}, "ptp": {},
+    "var": {}, "std": {}, "median": {}, "quantile": {"q": 0.5}, "percentile": {"q": 50.0},
+    "cumsum": {}, "cumprod": {}, "diff": {}, "sort": {}, "softmax": {}, "log_softmax": {},
+    "logsumexp": {},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(AXIS_CALLS))
+@pytest.mark.parametrize("axis", [-3, 2, (0, -3)])
+def test_an_axis_no_example_has_is_the_loops_error(name, axis):
+    """Shifted past the batch axis, axis -3 of a 2-d example would name the batch axis: a
+    plausible wrong number; the rule leaves it to the loop, which raises NumPy's error."""
+    x = np.random.default_rng(9).standard_normal((SIZE, 2, 3))
+    rule = get_registry().rules["batch"][name]
+    assert rule((0,), x, axis=axis, **AXIS_CALLS[name]) is NotImplemented
+    op = get_registry().ops[name]
+    with pytest.raises((ValueError, TypeError)):
+        adcore.vmap(lambda e: op(e, axis=axis, **AXIS_CALLS[name]))(x)
+
+
+def test_trace_and_average_refuse_an_axis_no_example_has():
+    x = np.ones((SIZE, 2, 2))
+    assert get_registry().rules["batch"]["trace"]((0,), x, axis1=-3, axis2=1) is NotImplemented
+    assert get_registry().rules["batch"]["average"]((0, None), x, np.ones(2), axis=-3) is NotImplemented
+
+
 def test_quantile_batch_axis_follows_qs_axes():
     x = np.random.default_rng(2).standard_normal((SIZE, 5, 4))
     q = np.array([0.1, 0.5, 0.9])

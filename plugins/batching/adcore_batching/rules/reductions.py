@@ -15,8 +15,8 @@ What a rule cannot give exactly it leaves to the loop (NotImplemented): an avera
 do not match its input as np.average requires, or whose batched weights lie along the axis (a
 tuple of axes lays them out in another order); a p-norm (ord other than None, ±1, 2, ±inf, 0) of
 1-d examples, whose last power NumPy takes in its scalar math; a norm with ord and no axis of an
-input of more than 2 axes (the loop raises norm's own refusal); median and quantile of an empty
-batch. On an outer transformation's value, norm with no axis (NumPy's BLAS dot of the ravel) is
+input of more than 2 axes (the loop raises norm's own refusal); an axis that names no axis of
+an example (a negative one would name the batch axis); median and quantile of an empty batch. On an outer transformation's value, norm with no axis (NumPy's BLAS dot of the ravel) is
 norm of the flattened rows, its own derivative: equal to the last bits.
 """
 
@@ -51,6 +51,16 @@ def outermost(x: Any) -> Any:
     return np.transpose(packed, np.argsort([0, *by_stride]))
 
 
+def in_range(axis: Any, example_ndim: int) -> bool:
+    """Whether `axis` (None, an int or a tuple of them) names axes of one example: shifted past the
+    batch axis, a negative axis beyond them would name the batch axis itself, and an axis beyond
+    them fails in other words than the loop's (the loop takes both)."""
+    if axis is None:
+        return True
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return all(isinstance(a, (int, np.integer)) and -example_ndim <= a < example_ndim for a in axes)
+
+
 def along(op: Any, sums: bool = True, none_means_all: bool = True, **defaults: Any) -> BatchRule:
     """by_axis(op) with the op's default axis params filled in; a batch that `sums` laid out
     outermost first (an op that only selects or runs along an axis gives the same values in any
@@ -60,6 +70,8 @@ def along(op: Any, sums: bool = True, none_means_all: bool = True, **defaults: A
     def rule(dims: Dims, x: Any, **params: Any) -> tuple[Any, int]:
         x = moved_to_front(x, dims[0])
         params = {**defaults, **params}
+        if not all(in_range(params[name], ndim(x) - 1) for name in defaults):
+            return NotImplemented
         if not none_means_all and any(params[name] is None for name in defaults):
             # the example's length, not -1, which an empty batch leaves undetermined
             x = ops.reshape(x, shape=(x.shape[0], int(np.prod(x.shape[1:], dtype=int))))
@@ -84,8 +96,10 @@ def nonempty(rule: BatchRule) -> BatchRule:
 def _quantile(op: Any) -> BatchRule:
     """quantile and percentile: the result's leading axes are q's, so the batch axis follows them."""
 
-    def rule(dims: Dims, x: Any, q: Any, axis: Any = None, **params: Any) -> tuple[Any, int]:
+    def rule(dims: Dims, x: Any, q: Any, axis: Any = None, **params: Any) -> Any:
         x = moved_to_front(x, dims[0])
+        if not in_range(axis, ndim(x) - 1):
+            return NotImplemented
         return op(x, q=q, axis=shifted_axis(axis, ndim(x) - 1), **params), np.ndim(q)
 
     rule.__name__ = f"batch_{op.name}"
@@ -95,6 +109,8 @@ def _quantile(op: Any) -> BatchRule:
 def _diff(dims: Dims, x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """diff; an array prepend or append (one example's) is repeated for each example."""
     x = moved_to_front(x, dims[0])
+    if not in_range(axis, ndim(x) - 1):
+        return NotImplemented
     ends = {}
     for name, end in (("prepend", prepend), ("append", append)):
         if end is None:
@@ -107,9 +123,11 @@ def _diff(dims: Dims, x: Any, n: int = 1, axis: int = -1, prepend: Any = None, a
     return ops.diff(x, n=n, axis=shifted_axis(axis, ndim(x) - 1), **ends), 0
 
 
-def _trace(dims: Dims, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> tuple[Any, int]:
+def _trace(dims: Dims, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     x = outermost(moved_to_front(x, dims[0]))
     example_ndim = ndim(x) - 1
+    if not in_range((axis1, axis2), example_ndim):
+        return NotImplemented
     axis1, axis2 = shifted_axis(axis1, example_ndim), shifted_axis(axis2, example_ndim)
     return ops.trace(x, offset=offset, axis1=axis1, axis2=axis2), 0
 
@@ -124,6 +142,8 @@ def _average(
     shape along `axis`, which np.average lays out itself."""
     size = batch_size(dims, (a, weights))
     a_shape, w_shape = _example_shape(a, dims[0]), _example_shape(weights, dims[1])
+    if not in_range(axis, len(a_shape)):
+        return NotImplemented
     if w_shape != a_shape and (dims[1] is not None or axis is None):
         return NotImplemented  # weights along the axis are batched, or the loop raises NumPy's error
     a = ops.broadcast_to(a, shape=(size, *a_shape)) if dims[0] is None else moved_to_front(a, dims[0])
