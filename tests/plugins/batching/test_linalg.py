@@ -215,3 +215,15 @@ def test_outer_product_matmuls_are_the_loops_bits() -> None:
 def test_constants_given_as_lists_and_numbers(f) -> None:
     a = np.random.default_rng(3).uniform(-1, 1, (4, 2, 2)) + 2 * np.eye(2)
     np.testing.assert_allclose(adcore.vmap(f)(a), np.stack([f(x) for x in a]), rtol=1e-14)
+
+
+def test_nested_vmap() -> None:
+    """The rules on an outer vmap's tracers: batched matmul of batched matrices and a shared vector,
+    and a batched solve with a shared matrix (out_dim past the batch)."""
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 5))
+    out = adcore.vmap(adcore.vmap(lambda x, y: x @ y, in_axes=(0, None)), in_axes=(None, 0))(a[0], b)
+    np.testing.assert_allclose(out, np.einsum("jkl,il->ijk", a[0], b), rtol=1e-12)
+    m, xs = rng.standard_normal((4, 4)) + 4 * np.eye(4), rng.standard_normal((3, 2, 4))
+    out = adcore.vmap(adcore.vmap(lambda x: anp.linalg.solve(m, x)), in_axes=1)(xs)
+    np.testing.assert_allclose(out, np.linalg.solve(m, np.moveaxis(xs, 1, 0)[..., None])[..., 0], rtol=1e-12)
