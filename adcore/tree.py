@@ -129,6 +129,15 @@ def map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     return optree.tree_map(f, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)
 
 
+def children(tree: Any) -> tuple[list, tuple]:
+    """A container's children and their keys (a dict's keys, field names, positions), in the order
+    `leaves` walks them (an OrderedDict's own, any other dict's sorted)."""
+    import optree
+
+    kids, _, entries, _ = optree.tree_flatten_one_level(tree, none_is_leaf=False, namespace=NAMESPACE)
+    return kids, tuple(entries)
+
+
 def paths(treedef: TreeDef, prefix: str = "") -> list[str]:
     """Each leaf's path as a string for messages: `paths(structure(p), "argument 0")` gives
     `"argument 0['layers'][1]['w']"`."""

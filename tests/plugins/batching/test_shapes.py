@@ -19,7 +19,7 @@ from adcore import ops
 from adcore.plugins import get_registry
 
 BATCH = 3
-vmap_module = importlib.import_module("adcore.vmap")  # (adcore.vmap is the function)
+batch_trace = importlib.import_module("adcore.batch_trace")  # (where vmap's loop rule is)
 
 COVERED = (
     "reshape expand_dims squeeze atleast_1d atleast_2d atleast_3d ravel broadcast_to transpose swapaxes "
@@ -232,7 +232,7 @@ def _no_loop(op, *args):
 
 
 def test_vmap_of_shape_ops_is_the_loop(monkeypatch):
-    monkeypatch.setattr(vmap_module, "looped", _no_loop)  # every op here has its rule
+    monkeypatch.setattr(batch_trace, "looped", _no_loop)  # every op here has its rule
 
     def f(x):
         y = ops.transpose(ops.reshape(x, shape=(3, 2)), axes=None)
@@ -245,7 +245,7 @@ def test_vmap_of_shape_ops_is_the_loop(monkeypatch):
 
 
 def test_vmap_of_rearrangements_is_the_loop(monkeypatch):
-    monkeypatch.setattr(vmap_module, "looped", _no_loop)
+    monkeypatch.setattr(batch_trace, "looped", _no_loop)
 
     def f(x):
         y = ops.tril(ops.pad(ops.roll(x, shift=1, axis=0), pad_width=((1, 0), (0, 2)), mode="reflect"), k=-1)
@@ -280,7 +280,7 @@ def _moves(x):
 
 @pytest.mark.parametrize("backend", ["reverse", "forward"])
 def test_grad_of_vmap_through_rearrangements_is_the_loops(backend, monkeypatch):
-    monkeypatch.setattr(vmap_module, "looped", _no_loop)  # the rules run on the backend's values
+    monkeypatch.setattr(batch_trace, "looped", _no_loop)  # the rules run on the backend's values
     weights = np.arange(1.0, 17.0)
 
     def batched(xs):
@@ -295,7 +295,7 @@ def test_grad_of_vmap_through_rearrangements_is_the_loops(backend, monkeypatch):
 
 
 def test_nested_vmap_through_rearrangements_is_the_loop(monkeypatch):
-    monkeypatch.setattr(vmap_module, "looped", _no_loop)
+    monkeypatch.setattr(batch_trace, "looped", _no_loop)
     xs = np.random.default_rng(5).normal(size=(2, 4, 3, 3))
     got = adcore.vmap(adcore.vmap(_moves, in_axes=2), in_axes=0)(xs)
     want = np.stack([np.stack([_moves(xs[i, :, :, j]) for j in range(3)]) for i in range(2)])
