@@ -16,13 +16,14 @@ do not match its input as np.average requires, or whose batched weights lie alon
 tuple of axes lays them out in another order); a p-norm (ord other than None, ±1, 2, ±inf, 0) of
 1-d examples, whose last power NumPy takes in its scalar math; a norm with ord and no axis of an
 input of more than 2 axes (the loop raises norm's own refusal); an axis that names no axis of
-an example (a negative one would name the batch axis); median and quantile of an empty batch. On an outer transformation's value, norm with no axis (NumPy's BLAS dot of the ravel) is
-norm of the flattened rows, its own derivative: equal to the last bits.
+an example (a negative one would name the batch axis); median and quantile of an empty batch.
+On an outer transformation's value, norm with no axis (NumPy's BLAS dot of the ravel) is norm
+of the flattened rows, for its own derivative: equal but for the last bits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -51,6 +52,15 @@ def outermost(x: Any) -> Any:
     return np.transpose(packed, np.argsort([0, *by_stride]))
 
 
+def _memory_order(x: Any) -> Any:
+    """A plain batch with each example's axes in its memory order (x.ravel(order='K') of one
+    example is then a C-order row, as np.linalg.norm ravels it)."""
+    if not isinstance(x, np.ndarray) or x.flags.c_contiguous:
+        return x
+    by_stride = sorted(range(1, x.ndim), key=lambda a: -abs(x.strides[a]))
+    return np.transpose(x, [0, *by_stride])
+
+
 def in_range(axis: Any, example_ndim: int) -> bool:
     """Whether `axis` (None, an int or a tuple of them) names axes of one example: shifted past the
     batch axis, a negative axis beyond them would name the batch axis itself, and an axis beyond
@@ -61,10 +71,11 @@ def in_range(axis: Any, example_ndim: int) -> bool:
     return all(isinstance(a, (int, np.integer)) and -example_ndim <= a < example_ndim for a in axes)
 
 
-def along(op: Any, sums: bool = True, none_means_all: bool = True, **defaults: Any) -> BatchRule:
-    """by_axis(op) with the op's default axis params filled in; a batch that `sums` laid out
-    outermost first (an op that only selects or runs along an axis gives the same values in any
-    layout). Without `none_means_all` an axis None flattens each example (cumsum, sort)."""
+def along(op: Any, rounds_by_order: bool = True, none_means_all: bool = True, **defaults: Any) -> BatchRule:
+    """by_axis(op) with the op's default axis params filled in, the batch laid out outermost
+    first where the op's sums or products round by their order (an op that selects, or runs
+    along an axis in sequence, gives the same values in any layout). Without `none_means_all`
+    an axis None flattens each example (cumsum, sort)."""
     shift = by_axis(op, *defaults)
 
     def rule(dims: Dims, x: Any, **params: Any) -> tuple[Any, int]:
@@ -76,7 +87,7 @@ def along(op: Any, sums: bool = True, none_means_all: bool = True, **defaults: A
             # the example's length, not -1, which an empty batch leaves undetermined
             x = ops.reshape(x, shape=(x.shape[0], int(np.prod(x.shape[1:], dtype=int))))
             params = {**params, **{name: 0 for name in defaults if params[name] is None}}
-        return shift((0,), outermost(x) if sums else x, **params)
+        return shift((0,), outermost(x) if rounds_by_order else x, **params)
 
     rule.__name__ = f"batch_{op.name}"
     return rule
@@ -106,7 +117,9 @@ def _quantile(op: Any) -> BatchRule:
     return rule
 
 
-def _diff(dims: Dims, x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+def batch_diff(
+    dims: Dims, x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None
+) -> Any:
     """diff; an array prepend or append (one example's) is repeated for each example."""
     x = moved_to_front(x, dims[0])
     if not in_range(axis, ndim(x) - 1):
@@ -123,7 +136,7 @@ def _diff(dims: Dims, x: Any, n: int = 1, axis: int = -1, prepend: Any = None, a
     return ops.diff(x, n=n, axis=shifted_axis(axis, ndim(x) - 1), **ends), 0
 
 
-def _trace(dims: Dims, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+def batch_trace(dims: Dims, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     x = outermost(moved_to_front(x, dims[0]))
     example_ndim = ndim(x) - 1
     if not in_range((axis1, axis2), example_ndim):
@@ -135,7 +148,7 @@ def _trace(dims: Dims, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) 
 # --- average: weights are an input, batched or not ------------------------------------------
 
 
-def _average(
+def batch_average(
     dims: Dims, a: Any, weights: Any, axis: Any = None, keepdims: bool = False, returned: bool = False
 ) -> Any:
     """np.average with weights of a's shape (each example's, or one for all) or, unbatched, of a's
@@ -188,7 +201,7 @@ def _dot_norm(x: Any) -> Any:
     return np.sqrt(_self_dot(rows))  # in x's dtype, as adcore's norm gives it
 
 
-def _norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+def batch_norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     x = moved_to_front(x, dims[0])
     example = tuple(x.shape[1:])
     if axis is None and ord is not None and len(example) not in (1, 2):
@@ -205,20 +218,6 @@ def _norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: bool 
     return ops.norm(outermost(x), ord=ord, axis=shifted_axis(axis, len(example)), keepdims=keepdims), 0
 
 
-def _memory_order(x: Any) -> Any:
-    """A plain batch with each example's axes in its memory order (x.ravel(order='K') of one
-    example is then a C-order row, as np.linalg.norm ravels it)."""
-    if not isinstance(x, np.ndarray) or x.flags.c_contiguous:
-        return x
-    by_stride = sorted(range(1, x.ndim), key=lambda a: -abs(x.strides[a]))
-    return np.transpose(x, [0, *by_stride])
-
-
-def _named(rule: Callable[..., Any], name: str) -> Callable[..., Any]:
-    rule.__name__ = f"batch_{name}"
-    return rule
-
-
 # fmt: off
 # --- sums, means, extrema ------------------------------------------------------------------
 BATCH_RULES.add("sum",         along(ops.sum, axis=None))
@@ -226,28 +225,28 @@ BATCH_RULES.add("mean",        along(ops.mean, axis=None))
 BATCH_RULES.add("prod",        along(ops.prod, axis=None))
 BATCH_RULES.add("nansum",      along(ops.nansum, axis=None))
 BATCH_RULES.add("nanmean",     along(ops.nanmean, axis=None))
-BATCH_RULES.add("average",     _named(_average, "average"))
-BATCH_RULES.add("max",         along(ops.max, sums=False, axis=None))
-BATCH_RULES.add("min",         along(ops.min, sums=False, axis=None))
-BATCH_RULES.add("ptp",         along(ops.ptp, sums=False, axis=None))
-BATCH_RULES.add("trace",       _named(_trace, "trace"))
+BATCH_RULES.add("average",     batch_average)
+BATCH_RULES.add("max",         along(ops.max, rounds_by_order=False, axis=None))
+BATCH_RULES.add("min",         along(ops.min, rounds_by_order=False, axis=None))
+BATCH_RULES.add("ptp",         along(ops.ptp, rounds_by_order=False, axis=None))
+BATCH_RULES.add("trace",       batch_trace)
 
 # --- statistics ----------------------------------------------------------------------------
 BATCH_RULES.add("var",         along(ops.var, axis=None))
 BATCH_RULES.add("std",         along(ops.std, axis=None))
-BATCH_RULES.add("median",      nonempty(along(ops.median, sums=False, axis=None)))
+BATCH_RULES.add("median",      nonempty(along(ops.median, rounds_by_order=False, axis=None)))
 BATCH_RULES.add("quantile",    nonempty(_quantile(ops.quantile)))
 BATCH_RULES.add("percentile",  nonempty(_quantile(ops.percentile)))
 
 # --- cumulative and ordering: axis None runs over the flattened example ----------------------
-BATCH_RULES.add("cumsum",      along(ops.cumsum, sums=False, none_means_all=False, axis=None))
-BATCH_RULES.add("cumprod",     along(ops.cumprod, sums=False, none_means_all=False, axis=None))
-BATCH_RULES.add("diff",        _named(_diff, "diff"))
-BATCH_RULES.add("sort",        along(ops.sort, sums=False, none_means_all=False, axis=-1))
+BATCH_RULES.add("cumsum",      along(ops.cumsum, rounds_by_order=False, none_means_all=False, axis=None))
+BATCH_RULES.add("cumprod",     along(ops.cumprod, rounds_by_order=False, none_means_all=False, axis=None))
+BATCH_RULES.add("diff",        batch_diff)
+BATCH_RULES.add("sort",        along(ops.sort, rounds_by_order=False, none_means_all=False, axis=-1))
 
 # --- softmax and norms ---------------------------------------------------------------------
 BATCH_RULES.add("softmax",     along(ops.softmax, axis=-1))
 BATCH_RULES.add("log_softmax", along(ops.log_softmax, axis=-1))
 BATCH_RULES.add("logsumexp",   along(ops.logsumexp, axis=None))
-BATCH_RULES.add("norm",        _named(_norm, "norm"))
+BATCH_RULES.add("norm",        batch_norm)
 # fmt: on
