@@ -8,7 +8,9 @@ other contractions (inner, vdot, tensordot, kron, multi_dot, einsum, dot of more
 einsum with a batch label leading each batched operand and the output. Products summed in
 another order differ from a loop's in the last bits. NumPy's per-matrix functions (det, inv,
 cholesky, eigh, svd, qr, ...) broadcast over leading axes and run LAPACK once per matrix, so a
-stacked batch gives the loop's values bit for bit.
+stacked batch gives the loop's values bit for bit, as the FFTs (the same transforms of the same
+lines) and cross do. A call a rule does not cover (an axis an example lacks, NumPy's lstsq of a
+batch of matrices) returns NotImplemented: vmap runs the op once per example.
 """
 
 from __future__ import annotations
