@@ -252,3 +252,22 @@ def test_gradient_of_the_vmapped_op(name: str, backend: str) -> None:
     expected = adcore.grad(looped, argnums=argnums, backend=backend)(*stacked)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+@pytest.mark.parametrize("name", sorted(EXACT | ROUNDED))
+def test_per_example_gradients_of_the_op(name: str, backend: str) -> None:
+    """vmap(grad) of a weighted sum of the op: the op's derivative rules run on batched values
+    (through these rules, or the loop where a rule reads a value), equal to a loop of grad."""
+    op = get_registry().ops[name]
+    examples, params = batches(name)[-1 if name in ("lstsq_solution", "lstsq_residuals") else 0]
+    weights = np.random.default_rng(5).uniform(-1, 1, np.shape(op.impl(*examples[0], **params)))
+
+    def loss(*xs):
+        return anp.sum(anp.real(op(*xs, **params)) * weights)
+
+    grad = adcore.grad(loss, argnums=tuple(range(len(examples[0]))), backend=backend)
+    got = adcore.vmap(grad)(*(np.stack(inputs) for inputs in zip(*examples)))
+    expected = [grad(*ex) for ex in examples]
+    for k, g in enumerate(got):
+        np.testing.assert_allclose(g, np.stack([e[k] for e in expected]), rtol=1e-10, atol=1e-12)
