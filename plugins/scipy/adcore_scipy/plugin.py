@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 from adcore import hookimpl
+from adcore_scipy.batch_rules import BATCH_RULES
 from adcore_scipy.integrate import ops as integrate_ops
 from adcore_scipy.integrate import rules as integrate_rules
 from adcore_scipy.linalg import ops as linalg_ops
@@ -48,6 +49,8 @@ def adcore_register_rules(register) -> None:
                 register(kind, op, rule)
     for op, rule in _sparsity_rules().items():
         register("sparsity", op, rule)
+    for op, rule in BATCH_RULES.items():  # (adcore-batching declares the kind: without it, set aside)
+        register("batch", op, rule)
 
 
 @hookimpl

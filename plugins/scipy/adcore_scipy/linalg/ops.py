@@ -59,7 +59,14 @@ def sylvester_gaps(a: Any, b: Any) -> np.ndarray:
 def refuse_singular_sylvester(op: str, a: Any, b: Any, what: str) -> None:
     """A LinearAlgebraError naming op where some eigenvalue of a plus one of b is 0 (to rounding)."""
     a, b = np.asarray(a), np.asarray(b)
-    scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(b), initial=0.0), np.finfo(np.float64).tiny)
+    # each equation of a stack by its own scale: a matrix is refused as when it comes alone
+    # (vmap's batch rule stacks the examples)
+    scale = np.maximum(
+        np.maximum(
+            np.max(np.abs(a), axis=(-2, -1), initial=0.0), np.max(np.abs(b), axis=(-2, -1), initial=0.0)
+        ),
+        np.finfo(np.float64).tiny,
+    )
     eps = np.finfo(_result_dtype(a, b)).eps
     gaps = sylvester_gaps(a, b)
     if np.any(gaps <= 64 * max(a.shape[-1], b.shape[-1]) * eps * scale):

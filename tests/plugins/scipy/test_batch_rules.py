@@ -1,0 +1,249 @@
+"""adcore-scipy's batch rules (adcore_scipy.batch_rules) against a loop: each op's samples drawn three times
+(a batch of three examples), the rule on the stacked inputs (batch axis first, second, last; each input
+not batched in turn) against the op on each example, stacked; the same through adcore.vmap and under
+grad; the ops left to the loop; and the rules' registration whichever order adcore-batching loads in,
+or when it is blocked."""
+
+from __future__ import annotations
+
+import adcore_batching.plugin
+import numpy as np
+import pytest
+from adcore_scipy.batch_rules import BATCH_RULES
+from adcore_scipy.linalg.ops import solve_sylvester
+from adcore_scipy.signal.ops import signal_convolve
+
+import adcore
+import adcore.numpy as anp
+from adcore import plugins
+from adcore.errors import LinearAlgebraError
+from adcore.plugins import get_registry, loaded_registry
+
+SIZE = 3
+LEFT_TO_THE_LOOP = {"spd_inverse", "odeint"}
+
+
+def _scipy_ops(elementwise: bool) -> list[str]:
+    registry = get_registry()
+    return sorted(n for n in registry.plugins["scipy"].ops if registry.ops[n].elementwise == elementwise)
+
+
+def batches(name: str, dtype: type) -> list:
+    """(examples, params) per sample of op `name`: the sample drawn SIZE times, same shapes and params."""
+    op = get_registry().ops[name]
+    draws = [op.samples(np.random.default_rng(seed), np.dtype(dtype)) for seed in range(SIZE)]
+    out = []
+    for group in zip(*draws):
+        out.append(([tuple(np.asarray(x) for x in s.args) for s in group], dict(group[0].params)))
+    return out
+
+
+def layouts(examples: list) -> list[tuple]:
+    """Batch axes for every input: first, second, last, and each input left unbatched in turn."""
+    ndims = [np.ndim(x) for x in examples[0]]
+    out = [tuple(min(position, n) for n in ndims) for position in (0, 1)]
+    out.append(tuple(ndims))
+    if len(ndims) > 1:
+        out += [tuple(None if i == j else 0 for i in range(len(ndims))) for j in range(len(ndims))]
+    return list(dict.fromkeys(out))
+
+
+def stacked(examples: list, dims: tuple) -> list:
+    return [
+        examples[0][i] if d is None else np.stack([ex[i] for ex in examples], axis=d)
+        for i, d in enumerate(dims)
+    ]
+
+
+def looped(name: str, examples: list, dims: tuple, params: dict) -> np.ndarray:
+    impl = get_registry().ops[name].impl
+    shared = examples[0]
+    return np.stack(
+        [impl(*(x if d is not None else y for x, y, d in zip(ex, shared, dims)), **params) for ex in examples]
+    )
+
+
+def assert_same(out, expected: np.ndarray) -> None:
+    """Bit for bit: every rule computes each example's matrix, rows or columns as the op does alone."""
+    out = np.asarray(out)
+    assert out.shape == expected.shape and out.dtype == expected.dtype, (out.shape, out.dtype, expected.shape)
+    np.testing.assert_array_equal(out, expected)
+
+
+def covered(name: str, dims: tuple, examples: list, params: dict) -> bool:
+    """Whether the op's rule computes the call (else it is NotImplemented: the loop's)."""
+    if name == "multivariate_normal_logpdf":
+        return dims[2] is None
+    if name == "solve_banded":
+        return dims[0] is None
+    if name == "signal_convolve":
+        if None not in dims or params["method"] != "direct" or np.ndim(examples[0][0]) < 2:
+            return False
+        i = 0 if dims[0] is not None else 1
+        shapes = [np.shape(x) for x in examples[0]]
+        fits = all(m >= n for m, n in zip(shapes[i], shapes[1 - i]))
+        return {"full": True, "same": i == 0, "valid": fits}[params["mode"]]
+    return True
+
+
+def cases() -> list:
+    registry = get_registry()
+    return [
+        pytest.param(name, dtype, k, id=f"{name}-{np.dtype(dtype).name}-{k}")
+        for name in sorted(BATCH_RULES)
+        for dtype in (np.float64, np.float32, np.complex128)
+        if np.dtype(dtype).kind != "c" or registry.ops[name].accepts_complex
+        for k in range(len(batches(name, dtype)))
+    ]
+
+
+@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+def test_rule_matches_the_loop(name: str, dtype: type, k: int) -> None:
+    examples, params = batches(name, dtype)[k]
+    rule = get_registry().rules["batch"][name]
+    for dims in layouts(examples):
+        result = rule(dims, *stacked(examples, dims), **params)
+        assert (result is not NotImplemented) == covered(name, dims, examples, params), dims
+        if result is not NotImplemented:
+            out, out_dim = result
+            assert_same(np.moveaxis(np.asarray(out), out_dim, 0), looped(name, examples, dims, params))
+
+
+@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+def test_vmap_of_the_op_matches_the_loop(name: str, dtype: type, k: int) -> None:
+    examples, params = batches(name, dtype)[k]
+    op = get_registry().ops[name]
+    for dims in layouts(examples):
+        out = adcore.vmap(lambda *xs: op(*xs, **params), in_axes=dims)(*stacked(examples, dims))
+        assert_same(out, looped(name, examples, dims, params))
+
+
+def test_every_op_of_the_plugin_has_a_rule_its_flag_or_is_left_to_the_loop() -> None:
+    registry = get_registry()
+    assert set(_scipy_ops(elementwise=False)) == set(BATCH_RULES) | LEFT_TO_THE_LOOP
+    assert not set(registry.rules["batch"]) & (LEFT_TO_THE_LOOP | set(_scipy_ops(elementwise=True)))
+
+
+@pytest.mark.parametrize("name", sorted(LEFT_TO_THE_LOOP))
+def test_vmap_of_an_op_left_to_the_loop_is_the_loop(name: str) -> None:
+    examples, params = batches(name, np.float64)[0]
+    op = get_registry().ops[name]
+    for dims in layouts(examples)[:1] + layouts(examples)[-1:]:
+        out = adcore.vmap(lambda *xs: op(*xs, **params), in_axes=dims)(*stacked(examples, dims))
+        assert_same(out, looped(name, examples, dims, params))
+
+
+def test_vmap_of_an_elementwise_special_function_needs_no_rule() -> None:
+    import scipy.special
+
+    x = np.random.default_rng(0).uniform(0.5, 3.0, (4, 3))
+    out = adcore.vmap(lambda x: scipy.special.gammaln(x) * scipy.special.erf(x[::-1]))(x)
+    assert_same(out, np.stack([scipy.special.gammaln(r) * scipy.special.erf(r[::-1]) for r in x]))
+
+
+@pytest.mark.parametrize(
+    ("shape", "taps", "covered"),
+    [((16, 16), (3, 3), True), ((30, 30), (7, 7), False), ((4, 5, 6), (2, 2, 2), True)],
+)
+def test_convolve_auto_runs_what_scipy_chooses_for_one_example(shape, taps, covered) -> None:
+    # direct for one 16x16 example by 3x3 (fft for the batch of 8 as one array: the rule asks for one
+    # example's choice); fft for 30x30 by 7x7: the loop, whose each call runs SciPy's fft
+    import scipy.signal
+
+    rng = np.random.default_rng(4)
+    xs, kernel = rng.standard_normal((8, *shape)), rng.standard_normal(taps)
+    choice = scipy.signal.choose_conv_method(xs[0], kernel, mode="same")
+    assert choice == ("direct" if covered else "fft")
+    result = BATCH_RULES["signal_convolve"]((0, None), xs, kernel, mode="same", method="auto")
+    assert (result is not NotImplemented) == covered
+    out = adcore.vmap(lambda x: signal_convolve(x, kernel, mode="same", method="auto"))(xs)
+    assert_same(out, np.stack([scipy.signal.convolve(x, kernel, mode="same") for x in xs]))
+
+
+def test_a_stack_of_sylvester_equations_refuses_each_as_alone() -> None:
+    # a well-posed equation at scale 1e-9 beside one at 1e6: the batch refused neither (it read the
+    # stack's largest entry as every equation's scale, and refused the small one)
+    a = np.stack([1e-9 * np.array([[2.0, 0.3], [0.1, 1.5]]), 1e6 * np.array([[3.0, 0.2], [0.4, 2.0]])])
+    q = np.ones((2, 2, 2))
+    out = adcore.vmap(solve_sylvester)(a, a, q)
+    assert_same(out, np.stack([solve_sylvester.impl(x, x, y) for x, y in zip(a, q)]))
+    singular = np.array([[1.0, 0.0], [0.0, -1.0]])  # eigenvalues 1 and -1: 1 + (-1) = 0
+    with pytest.raises(LinearAlgebraError, match="solve_sylvester"):
+        adcore.vmap(solve_sylvester)(np.stack([a[1], singular]), np.stack([a[1], singular]), q)
+
+
+def _mvn_loss(mean, x, cov):
+    from adcore_scipy.stats import multivariate_normal
+
+    return -anp.sum(multivariate_normal.logpdf(x, mean, cov))
+
+
+def test_per_example_gradients_through_the_rules_match_a_loop_of_grad() -> None:
+    rng = np.random.default_rng(5)
+    c = rng.standard_normal((3, 3))
+    cov, mean, xs = c @ c.T + 3 * np.eye(3), rng.standard_normal(3), rng.standard_normal((4, 5, 3))
+    batched = adcore.vmap(adcore.grad(_mvn_loss), in_axes=(None, 0, None))(mean, xs, cov)
+    expected = np.stack([adcore.grad(_mvn_loss)(mean, x, cov) for x in xs])
+    np.testing.assert_allclose(batched, expected, rtol=1e-12, atol=1e-12 * np.max(np.abs(expected)))
+    a = rng.standard_normal((4, 3, 3)) / 2
+
+    def loss(a):
+        return anp.sum(anp.expm(a) ** 2)
+
+    batched = adcore.vmap(adcore.grad(loss))(a)
+    expected = np.stack([adcore.grad(loss)(x) for x in a])
+    np.testing.assert_allclose(batched, expected, rtol=1e-12, atol=1e-12 * np.max(np.abs(expected)))
+
+
+def test_grad_of_a_vmapped_loss_matches_the_summed_loop() -> None:
+    rng = np.random.default_rng(6)
+    ab, bs = rng.standard_normal((3, 6)), rng.standard_normal((4, 6))
+    ab[1] += 4.0
+
+    def loss(ab, b):
+        from adcore_scipy.linalg import solve_banded
+
+        return anp.sum(solve_banded((1, 1), ab, b) ** 2)
+
+    total = adcore.grad(lambda ab: anp.sum(adcore.vmap(loss, in_axes=(None, 0))(ab, bs)))(ab)
+    expected = sum(adcore.grad(loss)(ab, b) for b in bs)
+    np.testing.assert_allclose(total, expected, rtol=1e-12, atol=1e-12 * np.max(np.abs(expected)))
+
+
+# --- registration: the kind is adcore-batching's, the rules this plugin's own -----------------------------
+
+
+def _batch_rules_of(registry, plugin: str) -> list[str]:
+    return [op for kind, op in registry.plugins[plugin].rules if kind == "batch"]
+
+
+def test_the_plugin_registers_its_batch_rules(clean_plugins) -> None:
+    assert sorted(_batch_rules_of(get_registry(), "scipy")) == sorted(BATCH_RULES)
+
+
+def test_its_batch_rules_wait_for_adcore_batching_loading_after_it(register_plugin, monkeypatch) -> None:
+    # the entry point blocked, the same plugin registered by hand: it loads after every entry point
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
+    register_plugin(adcore_batching.plugin, "late_batching")
+    plugins.reset()
+    adcore.get_backend("symbolic")  # loads up to symbolic, past scipy: its rules wait for the kind "batch"
+    early = loaded_registry()
+    assert "scipy" in early.plugins and "batch" not in early.kinds and not early.plugins["scipy"].error
+    registry = get_registry()  # the rest, late_batching with it: the rules that waited are added
+    names = list(registry.plugins)
+    assert names.index("scipy") < names.index("late_batching") and "batch" in registry.kinds
+    assert sorted(_batch_rules_of(registry, "scipy")) == sorted(BATCH_RULES)
+    assert not registry.plugins["scipy"].error
+    a = np.stack([np.zeros((2, 2)), np.eye(2)])
+    assert_same(adcore.vmap(anp.expm)(a), np.stack([np.eye(2), np.e * np.eye(2)]))
+
+
+def test_its_batch_rules_are_set_aside_when_adcore_batching_is_blocked(clean_plugins, monkeypatch) -> None:
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
+    plugins.reset()
+    registry = get_registry()
+    assert "batching" not in registry.plugins and "batch" not in registry.kinds
+    assert "scipy" in registry.plugins and not registry.plugins["scipy"].error
+    assert _batch_rules_of(registry, "scipy") == [] and not set(registry.rules["batch"]) & set(BATCH_RULES)
+    a = np.random.default_rng(7).standard_normal((3, 2, 2))
+    assert_same(adcore.vmap(anp.expm)(a), np.stack([anp.expm(x) for x in a]))  # the loop rule
