@@ -9,7 +9,7 @@ op once per batch element, which is always right. Rules are written with adcore 
 on the values of outer transformations too (vmap of grad, grad of vmap).
 
     elementwise(op)              the rule of an op flagged elementwise (vmap uses it by the flag)
-    by_axis(op, "axis")          one batched input, axis params shifted past the batch axis
+    by_axis(op, axis=None)       one batched input, axis params (with their defaults) past the batch axis
     leading(op, (2, 2))          ops that broadcast over leading axes (matmul, solve, det, ...)
 """
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from adcore import ops
 
@@ -74,24 +76,53 @@ def elementwise(op: Any) -> BatchRule:
     return rule
 
 
-def by_axis(op: Any, *axis_params: str, none_means_all: bool = True) -> BatchRule:
-    """The batch rule of an op of one array input that works along axis params (reductions,
-    cumsum, flip, sort, ...): the batch axis first, each named param shifted past it. An axis of
-    None means every axis when `none_means_all`; otherwise (NumPy flattens first: cumsum, sort)
-    the rule flattens each example itself."""
+def outermost(x: Any) -> Any:
+    """A batch (batch axis first) laid out with its batch axis outermost in memory, each example
+    as it is laid out alone (its axes' order by stride kept): NumPy then sums each example in the
+    order it sums one example. The value of an outer transformation is left as it is."""
+    if not isinstance(x, np.ndarray) or x.ndim < 2 or x.flags.c_contiguous:
+        return x
+    strides = [abs(s) for s in x.strides]
+    if all(strides[0] >= s for s, n in zip(strides[1:], x.shape[1:]) if n > 1):
+        return x
+    by_stride = sorted(range(1, x.ndim), key=lambda a: -strides[a])  # an example's memory order
+    packed = np.ascontiguousarray(np.transpose(x, [0, *by_stride]))
+    return np.transpose(packed, np.argsort([0, *by_stride]))
 
-    def rule(dims: Sequence[int | None], x: Any, **params: Any) -> tuple[Any, int]:
+
+def in_range(axis: Any, example_ndim: int) -> bool:
+    """Whether `axis` (None, an int or a tuple of them) names axes of one example: shifted past the
+    batch axis, a negative axis beyond them would name the batch axis itself, and an axis beyond
+    them fails in other words than the loop's (the loop takes both)."""
+    if axis is None:
+        return True
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return all(isinstance(a, (int, np.integer)) and -example_ndim <= a < example_ndim for a in axes)
+
+
+def by_axis(op: Any, rounds_by_order: bool = True, none_means_all: bool = True, **defaults: Any) -> BatchRule:
+    """The batch rule of an op of one array input that works along axis params (reductions,
+    cumsum, sort, softmax, ...), each given with the op's default (`by_axis(ops.sum, axis=None)`):
+    vmap passes only the params a call gave, and the default on the batch would take the batch
+    axis in. The batch axis goes first and each axis param past it; an axis that names no axis of
+    an example is the loop's (which raises NumPy's error). Where the op's sums or products round by
+    their order, a plain batch is laid out `outermost` first. An axis of None means every axis of
+    an example, or, without `none_means_all` (cumsum, sort: NumPy flattens first), the flattened
+    example."""
+
+    def rule(dims: Sequence[int | None], x: Any, **params: Any) -> Any:
         x = moved_to_front(x, dims[0])
-        example_ndim = ndim(x) - 1
-        for name in axis_params:
-            if name not in params:
-                continue
-            if params[name] is None and not none_means_all:
-                x = ops.reshape(x, shape=(x.shape[0], -1))
-                example_ndim = 1
-                params = {**params, name: 0}
-            params = {**params, name: shifted_axis(params[name], example_ndim)}
-        return op(x, **params), 0
+        params = {**defaults, **params}
+        if not all(in_range(params[name], ndim(x) - 1) for name in defaults):
+            return NotImplemented
+        if not none_means_all and any(params[name] is None for name in defaults):
+            # the example's length, not -1, which an empty batch leaves undetermined
+            x = ops.reshape(x, shape=(x.shape[0], int(np.prod(x.shape[1:], dtype=int))))
+            params = {**params, **{name: 0 for name in defaults if params[name] is None}}
+        if rounds_by_order:
+            x = outermost(x)
+        shifted = {name: shifted_axis(params[name], ndim(x) - 1) for name in defaults}
+        return op(x, **{**params, **shifted}), 0
 
     rule.__name__ = f"batch_{op.name}"
     return rule

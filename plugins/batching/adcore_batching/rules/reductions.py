@@ -31,25 +31,20 @@ import numpy as np
 
 from adcore import ops
 from adcore.core import Tracer
-from adcore.extend.batching import BatchRule, batch_size, by_axis, moved_to_front, ndim, shifted_axis
+from adcore.extend.batching import (
+    BatchRule,
+    batch_size,
+    by_axis,
+    in_range,
+    moved_to_front,
+    ndim,
+    outermost,
+    shifted_axis,
+)
 from adcore.ops.norms import norm_axes
 from adcore_batching.rules.table import BATCH_RULES
 
 Dims = Sequence[int | None]
-
-
-def outermost(x: Any) -> Any:
-    """A batch (batch axis first) laid out with its batch axis outermost in memory, each example
-    as it is laid out alone (its axes' order by stride kept): NumPy then sums each example in the
-    order it sums one example. The value of an outer transformation is left as it is."""
-    if not isinstance(x, np.ndarray) or x.ndim < 2 or x.flags.c_contiguous:
-        return x
-    strides = [abs(s) for s in x.strides]
-    if all(strides[0] >= s for s, n in zip(strides[1:], x.shape[1:]) if n > 1):
-        return x
-    by_stride = sorted(range(1, x.ndim), key=lambda a: -strides[a])  # an example's memory order
-    packed = np.ascontiguousarray(np.transpose(x, [0, *by_stride]))
-    return np.transpose(packed, np.argsort([0, *by_stride]))
 
 
 def _memory_order(x: Any) -> Any:
@@ -59,38 +54,6 @@ def _memory_order(x: Any) -> Any:
         return x
     by_stride = sorted(range(1, x.ndim), key=lambda a: -abs(x.strides[a]))
     return np.transpose(x, [0, *by_stride])
-
-
-def in_range(axis: Any, example_ndim: int) -> bool:
-    """Whether `axis` (None, an int or a tuple of them) names axes of one example: shifted past the
-    batch axis, a negative axis beyond them would name the batch axis itself, and an axis beyond
-    them fails in other words than the loop's (the loop takes both)."""
-    if axis is None:
-        return True
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    return all(isinstance(a, (int, np.integer)) and -example_ndim <= a < example_ndim for a in axes)
-
-
-def along(op: Any, rounds_by_order: bool = True, none_means_all: bool = True, **defaults: Any) -> BatchRule:
-    """by_axis(op) with the op's default axis params filled in, the batch laid out outermost
-    first where the op's sums or products round by their order (an op that selects, or runs
-    along an axis in sequence, gives the same values in any layout). Without `none_means_all`
-    an axis None flattens each example (cumsum, sort)."""
-    shift = by_axis(op, *defaults)
-
-    def rule(dims: Dims, x: Any, **params: Any) -> tuple[Any, int]:
-        x = moved_to_front(x, dims[0])
-        params = {**defaults, **params}
-        if not all(in_range(params[name], ndim(x) - 1) for name in defaults):
-            return NotImplemented
-        if not none_means_all and any(params[name] is None for name in defaults):
-            # the example's length, not -1, which an empty batch leaves undetermined
-            x = ops.reshape(x, shape=(x.shape[0], int(np.prod(x.shape[1:], dtype=int))))
-            params = {**params, **{name: 0 for name in defaults if params[name] is None}}
-        return shift((0,), outermost(x) if rounds_by_order else x, **params)
-
-    rule.__name__ = f"batch_{op.name}"
-    return rule
 
 
 def nonempty(rule: BatchRule) -> BatchRule:
@@ -220,33 +183,33 @@ def batch_norm(dims: Dims, x: Any, ord: Any = None, axis: Any = None, keepdims: 
 
 # fmt: off
 # --- sums, means, extrema ------------------------------------------------------------------
-BATCH_RULES.add("sum",         along(ops.sum, axis=None))
-BATCH_RULES.add("mean",        along(ops.mean, axis=None))
-BATCH_RULES.add("prod",        along(ops.prod, axis=None))
-BATCH_RULES.add("nansum",      along(ops.nansum, axis=None))
-BATCH_RULES.add("nanmean",     along(ops.nanmean, axis=None))
+BATCH_RULES.add("sum",         by_axis(ops.sum, axis=None))
+BATCH_RULES.add("mean",        by_axis(ops.mean, axis=None))
+BATCH_RULES.add("prod",        by_axis(ops.prod, axis=None))
+BATCH_RULES.add("nansum",      by_axis(ops.nansum, axis=None))
+BATCH_RULES.add("nanmean",     by_axis(ops.nanmean, axis=None))
 BATCH_RULES.add("average",     batch_average)
-BATCH_RULES.add("max",         along(ops.max, rounds_by_order=False, axis=None))
-BATCH_RULES.add("min",         along(ops.min, rounds_by_order=False, axis=None))
-BATCH_RULES.add("ptp",         along(ops.ptp, rounds_by_order=False, axis=None))
+BATCH_RULES.add("max",         by_axis(ops.max, rounds_by_order=False, axis=None))
+BATCH_RULES.add("min",         by_axis(ops.min, rounds_by_order=False, axis=None))
+BATCH_RULES.add("ptp",         by_axis(ops.ptp, rounds_by_order=False, axis=None))
 BATCH_RULES.add("trace",       batch_trace)
 
 # --- statistics ----------------------------------------------------------------------------
-BATCH_RULES.add("var",         along(ops.var, axis=None))
-BATCH_RULES.add("std",         along(ops.std, axis=None))
-BATCH_RULES.add("median",      nonempty(along(ops.median, rounds_by_order=False, axis=None)))
+BATCH_RULES.add("var",         by_axis(ops.var, axis=None))
+BATCH_RULES.add("std",         by_axis(ops.std, axis=None))
+BATCH_RULES.add("median",      nonempty(by_axis(ops.median, rounds_by_order=False, axis=None)))
 BATCH_RULES.add("quantile",    nonempty(_quantile(ops.quantile)))
 BATCH_RULES.add("percentile",  nonempty(_quantile(ops.percentile)))
 
 # --- cumulative and ordering: axis None runs over the flattened example ----------------------
-BATCH_RULES.add("cumsum",      along(ops.cumsum, rounds_by_order=False, none_means_all=False, axis=None))
-BATCH_RULES.add("cumprod",     along(ops.cumprod, rounds_by_order=False, none_means_all=False, axis=None))
+BATCH_RULES.add("cumsum",      by_axis(ops.cumsum, rounds_by_order=False, none_means_all=False, axis=None))
+BATCH_RULES.add("cumprod",     by_axis(ops.cumprod, rounds_by_order=False, none_means_all=False, axis=None))
 BATCH_RULES.add("diff",        batch_diff)
-BATCH_RULES.add("sort",        along(ops.sort, rounds_by_order=False, none_means_all=False, axis=-1))
+BATCH_RULES.add("sort",        by_axis(ops.sort, rounds_by_order=False, none_means_all=False, axis=-1))
 
 # --- softmax and norms ---------------------------------------------------------------------
-BATCH_RULES.add("softmax",     along(ops.softmax, axis=-1))
-BATCH_RULES.add("log_softmax", along(ops.log_softmax, axis=-1))
-BATCH_RULES.add("logsumexp",   along(ops.logsumexp, axis=None))
+BATCH_RULES.add("softmax",     by_axis(ops.softmax, axis=-1))
+BATCH_RULES.add("log_softmax", by_axis(ops.log_softmax, axis=-1))
+BATCH_RULES.add("logsumexp",   by_axis(ops.logsumexp, axis=None))
 BATCH_RULES.add("norm",        batch_norm)
 # fmt: on
