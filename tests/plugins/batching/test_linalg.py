@@ -1,6 +1,7 @@
-"""The batch rules of contractions, linear algebra, decompositions and FFTs against a loop: for each
-op's samples, drawn three times (one batch of three examples), the rule on the stacked inputs
-(batch axis first, second, last; one input not batched) equals the op on each example, stacked."""
+"""The batch rules of contractions, linear algebra, decompositions, FFTs and convolutions against a
+loop: for each op's samples, drawn three times (one batch of three examples), the rule on the
+stacked inputs (batch axis first, second, last; one input not batched) equals the op on each
+example, stacked; then the same through adcore.vmap, nested, under grad and around grad."""
 
 from __future__ import annotations
 
