@@ -86,7 +86,20 @@ def looped(op: Any, dims: Sequence[int | None], values: Sequence[Any], params: d
             "op a batch rule, or leave empty batches out"
         )
     results = [op(*(example(v, d, i) for v, d in zip(values, dims)), **params) for i in range(size)]
-    return ops.stack(results, axis=0), 0
+    return stacked_examples(results, f"op {op.name!r}"), 0
+
+
+def stacked_examples(results: list, what: str) -> Any:
+    """The examples' results stacked along a new axis 0; a typed error if their shapes differ."""
+    shapes = [np.shape(r) for r in results]
+    for i, shape in enumerate(shapes):
+        if shape != shapes[0]:
+            raise InvalidInputError(
+                f"vmap ran {what} once per example, and example {i}'s result has shape {shape} where "
+                f"example 0's has {shapes[0]}: a batch needs one shape for every example (a result whose "
+                "size depends on the values, as np.unique's or a boolean mask's, has no batched form)"
+            )
+    return ops.stack(results, axis=0)
 
 
 def example(value: Any, dim: int | None, i: int) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops, tree
-from adcore.batch_trace import BatchTrace, BatchTracer, example
+from adcore.batch_trace import BatchTrace, BatchTracer, example, stacked_examples
 from adcore.core import Tracer, new_trace
 from adcore.errors import BatchedConversionError, InvalidInputError, keywords_checked
 
@@ -223,7 +223,7 @@ def _looped_call(f: Callable, leaves: list, axes: list, treedef: Any, size: int,
         if axis is None:
             stacked.append(_shared(column))
         else:
-            value = ops.stack(column, axis=0)
+            value = stacked_examples(column, "f")
             axis = _normalized(axis, len(value.shape), "out_axes", value)
             stacked.append(value if axis == 0 else ops.moveaxis(value, source=0, destination=axis))
     return tree.unflatten(treedef_out, stacked)
