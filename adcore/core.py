@@ -86,6 +86,11 @@ def def_traced_params(op_name: str, function: Callable[..., Any]) -> None:
 def _with_traced_params(op: Any, args: tuple, params: dict) -> Any:
     """A call whose params hold traced values: the op's function over ops for them, or the refusal
     (an impl handed a tracer calls NumPy, which handed it back to the op: a RecursionError)."""
+    for value in params.values():
+        if isinstance(value, Tracer) and value.concrete_itself:
+            # the function reads the param's plain value, which a vmap's batch has one of per
+            # example: its conversion error (vmap runs f once per example instead)
+            value._concrete_value()
     function = _traced_params.get(op.name)
     if function is not None:
         return function(*args, **params)
