@@ -50,7 +50,8 @@ class BatchTrace(Trace):
                 values.append(a.value)
                 dims.append(a.bdim)
             else:
-                values.append(a)
+                # an unbatched list is the array the op's impl makes of it (rules read its axes)
+                values.append(np.asarray(a) if a.__class__ in (list, tuple) else a)
                 dims.append(None)
         rule = self.rules.get(op.name)
         if rule is None and op.elementwise:

@@ -272,3 +272,13 @@ def test_errors_of_f_pass_through_with_fallback_error_too():
         warnings.simplefilter("error")
         with pytest.raises(KeyError):
             vmap(lambda p: p["missing"], fallback="error")({"a": X})
+
+
+def test_an_unbatched_list_argument_broadcasts_as_the_array_it_is():
+    # a list's axes read as 0 gave [11, 22] for the loop's [[11, 21], [12, 22]]
+    xs = np.array([1.0, 2.0])
+    expected = np.stack([anp.add(x, [10.0, 20.0]) for x in xs])
+    np.testing.assert_array_equal(adcore.vmap(lambda x: anp.add(x, [10.0, 20.0]))(xs), expected)
+    np.testing.assert_array_equal(
+        adcore.vmap(lambda x: anp.multiply([[1.0], [2.0]], x))(xs), [[[1.0], [2.0]], [[2.0], [4.0]]]
+    )
