@@ -281,6 +281,14 @@ def concrete(value: Any) -> Any:
     return value
 
 
+def plain_numbers(value: Any) -> np.ndarray:
+    """The plain numbers under every tracer level, as an array; for a vmap's batch, every example's
+    (its whole batch): for checks that hold for each example if they hold for all at once."""
+    while isinstance(value, Tracer):
+        value = value.value if value.concrete_itself else value._concrete_value()
+    return np.asarray(value)
+
+
 class Tracer:
     """A value one transformation is tracing (`adcore.Tracer`).
 

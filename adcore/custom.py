@@ -30,7 +30,7 @@ import numpy as np
 
 from adcore import ops, plugins, tree
 from adcore.api import value_and_grad
-from adcore.core import Tracer, concrete, frozen_value
+from adcore.core import Tracer, frozen_value, plain_numbers
 from adcore.custom_values import check_agrees, describe, dtype_of, leaf_cotangents, leaf_value
 from adcore.errors import (
     InvalidArgnumsError,
@@ -394,7 +394,7 @@ def _backend_that_builds(builds: str) -> Any:
 
 def _check_linear(call: _Call, at_zero: Any, backend: str) -> None:
     """A jvp rule's tangent_out must be 0 at zero tangents (the least a linear map does)."""
-    value = np.asarray(concrete(at_zero))
+    value = plain_numbers(at_zero)  # under vmap: every example's
     if np.any(np.abs(value) > 0):  # (a nan passes: 0 * inf inside the rule is its own answer)
         raise InvalidValueError(
             f"{call.custom._label}: the jvp rule's tangent_out is not 0 at zero tangents (up to "

@@ -18,7 +18,7 @@ import numpy as np
 
 from adcore import ops, tree
 from adcore.batch_trace import BatchTrace, BatchTracer, example, stacked_examples
-from adcore.core import Tracer, new_trace
+from adcore.core import new_trace, plain_numbers
 from adcore.errors import BatchedConversionError, InvalidInputError, keywords_checked
 
 
@@ -233,19 +233,12 @@ def _shared(column: list) -> Any:
     """The one output every example gave for an out_axes of None; the batched path's error if
     they differ (it depends on the batch)."""
     first = column[0]
-    plain = [_numbers(x) for x in column]
+    plain = [plain_numbers(x) for x in column]
     if not all(x is first for x in column) and not all(
         np.shape(p) == np.shape(plain[0]) and np.array_equal(p, plain[0], equal_nan=True) for p in plain
     ):
         raise _batched_out_axes_none()
     return first
-
-
-def _numbers(x: Any) -> Any:
-    """x's plain numbers under every transformation (an outer vmap's: its whole batch)."""
-    while isinstance(x, Tracer):
-        x = x.value if x.concrete_itself else x._concrete_value()
-    return np.asarray(x)
 
 
 _warned: set = set()

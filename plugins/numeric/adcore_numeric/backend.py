@@ -374,6 +374,9 @@ def _value(f: Callable[..., Any], args: tuple) -> Any:
 
 def _check_options(method: Any, vectorized: Any, executor: Any, args: tuple) -> None:
     traced = [i for i, x in enumerate(args) if isinstance(x, Tracer)]  # tangents too, from jvp
+    for i in traced:
+        if args[i].concrete_itself:  # a vmap's batch: its conversion error makes vmap run f per example
+            args[i]._concrete_value()
     if traced:
         raise InvalidInputError(
             f"backend 'numeric' works on plain arrays and cannot run inside another backend's "

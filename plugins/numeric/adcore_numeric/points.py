@@ -218,6 +218,8 @@ def _failed(e: Exception, is_complex: bool, where: Callable[[], str]) -> Excepti
 def checked(out: Any, is_complex: bool, where: Callable[[], str]) -> np.ndarray:
     """f's output as an array, or an error that says at which point f returned what."""
     if isinstance(out, Tracer):
+        if out.concrete_itself:  # f closes over a vmap's batch: vmap runs f per example instead
+            out._concrete_value()
         raise InvalidInputError(
             "backend 'numeric' works on plain arrays and cannot run inside another backend's "
             f"transformation (f returned a {type(out).__name__}). Make numeric the outer derivative, "

@@ -1,0 +1,341 @@
+"""vmap composed with the derivatives in every order: vmap(grad(f)), grad of a vmap-based f,
+jacobian/hessian/hvp/jvp/vjp either way round, checkpoint, custom_jvp/custom_vjp (whose rule must
+be the one used), on each backend that can be asked; each against a Python loop of the same
+unbatched computation (tests/vmap_reference.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from vmap_reference import assert_same, looped
+
+import adcore
+import adcore.numpy as anp
+from adcore import vmap
+from adcore.vmap import VmapFallbackWarning
+
+rng = np.random.default_rng(3434)
+X = rng.normal(size=(4, 3))
+V = rng.normal(size=(4, 3))
+W = rng.normal(size=(3, 2))
+T = rng.normal(size=(4, 2))
+EXACT = ("reverse", "forward", "symbolic")  # the exact backends: to rounding against the loop
+
+
+def f(x):
+    return anp.sum(anp.sin(x) * x + anp.exp(-x * x))
+
+
+def g(x):
+    return anp.tanh(x) * x[0] + anp.cos(x)
+
+
+def loss(w, x, t):
+    return anp.sum((anp.tanh(x @ w) - t) ** 2)
+
+
+def no_fallback(call):
+    """call(), asserting vmap did not fall back to a loop over f."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VmapFallbackWarning)
+        return call()
+
+
+# --- grad ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_vmap_of_grad(backend):
+    df = adcore.grad(f, backend=backend)
+    assert_same(no_fallback(lambda: vmap(df)(X)), looped(df, X), exact=False)
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_grad_of_a_vmap_based_function(backend):
+    got = no_fallback(lambda: adcore.grad(lambda X: anp.sum(vmap(f)(X)), backend=backend)(X))
+    assert_same(got, looped(adcore.grad(f, backend=backend), X), exact=False)
+
+
+def test_vmap_of_numeric_grad_is_the_loop_of_numeric_grad():
+    df = adcore.grad(f, backend="numeric")
+    with pytest.warns(VmapFallbackWarning):
+        got = vmap(df)(X)
+    assert_same(got, looped(df, X))  # numeric runs on plain values: vmap ran it once per example
+    np.testing.assert_allclose(got, looped(adcore.grad(f), X), rtol=1e-6)  # an estimate
+
+
+def test_numeric_grad_of_a_vmap_based_function():
+    got = adcore.grad(lambda X: anp.sum(vmap(f)(X)), backend="numeric")(X)
+    np.testing.assert_allclose(got, looped(adcore.grad(f), X), rtol=1e-6)  # an estimate
+
+
+def test_numeric_grad_closing_over_a_batched_value_loops():
+    y0 = np.ones(3)
+
+    def per_example(x):
+        return adcore.grad(lambda y: anp.sum(anp.sin(x * y)), backend="numeric")(y0)
+
+    with pytest.warns(VmapFallbackWarning):
+        got = vmap(per_example)(X)
+    assert_same(got, looped(per_example, X))
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_per_example_gradients_with_shared_parameters(backend):
+    dloss = adcore.grad(loss, backend=backend)
+    got = no_fallback(lambda: vmap(dloss, in_axes=(None, 0, 0))(W, X, T))
+    assert_same(got, looped(dloss, W, X, T, in_axes=(None, 0, 0)), exact=False)
+
+
+def test_per_example_gradients_of_a_pytree_and_argnums():
+    params = {"w": W, "b": np.zeros(2)}
+
+    def model_loss(p, x, t):
+        return anp.sum((anp.tanh(x @ p["w"] + p["b"]) - t) ** 2)
+
+    for df in (adcore.grad(model_loss), adcore.grad(model_loss, argnums=(0, 1))):
+        got = no_fallback(lambda df=df: vmap(df, in_axes=(None, 0, 0))(params, X, T))
+        assert_same(got, looped(df, params, X, T, in_axes=(None, 0, 0)), exact=False)
+
+
+def test_value_and_grad_and_has_aux_under_vmap():
+    vg = adcore.value_and_grad(f)
+    assert_same(no_fallback(lambda: vmap(vg)(X)), looped(vg, X), exact=False)
+    ga = adcore.grad(lambda x: (f(x), x * 3.0), has_aux=True)
+    assert_same(no_fallback(lambda: vmap(ga)(X)), looped(ga, X), exact=False)
+
+
+def test_vmap_of_grad_in_float32_keeps_float32():
+    X32 = X.astype(np.float32)
+    df = adcore.grad(f)
+    got = no_fallback(lambda: vmap(df)(X32))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, looped(df, X32), rtol=1e-6)
+
+
+def test_vmap_of_grad_of_an_integer_argument_is_the_usual_error():
+    with pytest.raises(adcore.errors.InvalidInputError, match="int64"):
+        vmap(adcore.grad(f))(np.arange(6).reshape(2, 3))
+
+
+def test_nested_vmap_of_grad_and_grad_of_nested_vmap():
+    Z = rng.normal(size=(2, 4, 3))
+    df = adcore.grad(f)
+    got = no_fallback(lambda: vmap(vmap(df))(Z))
+    assert_same(got, looped(lambda z: looped(df, z), Z), exact=False)
+    got = no_fallback(lambda: adcore.grad(lambda Z: anp.sum(vmap(vmap(f))(Z)))(Z))
+    assert_same(got, looped(lambda z: looped(df, z), Z), exact=False)
+
+
+def test_grad_inside_vmap_over_a_batched_closure():
+    def per_example(x):
+        return adcore.grad(lambda w: anp.sum(anp.tanh(x @ w)))(W)
+
+    assert_same(no_fallback(lambda: vmap(per_example)(X)), looped(per_example, X), exact=False)
+
+
+# --- jacobian, hessian, hvp -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_vmap_of_jacobian(backend):
+    jac = adcore.jacobian(g, backend=backend)
+    assert_same(no_fallback(lambda: vmap(jac)(X)), looped(jac, X), exact=False)
+
+
+def test_vmap_of_numeric_jacobian_is_the_loop():
+    jac = adcore.jacobian(g, backend="numeric")
+    with pytest.warns(VmapFallbackWarning):
+        got = vmap(jac)(X)
+    assert_same(got, looped(jac, X))
+
+
+@pytest.mark.parametrize("backend", (*EXACT, "numeric"))
+def test_jacobian_of_vmap(backend):
+    got = no_fallback(lambda: adcore.jacobian(vmap(g), backend=backend)(X))
+    want = adcore.jacobian(lambda X: anp.stack([g(X[i]) for i in range(len(X))]), backend=backend)(X)
+    if backend == "numeric":
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    else:
+        assert_same(got, want, exact=False)
+    # the blocks off the diagonal are 0: example i's output depends on example i only
+    blocks = got.reshape(4, 3, 4, 3)
+    for i in range(4):
+        for j in range(4):
+            if i != j:
+                assert not blocks[i, :, j, :].any()
+
+
+def test_vmap_of_hessian_and_hessian_of_a_vmap_based_function():
+    hess = adcore.hessian(f)
+    assert_same(no_fallback(lambda: vmap(hess)(X)), looped(hess, X), exact=False)
+    got = no_fallback(lambda: adcore.hessian(lambda X: anp.sum(vmap(f)(X)))(X))
+    want = np.zeros((4, 3, 4, 3))
+    for i in range(4):
+        want[i, :, i, :] = hess(X[i])
+    assert_same(got, want, exact=False)
+
+
+@pytest.mark.parametrize("inner", ["reverse", "forward"])
+def test_vmap_of_hessian_by_each_inner_backend(inner):
+    hess = adcore.hessian(f, inner=inner, outer="forward")
+    assert_same(no_fallback(lambda: vmap(hess)(X)), looped(hess, X), exact=False)
+
+
+def test_vmap_of_hvp_and_hvp_of_a_vmap_based_function():
+    hvp = adcore.hvp(f)
+    assert_same(no_fallback(lambda: vmap(hvp)(X, V)), looped(hvp, X, V), exact=False)
+    got = no_fallback(lambda: adcore.hvp(lambda X: anp.sum(vmap(f)(X)))(X, V))
+    assert_same(got, looped(hvp, X, V), exact=False)
+    shared = no_fallback(lambda: vmap(hvp, in_axes=(0, None))(X, V[0]))
+    assert_same(shared, looped(hvp, X, V[0], in_axes=(0, None)), exact=False)
+
+
+# --- jvp, vjp ---------------------------------------------------------------------------------
+
+
+def _jvp(x, v):
+    return adcore.jvp(g, (x,), (v,))
+
+
+def _vjp(x, ct):
+    out, pullback = adcore.vjp(g, x)
+    return out, pullback(ct)
+
+
+def test_vmap_of_jvp_with_batched_tangents():
+    assert_same(no_fallback(lambda: vmap(_jvp)(X, V)), looped(_jvp, X, V), exact=False)
+    got = no_fallback(lambda: vmap(_jvp, in_axes=(None, 0))(X[0], V))  # one point, many directions
+    assert_same(got, looped(_jvp, X[0], V, in_axes=(None, 0)), exact=False)
+
+
+def test_jvp_of_vmap():
+    out, tangent = no_fallback(lambda: adcore.jvp(vmap(g), (X,), (V,)))
+    want_out, want_tangent = looped(_jvp, X, V)
+    assert_same(out, want_out, exact=False)
+    assert_same(tangent, want_tangent, exact=False)
+
+
+def test_vmap_of_vjp_with_a_batched_cotangent():
+    assert_same(no_fallback(lambda: vmap(_vjp)(X, V)), looped(_vjp, X, V), exact=False)
+    got = no_fallback(lambda: vmap(_vjp, in_axes=(None, 0))(X[0], V))  # one point, many cotangents
+    assert_same(got, looped(_vjp, X[0], V, in_axes=(None, 0)), exact=False)
+
+
+def test_vjp_of_vmap():
+    out, pullback = no_fallback(lambda: adcore.vjp(vmap(g), X))
+    (ct,) = pullback(V)
+    want_out, (want_ct,) = looped(_vjp, X, V)
+    assert_same(out, want_out, exact=False)
+    assert_same(ct, want_ct, exact=False)
+
+
+# --- checkpoint -------------------------------------------------------------------------------
+
+
+def test_vmap_of_checkpoint():
+    cf = adcore.checkpoint(f)
+    assert_same(no_fallback(lambda: vmap(cf)(X)), looped(f, X))
+    dcf = adcore.grad(cf)
+    # the backward pass recomputes f on the batch and checks it against the kept output: batched
+    assert_same(no_fallback(lambda: vmap(dcf)(X)), looped(adcore.grad(f), X), exact=False)
+    got = no_fallback(lambda: adcore.grad(lambda X: anp.sum(vmap(cf)(X)))(X))
+    assert_same(got, looped(adcore.grad(f), X), exact=False)
+
+
+def test_vmap_of_checkpoint_still_refuses_a_changed_recomputation():
+    state = {"calls": 0}
+
+    def drifting(x):
+        state["calls"] += 1
+        return anp.sum(x * state["calls"])
+
+    with pytest.raises(adcore.errors.StateChangedError):
+        vmap(adcore.grad(adcore.checkpoint(drifting)))(X)
+
+
+# --- custom rules: the rule is the one used ---------------------------------------------------
+
+# autograd's and JAX's example: log(1 + exp(x)), whose body's derivative exp(x) / (1 + exp(x)) is
+# inf / inf = nan at x = 1000, and whose rule 1 - 1 / (1 + exp(x)) gives 1.0 there
+BIG = np.array([1.0, 100.0, 1000.0])
+RULES = np.array([1.0 - 1.0 / (1.0 + np.e), 1.0, 1.0])
+
+
+@adcore.custom_vjp
+def log1pexp_vjp(x):
+    return anp.log(1.0 + anp.exp(x))
+
+
+log1pexp_vjp.defvjp(lambda x: (log1pexp_vjp(x), x), lambda x, g: (g * (1.0 - 1.0 / (1.0 + anp.exp(x))),))
+
+
+@adcore.custom_jvp
+def log1pexp_jvp(x):
+    return anp.log(1.0 + anp.exp(x))
+
+
+@log1pexp_jvp.defjvp
+def _log1pexp_jvp_rule(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return log1pexp_jvp(x), t * (1.0 - 1.0 / (1.0 + anp.exp(x)))
+
+
+def _quiet(call):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return no_fallback(call)
+
+
+def test_the_bodys_derivative_is_nan_where_the_rule_is_not():
+    body = adcore.grad(lambda x: anp.log(1.0 + anp.exp(x)))
+    assert np.isnan(_quiet(lambda: body(1000.0)))
+
+
+@pytest.mark.parametrize(
+    ("function", "backend"),
+    [(log1pexp_vjp, "reverse"), (log1pexp_jvp, "reverse"), (log1pexp_jvp, "forward")],
+)
+def test_vmap_of_grad_of_a_custom_function_uses_its_rule(function, backend):
+    got = _quiet(lambda: vmap(adcore.grad(function, backend=backend))(BIG))
+    np.testing.assert_allclose(got, RULES, rtol=1e-15)
+    assert_same(got, _quiet(lambda: looped(adcore.grad(function, backend=backend), BIG)))
+
+
+@pytest.mark.parametrize(
+    ("function", "backend"),
+    [(log1pexp_vjp, "reverse"), (log1pexp_jvp, "reverse"), (log1pexp_jvp, "forward")],
+)
+def test_grad_of_a_vmapped_custom_function_uses_its_rule(function, backend):
+    got = _quiet(lambda: adcore.grad(lambda x: anp.sum(vmap(function)(x)), backend=backend)(BIG))
+    np.testing.assert_allclose(got, RULES, rtol=1e-15)
+
+
+def test_vmap_of_a_custom_function_is_its_value():
+    for function in (log1pexp_vjp, log1pexp_jvp):
+        assert_same(_quiet(lambda function=function: vmap(function)(X)), looped(function, X))
+
+
+def test_vmap_of_jvp_and_vjp_of_custom_functions_use_their_rules():
+    tangents = np.ones(3)
+    got = _quiet(lambda: vmap(lambda x, t: adcore.jvp(log1pexp_jvp, (x,), (t,))[1])(BIG, tangents))
+    np.testing.assert_allclose(got, RULES, rtol=1e-15)
+    got = _quiet(lambda: vmap(lambda x, c: adcore.vjp(log1pexp_vjp, x)[1](c)[0])(BIG, tangents))
+    np.testing.assert_allclose(got, RULES, rtol=1e-15)
+
+
+def test_a_custom_rule_with_control_flow_on_a_batched_value_falls_back():
+    @adcore.custom_vjp
+    def square(x):
+        return x * x
+
+    def bwd(x, g):
+        if anp.sum(x) > 0:  # a branch on the batched residual: vmap runs once per example
+            return (2.0 * x * g,)
+        return (2.0 * x * g,)
+
+    square.defvjp(lambda x: (square(x), x), bwd)
+    with pytest.warns(VmapFallbackWarning):
+        got = vmap(adcore.grad(lambda x: anp.sum(square(x))))(X)
+    assert_same(got, 2.0 * X)
