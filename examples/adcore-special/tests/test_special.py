@@ -358,3 +358,17 @@ def test_constants_built_from_special_ops_compare_in_symbolic(f):
     np.testing.assert_allclose(
         adcore.grad(f, backend="symbolic")(x), adcore.grad(f, backend="reverse")(x), rtol=1e-12, atol=1e-15
     )
+
+
+def test_vmap_batches_the_ops_by_their_elementwise_flag_with_no_batch_rule():
+    registry = get_registry()
+    assert all(registry.ops[name].elementwise for name in ("erfcx", "loggamma", "psi", "powm1"))
+    assert not {"erfcx", "loggamma", "psi", "powm1"} & set(registry.rules["batch"])
+    x, y = np.linspace(0.5, 3.0, 12).reshape(4, 3), np.linspace(-1.0, 1.0, 3)
+
+    def f(x, y):
+        return erfcx(x) * loggamma(x) + psi(x, n=1) - powm1(x, y)
+
+    expected = np.stack([f(row, y) for row in x])
+    np.testing.assert_array_equal(adcore.vmap(f, in_axes=(0, None))(x, y), expected)
+    np.testing.assert_array_equal(adcore.vmap(f, in_axes=(1, None), out_axes=1)(x.T, y), expected.T)
