@@ -124,7 +124,7 @@ def test_conformance_prints_the_matrix_and_the_summary_and_exits_0(capsys, clean
     assert cli.main(["conformance", "--op", "sin", "--op", "matmul", "--jobs", "2", *REAL_DTYPES]) == 0
     out = capsys.readouterr().out
     n = len(adcore.backends())  # a pattern backend (sparsity) has its own column, checked as patterns
-    assert re.search(rf"^. sin {'+. +✓ ' * n}+.$", out, re.MULTILINE)
+    assert re.search(rf"^. sin {'+. +✓ ' * (n + 1)}+.$", out, re.MULTILINE)  # then the vmap column
     assert re.search(
         rf"^PASSED: {4 * n} agree, 0 disagree, 0 errors, 0 unsupported \(2 ops × {n} backends",
         out,
@@ -188,8 +188,9 @@ def test_conformance_exits_1_naming_the_wrong_rule_and_greys_a_missing_one(regis
     register_plugin(OnlyVJP(), "onlyvjp")
     assert cli.main(["conformance", "--op", "half", "--op", "wrong_sin", "--dtype", "float64"]) == 1
     out = capsys.readouterr().out
-    # forward, numeric, reverse, sparsity, symbolic: half has a VJP only (no JVP, sympy or sparsity rule)
-    assert re.search(r"^. half +. +n/a +. +✓ +. +✓ +. +n/a +. +n/a +.$", out, re.MULTILINE)
+    # forward, numeric, reverse, sparsity, symbolic: half has a VJP only (no JVP, sympy or sparsity rule);
+    # then vmap, which batches it by the loop rule (vmap(grad) on reverse, the backend with its rule)
+    assert re.search(r"^. half +. +n/a +. +✓ +. +✓ +. +n/a +. +n/a +. +✓ +.$", out, re.MULTILINE)
     assert "✗ wrong_sin · reverse · float64" in out
     assert out.strip().splitlines()[-1].startswith("FAILED: 3 agree, 1 disagree, 0 errors, 6 unsupported")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import adcore
 
 
-def throwaway_plugin(ops=(), vjps=None, jvps=None, backends=()):
-    """A throwaway plugin registering ops, their "vjp" and "jvp" rules, and backends."""
-    vjps, jvps = vjps or {}, jvps or {}
+def throwaway_plugin(ops=(), vjps=None, jvps=None, backends=(), batch=None):
+    """A throwaway plugin registering ops, their "vjp", "jvp" and "batch" rules, and backends."""
+    vjps, jvps, batch = vjps or {}, jvps or {}, batch or {}
 
     class Plugin:
         @adcore.hookimpl
@@ -21,6 +21,8 @@ def throwaway_plugin(ops=(), vjps=None, jvps=None, backends=()):
                 register("vjp", name, rule)
             for name, rule in jvps.items():
                 register("jvp", name, rule)
+            for name, rule in batch.items():
+                register("batch", name, rule)
 
         @adcore.hookimpl
         def adcore_register_backends(self, register):

@@ -55,3 +55,9 @@ def products(name: str) -> tuple[str, ...]:
     """The products with the Jacobian the backend computes itself ("vjp", "jvp"), which the
     dot-product test checks: what its derivatives are built from (Backend.builds)."""
     return tuple(kind for kind in ("vjp", "jvp") if backend(name).builds == kind)
+
+
+def batches(name: str) -> bool:
+    """Whether the backend's transformations nest with vmap's, either way round (Backend.batches):
+    its derivatives are checked batched too (vmap(grad(f)) against a loop of grad(f))."""
+    return bool(getattr(backend(name), "batches", False))

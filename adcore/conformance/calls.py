@@ -72,7 +72,7 @@ def _op_function(op: OpSpec, params: dict, dtypes: tuple) -> Callable[..., Any]:
     return functions[key]
 
 
-def op_calls(op: OpSpec, dtype: str, seed: int = 0) -> list[CheckedCall]:
+def op_calls(op: OpSpec, dtype: str, seed: int | Sequence[int] = 0) -> list[CheckedCall]:
     """One CheckedCall per sample of `op` in `dtype`, drawn with `seed` (split_call); in a complex dtype,
     one per sample with a complex input."""
     samples = op.samples(np.random.default_rng(seed), np.dtype(dtype)) if op.samples else []
@@ -175,7 +175,7 @@ def real_parts(out: Any) -> Any:
     return adcore_ops.stack([adcore_ops.real(out), adcore_ops.imag(out)])
 
 
-def case_calls(case: Case, dtype: str, seed: int = 0) -> list[CheckedCall]:
+def case_calls(case: Case, dtype: str, seed: int | Sequence[int] = 0) -> list[CheckedCall]:
     """One CheckedCall per sample of `case` in `dtype`, drawn with `seed`, a complex output split (real_parts)."""
     samples = case.samples(np.random.default_rng(seed), np.dtype(dtype))
     calls = []

@@ -176,11 +176,14 @@ def check_value(
     tally.add(Worst(call.label, "value", 0.0, 0.0, 0.0, detail), math.inf)
 
 
-def value_difference(got: np.ndarray, plain: np.ndarray, ulps: int = 0) -> str:
+def value_difference(
+    got: np.ndarray, plain: np.ndarray, ulps: int = 0, names: tuple[str, str] = ("traced", "untraced")
+) -> str:
     """'' where got is plain bit for bit (dtype, shape, numbers; nan where nan), or within `ulps`
-    units in the last place of it, else how it differs."""
+    units in the last place of it, else how it differs (calling the two `names`)."""
+    mine, theirs = names
     if (got.dtype, got.shape) != (plain.dtype, plain.shape):
-        return f"traced {got.dtype} {got.shape}, untraced {plain.dtype} {plain.shape}"
+        return f"{mine} {got.dtype} {got.shape}, {theirs} {plain.dtype} {plain.shape}"
     if np.array_equal(got, plain, equal_nan=plain.dtype.kind in "fc"):
         return ""
     unequal = got != plain
@@ -193,7 +196,7 @@ def value_difference(got: np.ndarray, plain: np.ndarray, ulps: int = 0) -> str:
         unequal &= ~(np.isnan(got) & np.isnan(plain))
     where = tuple(int(i) for i in np.argwhere(unequal)[0]) if got.ndim else ()
     at = f"at {where}: " if where else ""
-    return f"{at}traced {got[where]!r}, untraced {plain[where]!r}"
+    return f"{at}{mine} {got[where]!r}, {theirs} {plain[where]!r}"
 
 
 # --- first derivatives ------------------------------------------------------------------------

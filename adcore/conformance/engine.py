@@ -9,7 +9,9 @@ A run is a plan (subjects x dtypes as units of work), each unit checked (in work
    estimate within its error; if none is, that estimate itself, with its error as tolerance;
 3. `checks`: each backend's derivatives against it, one function per check (jacobians, zeros,
    dot products, second derivatives along random directions, kinks), tallied per cell;
-4. `results`: the tallies, cells and report.
+4. `batching`: the vmap column, each call batched by adcore.vmap against a loop over the batch
+   (its values, and its derivatives on the backends that nest with vmap);
+5. `results`: the tallies, cells and report.
 
 What a backend can do (exact or estimating, its estimate options, its reference priority,
 whether it can be the outer derivative, what it builds on) is data on its class
@@ -19,6 +21,7 @@ engine names no backend and no op.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import sys
 import time
@@ -29,6 +32,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from adcore.conformance.batching import VMAP, batched_calls, check_vmap
 from adcore.conformance.calls import case_calls, checks_complex, op_calls
 from adcore.conformance.checks import check_subject, op_support
 from adcore.conformance.results import Cell, Report, Subject
@@ -56,22 +60,32 @@ class Unit:
 
 
 def check_unit(unit: Unit) -> list[Cell]:
-    """The cells of one unit (runs in a worker process under --jobs)."""
+    """The cells of one unit (runs in a worker process under --jobs): one per backend, then the
+    vmap column's (its backend is batching.VMAP)."""
     registry = get_registry()
     if unit.kind == "op":
         op = registry.op(unit.name)
+        draw = functools.partial(op_calls, op, unit.dtype)
         try:
-            calls = op_calls(op, unit.dtype, unit.seed)
+            calls = draw(unit.seed)
         except Exception as e:  # the op's samples(rng, dtype) itself: every backend's cell says so
             message = f"drawing its samples in {unit.dtype}: {type(e).__name__}: {e}"
-            return [Cell(unit.name, b, unit.dtype, "error", message=message) for b in unit.backends]
+            return [Cell(unit.name, b, unit.dtype, "error", message=message) for b in (*unit.backends, VMAP)]
         supported = op_support(registry, op)
-        return check_subject(
+        cells = check_subject(
             unit.name, calls, unit.backends, unit.dtype, supported, second=True, op=op, seed=unit.seed
         )
-    case = registry.cases[unit.name]
-    calls = case_calls(case, unit.dtype, unit.seed)
-    return check_subject(unit.name, calls, unit.backends, unit.dtype, lambda b: "", seed=unit.seed)
+        # NumPy's same ufunc over the batch: bit for bit (batching.judge), but in complex dtypes,
+        # whose arithmetic NumPy rounds differently by the array's size and layout (SIMD loops)
+        exact = op.elementwise and unit.dtype in REAL_DTYPES
+    else:
+        draw = functools.partial(case_calls, registry.cases[unit.name], unit.dtype)
+        calls = draw(unit.seed)
+        supported = lambda b: ""  # noqa: E731  (a case is plain code: every backend takes it)
+        cells = check_subject(unit.name, calls, unit.backends, unit.dtype, supported, seed=unit.seed)
+        exact = False
+    groups = batched_calls(draw, calls, unit.seed)
+    return [*cells, check_vmap(unit.name, groups, unit.backends, unit.dtype, supported, exact=exact)]
 
 
 @dataclass
@@ -167,9 +181,11 @@ def run(
     start = time.perf_counter()
     work = work or plan(backends, ops, cases, dtypes, seed)
     cells: list[Cell] = []
+    vmap: list[Cell] = []
     for done in _map(check_units, batches(work), jobs):
         for unit, unit_cells in done:
-            cells += unit_cells
+            cells += [c for c in unit_cells if c.backend != VMAP]
+            vmap += [c for c in unit_cells if c.backend == VMAP]
             if progress is not None:
                 progress(unit)
     subjects, dtypes = list(work.subjects), list(work.dtypes)
@@ -184,9 +200,10 @@ def run(
     rows = {s.name: k for k, s in enumerate(subjects)}
     order = (dtypes.index, work.backends.index)
     cells.sort(key=lambda c: (rows[c.subject], order[0](c.dtype), order[1](c.backend)))
+    vmap.sort(key=lambda c: (rows[c.subject], order[0](c.dtype)))
     versions = {r.name: r.version for r in get_registry().plugins.values() if not r.error}
     seconds = time.perf_counter() - start
-    return Report(subjects, work.backends, dtypes, cells, seconds, work.seed, versions)
+    return Report(subjects, work.backends, dtypes, cells, seconds, work.seed, versions, vmap)
 
 
 def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:

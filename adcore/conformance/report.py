@@ -1,8 +1,9 @@
 """Render a conformance Report as a terminal table, JSON, Markdown or a self-contained HTML page.
 
 Every format shows the same matrix: one row per subject (ops, then cases, then fuzz
-programs; the HTML page puts the failing rows first), one column per backend, each cell the
-worst verdict over the dtypes run; then the worst sample of each failing (subject, backend,
+programs; the HTML page puts the failing rows first), one column per backend and the vmap
+column (Report.columns: vmap against a loop over the batch, adcore.conformance.batching), each
+cell the worst verdict over the dtypes run; then the worst sample of each failing (subject, backend,
 dtype); then `Report.summary()`. A failing cell's number is its relative error, Worst.figure(),
 the same in every format and in the pytest plugin's message.
 """
@@ -51,7 +52,7 @@ def ordered_subjects(report: Report) -> list[Subject]:
 def ordered_failures(report: Report) -> list[Cell]:
     """Every failing (subject, backend, dtype) cell, in row, column and dtype order."""
     rows = {s.name: i for i, s in enumerate(ordered_subjects(report))}
-    columns = {b: i for i, b in enumerate(report.backends)}
+    columns = {b: i for i, b in enumerate(report.columns)}
     dtypes = {d: i for i, d in enumerate(report.dtypes)}
     return sorted(
         report.failures(),
@@ -131,11 +132,11 @@ def matrix_table(report: Report) -> Table:
     """The subjects × backends matrix as a rich Table, one section per subject kind."""
     table = Table(title="conformance", title_justify="left", header_style="bold")
     table.add_column("subject", no_wrap=True)
-    for backend in report.backends:
+    for backend in report.columns:
         table.add_column(backend, justify="center", no_wrap=True)
     subjects, marked = ordered_subjects(report), report.complex_subjects()
     for i, subject in enumerate(subjects):
-        cells = [report.cell(subject.name, backend) for backend in report.backends]
+        cells = [report.cell(subject.name, backend) for backend in report.columns]
         marks = [Text(cell_text(c), style=TABLE_STYLES[c.status]) if c else Text("") for c in cells]
         last_of_kind = i + 1 == len(subjects) or subjects[i + 1].kind != subject.kind
         table.add_row(Text(subject_label(subject, marked)), *marks, end_section=last_of_kind)
@@ -172,11 +173,11 @@ def load_schema() -> dict:
 
 def to_markdown(report: Report) -> str:
     """A GitHub-flavoured Markdown table of the matrix, a list of failures and the summary line."""
-    header = ["subject", *report.backends]
+    header = ["subject", *report.columns]
     lines = [markdown_row(header), markdown_row(["---"] * len(header))]
     marked = report.complex_subjects()
     for subject in ordered_subjects(report):
-        cells = [cell_text(report.cell(subject.name, b)) for b in report.backends]
+        cells = [cell_text(report.cell(subject.name, b)) for b in report.columns]
         lines.append(markdown_row([subject_label(subject, marked), *cells]))
     if note := complex_note(report):
         lines += ["", note]
@@ -293,18 +294,18 @@ def html_heatmap(report: Report, failures: list[Cell]) -> str:
         (kind, title, [s for s in subjects if s.kind == kind and s.name not in failing])
         for kind, title in GROUPS.items()
     ]
-    head = "".join(f"<th>{html.escape(b)}</th>" for b in report.backends)
+    head = "".join(f"<th>{html.escape(b)}</th>" for b in report.columns)
     bodies = []
     for group, title, members in groups:
         if not members:
             continue
         rows = [
-            f'<tr class="group"><th colspan="{len(report.backends) + 1}">{title} ({len(members)})</th></tr>'
+            f'<tr class="group"><th colspan="{len(report.columns) + 1}">{title} ({len(members)})</th></tr>'
         ]
         for subject in members:
             tds = "".join(
                 html_cell(report.cell(subject.name, b), anchors.get((subject.name, b)))
-                for b in report.backends
+                for b in report.columns
             )
             kind = f' data-kind="{html.escape(subject.kind)}"' if group == "failing" else ""
             mark = f' <small class="complex">{COMPLEX_MARK}</small>' if subject.name in marked else ""

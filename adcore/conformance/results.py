@@ -110,23 +110,35 @@ class Report:
     seconds: float = 0.0
     seed: int = 0
     versions: dict[str, str] = field(default_factory=dict)  # plugin name -> version
+    # the vmap column: one cell per (subject, dtype), its `backend` the column's name (batching.VMAP)
+    vmap: list[Cell] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        """The matrix's columns: the backends, then the vmap column where it was run."""
+        return [*self.backends, *dict.fromkeys(c.backend for c in self.vmap)]
 
     @property
     def ok(self) -> bool:
-        """No cell disagrees or errs."""
-        return not any(c.failed for c in self.cells)
+        """No cell disagrees or errs, the vmap column's included."""
+        return not self.failures()
 
     def failures(self) -> list[Cell]:
-        return [c for c in self.cells if c.failed]
+        """The failing cells, the vmap column's after the backends'."""
+        return [c for c in [*self.cells, *self.vmap] if c.failed]
 
     def counts(self) -> dict[str, int]:
-        """How many cells have each status."""
+        """How many backend cells have each status (the vmap column's: vmap_counts)."""
         return {s: sum(c.status == s for c in self.cells) for s in STATUSES}
 
+    def vmap_counts(self) -> dict[str, int]:
+        """How many cells of the vmap column have each status."""
+        return {s: sum(c.status == s for c in self.vmap) for s in STATUSES}
+
     def cell(self, subject: str, backend: str) -> Cell | None:
-        """The merged verdict over dtypes of (subject, backend): the worst dtype's cell (worst
+        """The merged verdict over dtypes of (subject, column): the worst dtype's cell (worst
         status, then furthest out of tolerance); None if nothing was run there."""
-        return merge(c for c in self.cells if c.subject == subject and c.backend == backend)
+        return merge(c for c in [*self.cells, *self.vmap] if c.subject == subject and c.backend == backend)
 
     def summary(self) -> str:
         """One line: counts by status, subjects × backends × dtypes, and the wall time. Where some
@@ -144,8 +156,16 @@ class Report:
         return (
             f"{verdict}: {n['agrees']} agree, {n['disagrees']} disagree, {n['error']} errors, "
             f"{n['unsupported']} unsupported ({what} × {len(self.backends)} backends × "
-            f"{dtypes}) in {self.seconds:.1f} s"
+            f"{dtypes}){self._vmap_summary()} in {self.seconds:.1f} s"
         )
+
+    def _vmap_summary(self) -> str:
+        """'; vmap: 1 disagree, 0 errors of 40' where the vmap column has a failing cell; else ''
+        (its cells are in the matrix; counts() are the backends')."""
+        n = self.vmap_counts()
+        if not (n["disagrees"] or n["error"]):
+            return ""
+        return f"; vmap: {n['disagrees']} disagree, {n['error']} errors of {len(self.vmap)}"
 
     def complex_subjects(self) -> set[str]:
         """The subjects checked in a complex dtype (ops that accept complex values)."""

@@ -48,6 +48,17 @@ CONSENSUS: Tolerance = Tolerance(rtol=1e-9, atol=1e-9)
 SECOND: Tolerance = Tolerance(rtol=1e-6, atol=1e-6)
 
 
+# vmap against a loop over the batch (adcore.conformance.batching), where not bit for bit: the same
+# rules on the same numbers, only NumPy's summation order may change when a batch axis joins
+# (matmul as one larger product, a reduction's pairwise sums), so a few thousand units in the last
+# place of float64 (~100 of float32) relative to the result's largest entry; a wrong batch rule
+# (the wrong axis, examples mixed up) is off by the size of the values
+VMAP: dict[str, Tolerance] = {
+    "float64": Tolerance(rtol=1e-12, atol=1e-12),
+    "float32": Tolerance(rtol=1e-5, atol=1e-5),
+}
+
+
 def judged_as(dtype: str) -> str:
     """The real dtype whose tolerances a dtype's checks use: a complex dtype is checked on its
     real and imaginary parts (calls.split_function), so complex128 like float64, complex64 like
