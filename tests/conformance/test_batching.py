@@ -161,13 +161,14 @@ def test_variants_batch_along_the_first_and_last_axis_and_leave_each_array_unbat
     assert axes == (None, 0) and xs[0] is shared and all(e[0] is shared for e in each)
 
 
-def test_derivatives_are_batched_on_the_backends_that_nest_with_vmap_only():
+@pytest.mark.parametrize("nesting", ["reverse", "forward"])
+def test_derivatives_are_batched_on_the_backends_that_nest_with_vmap_only(nesting):
     op = adcore.ops["sin"]
     calls = op_calls(op, "float64", 0)
     groups = batched_calls(lambda seed: op_calls(op, "float64", seed), calls, 0)
     supported = lambda backend: ""  # noqa: E731
     values_only = check_vmap("sin", groups, ["numeric"], "float64", supported, exact=True)  # no nesting
-    with_reverse = check_vmap("sin", groups, ["numeric", "reverse"], "float64", supported, exact=True)
+    with_reverse = check_vmap("sin", groups, ["numeric", nesting], "float64", supported, exact=True)
     assert values_only.status == with_reverse.status == "agrees"
     assert with_reverse.checks > values_only.checks > 0
     assert with_reverse.worst.check in ("vmap(grad)", "vmap(jacobian)")  # values bit for bit: derivatives not

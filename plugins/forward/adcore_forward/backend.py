@@ -36,6 +36,7 @@ class ForwardBackend(Backend):
     builds = "jvp"
     reference_priority = 10  # after symbolic and reverse
     outer_priority = 2  # the outer of second derivatives first: a whole Hessian in one batched pass
+    batches = True  # its dual numbers carry vmap's batches, and run inside vmap too
 
     def jvp(self, f: Callable[..., Any], args: tuple, tangents: tuple) -> tuple[Any, Any]:
         """f(*args) and its tangents, shape (B,) + out.shape, in one pass over f; None where no
