@@ -35,6 +35,8 @@ def test_readme_examples_run_and_print_the_commented_values():
     # complex (JAX's convention): grad |z|^2 = 2 conj(z), exp holomorphic; a fit through scipy.stats
     assert "(6.000000000000001-8j)" in printed and "(0.5403023058681398+0.8414709848078965j)" in printed
     assert "(array(-1.6), array(2.3))" in printed and "0.1554202632022" in printed
+    # vmap of grad: 3 w**2 for each row
+    assert "[[ 3. 12.]\n [27. 48.]]" in printed
 
 
 def quickstart_commands(readme: str) -> list[str]:
