@@ -173,7 +173,9 @@ def plugins(as_json: bool = False, out: TextIO | None = None) -> int:
 
 def rules(missing: bool = False, as_markdown: bool = False, out: TextIO | None = None) -> int:
     """The op catalogue: each op's NumPy names, rules per kind, kinks and doc (docs/ops.md, with
-    `as_markdown`); with `missing`, only the (op, kind) pairs an installed backend lacks."""
+    `as_markdown`); with `missing`, only the (op, kind) pairs without a rule, and what that costs:
+    the backends that cannot differentiate the op, or for a kind no backend needs (vmap's batch
+    rules) what the op gets instead (RuleKind.without: the loop over the batch)."""
     from adcore.conformance import catalogue
 
     registry = get_registry()
@@ -185,13 +187,13 @@ def rules(missing: bool = False, as_markdown: bool = False, out: TextIO | None =
     listed = catalogue.entries(registry)
     console = _console(out)
     if missing:
-        table = _table("op", "kind", "so these backends cannot differentiate it")
+        table = _table("op", "kind", "so these backends cannot differentiate it (or what it gets instead)")
+        instead = {k: getattr(registry.kinds.get(k), "without", "") for k in kinds}
         for entry in listed:
             for kind in kinds:
                 if entry.rules[kind] == catalogue.NONE:
-                    table.add_row(
-                        entry.name, kind, ", ".join(needs[kind]) or "(no installed backend needs it)"
-                    )
+                    says = ", ".join(needs[kind]) or instead[kind] or "(no installed backend needs it)"
+                    table.add_row(entry.name, kind, says)
         console.print(table if table.row_count else "every op has a rule of every kind")
         return 0
     for group in dict.fromkeys(e.group for e in listed):

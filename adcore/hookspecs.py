@@ -81,6 +81,9 @@ class RuleKind:
     doc: str = ""
     # what a Joint rule of this kind receives and returns; "" if the kind takes none
     joint: str = ""
+    # for a kind no backend needs (a transformation's, declared by adcore_register_kinds): what an
+    # op without a rule of it gets instead, which `adcore rules --missing` says
+    without: str = ""
 
 
 @dataclass(frozen=True)

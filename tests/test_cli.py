@@ -231,16 +231,25 @@ def test_rules_marks_missing_rules_and_missing_lists_them(register_plugin, capsy
     register_plugin(OnlyVJP(), "onlyvjp")
     assert cli.main(["rules"]) == 0
     table = capsys.readouterr().out
-    # kinds in their declared columns' order (vjp, jvp, sympy, sparsity), then the op's NumPy names, kinks and doc
-    assert re.search(r"^. half +. onlyvjp +. ✓ +. ✗ +. ✗ +. ✗ +│", table, re.MULTILINE)
+    # kinds in their declared columns' order (vjp, jvp, sympy, sparsity, batch), then the op's NumPy
+    # names, kinks and doc
+    assert re.search(r"^. half +. onlyvjp +. ✓ +. ✗ +. ✗ +. ✗ +. ✗ +│", table, re.MULTILINE)
+    # batch rules are vmap's, which every op needs, one no derivative flows through too: by its flag here
     assert re.search(
-        r"^. stop_gradient +. core +. not needed +. not needed +. ✓ +. ✓ +│", table, re.MULTILINE
+        r"^. stop_gradient +. core +. not needed +. not needed +. ✓ +. ✓ +. elementwise +│",
+        table,
+        re.MULTILINE,
     )
-    assert re.search(r"^. sin +. core +. ✓ +. ✓ +. ✓ +. ✓ +. numpy.sin +│", table, re.MULTILINE)
+    assert re.search(
+        r"^. sin +. core +. ✓ +. ✓ +. ✓ +. ✓ +. elementwise +. numpy.sin +│", table, re.MULTILINE
+    )
     assert cli.main(["rules", "--missing"]) == 0
     missing = capsys.readouterr().out
     assert re.search(r"^. half +. jvp +. forward +.$", missing, re.MULTILINE)
     assert re.search(r"^. wrong_sin +. sympy +. symbolic +.$", missing, re.MULTILINE)
+    # no batch rule (and not flagged elementwise): no backend needs one, vmap loops over the batch instead
+    for name in ("half", "wrong_sin"):
+        assert re.search(rf"^. {name} +. batch +. vmap runs it once per batch element", missing, re.MULTILINE)
     assert "sin " not in missing.replace("wrong_sin", "")
 
 

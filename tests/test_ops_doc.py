@@ -68,20 +68,24 @@ def test_numpy_functions_are_named_by_their_public_module():
 
 def test_rule_cells_say_rule_body_none_or_not_needed(register_plugin):
     # softplus_body: traceable, no rules; scaled_sin: traceable with a vjp rule; opaque_sin: neither
+    # (batch: vmap's rules, which vmap runs the body for, or loops without)
     registry = register_plugin(TraceableOps(), "traceable")
     cells = {e.name: e.rules for e in catalogue.entries(registry)}
-    assert cells["softplus_body"] == {"vjp": "body", "jvp": "body", "sympy": "body", "sparsity": "body"}
-    assert cells["scaled_sin"] == {"vjp": "rule", "jvp": "body", "sympy": "body", "sparsity": "body"}
-    assert cells["opaque_sin"] == {"vjp": "none", "jvp": "none", "sympy": "none", "sparsity": "none"}
+    every = {"vjp": "body", "jvp": "body", "sympy": "body", "sparsity": "body", "batch": "body"}
+    assert cells["softplus_body"] == every
+    assert cells["scaled_sin"] == {**every, "vjp": "rule"}
+    assert cells["opaque_sin"] == {kind: "none" for kind in every}
+    # no derivative flows through it, so no derivative rule is needed; vmap batches it by its flag
     assert cells["stop_gradient"] == {
         "vjp": "not needed",
         "jvp": "not needed",
         "sympy": "rule",
         "sparsity": "rule",
+        "batch": "elementwise",
     }
     out = io.StringIO()
     cli.rules(as_markdown=True, out=out)
-    assert "| `softplus_body` |  | body | body | body | body |" in out.getvalue()
+    assert "| `softplus_body` |  | body | body | body | body | body |" in out.getvalue()
     assert "## plugin traceable" in out.getvalue()
 
 
@@ -98,7 +102,9 @@ def test_markdown_escapes_pipes_and_shows_names_kinks_and_docs(register_plugin):
     text = io.StringIO()
     cli.rules(as_markdown=True, out=text)
     md = text.getvalue()
-    assert r"| `log_abs_gamma` | `numpy.spacing` | none | none | none | none |  | log\|Gamma(x)\| |" in md
+    assert (
+        r"| `log_abs_gamma` | `numpy.spacing` | none | none | none | none | none |  | log\|Gamma(x)\| |" in md
+    )
     assert "| `abs` | `numpy.absolute` | rule | rule | rule | rule |" in md
     for spec in CORE_OPS:
         for kink in spec.kinks:

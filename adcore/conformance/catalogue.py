@@ -42,8 +42,10 @@ class OpEntry:
 
 
 def rule_kinds(registry: Registry) -> list[str]:
-    """The rule kinds registered or needed by a backend: declared ones by their `column`, others after."""
-    found = set(registry.rules) | {k for b in registry.backends.values() for k in getattr(b, "kinds", ())}
+    """The rule kinds declared, registered or needed by a backend: declared ones by their `column`,
+    others after."""
+    found = set(registry.kinds) | set(registry.rules)
+    found |= {k for b in registry.backends.values() for k in getattr(b, "kinds", ())}
     declared = registry.kinds
     return sorted(found, key=lambda k: (k not in declared, declared[k].column if k in declared else 0, k))
 
@@ -60,7 +62,9 @@ def needs_rule(op: OpSpec) -> bool:
 def rule_state(registry: Registry, op: OpSpec, kind: str) -> str:
     if op.name in registry.rules.get(kind, {}):
         return RULE
-    if not needs_rule(op):
+    # a kind no backend needs is a transformation's (vmap's batch rules): every op needs one, even
+    # one no derivative flows through
+    if not needs_rule(op) and backends_needing(registry, kind):
         return NOT_NEEDED
     if op.elementwise and registry.by_flag(kind):
         return ELEMENTWISE
@@ -182,7 +186,8 @@ def markdown(registry: Registry) -> str:
         "",
         "Rule cells: **rule**, the kind's rule; **body**, no rule, the backend differentiates the",
         "op's impl (written with adcore ops); **none**, no rule, so the backends that need the",
-        "kind refuse the op with MissingRuleError (conformance counts it as unsupported);",
+        "kind refuse the op with MissingRuleError (conformance counts it as unsupported; for",
+        "batch, which no backend needs, vmap runs the op once per batch element instead);",
         "**not needed**, no input a derivative flows through; **elementwise**, no rule, the",
         "kind's backend derives it from the op's elementwise flag (sparsity: the elementwise pattern).",
         "",

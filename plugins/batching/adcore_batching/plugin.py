@@ -13,6 +13,7 @@ BATCH = RuleKind(
     column=40,
     doc="(dims, *inputs, **params) -> (out, out_dim): dims[i] is input i's batch axis or None; "
     "NotImplemented runs the op once per batch element",
+    without="vmap runs it once per batch element (the loop rule: right, slower)",
 )
 
 
