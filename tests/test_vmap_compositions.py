@@ -136,6 +136,20 @@ def test_grad_inside_vmap_over_a_batched_closure():
     assert_same(no_fallback(lambda: vmap(per_example)(X)), looped(per_example, X), exact=False)
 
 
+def test_vmap_of_grad_through_rules_with_shortcuts_stays_batched():
+    # the rules' shortcuts (no zero, no nan, no tie: the cheap formula) are decided for the whole
+    # batch: the general formula is right for every example when one example needs it
+    Z = np.array([[1.0, 2.0, 3.0], [0.0, 2.0, 3.0], [0.0, 0.0, 3.0], [-1.0, 0.5, 2.0]])
+    for fz in (
+        lambda x: anp.prod(x),
+        lambda x: anp.sum(anp.log(x * x + 1.0)),
+        lambda x: anp.sum(x**2.5 * 0 + x**3),
+    ):
+        df = adcore.grad(fz)
+        with np.errstate(invalid="ignore"):
+            assert_same(no_fallback(lambda df=df: vmap(df)(Z)), looped(df, Z), exact=False)
+
+
 # --- jacobian, hessian, hvp -------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.core import Tracer, concrete
+from adcore.core import Tracer, concrete, plain_numbers
 from adcore.errors import AdcoreError
 from adcore.ops import elementwise, reductions, shapes
 
@@ -84,9 +84,9 @@ def tie_weights(x: Any, ans: Any, axis: Any, dtype: Any) -> np.ndarray:
     if _anywhere(nan_ans):  # x's full size is scanned for NaNs only where a result is NaN
         hit |= np.isnan(x) & nan_ans
     counts = np.sum(hit, axis=axis, keepdims=True)
-    if np.all(counts == 1):  # the usual case, no ties: the weights are the hits, no division
-        return np.asarray(hit, dtype=dtype)
-    return np.asarray(hit / counts, dtype=dtype)
+    if not _anywhere(counts != 1):  # the usual case, no ties: the weights are the hits, no division
+        return _as_dtype(hit, dtype)
+    return _as_dtype(hit / counts, dtype)
 
 
 def prod_partials(x: Any, ans: Any, axis: Any) -> Any:
@@ -97,7 +97,7 @@ def prod_partials(x: Any, ans: Any, axis: Any) -> Any:
     d2 / dx0 dx1 at x = (0, 0, 3) is 3), so those take the products of the others one by one.
     """
     zero = concrete(x) == 0
-    if np.any(np.sum(zero, axis=axis, keepdims=True) > 1):
+    if _anywhere(np.sum(zero, axis=axis, keepdims=True) > 1):
         return _products_of_others(x, axis)
     nonzero_x = elementwise.where(zero, 1.0, x)
     others = reductions.prod(nonzero_x, axis=axis, keepdims=True)
@@ -119,7 +119,15 @@ def _products_of_others(x: Any, axis: Any) -> Any:
 
 def mask(condition: Any, like: Any) -> np.ndarray:
     """A concrete 0/1 (or weight) array in `like`'s dtype: a derivative that is a step."""
-    return np.asarray(condition, dtype=like.dtype)
+    return _as_dtype(condition, like.dtype)
+
+
+def _as_dtype(values: Any, dtype: Any) -> Any:
+    """Concrete values in `dtype`; under vmap a batch of them (concrete() stops at a vmap's
+    BatchTracer, so np.asarray of it would make vmap run once per example)."""
+    if isinstance(values, Tracer):
+        return values.astype(dtype)
+    return np.asarray(values, dtype=dtype)
 
 
 def nan_where_value_is(x: Any, ans: Any) -> Any:
@@ -134,7 +142,7 @@ def nan_where_value_is(x: Any, ans: Any) -> Any:
     if values.__class__ is np.float64 or values.__class__ is np.float32:
         return x if values == values else elementwise.where(True, np.nan, x)  # a scalar, at no cost
     undefined = np.isnan(values)
-    return elementwise.where(undefined, np.nan, x) if undefined.any() else x
+    return elementwise.where(undefined, np.nan, x) if _anywhere(undefined) else x
 
 
 def times_step(v: Any, weight: Any, zero: Any = None) -> Any:
@@ -146,7 +154,7 @@ def times_step(v: Any, weight: Any, zero: Any = None) -> Any:
     if all_finite(product):  # weight is finite: no 0 * inf, the product is right
         return product  # (a select by a random mask costs 30 products: only where it changes something)
     if zero is None:
-        zero = np.asarray(weight) == 0
+        zero = (weight if isinstance(weight, Tracer) else np.asarray(weight)) == 0
     if product.__class__ is np.ndarray:
         return np.where(zero, 0.0, product)
     return elementwise.where(zero, 0.0, product)
@@ -182,7 +190,10 @@ def inside_clip(x: Any, a_min: Any, a_max: Any) -> np.ndarray:
 
 
 def _anywhere(mask: Any) -> bool:
-    """np.any(mask), without its dispatch cost on the hot path (mask is often a Python bool)."""
+    """np.any(mask), without its dispatch cost on the hot path (mask is often a Python bool). Under
+    vmap, anywhere in the batch: the shortcuts it guards are right for every example then."""
+    if isinstance(mask, Tracer):
+        return bool(plain_numbers(mask).any())
     return bool(mask.any()) if hasattr(mask, "any") else bool(mask)
 
 
