@@ -84,6 +84,12 @@ def test_in_axes_namedtuple_and_list_prefixes():
     assert_same(vmap(k, in_axes=in_axes)([X, Y]), looped(k, [X, Y], in_axes=in_axes))
 
 
+def test_none_leaves_in_arguments_and_in_axes():
+    g = lambda p, nothing: p["a"] * 2.0  # noqa: E731
+    p = {"a": X, "b": None}
+    assert_same(vmap(g, in_axes=({"a": 0, "b": None}, None))(p, None), looped(g, p, None, in_axes=(0, None)))
+
+
 def test_in_axes_one_int_for_a_whole_pytree():
     p = {"w": X, "b": {"c": X[:, 0]}}
     g = lambda p: p["w"] * p["b"]["c"]  # noqa: E731

@@ -99,6 +99,18 @@ def test_fallback_error_names_the_conversion_and_suggests_where(name):
     assert_same(quietly(lambda: vmap(f)(X)), looped(f, X))  # and the next call works
 
 
+def test_an_index_from_a_batched_argument_is_the_loops():
+    c = np.arange(5.0) * 1.5
+    rows = np.stack([c, c + 1.0, c + 2.0])
+    index = np.array([0, 3, 1])
+    assert_same(quietly(lambda: vmap(lambda i: c[i])(index)), c[index])
+    assert_same(quietly(lambda: vmap(lambda x, i: x[i])(rows, index)), looped(lambda x, i: x[i], rows, index))
+    window = lambda x, i: x[i : i + 2]  # noqa: E731
+    assert_same(quietly(lambda: vmap(window)(rows, index)), looped(window, rows, index))
+    grads = quietly(lambda: adcore.grad(lambda c: anp.sum(vmap(lambda i: c[i])(index)))(c))
+    assert_same(grads, np.array([1.0, 1.0, 0.0, 1.0, 0.0]))
+
+
 def test_the_fallback_warns_once_per_function():
     def branchy(x):
         return x if anp.sum(x) > 0 else -x
