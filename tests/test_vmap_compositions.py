@@ -238,6 +238,14 @@ def test_vmap_of_vjp_with_a_batched_cotangent():
     assert_same(got, looped(_vjp, X[0], V, in_axes=(None, 0)), exact=False)
 
 
+def test_vmap_of_a_pullback_recorded_outside():
+    _, pullback = adcore.vjp(g, X[0])
+    assert_same(no_fallback(lambda: vmap(pullback)(V)), looped(pullback, V), exact=False)
+    _, pullback = adcore.vjp(lambda x: {"s": anp.sin(x), "t": anp.sum(x * x)}, X[0])
+    cts = {"s": V, "t": np.arange(4.0)}
+    assert_same(no_fallback(lambda: vmap(pullback)(cts)), looped(pullback, cts), exact=False)
+
+
 def test_vjp_of_vmap():
     out, pullback = no_fallback(lambda: adcore.vjp(vmap(g), X))
     (ct,) = pullback(V)
