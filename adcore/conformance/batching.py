@@ -15,10 +15,11 @@ params) in further draws of its samples: BATCH examples, one function (the first
 How a value is judged (`judge`): an elementwise op's values in a real dtype bit for bit (its
 batch rule runs NumPy's same ufunc over a larger array; complex arithmetic NumPy rounds
 differently by the array's size and layout: np.square of a complex64 batch differs from each
-example's by 4 units in the last place); ints and bools exactly; everything else, derivatives included, within
-tolerances.VMAP, since batching may change NumPy's summation order (matmul, reductions).
-A typed AdcoreError from vmap where the loop ran is a refusal (declined, shown in the cell,
-as the rule allows: a right value, a typed error, or the loop); any other exception an error.
+example's by 4 units in the last place); ints and bools exactly; everything else, derivatives
+included, within tolerances.VMAP, since batching may change NumPy's summation order (matmul,
+reductions). A typed AdcoreError from vmap where the loop ran is a refusal (declined, shown in
+the cell, as the rule allows: a right value, a typed error, or the loop); any other exception
+an error.
 """
 
 from __future__ import annotations
