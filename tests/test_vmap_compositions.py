@@ -150,6 +150,47 @@ def test_vmap_of_grad_through_rules_with_shortcuts_stays_batched():
             assert_same(no_fallback(lambda df=df: vmap(df)(Z)), looped(df, Z), exact=False)
 
 
+# reverse mode keeps the positions a where or a step proved zero (structural zeros), so an inf or
+# nan factor further down gives 0 there, not nan: under vmap every example must get what its own
+# backward pass gives, whether it has such zeros or not (else vmap runs once per example)
+STEP_FUNCTIONS = {
+    "where log": lambda x: anp.sum(anp.where(x > 0, anp.log(anp.abs(x)), 0.0)),
+    "relu of log, sliced": lambda x: anp.sum(anp.maximum(anp.log(anp.abs(x)), 0.0)[:2]),
+    "sqrt where": lambda x: anp.sum(anp.where(x > 0, anp.sqrt(anp.abs(x)), x)),
+    "clip of log": lambda x: anp.sum(anp.clip(anp.log(anp.abs(x)), -1.0, 1.0)),
+    "max": lambda x: anp.max(anp.log(anp.abs(x)) * x),
+    "where, reshaped": lambda x: anp.sum(anp.reshape(anp.where(x > 0, anp.log(anp.abs(x)), 0.0), (3, 1))),
+    "two wheres": lambda x: anp.sum(
+        anp.where(x > 0, anp.log(anp.abs(x)), 0.0) + anp.where(x < 1, anp.sqrt(anp.abs(x)), 0.0)
+    ),
+}
+ROWS = np.array([[1.0, 2.0, 3.0], [0.0, 2.0, -1.0], [0.0, 0.0, 3.0], [-1.0, 0.5, 2.0], [2.0, -3.0, 0.0]])
+
+
+@pytest.mark.parametrize("name", sorted(STEP_FUNCTIONS))
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_vmap_of_grad_through_steps_is_each_examples_own(name, backend):
+    df = adcore.grad(STEP_FUNCTIONS[name], backend=backend)
+    for rows in ([0, 1, 2], [1, 2, 4], [0, 3, 4], [1, 3]):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", VmapFallbackWarning)  # rows whose zeros differ may loop
+            assert_same(vmap(df)(ROWS[rows]), looped(df, ROWS[rows]), exact=False)
+
+
+def test_vmap_of_grad_of_relu_layers_stays_batched():
+    # each example has zeros in each step: the structural zeros are batched masks
+    w1, w2 = rng.normal(size=(3, 8)), rng.normal(size=(8, 2))
+    data = rng.normal(size=(16, 3))
+
+    def net_loss(w1, x):
+        h = anp.maximum(x @ w1, 0.0)  # (8 units: every example has some below 0 here)
+        return anp.sum((h @ w2) ** 2) + anp.sum(anp.abs(w1))
+
+    dloss = adcore.grad(net_loss)
+    got = no_fallback(lambda: vmap(dloss, in_axes=(None, 0))(w1, data))
+    assert_same(got, looped(dloss, w1, data, in_axes=(None, 0)), exact=False)
+
+
 # --- jacobian, hessian, hvp -------------------------------------------------------------------
 
 

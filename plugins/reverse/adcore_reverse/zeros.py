@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import adcore.numpy as anp
-from adcore.core import concrete
+from adcore.core import Tracer, concrete, plain_numbers
 from adcore.extend import times_step, unbroadcast
 from adcore.extend.rules import all_finite
 from adcore.registry import JointRules
@@ -58,7 +58,7 @@ def input_zeros(node: Any, known_zero: np.ndarray) -> list | None:
     if op.name in MOVES:  # the input cotangents gather g's entries, zero at known_zero
         return moved_zeros(rules, known_zero, node._ans, node._primals, node._params, sweep)
     if not op.elementwise:
-        if not known_zero.all():
+        if not _uniform(_all(known_zero)):
             return None  # positions no longer line up with the inputs'
         known_zero = np.ones((), bool)  # no output position reaches the result: no input one does
     zeros = [None] * len(sweep)
@@ -69,7 +69,7 @@ def input_zeros(node: Any, known_zero: np.ndarray) -> list | None:
                 mask = np.broadcast_to(known_zero, shape)
             else:
                 mask = unbroadcast_mask(known_zero, shape)
-            zeros[i] = (mask, False) if mask.any() else None
+            zeros[i] = (mask, False) if _uniform(_any(mask)) else None
     return zeros
 
 
@@ -89,10 +89,13 @@ def with_zeros(gi: Any, zeros: tuple | None) -> Any:
 def where_branch(g: Any, ans: Any, c: Any, branch: Any, taken_where: bool) -> Any:
     """where's cotangent for one branch (taken where c is `taken_where`): g there, and a
     structural zero elsewhere."""
-    chosen = np.broadcast_to(np.asarray(concrete(c), dtype=bool), getattr(ans, "shape", ()))
+    c = concrete(c)
+    chosen = np.broadcast_to(
+        c.astype(bool) if isinstance(c, Tracer) else np.asarray(c, dtype=bool), ans.shape
+    )
     zeros = ~chosen if taken_where else chosen
     cotangent = unbroadcast(anp.where(zeros, 0.0, g), branch)
-    if not zeros.any():
+    if not _uniform(_any(zeros)):
         return cotangent
     return Masked(cotangent, unbroadcast_mask(zeros, getattr(branch, "shape", ())))
 
@@ -101,9 +104,9 @@ def step_cotangent(g: Any, weight: np.ndarray, target: Any) -> Any:
     """The cotangent `g * weight` of a step's input `target` (weight concrete: 0/1, or 0.5 on a tie),
     selected rather than multiplied, with the positions where weight is 0 marked structurally zero:
     a nan or inf cotangent there, or one met further down (log's g / 0), contributes nothing."""
-    zeros = np.asarray(weight) == 0
+    zeros = (weight if isinstance(weight, Tracer) else np.asarray(weight)) == 0
     cotangent = unbroadcast(times_step(g, weight, zeros), target)
-    if not zeros.any():
+    if not _uniform(_any(zeros)):
         return cotangent
     zeros = np.broadcast_to(zeros, np.broadcast_shapes(zeros.shape, np.shape(g)))
     return Masked(cotangent, unbroadcast_mask(zeros, np.shape(target)))
@@ -121,9 +124,31 @@ def moved_zeros(
     for i, wanted in enumerate(sweep):
         if wanted and rules[i] is not None:
             gathered = rules[i](reach, ans, *inputs, **params) if joint is None else joint[i]
-            zi = np.asarray(concrete(gathered)) == 0
-            zeros[i] = (zi if zi.any() else None, True)
+            gathered = concrete(gathered)
+            zi = (gathered if isinstance(gathered, Tracer) else np.asarray(gathered)) == 0
+            zeros[i] = (zi if _uniform(_any(zi)) else None, True)
     return zeros
+
+
+def _any(mask: Any) -> Any:
+    """mask.any(); under vmap (a batch of masks), each example's."""
+    return np.any(mask) if isinstance(mask, Tracer) else mask.any()
+
+
+def _all(mask: Any) -> Any:
+    """mask.all(); under vmap (a batch of masks), each example's."""
+    return np.all(mask) if isinstance(mask, Tracer) else mask.all()
+
+
+def _uniform(flag: Any) -> bool:
+    """A flag of the mask (_any, _all) as one bool. Under vmap it must be the same in every
+    example, since each example's backward pass alone would keep or drop its zeros by its own:
+    else bool() of the batch raises the conversion error, and vmap runs once per example."""
+    if isinstance(flag, Tracer):
+        flags = plain_numbers(flag)
+        if flags.all() or not flags.any():
+            return bool(flags.all())
+    return bool(flag)
 
 
 # The ops whose VJP only copies, moves or adds cotangent entries (each input entry a sum of output
