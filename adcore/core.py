@@ -272,6 +272,17 @@ def stand_in(value: Any) -> Any:
     return value
 
 
+def differentiated(value: Any) -> bool:
+    """Whether a transformation that may differentiate traces `value`: a rule asks this to know it
+    runs under an outer derivative (second order). A vmap's batch (concrete_itself) only batches:
+    what it holds decides."""
+    while isinstance(value, Tracer):
+        if not value.concrete_itself:
+            return True
+        value = value.value
+    return False
+
+
 def concrete(value: Any) -> Any:
     """The plain value under any number of tracer levels (for comparisons, shapes and `bool`)."""
     while isinstance(value, Tracer):

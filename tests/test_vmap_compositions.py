@@ -402,3 +402,16 @@ def test_a_custom_rule_with_control_flow_on_a_batched_value_falls_back():
     with pytest.warns(VmapFallbackWarning):
         got = vmap(adcore.grad(lambda x: anp.sum(square(x))))(X)
     assert_same(got, 2.0 * X)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_a_first_derivative_at_a_kink_under_vmap_is_not_refused_as_second_order(backend):
+    # the rules refuse a second derivative at repeated eigenvalues or std = 0; a vmap's batch only
+    # batches (core.differentiated looks beneath it), so vmap(grad) there is the loop's first derivative
+    eig = lambda a: anp.sum(anp.linalg.eigvalsh(a) ** 2)  # noqa: E731
+    A = np.stack([np.eye(3), np.diag([1.0, 2.0, 3.0])])
+    expected = np.stack([adcore.grad(eig, backend=backend)(a) for a in A])
+    np.testing.assert_allclose(adcore.vmap(adcore.grad(eig, backend=backend))(A), expected, rtol=1e-12)
+    X = np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 3.0]])
+    expected = np.stack([adcore.grad(anp.std, backend=backend)(x) for x in X])
+    np.testing.assert_allclose(adcore.vmap(adcore.grad(anp.std, backend=backend))(X), expected, rtol=1e-12)

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from adcore import core
-from adcore.core import concrete
+from adcore.core import concrete, plain_numbers
 from adcore.errors import InvalidValueError, LinearAlgebraError
 from adcore.ops import complex_parts, decompositions, elementwise, linalg, reductions, shapes
 from adcore.ops.decompositions import svd_packed
@@ -56,7 +56,7 @@ def refuse_second_order(op: str, values: Any, tol: np.ndarray, *inputs: Any, zer
     """Refuse a rule run under an outer derivative (a traced input: second order) at a point where
     two values coincide (or, with `zeros`, one is 0): the first derivative there is a convention
     (docs/conventions.md), so differentiating it again would give a plausible wrong number."""
-    if not any(isinstance(x, core.Tracer) for x in inputs):
+    if not any(map(core.differentiated, inputs)):
         return
     v = concrete(values)
     n = v.shape[-1]
@@ -227,7 +227,7 @@ def norm_direction(x: Any, ans: Any, ord: Any = None, axis: Any = None) -> Any:
         return signs * (hit / np.sum(hit, axis=axes, keepdims=True)).astype(value.dtype)
     if value.size == np.size(concrete(n_kept)):
         return signs  # slices of one entry: the norm is |x|, whatever ord
-    if ord < 1 and np.any(value == 0):
+    if ord < 1 and plain_numbers(value == 0).any():
         raise InvalidValueError(
             f"op 'norm': ord={ord!r} has no derivative at an x with zero entries (|x|**{ord} has an "
             "infinite slope at 0); differentiate where every entry is nonzero"
@@ -268,7 +268,7 @@ def _complex_vector_norm_direction(x: Any, n_kept: Any, ord: Any, axes: tuple[in
     if ord in (np.inf, -np.inf):
         hit = np.abs(value) == concrete(n_kept)
         return phases * (hit / np.sum(hit, axis=axes, keepdims=True)).astype(real)
-    if ord < 1 and np.any(value == 0):
+    if ord < 1 and plain_numbers(value == 0).any():
         raise InvalidValueError(
             f"op 'norm': ord={ord!r} has no derivative at an x with zero entries (|x|**{ord} has an "
             "infinite slope at 0); differentiate where every entry is nonzero"
@@ -285,10 +285,10 @@ def _refuse_norm_second_order(x: Any, ord: Any, value: np.ndarray, zero_norm: np
     derivative unbounded), and for 1 < ord < 2 at a zero entry (|x|**ord has an infinite second
     derivative at 0); either would otherwise come out a plausible 0. A slice of one entry is |x|,
     whose second derivative is abs's, 0."""
-    if not isinstance(x, core.Tracer) or value.size == zero_norm.size:
+    if not core.differentiated(x) or value.size == zero_norm.size:
         return
-    where = "x = 0 (its gradient there is the subgradient 0)" if np.any(zero_norm) else None
-    if where is None and ord not in (None, "fro") and 1 < ord < 2 and np.any(value == 0):
+    where = "x = 0 (its gradient there is the subgradient 0)" if plain_numbers(zero_norm).any() else None
+    if where is None and ord not in (None, "fro") and 1 < ord < 2 and plain_numbers(value == 0).any():
         where = f"an x with zero entries (|x|**{ord} has an infinite second derivative at 0)"
     if where is not None:
         raise InvalidValueError(
@@ -358,7 +358,7 @@ def truncated_pinv(op: str, a: Any, rtol: Any, *inputs: Any) -> TruncatedPinv | 
     s_dropped^2. An InvalidValueError where a singular value is within rounding of the cut, and
     under an outer derivative (a traced input) at a rank-deficient a."""
     value = concrete(a)
-    second_order = any(isinstance(x, core.Tracer) for x in (a, *inputs))
+    second_order = any(map(core.differentiated, (a, *inputs)))
     tol = 32 * max(value.shape[-2:]) * np.finfo(np.result_type(value.dtype, np.float32)).eps
     if np.all((0 <= np.asarray(rtol)) & (np.asarray(rtol) <= tol)) and not second_order:
         return None  # NumPy's default cut: only rounding is dropped (no SVD: the common case stays cheap)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcore.core import Tracer, concrete
+from adcore.core import concrete, differentiated
 from adcore.errors import InvalidValueError
 from adcore.ops.elementwise import cos, exp, sinc, where
 
@@ -62,7 +62,7 @@ def hypot_share(x, y, ans):
     if not np.any(special):
         return x / ans
     xc, yc = np.broadcast_arrays(concrete(x), concrete(y))
-    if isinstance(x, Tracer) and isinstance(y, Tracer) and np.any(ansc == 0):
+    if differentiated(x) and differentiated(y) and np.any(ansc == 0):
         raise InvalidValueError(
             "op 'hypot': no second derivative at (0, 0) in both arguments: the gradient there is the "
             "subgradient 0 and (x, y) / hypot nearby, unbounded (as norm's at 0); take second "

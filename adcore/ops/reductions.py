@@ -238,7 +238,7 @@ def refuse_std_second_order(std: Any, x: Any, axis: Any) -> None:
     """std's rules under an outer derivative (a traced x or std) where std is 0 over more than one
     element: the gradient there is the subgradient 0 and (x - mean) / (n std) nearby, unbounded, so
     its derivative would be a plausible wrong number ((I - 1/n) / n came out)."""
-    if not any(isinstance(v, core.Tracer) for v in (std, x)) or reduced_count(x, axis) < 2:
+    if not any(map(core.differentiated, (std, x))) or reduced_count(x, axis) < 2:
         return
     if np.any(core.concrete(std) == 0):
         raise InvalidValueError(

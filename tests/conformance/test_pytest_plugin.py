@@ -206,7 +206,7 @@ def test_the_parametrizer_checks_a_plugin_from_an_ordinary_test_module(pytester)
 def test_an_unknown_plugin_is_a_collection_error_listing_the_loaded_ones(pytester):
     result = pytester.runpytest_subprocess("--adcore-conformance=nosuch", *QUIET)
     result.stdout.fnmatch_lines(
-        ["--adcore-conformance: no adcore plugin named 'nosuch'; loaded plugins: core, *"]
+        ["--adcore-conformance: no adcore plugin named 'nosuch'; loaded plugins: *core, *"]
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
