@@ -261,11 +261,13 @@ class BatchTracer(ArrayTracer):
         batched = BATCHED_FUNCTIONS.get(func)
         if batched is not None:
             try:
-                return batched(*args, **kwargs)
+                result = batched(*args, **kwargs)
             except NotImplementedError:
                 raise BatchedConversionError(
                     self._trace, f"np.{func.__name__}(x, ...) with these arguments"
                 ) from None
+            if result is not NotImplemented:
+                return result
         if func in INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
             raise BatchedConversionError(self._trace, f"np.{func.__name__}(x) (an index read off its values)")
         return self._numpy_call(f"np.{func.__name__}", lambda: function_call(func, args, kwargs), func)
@@ -324,12 +326,30 @@ def batched_reduction(
 
 
 def _elementwise_predicate(func: Any) -> Callable[..., Any]:
-    """np.isclose, np.iscomplex, np.isreal (no derivative) of batched values, element by element."""
+    """np.isclose, np.iscomplex, np.isreal, np.isneginf (no derivative) of batched values, element by
+    element."""
     n = 2 if func is np.isclose else 1
 
     def batched(*inputs: Any, **params: Any) -> Any:
         rest = inputs[n:]
         return batched_predicate(lambda *values: func(*values, *rest, **params), inputs[:n])
+
+    return batched
+
+
+def _extremum(func: Any) -> Callable[..., Any]:
+    """np.max/np.min with initial= (which their ops lack) of a batch of plain values (a rule's
+    concrete values: no derivative to keep), every example's at once; NotImplemented otherwise
+    (then the op's way)."""
+
+    def batched(x: Any, *args: Any, **kwargs: Any) -> Any:
+        plain = isinstance(x, BatchTracer) and not isinstance(x.value, Tracer)
+        if not plain or args or "initial" not in kwargs or set(kwargs) - {"axis", "keepdims", "initial"}:
+            return NotImplemented
+        axis = shifted_axis(kwargs.get("axis"), len(x.shape))
+        value = moved_to_front(x.value, x.bdim)
+        out = func(value, axis=axis, keepdims=kwargs.get("keepdims", False), initial=kwargs["initial"])
+        return BatchTracer(x._trace, out, 0)
 
     return batched
 
@@ -342,6 +362,7 @@ def _allclose(a: Any, b: Any, *rest: Any, **params: Any) -> Any:
 # example's value, so NumPy's own would see it again): here each example's at once
 BATCHED_FUNCTIONS: dict[Any, Callable[..., Any]] = {
     **{f: functools.partial(batched_reduction, f) for f in (np.all, np.any, np.count_nonzero)},
-    **{f: _elementwise_predicate(f) for f in (np.isclose, np.iscomplex, np.isreal)},
+    **{f: _elementwise_predicate(f) for f in (np.isclose, np.iscomplex, np.isreal, np.isneginf, np.isposinf)},
+    **{f: _extremum(f) for f in (np.max, np.min, np.amax, np.amin)},
     np.allclose: _allclose,
 }

@@ -179,8 +179,10 @@ def test_vmap_of_grad_through_steps_is_each_examples_own(name, backend):
 
 def test_vmap_of_grad_of_relu_layers_stays_batched():
     # each example has zeros in each step: the structural zeros are batched masks
-    w1, w2 = rng.normal(size=(3, 8)), rng.normal(size=(8, 2))
-    data = rng.normal(size=(16, 3))
+    local = np.random.default_rng(8)
+    w1, w2 = local.normal(size=(3, 8)), local.normal(size=(8, 2))
+    data = local.normal(size=(16, 3))
+    assert ((data @ w1) < 0).any(axis=1).all()  # (else those examples would have no zeros)
 
     def net_loss(w1, x):
         h = anp.maximum(x @ w1, 0.0)  # (8 units: every example has some below 0 here)
@@ -189,6 +191,32 @@ def test_vmap_of_grad_of_relu_layers_stays_batched():
     dloss = adcore.grad(net_loss)
     got = no_fallback(lambda: vmap(dloss, in_axes=(None, 0))(w1, data))
     assert_same(got, looped(dloss, w1, data, in_axes=(None, 0)), exact=False)
+
+
+SPD = np.stack([a @ a.T + 3.0 * np.eye(3) for a in rng.normal(size=(4, 3, 3))])
+MATRIX_FUNCTIONS = {
+    "det": lambda a: anp.linalg.det(a),
+    "slogdet": lambda a: anp.linalg.slogdet(a)[1],
+    "inv": lambda a: anp.sum(anp.linalg.inv(a)),
+    "solve": lambda a: anp.sum(anp.linalg.solve(a, np.ones(3))),
+    "cholesky": lambda a: anp.sum(anp.linalg.cholesky(a)),
+    "eigh": lambda a: anp.sum(anp.linalg.eigh(a)[0] ** 2) + anp.sum(anp.linalg.eigh(a)[1][0] ** 2),
+    "eigvalsh": lambda a: anp.sum(anp.linalg.eigvalsh(a) ** 3),
+    "svd": lambda a: anp.sum(anp.linalg.svd(a)[1]),
+    "qr": lambda a: anp.sum(anp.linalg.qr(a)[1] ** 2),
+    "pinv": lambda a: anp.sum(anp.linalg.pinv(a)),
+    "norm": lambda a: anp.linalg.norm(a),
+    "cumprod": lambda a: anp.sum(anp.cumprod(a)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX_FUNCTIONS))
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_vmap_of_grad_through_linear_algebra_stays_batched(name, backend):
+    # the rules' checks for degenerate points (repeated or zero values, singular matrices) ask
+    # every example at once instead of converting the batch
+    df = adcore.grad(MATRIX_FUNCTIONS[name], backend=backend)
+    assert_same(no_fallback(lambda: vmap(df)(SPD)), looped(df, SPD), exact=False)
 
 
 # --- jacobian, hessian, hvp -------------------------------------------------------------------

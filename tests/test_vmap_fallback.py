@@ -257,6 +257,9 @@ BATCHED = {
     "where of a predicate": lambda x: anp.where((x > 0) & (x < 1), x, -x),
     "sum of a mask": lambda x: anp.sum(x > 0),
     "astype": lambda x: (x > 0).astype(np.float64) * x,
+    "isneginf": lambda x: np.isneginf(anp.where(x > 0, -np.inf, x)),
+    "max with initial": lambda x: np.max(x, initial=0.5),
+    "min with initial, axis": lambda x: np.min(anp.outer(x, x), axis=-1, initial=0.0, keepdims=True),
 }
 
 

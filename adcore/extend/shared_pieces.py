@@ -10,14 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from adcore.core import concrete
+from adcore.core import concrete, plain_numbers
 from adcore.errors import LinearAlgebraError
 from adcore.ops.reductions import mean
 
 
 def refuse_singular(logabsdet: Any, op: str = "logabsdet") -> None:
     """log|det a| = -inf has no derivative: say so rather than give inf or nan."""
-    if np.any(np.isneginf(concrete(logabsdet))):
+    if plain_numbers(np.isneginf(concrete(logabsdet))).any():  # (under vmap: any example's)
         raise LinearAlgebraError(
             f"op {op!r} (np.linalg.slogdet): a is singular, log|det a| = -inf, which has no "
             "derivative; det(a) has one (the cofactor matrix) if that is what you need"
@@ -33,7 +33,8 @@ def ties_averaged(v: Any, values: Any, tol: Any) -> Any:
     from adcore.ops.decomposition_rules import block_average, degenerate_blocks
 
     same = degenerate_blocks(values, tol)
-    return block_average(v, same) if np.any(same & ~np.eye(same.shape[-1], dtype=bool)) else v
+    ties = same & ~np.eye(same.shape[-1], dtype=bool)
+    return block_average(v, same) if plain_numbers(ties).any() else v  # (under vmap: in any example)
 
 
 def centred(x: Any, axis: Any) -> Any:

@@ -43,7 +43,7 @@ def qr_r_inverse(r: Any) -> Any:
     """R^-1 for qr's rules, or a LinearAlgebraError where R's diagonal has a 0 (a rank-deficient a:
     Q's columns past the rank are not determined by a, so they have no derivative)."""
     diagonal = np.abs(np.diagonal(concrete(r), axis1=-2, axis2=-1))
-    if np.any(diagonal <= degenerate_tolerance(diagonal, r.shape[-1])):
+    if plain_numbers(diagonal <= degenerate_tolerance(diagonal, r.shape[-1])).any():
         raise LinearAlgebraError(
             "op 'qr_packed': no derivative at a rank-deficient a (R has a zero on its diagonal, "
             f"{np.array2string(diagonal, precision=3)}): Q's columns past the rank are not determined "

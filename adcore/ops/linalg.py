@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore.core import bind, concrete
+from adcore.core import bind, concrete, plain_numbers
 from adcore.errors import (
     InvalidValueError,
     LinearAlgebraError,
@@ -336,7 +336,7 @@ def cofactor(a: Any, det_a: Any) -> Any:
         values, inverse_values = concrete(a), concrete(inverse)
         size = np.linalg.norm(values, 1, axis=(-2, -1)) * np.linalg.norm(inverse_values, 1, axis=(-2, -1))
         # det(a) inv(a) loses cond(a) eps of its relative accuracy: keep it to sqrt(eps)
-        well_conditioned = bool(np.all(size < 1 / np.sqrt(np.finfo(values.dtype).eps)))
+        well_conditioned = bool(plain_numbers(size < 1 / np.sqrt(np.finfo(values.dtype).eps)).all())
     if well_conditioned:
         return shapes.reshape(det_a, shape=det_a.shape + (1, 1)) * shapes.transpose(
             inverse, axes=tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2)

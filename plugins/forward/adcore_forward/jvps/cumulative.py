@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import adcore.numpy as anp
-from adcore.core import concrete
+from adcore.core import concrete, plain_numbers
 from adcore.extend import batched_axis
 from adcore.ops.cumulative import zero_split
 from adcore.ops.ordering import from_rows, permute_rows, sorting_permutation, to_rows
@@ -29,7 +29,7 @@ def _cumprod_jvp(t, ans, x, axis=None, dtype=None):
     if axis is None:
         return _cumprod_jvp(_flat(t), ans, anp.reshape(x, (-1,)), 0)
     ax = axis % x.ndim
-    if not np.any(concrete(x) == 0):
+    if not plain_numbers(concrete(x) == 0).any():  # (under vmap: in any example)
         return anp.cumsum(t / x, axis=ax + 1) * ans
     # with zeros: sum over i <= k of d out_k / d x_i t_i, by the pieces of zero_split
     split = zero_split(x, ax)

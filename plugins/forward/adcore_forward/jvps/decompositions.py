@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 import adcore.numpy as anp
-from adcore.core import concrete
+from adcore.core import concrete, plain_numbers
 from adcore.errors import UnsupportedByBackendError
 from adcore.extend import batched_axis, ties_averaged
 from adcore.ops.decomposition_rules import (
@@ -62,7 +62,7 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
     refuse_second_order("eigh_packed", w, tol, ans, t)
     same = degenerate_blocks(w, tol)
     repeated = same & ~np.eye(same.shape[-1], dtype=bool)
-    if np.any(repeated):
+    if plain_numbers(repeated).any():  # (under vmap: in any example)
         refuse_undetermined(
             "eigh_packed",
             w,
@@ -100,7 +100,7 @@ def _refuse_svd_tangent(s, tol, t, p, tv, tu, u, v, m, n) -> None:
     same = degenerate_blocks(s, tol)
     zero = concrete(s) <= tol
     repeated = same & ~np.eye(same.shape[-1], dtype=bool)
-    if not (np.any(repeated) or np.any(zero)):
+    if not (plain_numbers(repeated).any() or plain_numbers(zero).any()):
         return
     scale = float(np.max(np.abs(concrete(t)), initial=0.0))
     checks = [(p, repeated), (diagonal_of(p), zero)]

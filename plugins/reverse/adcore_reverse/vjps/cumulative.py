@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import adcore.numpy as anp
-from adcore.core import concrete
+from adcore.core import concrete, plain_numbers
 from adcore.ops.cumulative import zero_split
 from adcore.ops.ordering import from_rows, inverse, permute_rows, sorting_permutation, to_rows
 from adcore_reverse.vjps.table import defvjp
@@ -29,7 +29,7 @@ def _cumprod_vjp(g, ans, x, axis=None, dtype=None):
     if axis is None:
         return anp.reshape(_cumprod_vjp(g, ans, anp.reshape(x, (-1,)), 0), x.shape)
     ax = axis % x.ndim
-    if not np.any(concrete(x) == 0):
+    if not plain_numbers(concrete(x) == 0).any():  # (under vmap: in any example)
         return reverse_cumsum(g * ans, ax) / x
     # with zeros: sum over k >= i of g_k d out_k / d x_i, by the pieces of zero_split
     split = zero_split(x, ax)
