@@ -39,12 +39,15 @@ def vmap(
     """f mapped over an axis of its arguments, as JAX's vmap: `vmap(f)(xs)` is
     `stack([f(x) for x in xs])`, computed for the whole batch at once.
 
-    `in_axes`: the batched axis of each argument (an int, None for an argument every example
-    shares, or a pytree of them matching the arguments' structure; one int or None for all).
-    `out_axes`: where the batch axis goes in each output (None: the output is not batched).
+    `in_axes`: the batched axis of each argument (an int, negative ones from the end; None for
+    an argument every example shares), one for all or a tuple with one entry per positional
+    argument, each an int, None or a pytree of them mirroring the argument as a prefix (an int
+    stands for the whole subtree under it). `out_axes`: the same as a prefix of f's output: where
+    the batch axis goes in each output (None: an output that does not depend on the batch).
     `axis_size`: the batch size, needed only when no argument is batched. `fallback`: what to
     do when f converts a batched value (Python control flow on it): "loop" runs f once per
-    example and warns once per function, "error" raises the BatchedConversionError.
+    example and warns once per function (VmapFallbackWarning), "error" raises the
+    BatchedConversionError. Keyword arguments of the vmapped function are refused. docs/vmap.md.
     """
     if axis_size is not None and (not _is_axis(axis_size) or axis_size < 0):
         raise InvalidInputError(f"vmap's axis_size is the batch size, a non-negative int, not {axis_size!r}")
