@@ -443,3 +443,22 @@ def test_a_first_derivative_at_a_kink_under_vmap_is_not_refused_as_second_order(
     X = np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 3.0]])
     expected = np.stack([adcore.grad(anp.std, backend=backend)(x) for x in X])
     np.testing.assert_allclose(adcore.vmap(adcore.grad(anp.std, backend=backend))(X), expected, rtol=1e-12)
+
+
+def test_grad_through_vmap_outputs_that_do_not_depend_on_the_batch():
+    w0 = np.array([1.0, 2.0, 3.0])
+    # an unbatched output is broadcast over the batch: its gradient sums over the batch
+    got = adcore.grad(lambda w: anp.sum(vmap(lambda x: w * 2.0)(X)))(w0)
+    assert_same(got, np.full(3, 2.0 * len(X)))
+    got = adcore.grad(lambda w: vmap(lambda x: (x * w, anp.sum(w)), out_axes=(0, None))(X)[1])(w0)
+    assert_same(got, np.ones(3))
+
+    def branchy(x, w):  # the loop fallback: out_axes=None for an output every example shares
+        return (x * w if float(x[0]) > 0 else -x * w), anp.sum(w * w)
+
+    batched = vmap(branchy, in_axes=(0, None), out_axes=(0, None))
+    with pytest.warns(VmapFallbackWarning):
+        got = adcore.grad(lambda w: batched(X, w)[1])(w0)
+    assert_same(got, 2.0 * w0)
+    got = adcore.grad(lambda w: anp.sum(batched(X, w)[0]))(w0)
+    assert_same(got, np.sum([x if x[0] > 0 else -x for x in X], axis=0), exact=False)
