@@ -252,10 +252,11 @@ class BatchTracer(ArrayTracer):
         if "out" in kwargs:
             what = f"{ufunc_name(ufunc)}(..., out=z) (a write into a plain array z, as z += x does)"
             raise BatchedConversionError(self._trace, what)
-        name = ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
-        return self._numpy_call(
-            name, lambda: super(BatchTracer, self).__array_ufunc__(ufunc, method, *inputs, **kwargs)
-        )
+        try:
+            return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+        except UnsupportedFunctionError as e:  # no op, or a keyword its op lacks: the loop runs it
+            name = ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
+            raise BatchedConversionError(self._trace, f"{name}(x) (no batched form: {e})") from e
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         batched = BATCHED_FUNCTIONS.get(func)
@@ -270,20 +271,19 @@ class BatchTracer(ArrayTracer):
                 return result
         if func in INDEX_FUNCTIONS or (func is np.where and len(args) + len(kwargs) == 1):
             raise BatchedConversionError(self._trace, f"np.{func.__name__}(x) (an index read off its values)")
-        return self._numpy_call(f"np.{func.__name__}", lambda: function_call(func, args, kwargs), func)
-
-    def _numpy_call(self, name: str, call: Callable[[], Any], func: Any = None) -> Any:
-        """A NumPy function on batched values through its op; one with no batched form (no op, a
-        keyword its op lacks, or adcore's version computing NumPy's own on the plain values, which
-        hands the batch back here) is a conversion: vmap loops over the examples, where it runs."""
+        # A NumPy function with no batched form (no op, a keyword its op lacks, or adcore's version
+        # computing NumPy's own on the plain values, which hands the batch back here) is a
+        # conversion: vmap loops over the examples, where it runs
         in_flight = _in_flight()
-        if func is not None and func in in_flight:
-            raise BatchedConversionError(self._trace, f"{name}(x) (a NumPy function of its plain values)")
+        if func in in_flight:
+            raise BatchedConversionError(
+                self._trace, f"np.{func.__name__}(x) (a NumPy function of its plain values)"
+            )
         in_flight.add(func)
         try:
-            return call()
+            return function_call(func, args, kwargs)
         except UnsupportedFunctionError as e:
-            raise BatchedConversionError(self._trace, f"{name}(x) (no batched form: {e})") from e
+            raise BatchedConversionError(self._trace, f"np.{func.__name__}(x) (no batched form: {e})") from e
         finally:
             in_flight.discard(func)
 
