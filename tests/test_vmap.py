@@ -5,6 +5,7 @@ over the batch (tests/vmap_reference.py), bit for bit where the computation is t
 from __future__ import annotations
 
 import collections
+import dataclasses
 import warnings
 
 import numpy as np
@@ -88,6 +89,22 @@ def test_none_leaves_in_arguments_and_in_axes():
     g = lambda p, nothing: p["a"] * 2.0  # noqa: E731
     p = {"a": X, "b": None}
     assert_same(vmap(g, in_axes=({"a": 0, "b": None}, None))(p, None), looped(g, p, None, in_axes=(0, None)))
+
+
+@adcore.tree.register_dataclass
+@dataclasses.dataclass
+class Layer:
+    w: object
+    b: object
+
+
+def test_a_registered_class_as_an_axes_prefix():
+    got = vmap(lambda p: p.w * p.b, in_axes=(Layer(0, None),))(Layer(X, C))
+    assert_same(got, X * C)
+    out = vmap(lambda x: Layer(x, x * 2.0), out_axes=Layer(0, 1))(X)
+    assert_same((out.w, out.b), (X, (X * 2.0).T))
+    with pytest.raises(InvalidInputError, match=r"args\[0\]\.b has 2"):
+        vmap(lambda p: p.w, in_axes=(Layer(0, 0),))(Layer(X, X[:2]))
 
 
 def test_in_axes_one_int_for_a_whole_pytree():
