@@ -34,6 +34,7 @@ __all__ = [
     "get_backend",
     "jvp",
     "prepare",
+    "pull_back_rows",
     "value_and_jacobian",
     "vjp",
 ]
@@ -42,6 +43,13 @@ __all__ = [
 # seed costs chunk * n numbers per input element, so chunks of at most 2**22 seed entries
 # (32 MiB in float64) keep memory bounded while n up to 2048 still takes one pass.
 SEED_ENTRIES = 2**22
+
+# Cotangent rows per vmapped pullback (a backend that `batches`): chunks of at most 2**17 seed entries.
+# A batch of rows pays where the sweep's Python and per-op costs dominate, not where each row's
+# arrays are already large: measured, Brusselator N=64 (8192 outputs, 10 row colors) 1.35 -> 0.76 ms
+# in one batch; bundle adjustment ba1 (95529 outputs, 1300 colors) 22 -> 31 s in chunks of 43,
+# which the budget leaves at one row per pullback.
+ROW_ENTRIES = 2**17
 
 # options the engine itself takes, per way of building a Jacobian
 ENGINE_OPTIONS = {"jvp": ("chunk_size",), "vjp": (), "jacobian": ()}
@@ -298,29 +306,61 @@ def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
 
 def _by_batched_pullback(pullback: Callable, out: Any, shape: tuple, args: tuple, argnums: tuple) -> Any:
     """The Jacobians from vmapped pullbacks of chunks of the identity's rows (all at once when they
-    fit, as _by_jvp's seeds); None when the backward pass converts its cotangent (a rule or a
-    custom_vjp in plain NumPy): then one pullback per row, which the graph, kept, still allows."""
+    fit in ROW_ENTRIES); None where one pullback per row is the way (see pull_back_rows)."""
     size = int(np.prod(shape))
-    dtype = _dtype(out)
+    chunk = _row_chunk(size)
+    if chunk == 1:
+        return None
+    parts = []
+    for start in range(0, size, chunk):
+        stop = min(start + chunk, size)
+        rows = np.eye(stop - start, size, k=start, dtype=_dtype(out))  # rows start..stop of the identity
+        part = _vmapped_pullback(pullback, rows.reshape((stop - start, *shape)), args, argnums)
+        if part is None:
+            return None
+        parts.append(part)
+    return tuple(
+        ops.reshape(_joined([p[k] for p in parts]), shape=shape + np.shape(args[i]))
+        for k, i in enumerate(argnums)
+    )
 
+
+def pull_back_rows(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -> tuple | None:
+    """A backend's pullback (of f at args, for argnums) of each of `rows` (shape (k,) + out.shape),
+    vmapped, for a backend that `batches`: per argnum, shape (k,) + args[i].shape, in chunks of
+    ROW_ENTRIES. None where the caller should pull back one row at a time, as the pullback,
+    never told `final`, still allows: no row, rows too large for a batch to pay (ROW_ENTRIES), or
+    a backward pass that converts its cotangent (a custom_vjp's bwd in plain NumPy)."""
+    count = len(rows)
+    chunk = _row_chunk(int(np.prod(np.shape(rows)[1:])))
+    if count == 0 or chunk == 1:
+        return None
+    parts = []
+    for start in range(0, count, chunk):
+        part = _vmapped_pullback(pullback, rows[start : start + chunk], args, argnums)
+        if part is None:
+            return None
+        parts.append(part)
+    return tuple(_joined([p[k] for p in parts]) for k in range(len(argnums)))
+
+
+def _row_chunk(size: int) -> int:
+    """Cotangent rows of `size` entries per vmapped pullback (1: batching them would not pay)."""
+    return max(1, ROW_ENTRIES // max(size, 1))
+
+
+def _vmapped_pullback(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -> tuple | None:
     def pulled_back(ct: Any) -> tuple:
         return tuple([_zeros((), args[i]) if g is None else g for g, i in zip(pullback(ct), argnums)])
 
-    pull = vmap(pulled_back, fallback="error")
-    chunk = default_chunk_size(size)
-    parts = []
     try:
-        for start in range(0, size, chunk):
-            stop = min(start + chunk, size)
-            rows = np.eye(stop - start, size, k=start, dtype=dtype)  # rows start..stop of the identity
-            parts.append(pull(rows.reshape((stop - start, *shape))))
+        return vmap(pulled_back, fallback="error")(rows)
     except BatchedConversionError:
         return None
-    jacobians = []
-    for k, i in enumerate(argnums):
-        rows = parts[0][k] if len(parts) == 1 else ops.concatenate(*(p[k] for p in parts), axis=0)
-        jacobians.append(ops.reshape(rows, shape=shape + np.shape(args[i])))
-    return tuple(jacobians)
+
+
+def _joined(parts: list) -> Any:
+    return parts[0] if len(parts) == 1 else ops.concatenate(*parts, axis=0)
 
 
 def _valid_float_output(out: Any, scalar: bool) -> bool:

@@ -25,6 +25,7 @@ class Engine:
     prepare = staticmethod(derivatives.prepare)  # f callable, the backend's options for a method
     value_and_jacobian = staticmethod(derivatives.value_and_jacobian)
     default_chunk_size = staticmethod(derivatives.default_chunk_size)
+    pull_back_rows = staticmethod(derivatives.pull_back_rows)  # a batch of cotangents, one vmapped sweep
     normalize_argnums = staticmethod(inputs.normalize_argnums)
     float_input = staticmethod(inputs.float_input)
 

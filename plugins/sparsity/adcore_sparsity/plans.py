@@ -3,8 +3,9 @@ called `plan(g, x)`, g a function of the differentiated array x alone, and retur
 
 A backend with its own `jvp` (forward, numeric) gets a column coloring and ONE jvp call with every
 color's seed as its batch (chunked when huge); a backend with a `vjp` (reverse) a row coloring and one
-pullback per row color; a backend with neither (symbolic) computes its dense Jacobian, which is
-checked to vanish outside the pattern and then restricted to it."""
+pullback per row color (all of them in one vmapped pullback when it `batches`); a backend with neither
+(symbolic) computes its dense Jacobian, which is checked to vanish outside the pattern and then
+restricted to it."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def plan(
         return ByJvp(engine, be, coloring, x, options, chunk), coloring
     if implements(be, "vjp"):
         coloring = coloring_of(pattern, row_kind)
-        return ByVjp(be, coloring, options), coloring
+        return ByVjp(engine, be, coloring, options), coloring
     return Restricted(engine, be, pattern, options, given), None
 
 
@@ -81,10 +82,11 @@ class ByJvp:
 
 
 class ByVjp:
-    """Row (or star) coloring: one pullback per color; compressed[c] = seed_c @ J."""
+    """Row (or star) coloring: one pullback per color, or of every color at once, vmapped, on a
+    backend that `batches`; compressed[c] = seed_c @ J."""
 
-    def __init__(self, be: Backend, coloring: Any, options: dict) -> None:
-        self.be, self.coloring, self.options = be, coloring, options
+    def __init__(self, engine: Any, be: Backend, coloring: Any, options: dict) -> None:
+        self.engine, self.be, self.coloring, self.options = engine, be, coloring, options
         self.rows = coloring.pattern.shape[0]
         self.seeds = coloring.seeds(np.float64)
 
@@ -96,6 +98,12 @@ class ByVjp:
         if pullback is not None:
             dtype = getattr(out, "dtype", np.dtype(float))
             seeds = self.seeds.astype(dtype, copy=False).reshape((k,) + np.shape(out))
+            batched = None
+            if self.be.batches and k:  # every color's seed in one vmapped pullback
+                batched = self.engine.pull_back_rows(pullback, seeds, (x,), (0,))
+            if batched is not None:
+                compressed[:] = np.reshape(batched[0], (k, -1))
+                return self.coloring.decompress(compressed)
             for c in range(k):
                 (g,) = pullback(seeds[c], final=c == k - 1)
                 if g is not None:

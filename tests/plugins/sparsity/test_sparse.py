@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from adcore_reverse.backend import ReverseBackend
 
 import adcore
 
@@ -538,3 +539,36 @@ def test_numeric_sparse_columns_each_get_their_own_relative_step():
     exact = np.cos(x * [1.0, 100.0]) * [1.0, 100.0]
     np.testing.assert_allclose(sparse_diagonal, dense_diagonal, rtol=1e-6)
     np.testing.assert_allclose(sparse_diagonal, exact, rtol=1e-5)
+
+
+@pytest.mark.parametrize("problem", sorted(PROBLEMS))
+def test_reverse_row_colors_pulled_back_in_one_vmapped_sweep_equal_one_pullback_per_color(
+    problem, monkeypatch
+):
+    f, point, _ = PROBLEMS[problem]
+    x = point()
+    batched = adcore.jacobian(f, backend="reverse", sparse=True)(x)
+    monkeypatch.setattr(ReverseBackend, "batches", False)
+    per_color = adcore.jacobian(f, backend="reverse", sparse=True)(x)
+    np.testing.assert_allclose(batched.toarray(), per_color.toarray(), rtol=1e-14, atol=0)
+    assert (
+        batched != per_color
+    ).nnz == 0 or problem == "block_diagonal"  # (its matmul sums in another order)
+
+
+def test_reverse_row_colors_fall_back_to_one_pullback_each_where_the_sweep_converts_its_cotangent():
+    seen = []
+
+    @adcore.custom_vjp
+    def cube(x):
+        return x**3
+
+    def bwd(x, g):
+        seen.append(type(g).__name__)
+        return (3 * x**2 * np.asarray(g),)  # plain NumPy on the cotangent: no batched meaning
+
+    cube.defvjp(lambda x: (x**3, x), bwd)
+    x = np.linspace(0.5, 1.5, 5)
+    jac = adcore.jacobian(lambda x: cube(x) + x[::-1], backend="reverse", sparse=True)(x)
+    np.testing.assert_allclose(jac.toarray(), np.diag(3 * x**2) + np.eye(5)[::-1], rtol=1e-14)
+    assert seen[0] == "BatchTracer" and set(seen[1:]) == {"ndarray"}  # tried batched once, then per color
