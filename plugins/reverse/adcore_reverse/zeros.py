@@ -91,7 +91,7 @@ def where_branch(g: Any, ans: Any, c: Any, branch: Any, taken_where: bool) -> An
     structural zero elsewhere."""
     c = concrete(c)
     chosen = np.broadcast_to(
-        c.astype(bool) if isinstance(c, Tracer) else np.asarray(c, dtype=bool), ans.shape
+        c.astype(bool) if isinstance(c, Tracer) else np.asarray(c, dtype=bool), getattr(ans, "shape", ())
     )
     zeros = ~chosen if taken_where else chosen
     cotangent = unbroadcast(anp.where(zeros, 0.0, g), branch)
