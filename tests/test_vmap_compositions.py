@@ -462,3 +462,13 @@ def test_grad_through_vmap_outputs_that_do_not_depend_on_the_batch():
     assert_same(got, 2.0 * w0)
     got = adcore.grad(lambda w: anp.sum(batched(X, w)[0]))(w0)
     assert_same(got, np.sum([x if x[0] > 0 else -x for x in X], axis=0), exact=False)
+
+
+def test_vmap_of_grad_of_complex_arguments():
+    Z = X + 1j * V
+    real_valued = adcore.grad(lambda z: anp.sum(anp.abs(z) ** 2 + anp.angle(z)))  # JAX's convention
+    assert_same(no_fallback(lambda: vmap(real_valued)(Z)), looped(real_valued, Z), exact=False)
+    holomorphic = adcore.grad(lambda z: anp.sum(z**3), holomorphic=True)
+    with warnings.catch_warnings():  # its Cauchy-Riemann check scales by each example's values: loops
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        assert_same(vmap(holomorphic)(Z), looped(holomorphic, Z), exact=False)

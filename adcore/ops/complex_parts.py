@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.core import concrete
+from adcore.core import concrete, plain_numbers
 from adcore.ops import elementwise
 from adcore.spec import NONZERO, REAL, Kink, OpSpec, elementwise_samples
 
@@ -87,7 +87,7 @@ def as_complex(g: Any, x: Any) -> Any:
 def unit_conjugate(z: Any, size: Any) -> Any:
     """conj(z) / |z| (size is |z|), and 0 where z = 0: d|z| is Re of this times dz."""
     zero = concrete(size) == 0
-    if not np.any(zero):
+    if not plain_numbers(zero).any():  # (under vmap: in any example)
         return conj(z) / size
     return conj(z) / elementwise.where(zero, 1.0, size)
 
@@ -96,7 +96,7 @@ def inverse_conjugate(z: Any) -> Any:
     """conj(z) / |z|**2 = 1 / z, and 0 where z = 0: d angle(z) is Im of this times dz."""
     size2 = real(z * conj(z))
     zero = concrete(size2) == 0
-    if not np.any(zero):
+    if not plain_numbers(zero).any():  # (under vmap: in any example)
         return conj(z) / size2
     return conj(z) / elementwise.where(zero, 1.0, size2)
 
