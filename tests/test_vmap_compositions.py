@@ -472,3 +472,28 @@ def test_vmap_of_grad_of_complex_arguments():
     with warnings.catch_warnings():  # its Cauchy-Riemann check scales by each example's values: loops
         warnings.simplefilter("ignore", VmapFallbackWarning)
         assert_same(vmap(holomorphic)(Z), looped(holomorphic, Z), exact=False)
+
+
+# the elementwise rules' special points (an infinite logaddexp, hypot at 0, sinc at 0, NaN in fmax,
+# non-finite values in nan_to_num, copysign's -0.0) in some examples and not in others
+SPECIAL = np.array([[0.0, -np.inf, 1.0], [0.5, 2.0, -0.0], [np.nan, 0.0, np.inf], [1.0, -1.0, 3.0]])
+SPECIAL_FUNCTIONS = {
+    "logaddexp": lambda x: anp.sum(anp.logaddexp(x, 0.5 * x)),
+    "hypot": lambda x: anp.sum(anp.hypot(x, 0.0 * x)),
+    "sinc": lambda x: anp.sum(anp.sinc(x)),
+    "fmax": lambda x: anp.sum(anp.fmax(x, 0.3)),
+    "nan_to_num": lambda x: anp.sum(anp.nan_to_num(x) * 2.0),
+    "copysign": lambda x: anp.sum(anp.copysign(x, x - 0.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_FUNCTIONS))
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_vmap_of_grad_at_special_points_in_some_examples(name, backend):
+    df = adcore.grad(SPECIAL_FUNCTIONS[name], backend=backend)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # batched, or (reverse's structural zeros differing between examples, hypot's limits) the loop
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        assert_same(vmap(df)(SPECIAL), looped(df, SPECIAL), exact=False)
+    with np.errstate(all="ignore"):  # away from the special points: batched
+        assert_same(no_fallback(lambda: vmap(df)(SPECIAL[[1, 3]])), looped(df, SPECIAL[[1, 3]]), exact=False)

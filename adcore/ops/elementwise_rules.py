@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcore.core import concrete, differentiated
+from adcore.core import Tracer, concrete, differentiated, plain_numbers
 from adcore.errors import InvalidValueError
 from adcore.ops.elementwise import cos, exp, sinc, where
 
@@ -30,7 +30,7 @@ def in_float64(v):
 def sinc_slope(x):
     """d sinc / dx = (cos(pi x) - sinc(x)) / x, by its series near 0: 0 at 0, with slope -pi**2/3 there."""
     small = np.abs(concrete(x)) < _SINC_SERIES_BELOW
-    if not np.any(small):
+    if not plain_numbers(small).any():  # (under vmap: in any example)
         return (cos(np.pi * x) - sinc(x)) / x
     safe = where(small, 1.0, x)  # the closed form where it is taken, no 0/0 where it is not
     closed = (cos(np.pi * safe) - sinc(safe)) / safe
@@ -46,10 +46,10 @@ def exp_share(x, y, ans, exp_fn=None):
     infinite: 1 if x alone is, 0 if y alone is, 0.5 for two equal infinities (a tie, as maximum)."""
     exp_fn = exp_fn or exp
     infinite = np.isinf(concrete(ans))
-    if not np.any(infinite):
+    if not plain_numbers(infinite).any():
         return exp_fn(x - ans)
     xc, yc = concrete(x), concrete(y)
-    limit = np.asarray((xc > yc) + 0.5 * (xc == yc), dtype=np.result_type(xc, yc))
+    limit = _as((xc > yc) + 0.5 * (xc == yc), np.result_type(xc, yc))
     # zeros at the infinite positions first: no inf - inf there, not even in the branch not taken
     return where(infinite, limit, exp_fn(where(infinite, 0.0, x) - where(infinite, 0.0, ans)))
 
@@ -57,19 +57,20 @@ def exp_share(x, y, ans, exp_fn=None):
 def hypot_share(x, y, ans):
     """d hypot(x, y) / dx = x / ans; 0 at (0, 0) (hypot(x, 0) = |x|, abs'(0) = 0), and the limit at an
     infinite x (sign(x)) or y (0); nan when both are infinite (no limit)."""
-    ansc = np.asarray(concrete(ans))
+    ansc = concrete(ans)
+    ansc = ansc if isinstance(ansc, Tracer) else np.asarray(ansc)  # (under vmap: the batch's)
     special = (ansc == 0) | np.isinf(ansc)
-    if not np.any(special):
+    if not plain_numbers(special).any():
         return x / ans
     xc, yc = np.broadcast_arrays(concrete(x), concrete(y))
-    if differentiated(x) and differentiated(y) and np.any(ansc == 0):
+    if differentiated(x) and differentiated(y) and plain_numbers(ansc == 0).any():
         raise InvalidValueError(
             "op 'hypot': no second derivative at (0, 0) in both arguments: the gradient there is the "
             "subgradient 0 and (x, y) / hypot nearby, unbounded (as norm's at 0); take second "
             "derivatives away from (0, 0), or with one argument held constant (hypot(x, 0) is |x|)"
         )
     limit = np.where(np.isinf(xc), np.sign(xc) * np.where(np.isinf(yc), np.nan, 1.0), 0.0)
-    return where(special, np.asarray(limit, dtype=ansc.dtype), x / where(special, 1.0, ans))
+    return where(special, _as(limit, ansc.dtype), x / where(special, 1.0, ans))
 
 
 def fmax_weight(x, y, wins, like=None):
@@ -78,19 +79,25 @@ def fmax_weight(x, y, wins, like=None):
     x, y = concrete(x), concrete(y)
     x_nan, y_nan = np.isnan(x), np.isnan(y)
     weight = wins(x, y) + (y_nan & ~x_nan) + 0.5 * ((x == y) | (x_nan & y_nan))
-    return np.asarray(weight, dtype=np.result_type(x, y) if like is None else like.dtype)
+    return _as(weight, np.result_type(x, y) if like is None else like.dtype)
 
 
 def finite_weight(x, like=None):
     """d nan_to_num(x) / dx: 1 where x is finite, 0 where NumPy replaces it, a concrete step."""
     x = concrete(x)
-    return np.asarray(np.isfinite(x), dtype=np.result_type(x) if like is None else like.dtype)
+    return _as(np.isfinite(x), np.result_type(x) if like is None else like.dtype)
 
 
 def copysign_weight(x, y, like):
     """d copysign(x, y) / dx: sign(x) times y's sign by its sign bit (-0.0 is negative): a concrete step."""
     x, y = concrete(x), concrete(y)
-    return np.asarray(np.sign(x) * np.where(np.signbit(y), -1.0, 1.0), dtype=like.dtype)
+    return _as(np.sign(x) * np.where(np.signbit(y), -1.0, 1.0), like.dtype)
+
+
+def _as(values, dtype):
+    """Concrete values in `dtype`; under vmap (concrete() stops at its batch) the batch's, by astype
+    instead of np.asarray, which would make vmap run once per example."""
+    return values.astype(dtype) if isinstance(values, Tracer) else np.asarray(values, dtype=dtype)
 
 
 def quotient(x, y, ans):
