@@ -59,4 +59,5 @@ def test_op_plugins_register_sparsity_rules_only_where_adcore_sparsity_is_instal
         monkeypatch.setattr(
             plugin, "find_spec", lambda name: None
         )  # as if adcore-sparsity were not installed
-        assert _registered_kinds(plugin) == {"vjp", "jvp", "sympy"}
+        # (batch rules need nothing of adcore-batching's: they are set aside where it is absent)
+        assert _registered_kinds(plugin) == {"vjp", "jvp", "sympy", "batch"}
