@@ -40,13 +40,17 @@ class BatchTrace(Trace):
         self.size = size
         self.registry = get_registry()
         self.rules = self.registry.rules["batch"]
+        self._overridden: dict[str, bool] = {}  # per traceable op: a rule of another kind overrides its body
 
     def process(self, op: Any, args: tuple, params: dict) -> Any:
         if params:
-            _refuse_batched_params(self, op, params)
+            for value in params.values():  # inline: most params are numbers, names or None
+                if value.__class__ not in _PLAIN_PARAMS:
+                    _refuse_batched_params(self, op, params)
+                    break
         values, dims = [], []
         for a in args:
-            if isinstance(a, BatchTracer) and a._trace is self:
+            if a.__class__ is BatchTracer and a._trace is self:
                 values.append(a.value)
                 dims.append(a.bdim)
             else:
@@ -54,10 +58,11 @@ class BatchTrace(Trace):
                 values.append(np.asarray(a) if a.__class__ in (list, tuple) else a)
                 dims.append(None)
         rule = self.rules.get(op.name)
-        if rule is None and op.elementwise:
-            rule = _elementwise_rule(op)
-        if rule is None and op.traceable and self._body_is_its_derivative(op, values):
-            return op.impl(*args, **params)
+        if rule is None:
+            if op.elementwise:
+                rule = _elementwise_rule(op)
+            elif op.traceable and self._body_is_its_derivative(op, values):
+                return op.impl(*args, **params)
         out = NotImplemented if rule is None else rule(tuple(dims), *values, **params)
         if out is NotImplemented:
             out = looped(op, dims, values, params, self.size)
@@ -70,7 +75,11 @@ class BatchTrace(Trace):
         the body's derivative; else the loop, so each example's call meets that rule."""
         if not any(isinstance(v, Tracer) for v in values):
             return True
-        return not any(op.name in table for kind, table in self.registry.rules.items() if kind != "batch")
+        overridden = self._overridden.get(op.name)
+        if overridden is None:
+            rules = self.registry.rules.items()
+            overridden = self._overridden[op.name] = any(op.name in t for kind, t in rules if kind != "batch")
+        return not overridden
 
 
 @functools.cache
@@ -108,6 +117,10 @@ def example(value: Any, dim: int | None, i: int) -> Any:
     if dim is None:
         return value
     return value[(slice(None),) * dim + (i,)]
+
+
+# param classes that cannot hold a batched value: process skips the walk of _refuse_batched_params
+_PLAIN_PARAMS = frozenset((int, float, bool, str, type(None), np.float64, np.int64))
 
 
 def _refuse_batched_params(trace: BatchTrace, op: Any, params: dict) -> None:

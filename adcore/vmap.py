@@ -153,11 +153,13 @@ def _normalized(axis: int, ndim: int, what: str, value: Any = None) -> int:
 
 
 def _batch_size(leaves: list, axes: list, axis_size: int | None, treedef: Any) -> int:
-    sizes = {}
-    for path, x, a in zip(tree.paths(treedef, "args"), leaves, axes):
+    sizes = {}  # by leaf; the leaves' paths (a tree walk) are built only for an error's message
+    for k, (x, a) in enumerate(zip(leaves, axes)):
         if a is not None:
-            _normalized(a, np.ndim(x), f"in_axes ({path})", x)
-            sizes[path] = np.shape(x)[a]
+            shape = np.shape(x)
+            if not -len(shape) <= a < len(shape):
+                _normalized(a, len(shape), f"in_axes ({tree.paths(treedef, 'args')[k]})", x)
+            sizes[k] = shape[a]
     if not sizes:
         if axis_size is None:
             raise InvalidInputError(
@@ -165,7 +167,8 @@ def _batch_size(leaves: list, axes: list, axis_size: int | None, treedef: Any) -
             )
         return axis_size
     if len(set(sizes.values())) > 1 or (axis_size is not None and axis_size not in sizes.values()):
-        listed = ", ".join(f"{p} has {n}" for p, n in sizes.items())
+        paths = tree.paths(treedef, "args")
+        listed = ", ".join(f"{paths[k]} has {n}" for k, n in sizes.items())
         given = f"; axis_size={axis_size}" if axis_size is not None else ""
         raise InvalidInputError(
             f"vmap got batched axes of different sizes: {listed}{given}; every batched axis must have "
