@@ -1,6 +1,7 @@
 """The pytest plugin: the conformance suite as ordinary pytest items, for adcore plugin authors.
 
-Two ways in, both one item per (subject, backend, dtype) with ids like `sin-reverse-float64`:
+Two ways in, both one item per (subject, backend, dtype) with ids like `sin-reverse-float64`, and
+one per (subject, dtype) for the vmap column (`sin-vmap-float64`, asked for as a backend "vmap"):
 
 - `pytest --adcore-conformance=special` adds the ops and cases that plugin `special`
   registers to the collected tests (no value, or `all`: every plugin), narrowed by
@@ -65,12 +66,18 @@ def targets(
     `plugins` is a name, a comma-separated list, a sequence of names, or "all"; `backends`
     None means every installed backend. Unknown names raise KeyError or ValueError."""
     from adcore.conformance import engine
+    from adcore.conformance.batching import VMAP
     from adcore.plugins import get_registry
 
     registry = get_registry()
     ops, cases = _subjects(registry, _names(plugins))
-    work = engine.plan(backends or None, ops, cases, list(dtypes), seed)
-    return [Target(unit, backend) for unit in work.units for backend in work.backends]
+    # the vmap column, checked with every unit, is asked for as a backend named VMAP
+    others = None if not backends else [b for b in backends if b != VMAP]
+    work = engine.plan(others or None, ops, cases, list(dtypes), seed)  # (vmap alone: every backend)
+    columns = ([] if others == [] else list(work.backends)) + (
+        [VMAP] if not backends or VMAP in backends else []
+    )
+    return [Target(unit, backend) for unit in work.units for backend in columns]
 
 
 def _names(plugins: str | Iterable[str]) -> list[str]:
@@ -144,9 +151,8 @@ def explain(target: Target, cell: Cell) -> str:
         lines.append(f"  worst:   {worst.detail}")
     lines.append(f"  message: {cell.message}")
     flag = "--op" if unit.kind == "op" else "--case"
-    lines.append(
-        f"  rerun:   adcore conformance {flag} {unit.name} --backend {cell.backend} --dtype {cell.dtype}"
-    )
+    backend = "" if cell.backend == "vmap" else f" --backend {cell.backend}"  # (its column runs with any)
+    lines.append(f"  rerun:   adcore conformance {flag} {unit.name}{backend} --dtype {cell.dtype}")
     return "\n".join(lines)
 
 

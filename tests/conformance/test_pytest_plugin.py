@@ -246,3 +246,44 @@ def test_without_the_option_nothing_is_collected_and_the_registry_is_not_loaded(
     result = pytester.runpytest_subprocess("-v", *QUIET)
     result.assert_outcomes(passed=1)
     assert "adcore-conformance" not in result.stdout.str()
+
+
+# a plugin op with a batch rule planted wrong (it drops the batch: every example gets example 0's)
+BATCH_CONFTEST = """
+import adcore
+from adcore.spec import REAL, OpSpec, elementwise_samples
+
+
+class Batched:
+    @adcore.hookimpl
+    def adcore_register_ops(self, register):
+        register(OpSpec("first_only", lambda x: x * 3.0, samples=elementwise_samples(REAL)))
+
+    @adcore.hookimpl
+    def adcore_register_rules(self, register):
+        register("vjp", "first_only", (lambda g, ans, x: g * 3.0,))
+        register("batch", "first_only", lambda dims, x: (adcore.numpy.broadcast_to(
+            adcore.numpy.moveaxis(x, dims[0], 0)[:1] * 3.0, adcore.numpy.moveaxis(x, dims[0], 0).shape), 0))
+
+
+adcore.plugins.register_plugin(Batched(), "batched")
+"""
+
+
+def test_the_vmap_column_is_an_item_per_subject_and_dtype_and_a_wrong_batch_rule_fails(pytester):
+    pytester.makeconftest(BATCH_CONFTEST)
+    result = pytester.runpytest_subprocess(
+        "--adcore-conformance=batched,core",
+        "--adcore-backend=vmap",
+        "--adcore-dtype=float64",
+        "-v",
+        "-k",
+        "first_only or sin-vmap",
+        *QUIET,
+    )
+    outcomes = _outcomes(result)
+    assert (outcomes["first_only-vmap-float64"], outcomes["sin-vmap-float64"]) == ("FAILED", "PASSED")
+    assert not [item for item in outcomes if "-vmap-" not in item]  # only the vmap column was asked for
+    failure = _section(result, "first_only-vmap-float64")
+    assert "op 'first_only' on backend 'vmap' in float64 disagrees with the reference" in failure
+    assert "rerun:   adcore conformance --op first_only --dtype float64" in failure
