@@ -58,9 +58,12 @@ def input_zeros(node: Any, known_zero: np.ndarray) -> list | None:
     if op.name in MOVES:  # the input cotangents gather g's entries, zero at known_zero
         return moved_zeros(rules, known_zero, node._ans, node._primals, node._params, sweep)
     if not op.elementwise:
-        if not _uniform(_all(known_zero)):
+        every = _all(known_zero)
+        if not _some(every):
             return None  # positions no longer line up with the inputs'
-        known_zero = np.ones((), bool)  # no output position reaches the result: no input one does
+        # no output position reaches the result: no input one does (under vmap, in the examples
+        # whose every position is zero; the others' all-False masks zero nothing)
+        known_zero = every if isinstance(every, Tracer) else np.ones((), bool)
     zeros = [None] * len(sweep)
     for i, a in enumerate(node._args):
         if sweep[i]:
@@ -69,7 +72,7 @@ def input_zeros(node: Any, known_zero: np.ndarray) -> list | None:
                 mask = np.broadcast_to(known_zero, shape)
             else:
                 mask = unbroadcast_mask(known_zero, shape)
-            zeros[i] = (mask, False) if _uniform(_any(mask)) else None
+            zeros[i] = (mask, False) if _some(_any(mask)) else None
     return zeros
 
 
@@ -95,7 +98,7 @@ def where_branch(g: Any, ans: Any, c: Any, branch: Any, taken_where: bool) -> An
     )
     zeros = ~chosen if taken_where else chosen
     cotangent = unbroadcast(anp.where(zeros, 0.0, g), branch)
-    if not _uniform(_any(zeros)):
+    if not _some(_any(zeros)):
         return cotangent
     return Masked(cotangent, unbroadcast_mask(zeros, getattr(branch, "shape", ())))
 
@@ -106,7 +109,7 @@ def step_cotangent(g: Any, weight: np.ndarray, target: Any) -> Any:
     a nan or inf cotangent there, or one met further down (log's g / 0), contributes nothing."""
     zeros = (weight if isinstance(weight, Tracer) else np.asarray(weight)) == 0
     cotangent = unbroadcast(times_step(g, weight, zeros), target)
-    if not _uniform(_any(zeros)):
+    if not _some(_any(zeros)):
         return cotangent
     zeros = np.broadcast_to(zeros, np.broadcast_shapes(zeros.shape, np.shape(g)))
     return Masked(cotangent, unbroadcast_mask(zeros, np.shape(target)))
@@ -126,7 +129,11 @@ def moved_zeros(
             gathered = rules[i](reach, ans, *inputs, **params) if joint is None else joint[i]
             gathered = concrete(gathered)
             zi = (gathered if isinstance(gathered, Tracer) else np.asarray(gathered)) == 0
-            zeros[i] = (zi if _uniform(_any(zi)) else None, True)
+            if isinstance(known_zero, Tracer):
+                # under vmap, an example whose mask is all False (kept for the others') has no
+                # zeros to move: alone it had no mask, so nothing here, unreached positions included
+                zi = zi & _any(known_zero)
+            zeros[i] = (zi if _some(_any(zi)) else None, True)
     return zeros
 
 
@@ -140,15 +147,12 @@ def _all(mask: Any) -> Any:
     return np.all(mask) if isinstance(mask, Tracer) else mask.all()
 
 
-def _uniform(flag: Any) -> bool:
-    """A flag of the mask (_any, _all) as one bool. Under vmap it must be the same in every
-    example, since each example's backward pass alone would keep or drop its zeros by its own:
-    else bool() of the batch raises the conversion error, and vmap runs once per example."""
-    if isinstance(flag, Tracer):
-        flags = plain_numbers(flag)
-        if flags.all() or not flags.any():
-            return bool(flags.all())
-    return bool(flag)
+def _some(flag: Any) -> bool:
+    """A flag of the mask (_any, _all) as one bool: under vmap (a batch of flags), whether any
+    example's is set. The mask is then kept for the whole batch: an example without zeros
+    carries an all-False mask, which zeroes nothing, as no mask (moved_zeros keeps it so), and
+    the batch is not converted (vmap would loop over the examples)."""
+    return bool(plain_numbers(flag).any()) if isinstance(flag, Tracer) else bool(flag)
 
 
 # The ops whose VJP only copies, moves or adds cotangent entries (each input entry a sum of output

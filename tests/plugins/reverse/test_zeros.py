@@ -154,3 +154,21 @@ def test_an_error_in_a_rule_leaves_the_next_call_working():
     f = MOVES["tile"]
     got = adcore.grad(lambda x: np.sum(np.where(True, f(x), 0.0)))(X)
     np.testing.assert_array_equal(got, np.full(X.shape, 2.0))
+
+
+def test_under_vmap_examples_with_and_without_zeros_each_get_their_own_backward_pass():
+    """A batch where one example's relu has zeros and the other's has none keeps the mask for both
+    (no loop): the one without zeros gets no structural zero, not even at the slice's unreached
+    position, where its own pass gives 0 * inf = nan (log at 0)."""
+
+    def f(x):
+        return np.sum(np.maximum(np.log(x)[:2], 0.0))
+
+    rows = np.array([[0.5, 2.0, 0.0], [2.0, 3.0, 0.0]])  # relu is 0 at log(0.5) only
+    df = adcore.grad(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        loop = np.stack([df(x) for x in rows])
+        got = adcore.vmap(df, fallback="error")(rows)
+    np.testing.assert_array_equal(loop, [[0.0, 0.5, 0.0], [0.5, 1 / 3, np.nan]])
+    np.testing.assert_array_equal(got, loop)
