@@ -1,6 +1,6 @@
 """adcore.vmap against torch.func and JAX: per-example gradients and Jacobians from batched sweeps.
 
-Run by hand (not part of the tests):  python benchmarks/bench_vmap.py   (about 2 minutes)
+Run by hand (not part of the tests):  python benchmarks/bench_vmap.py [mlp jacobian ht]   (about a minute)
 
 1. Per-example gradients of an MLP 784-128-10 (tanh, softmax cross-entropy of a one-hot label),
    batch 64, float32 and float64, ms per batch: `adcore.vmap(adcore.grad(loss), in_axes=(None, 0, 0))`
