@@ -367,14 +367,14 @@ def truncated_pinv(op: str, a: Any, rtol: Any, *inputs: Any) -> TruncatedPinv | 
     kept = s_value > cut
     tol = degenerate_tolerance(s_value, max(value.shape[-2:]))
     _refuse_at_cut(op, s_value, cut, kept, tol)
-    if second_order and np.any(s_value <= tol):
+    if second_order and plain_numbers(s_value <= tol).any():
         raise InvalidValueError(
             f"op {op!r}: no second derivative at a rank-deficient a (singular values "
-            f"{np.array2string(s_value, precision=4)}): the first derivative there holds the rank "
+            f"{np.array2string(plain_numbers(s_value), precision=4)}): the first derivative there holds the rank "
             "fixed, and differentiating it again would give a plausible wrong number; take second "
             "derivatives where a has full rank"
         )
-    if not np.any(~kept & (s_value > tol)):
+    if not plain_numbers(~kept & (s_value > tol)).any():  # (under vmap: in no example)
         return None
     m = a.shape[-2]
     packed = decompositions.svd_packed(a)
@@ -400,10 +400,11 @@ def _refuse_at_cut(op: str, s: np.ndarray, cut: np.ndarray, kept: np.ndarray, to
     """An InvalidValueError where rounding decides whether a singular value is cut (pinv jumps
     there), or where a zero singular value is kept (a negative rcond: pinv is infinite)."""
     near = (np.abs(s - cut) <= tol) & (cut > tol) & (cut < np.max(s, axis=-1, keepdims=True))
-    if np.any(near) or np.any(kept & (s <= tol)):
+    # (under vmap: a refusal where any example's would refuse, as the loop's example does)
+    if plain_numbers(near).any() or plain_numbers(kept & (s <= tol)).any():
         raise InvalidValueError(
             f"op {op!r}: no derivative where a singular value is at the cut rcond * max(s) within "
-            f"rounding (singular values {np.array2string(s, precision=6)}, cut "
-            f"{np.array2string(np.squeeze(cut, -1), precision=6)}): the pseudo-inverse jumps there "
+            f"rounding (singular values {np.array2string(plain_numbers(s), precision=6)}, cut "
+            f"{np.array2string(np.squeeze(plain_numbers(cut), -1), precision=6)}): the pseudo-inverse jumps there "
             "as the singular value is kept or dropped. Move rcond (rtol) away from s / max(s)"
         )

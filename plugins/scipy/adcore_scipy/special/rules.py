@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore.core import concrete
+from adcore.core import concrete, plain_numbers
 from adcore.errors import AdcoreError, MissingRuleError
 from adcore.extend import LazyModule, each, jvp_rules, vjp_rules
 from adcore_scipy.special.ops import (
@@ -72,7 +72,7 @@ INTEGER_ORDER = "it is an integer order, with no derivative"
 def divide_where_x(x: Any, y: Any) -> Any:
     """x / y, and 0 where x is 0 (even where y is 0): d xlogy / dy, whose value is 0 for every y at x = 0."""
     zero = concrete(x) == 0
-    if not np.any(zero):
+    if not plain_numbers(zero).any():  # (under vmap: in no example; the where is right for each)
         return x / y
     return anp.where(zero, 0.0, x / anp.where(zero, 1.0, y))
 
@@ -81,13 +81,13 @@ def d_rgamma(x: Any) -> Any:
     """d (1 / Gamma(x)) / dx: left of 0.5 by the reflection 1/Gamma(x) = sin(pi x) Gamma(1 - x) / pi,
     exact at the poles of Gamma (0, -1, ...: (-1)**n n!), where -digamma(x) / Gamma(x) is 0 * inf."""
     left = concrete(x) < 0.5
-    right = -rgamma(x) * digamma(x) if not np.any(left) else None
-    if np.all(~left):
-        return right
+    lefts = plain_numbers(left)  # (under vmap every example's: the mixed form is right for each)
+    if not lefts.any():
+        return -rgamma(x) * digamma(x)
     xl = anp.where(left, x, 0.0)
     g = gamma(1 - xl)
     reflected = anp.cos(math.pi * xl) * g - anp.sin(math.pi * xl) * g * digamma(1 - xl) / math.pi
-    if np.all(left):
+    if lefts.all():
         return reflected
     xr = anp.where(left, 1.0, x)
     return anp.where(left, reflected, -rgamma(xr) * digamma(xr))
