@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore.core import concrete
+from adcore.core import Tracer, concrete, plain_numbers
 from adcore.errors import LinearAlgebraError, ValueDependentError
 from adcore.ops import complex_parts, elementwise, rearrangements, reductions, shapes
 from adcore.spec import OpSpec, Sample
@@ -88,12 +88,18 @@ def refuse_degenerate(op: str, w: Any, v: Any) -> None:
     eps = np.finfo(w.dtype).eps
     scale = np.max(np.abs(w), axis=-1, initial=0.0)[..., None, None]
     gaps = np.where(np.eye(n, dtype=bool), np.inf, np.abs(w[..., :, None] - w[..., None, :]))
-    repeated = np.any(gaps <= 32 * n * eps * np.maximum(scale, np.finfo(w.dtype).tiny))
-    condition = np.linalg.cond(v)
-    if repeated or np.any(~(condition < 1 / np.sqrt(eps))):
+    repeated = gaps <= 32 * n * eps * np.maximum(scale, np.finfo(w.dtype).tiny)
+    s = np.linalg.svd(v, compute_uv=False)  # np.linalg.cond(v), which has no op (so no batched form)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ill = ~(s[..., 0] / s[..., -1] < 1 / np.sqrt(eps))  # (an infinite or nan ratio: singular)
+    # (under vmap every example's at once: a refusal where any example's would refuse, as the loop's)
+    if plain_numbers(repeated).any() or plain_numbers(ill).any():
+        s = plain_numbers(s)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            condition = np.max(s[..., 0] / s[..., -1])
         raise LinearAlgebraError(
-            f"op {op!r}: no derivative at repeated eigenvalues ({np.array2string(w, precision=4)}; "
-            f"the eigenvector matrix's condition number is {np.max(condition):.3g}): where two "
+            f"op {op!r}: no derivative at repeated eigenvalues ({np.array2string(plain_numbers(w), precision=4)}; "
+            f"the eigenvector matrix's condition number is {condition:.3g}): where two "
             "eigenvalues meet, they and their eigenvectors are not differentiable functions of a. "
             "Differentiate where the eigenvalues are distinct; for a symmetric a use np.linalg.eigh, "
             "and for a symmetric function of the eigenvalues (their sum, the trace; their product, the "
@@ -113,6 +119,10 @@ def gap_inverse(w: Any) -> Any:
 def gauge_mask(v: Any) -> np.ndarray:
     """E[..., i, k] = 1 where i is column k's entry of largest modulus (LAPACK's real one), else 0."""
     v_ = concrete(v)
+    if isinstance(v_, Tracer):  # a vmap's batch: the first largest per column, in every example at once
+        modulus = np.where(np.imag(v_) == 0, np.abs(v_), -1.0)  # (largest_entry's argmax has no batched form)
+        top = modulus == np.max(modulus, axis=-2, keepdims=True)
+        return (top & (np.cumsum(top, axis=-2) == 1)).astype(v_.real.dtype)
     return (np.arange(v_.shape[-2])[:, None] == largest_entry(v_)[..., None, :]).astype(v_.real.dtype)
 
 
