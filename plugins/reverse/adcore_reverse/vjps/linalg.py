@@ -22,6 +22,12 @@ def _array(x: Any) -> Any:
 def _matmul_vjp(argnum: int):
     def rule(g, ans, a, b):
         a, b = _array(a), _array(b)
+        # a vector and a matrix (a layer's x @ W): one op each, not the five of the general case
+        # below (under vmap each op is a batch rule's call: per-example gradients of an MLP)
+        if a.ndim == 1 and b.ndim == 2:
+            return anp.matmul(b, g) if argnum == 0 else anp.outer(a, g)
+        if a.ndim == 2 and b.ndim == 1:
+            return anp.outer(g, b) if argnum == 0 else anp.matmul(g, a)
         # promote 1-d operands to matrices as matmul does, then A^T G and G B^T
         a2 = a if a.ndim > 1 else anp.reshape(a, (1, a.shape[0]))
         b2 = b if b.ndim > 1 else anp.reshape(b, (b.shape[0], 1))
