@@ -137,20 +137,20 @@ class ZeroSplit:
 
 def zero_split(x, axis: int) -> ZeroSplit:
     """The pieces of cumprod(x, axis)'s derivative at its first zeros (x has one somewhere)."""
-    n = x.shape[axis]
-    zero = np.asarray(concrete(x)) == 0
-    first = np.where(zero.any(axis=axis, keepdims=True), np.argmax(zero, axis=axis, keepdims=True), n)
-    index = np.arange(n).reshape([n if a == axis else 1 for a in range(x.ndim)])
-    at = np.broadcast_to(index == first, x.shape)
-    x_before = elementwise.where(index < first, x, 1.0)
+    zero = concrete(x) == 0
+    # zeros up to each position (by counts, not argmax's index, so a vmap's batch stays one)
+    seen = np.cumsum(zero, axis=axis)
+    at = zero & (seen == 1)
+    before = seen == 0
+    x_before = elementwise.where(before, x, 1.0)
     return ZeroSplit(
-        before=np.broadcast_to(index < first, x.shape),
+        before=before,
         at=at,
-        past=np.broadcast_to(index > first, x.shape),
-        from_zero=np.broadcast_to(index >= first, x.shape),
+        past=(seen > 0) & ~at,
+        from_zero=seen > 0,
         x_before=x_before,
         zero=reductions.sum(elementwise.where(at, x, 0.0), axis=axis, keepdims=True),
         before_zero=reductions.prod(x_before, axis=axis, keepdims=True),
-        after_zero=cumprod(elementwise.where(index <= first, 1.0, x), axis=axis),
+        after_zero=cumprod(elementwise.where(before | at, 1.0, x), axis=axis),
         rest=elementwise.where(at, 1.0, x),
     )
