@@ -87,7 +87,7 @@ def _nansum_jvp(t, ans, x, axis=None, keepdims=False):
 def _nanmean_jvp(t, ans, x, axis=None, keepdims=False):
     kept = ~np.isnan(concrete(x))
     count = np.maximum(np.sum(kept, axis=axis, keepdims=True), 1)  # an all-NaN slice: 0, not nan
-    return _reduce(anp.where(kept, t, 0.0), x, axis, keepdims, np.asarray(1 / count, dtype=t.dtype))
+    return _reduce(anp.where(kept, t, 0.0), x, axis, keepdims, (1 / count).astype(t.dtype))
 
 
 def quantile_jvp(t, ans, x, q, axis, method):
