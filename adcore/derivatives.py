@@ -44,12 +44,14 @@ __all__ = [
 # (32 MiB in float64) keep memory bounded while n up to 2048 still takes one pass.
 SEED_ENTRIES = 2**22
 
-# Cotangent rows per vmapped pullback (a backend that `batches`): chunks of at most 2**17 seed entries.
-# A batch of rows pays where the sweep's Python and per-op costs dominate, not where each row's
-# arrays are already large: measured, Brusselator N=64 (8192 outputs, 10 row colors) 1.35 -> 0.76 ms
-# in one batch; bundle adjustment ba1 (95529 outputs, 1300 colors) 22 -> 31 s in chunks of 43,
-# which the budget leaves at one row per pullback.
-ROW_ENTRIES = 2**17
+# The largest cotangent row a backend that `batches` pulls back in a batch with others (vmapped, in
+# chunks of SEED_ENTRIES, as _by_jvp's seeds); larger rows one at a time. A batch pays where each
+# row's sweep is dominated by per-op costs, not where its arrays are already large and a batch of
+# them outgrows the caches. Measured, 10 rows: Brusselator N=64 (8192 entries) 1.33 -> 0.73 ms
+# batched, N=128 (32768) 2.28 -> 1.72 ms, N=256 (131072) 7.07 -> 10.54 ms; ba1 (95529 entries,
+# 1300 row colors) 22 s one at a time, 31 s in chunks of 43; a 2000 x 2000 Jacobian 367 ms in
+# chunks of 65 rows, 282 ms in one.
+ROW_ENTRIES = 2**16
 
 # options the engine itself takes, per way of building a Jacobian
 ENGINE_OPTIONS = {"jvp": ("chunk_size",), "vjp": (), "jacobian": ()}
@@ -306,7 +308,7 @@ def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
 
 def _by_batched_pullback(pullback: Callable, out: Any, shape: tuple, args: tuple, argnums: tuple) -> Any:
     """The Jacobians from vmapped pullbacks of chunks of the identity's rows (all at once when they
-    fit in ROW_ENTRIES); None where one pullback per row is the way (see pull_back_rows)."""
+    fit in SEED_ENTRIES); None where one pullback per row is the way (see pull_back_rows)."""
     size = int(np.prod(shape))
     chunk = _row_chunk(size)
     if chunk == 1:
@@ -328,7 +330,7 @@ def _by_batched_pullback(pullback: Callable, out: Any, shape: tuple, args: tuple
 def pull_back_rows(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -> tuple | None:
     """A backend's pullback (of f at args, for argnums) of each of `rows` (shape (k,) + out.shape),
     vmapped, for a backend that `batches`: per argnum, shape (k,) + args[i].shape, in chunks of
-    ROW_ENTRIES. None where the caller should pull back one row at a time, as the pullback,
+    SEED_ENTRIES. None where the caller should pull back one row at a time, as the pullback,
     never told `final`, still allows: no row, rows too large for a batch to pay (ROW_ENTRIES), or
     a backward pass that converts its cotangent (a custom_vjp's bwd in plain NumPy)."""
     count = len(rows)
@@ -346,7 +348,7 @@ def pull_back_rows(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -
 
 def _row_chunk(size: int) -> int:
     """Cotangent rows of `size` entries per vmapped pullback (1: batching them would not pay)."""
-    return max(1, ROW_ENTRIES // max(size, 1))
+    return 1 if size > ROW_ENTRIES else max(1, SEED_ENTRIES // max(size, 1))
 
 
 def _vmapped_pullback(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -> tuple | None:

@@ -181,7 +181,7 @@ def test_a_custom_vjp_written_with_ops_runs_once_for_every_row():
 def test_rows_in_chunks_give_the_same_jacobian(monkeypatch):
     f = FUNCTIONS["a 2-d output"]
     whole = adcore.jacobian(f)(X)
-    monkeypatch.setattr(derivatives, "ROW_ENTRIES", 48)  # 16 outputs: chunks of 3 rows, the last of 1
+    monkeypatch.setattr(derivatives, "SEED_ENTRIES", 48)  # 16 outputs: chunks of 3 rows, the last of 1
     assert_same(adcore.jacobian(f)(X), whole)
 
 
@@ -208,10 +208,10 @@ def test_pull_back_rows_in_chunks_equals_one_pullback_per_row(monkeypatch):
     out, pullback = ReverseBackend().vjp(f, (X,), (0,))
     rows = RNG.normal(size=(7, *out.shape))
     expected = np.stack([pullback(r)[0] for r in rows])
-    monkeypatch.setattr(derivatives, "ROW_ENTRIES", 48)  # rows of 16: chunks of 3, 3 and 1
+    monkeypatch.setattr(derivatives, "SEED_ENTRIES", 48)  # rows of 16: chunks of 3, 3 and 1
     (got,) = derivatives.pull_back_rows(pullback, rows, (X,), (0,))
     assert got.shape == (7, 4)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
     assert derivatives.pull_back_rows(pullback, rows[:0], (X,), (0,)) is None  # no row: the caller's loop
-    monkeypatch.setattr(derivatives, "ROW_ENTRIES", 31)  # one row per chunk: a batch would not pay
+    monkeypatch.setattr(derivatives, "ROW_ENTRIES", 15)  # rows of 16 are pulled back one at a time
     assert derivatives.pull_back_rows(pullback, rows, (X,), (0,)) is None
