@@ -36,14 +36,7 @@ ORDERING = {
     # of the rule: a batched index has no batched form as a param
     "sort", "median", "percentile", "quantile",
 }  # fmt: skip
-STILL_LOOPING = {
-    "reverse": ORDERING | {
-        # scipy's sqrtm: the refusal at a singular square root reads each example's eigenvalues
-        # with np.linalg.eigvals of np.asarray (a per-example check in plain NumPy)
-        "sqrtm",
-    },
-    "forward": ORDERING | {"sqrtm"},
-}  # fmt: skip
+STILL_LOOPING = {"reverse": ORDERING, "forward": ORDERING}
 # The ops whose reverse Jacobian (no vmap of its own) pulls back one cotangent row at a time:
 ROW_BY_ROW = {
     # the adjoint ODE solve runs SciPy's solver on each cotangent (float() of it)

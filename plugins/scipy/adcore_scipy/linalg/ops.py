@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from adcore import ops
+from adcore.core import Tracer, plain_numbers
 from adcore.errors import InvalidValueError, LinearAlgebraError
 from adcore.extend import LazyModule
 from adcore.spec import REAL, Case, OpSpec, Sample
@@ -31,7 +33,7 @@ def _square(op: str, name: str, a: Any) -> np.ndarray:
     return a
 
 
-def _result_dtype(*arrays: np.ndarray) -> np.dtype:
+def _result_dtype(*arrays: Any) -> np.dtype:
     """NumPy's promotion, at least float32 (an integer matrix computes in float64)."""
     return np.result_type(*arrays, np.float32)
 
@@ -51,14 +53,20 @@ def _sqrtm(a: Any) -> np.ndarray:
 
 def sylvester_gaps(a: Any, b: Any) -> np.ndarray:
     """min |lambda_i(a) + mu_j(b)| per matrix pair: 0 where AX + XB = Q has no unique solution."""
-    la = np.linalg.eigvals(np.asarray(a))
-    mb = np.linalg.eigvals(np.asarray(b))
+    la, mb = _eigenvalues(a), _eigenvalues(b)
     return np.min(np.abs(la[..., :, None] + mb[..., None, :]), axis=(-2, -1))
 
 
+def _eigenvalues(a: Any) -> Any:
+    """np.linalg.eigvals(a); of a vmap's batch (a rule's concrete value), the eigvals op's, every
+    example's at once (np.linalg.eigvals' real-or-complex result depends on the values)."""
+    return ops.eigvals(a) if isinstance(a, Tracer) else np.linalg.eigvals(a)
+
+
 def refuse_singular_sylvester(op: str, a: Any, b: Any, what: str) -> None:
-    """A LinearAlgebraError naming op where some eigenvalue of a plus one of b is 0 (to rounding)."""
-    a, b = np.asarray(a), np.asarray(b)
+    """A LinearAlgebraError naming op where some eigenvalue of a plus one of b is 0 (to rounding);
+    under vmap (a and b a batch), where it is in any example, as the loop's example refuses."""
+    a, b = (x if isinstance(x, Tracer) else np.asarray(x) for x in (a, b))
     # each equation of a stack by its own scale: a matrix is refused as when it comes alone
     # (vmap's batch rule stacks the examples)
     scale = np.maximum(
@@ -67,12 +75,12 @@ def refuse_singular_sylvester(op: str, a: Any, b: Any, what: str) -> None:
         ),
         np.finfo(np.float64).tiny,
     )
-    eps = np.finfo(_result_dtype(a, b)).eps
+    eps = np.finfo(_result_dtype(a.dtype, b.dtype)).eps
     gaps = sylvester_gaps(a, b)
-    if np.any(gaps <= 64 * max(a.shape[-1], b.shape[-1]) * eps * scale):
+    if plain_numbers(gaps <= 64 * max(a.shape[-1], b.shape[-1]) * eps * scale).any():
         raise LinearAlgebraError(
             f"op {op!r}: {what}: an eigenvalue of a plus one of b is 0 (min |lambda_i(a) + mu_j(b)| = "
-            f"{np.min(gaps):.3g}), so AX + XB = Q has no unique solution"
+            f"{np.min(plain_numbers(gaps)):.3g}), so AX + XB = Q has no unique solution"
         )
 
 
