@@ -17,7 +17,6 @@ RNG = np.random.default_rng(34)
 A = RNG.normal(size=(3, 4))
 M = RNG.normal(size=(4, 4))
 X = RNG.normal(size=4)
-Y = RNG.normal(size=(2, 3))
 
 
 def per_row(monkeypatch: pytest.MonkeyPatch, call):
