@@ -152,7 +152,9 @@ def _nan_where_value_is(ans: Any, d: Any) -> Any:
     """d, nan where the op's value is nan (outside its real domain: logit(2), xlog1py(1, -2)): a
     slope must not be a number where the value is not one."""
     try:
-        if not np.isnan(concrete(ans)).any():
+        # (under vmap: in no example; plain_numbers, since bool() of a batch raises BatchedConversionError,
+        # an AdcoreError, which this would take for "no number" and return d: a number where one is nan)
+        if not plain_numbers(np.isnan(concrete(ans))).any():
             return d
     except AdcoreError:  # a symbolic ans has no number, and its where refuses a nan constant
         return d
