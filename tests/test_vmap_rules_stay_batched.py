@@ -130,7 +130,7 @@ def _stacked(same: list[Sample], inputs: list[int]) -> list[np.ndarray]:
 
 
 def _assert_loop_s(got: tuple, df: Callable, xs: list[np.ndarray], where: str) -> None:
-    loop = [df(*(x[j] for x in xs)) for j in range(BATCH)]
+    loop = [df(*(x[j] for x in xs)) for j in range(len(xs[0]))]
     tolerance = VMAP["float64"]
     for n, batched in enumerate(got):
         expected = np.stack([np.asarray(g[n]) for g in loop])
@@ -210,3 +210,42 @@ def test_reverse_jacobians_pull_back_row_by_row_only_for_the_listed_ops(monkeypa
                 break
     assert swept > 1000  # (the spy saw the sweeps: the ops' samples were reached)
     assert set(row_by_row) == ROW_BY_ROW, "\n".join(f"{n}: {w}" for n, w in sorted(row_by_row.items()))
+
+
+# complex eigh and svd: each example's cotangent scale in the rules' phase and degeneracy checks
+RNG = np.random.default_rng(34)
+_Z = RNG.normal(size=(4, 3, 3)) + 1j * RNG.normal(size=(4, 3, 3))
+HERMITIAN = _Z + np.conj(np.swapaxes(_Z, -1, -2))
+
+
+def _eigh_phase_free(x: Any) -> Any:
+    w, v = np.linalg.eigh(x)
+    return ops.sum(ops.real(v * ops.conj(v)) * np.arange(3.0)) + ops.sum(w)
+
+
+def _svd_phase_free(x: Any) -> Any:
+    u, s, vh = np.linalg.svd(x)
+    return (
+        ops.sum(ops.real(u * ops.conj(u)) * np.arange(3.0))
+        + ops.sum(s**2)
+        + ops.sum(ops.real(vh * ops.conj(vh))[0])
+    )
+
+
+def _eigh_of_phase(x: Any) -> Any:
+    return ops.sum(ops.real(np.linalg.eigh(x)[1]))  # depends on LAPACK's phase: refused
+
+
+@pytest.mark.parametrize("f, xs", [(_eigh_phase_free, HERMITIAN), (_svd_phase_free, _Z)])
+def test_vmap_of_grad_through_complex_eigh_and_svd_stays_batched(f, xs):
+    df = adcore.grad(f)
+    got = adcore.vmap(df, fallback="error")(xs)
+    _assert_loop_s((got,), lambda x: (df(x),), [xs], f.__name__)
+
+
+def test_vmap_of_grad_of_a_phase_dependent_loss_refuses_as_the_loop():
+    df = adcore.grad(_eigh_of_phase)
+    with pytest.raises(AdcoreError, match="phase"):
+        df(HERMITIAN[0])
+    with pytest.raises(AdcoreError, match="phase"):
+        adcore.vmap(df, fallback="error")(HERMITIAN)

@@ -61,10 +61,10 @@ def refuse_second_order(op: str, values: Any, tol: np.ndarray, *inputs: Any, zer
     v = concrete(values)
     n = v.shape[-1]
     pairs = (np.abs(v[..., None, :] - v[..., :, None]) <= tol[..., None]) & ~np.eye(n, dtype=bool)
-    if np.any(pairs) or (zeros and np.any(np.abs(v) <= tol)):
+    if plain_numbers(pairs).any() or (zeros and plain_numbers(np.abs(v) <= tol).any()):
         raise InvalidValueError(
             f"op {op!r}: no second derivative at repeated{' or zero' if zeros else ''} "
-            f"{'singular ' if zeros else 'eigen'}values ({np.array2string(v, precision=4)}): the "
+            f"{'singular ' if zeros else 'eigen'}values ({np.array2string(plain_numbers(v), precision=4)}): the "
             "first derivative there is a convention, exact for functions invariant in the degenerate "
             "subspace (docs/conventions.md), and not differentiable again; take second derivatives "
             "where the values are distinct"
@@ -86,9 +86,11 @@ def block_average(x: Any, same: np.ndarray) -> Any:
     return linalg.matmul(shapes.expand_dims(x, axis=-2), weights)[..., 0, :]
 
 
-def _negligible(part: np.ndarray, scale: float, dtype: Any) -> bool:
-    """Whether every entry of `part` is rounding next to `scale` (the cotangent's or tangent's)."""
-    return not np.any(np.abs(part) > 64 * max(part.shape[-1:] or (1,)) * np.finfo(dtype).eps * scale)
+def _negligible(part: Any, scale: Any, dtype: Any) -> bool:
+    """Whether every entry of `part` is rounding next to `scale` (the cotangent's or tangent's;
+    under vmap each example's, and every example's entries)."""
+    bound = 64 * max(part.shape[-1:] or (1,)) * np.finfo(dtype).eps * scale
+    return not plain_numbers(np.abs(part) > bound).any()
 
 
 def refuse_undetermined(
@@ -99,12 +101,12 @@ def refuse_undetermined(
     there: where it is not, the derivative is undetermined by the cotangent or tangent."""
     dtype = concrete(values).dtype
     for quantity, mask in checks:
-        q = np.asarray(concrete(quantity))
+        q = concrete(quantity)  # (not np.asarray: under vmap a batch, every example's at once)
         part = np.where(np.broadcast_to(mask, q.shape), q, 0)
         if not _negligible(part, scale, dtype):
             raise InvalidValueError(
                 f"op {op!r}: no derivative at the degenerate values "
-                f"{np.array2string(concrete(values), precision=4)}: {what}. {advice}"
+                f"{np.array2string(plain_numbers(values), precision=4)}: {what}. {advice}"
             )
 
 
@@ -131,13 +133,13 @@ def refuse_phase_dependent(op: str, phase_part: Any, scale: float, advice: str) 
     loss is unchanged when complex vectors turn by e^{i phi} (LAPACK fixes that phase by a choice of
     its own, which moves with a), is rounding next to scale: a loss that depends on the phase has
     no derivative of NumPy's function that adcore could give (as torch's svd/eigh backward check)."""
-    part = np.abs(np.asarray(concrete(phase_part)))
+    part = np.abs(concrete(phase_part))  # (under vmap a batch, with each example's scale)
     eps = np.finfo(part.dtype).eps
-    if np.any(part > np.sqrt(eps) * max(scale, np.finfo(part.dtype).tiny)):
+    if plain_numbers(part > np.sqrt(eps) * np.maximum(scale, np.finfo(part.dtype).tiny)).any():
         raise InvalidValueError(
             f"op {op!r}: the singular or eigen vectors in the complex case are specified up to "
             "multiplication by e^{i phi} (LAPACK picks phi, and it moves with the input), and the loss "
-            f"depends on that phase (imaginary parts {np.array2string(part, precision=3)} where 0 "
+            f"depends on that phase (imaginary parts {np.array2string(plain_numbers(part), precision=3)} where 0 "
             f"means it does not), so its derivative is ill-defined. {advice}"
         )
 

@@ -71,7 +71,7 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
             "computes it whether or not np.linalg.eigh's eigenvectors are used)",
             EIGH_ADVICE,
             (x, repeated),
-            scale=float(np.max(np.abs(concrete(t)), initial=0.0)),
+            scale=np.max(np.abs(concrete(t)), initial=0.0),
         )
     f = gap_inverse(w, tol)
     dw = anp.expand_dims(diagonal_of(x), axis=-2)
@@ -102,7 +102,7 @@ def _refuse_svd_tangent(s, tol, t, p, tv, tu, u, v, m, n) -> None:
     repeated = same & ~np.eye(same.shape[-1], dtype=bool)
     if not (plain_numbers(repeated).any() or plain_numbers(zero).any()):
         return
-    scale = float(np.max(np.abs(concrete(t)), initial=0.0))
+    scale = np.max(np.abs(concrete(t)), initial=0.0)
     checks = [(p, repeated), (diagonal_of(p), zero)]
     if m > n:
         checks.append((tv - anp.matmul(u, p), zero[..., None, :]))

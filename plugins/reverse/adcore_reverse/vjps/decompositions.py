@@ -63,7 +63,7 @@ def _complex_eigh_vjp(g, ans, a, UPLO):
     tol = degenerate_tolerance(w, w.shape[-1])
     refuse_second_order("eigh_packed", w, tol, ans, g)
     x = anp.matmul(swap_last(v), gv)
-    scale = float(np.max(np.abs(concrete(gv)), initial=0.0))
+    scale = np.max(np.abs(concrete(gv)), initial=0.0)  # (not float(): under vmap each example's)
     refuse_phase_dependent(
         "eigh_packed", np.imag(np.diagonal(concrete(x), axis1=-2, axis2=-1)), scale, PHASE_ADVICE
     )
@@ -82,7 +82,7 @@ def _refuse_eigh_cotangent(w, tol, x, gw, gv) -> None:
     repeated = same & ~np.eye(same.shape[-1], dtype=bool)
     if not plain_numbers(repeated).any():  # (under vmap: in any example)
         return
-    scale = float(max(np.max(np.abs(concrete(gw)), initial=0.0), np.max(np.abs(concrete(gv)), initial=0.0)))
+    scale = np.maximum(np.max(np.abs(concrete(gw)), initial=0.0), np.max(np.abs(concrete(gv)), initial=0.0))
     refuse_undetermined(
         "eigh_packed",
         w,
@@ -126,7 +126,7 @@ def _refuse_svd_cotangent(s, tol, j, k, gu, gs, gv, u, v, m, n) -> None:
     if not (plain_numbers(repeated).any() or plain_numbers(zero).any()):
         return
     sizes = [np.max(np.abs(concrete(c)), initial=0.0) for c in (gu, gs, gv)]
-    scale = float(max(sizes))
+    scale = np.maximum(np.maximum(sizes[0], sizes[1]), sizes[2])  # (under vmap each example's)
     what = "the singular vectors' cotangent has a part inside a repeated or zero singular value's block"
     refuse_undetermined("svd_packed", s, what, SVD_ADVICE, (j, repeated), (k, repeated), scale=scale)
     gs_ = concrete(gs)
@@ -199,7 +199,8 @@ def _complex_svd_vjp(g, ans, a):
     refuse_second_order("svd_packed", s, tol, ans, g, zeros=True)
     j = anp.matmul(swap_last(u), gu)
     k = anp.matmul(swap_last(v), gv)
-    scale = float(max(np.max(np.abs(concrete(c)), initial=0.0) for c in (gu, gs, gv)))
+    sizes = [np.max(np.abs(concrete(c)), initial=0.0) for c in (gu, gs, gv)]
+    scale = np.maximum(np.maximum(sizes[0], sizes[1]), sizes[2])  # (under vmap each example's)
     phase_part = np.imag(np.diagonal(concrete(j) + concrete(k), axis1=-2, axis2=-1))
     refuse_phase_dependent("svd_packed", phase_part, scale, PHASE_ADVICE)
     cu = anp.conj(u)
