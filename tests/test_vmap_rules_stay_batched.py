@@ -255,3 +255,14 @@ def test_vmap_of_grad_of_a_phase_dependent_loss_refuses_as_the_loop():
         df(HERMITIAN[0])
     with pytest.raises(AdcoreError, match="phase"):
         adcore.vmap(df, fallback="error")(HERMITIAN)
+
+
+def test_vmap_of_hessian_of_std_stays_batched_and_refuses_as_the_loop():
+    xs = np.random.default_rng(5).random((3, 4))
+    h = adcore.hessian(lambda x: np.std(x))
+    _assert_loop_s((adcore.vmap(h, fallback="error")(xs),), lambda x: (h(x),), [xs], "std")
+    xs[1] = 1.0  # std = 0 in one example: no second derivative there
+    with pytest.raises(AdcoreError, match="no second derivative"):
+        h(xs[1])
+    with pytest.raises(AdcoreError, match="no second derivative"):
+        adcore.vmap(h, fallback="error")(xs)

@@ -240,7 +240,7 @@ def refuse_std_second_order(std: Any, x: Any, axis: Any) -> None:
     its derivative would be a plausible wrong number ((I - 1/n) / n came out)."""
     if not any(map(core.differentiated, (std, x))) or reduced_count(x, axis) < 2:
         return
-    if np.any(core.concrete(std) == 0):
+    if core.plain_numbers(core.concrete(std) == 0).any():  # (under vmap: where any example's is 0)
         raise InvalidValueError(
             "op 'std': no second derivative where all elements of a slice are equal (std = 0): the "
             "first derivative there is the subgradient 0, and std's gradient is unbounded nearby; take "
