@@ -172,3 +172,23 @@ def test_under_vmap_examples_with_and_without_zeros_each_get_their_own_backward_
         got = adcore.vmap(df, fallback="error")(rows)
     np.testing.assert_array_equal(loop, [[0.0, 0.5, 0.0], [0.5, 1 / 3, np.nan]])
     np.testing.assert_array_equal(got, loop)
+
+
+def test_under_vmap_a_node_whose_every_position_is_zero_in_some_examples_only():
+    """Past a matmul (not elementwise), an example whose cotangent is zero everywhere (its where
+    took 0) passes zeros to all of the matmul's input, the others nothing: log(0)'s inf then
+    reaches only the examples that use it, as in each example's own pass."""
+    w = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+
+    def f(x):
+        taken = np.where(np.sum(x) > 3.0, np.log(x) @ w, 0.0)
+        return np.sum(taken + np.where(x[:2] > 0.5, np.sqrt(x[:2]), 0.0))
+
+    rows = np.array([[0.0, 1.0, 1.0], [0.0, 2.0, 3.0], [1.0, 1.0, 0.2], [0.0, 0.0, 5.0]])
+    df = adcore.grad(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        loop = np.stack([df(x) for x in rows])
+        got = adcore.vmap(df, fallback="error")(rows)
+    assert loop[0, 0] == 0.0 and np.isinf(loop[1, 0])  # (row 0's where took 0: no inf)
+    np.testing.assert_array_equal(got, loop)
