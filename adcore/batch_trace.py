@@ -61,8 +61,10 @@ class BatchTrace(Trace):
         if rule is None:
             if op.elementwise:
                 rule = _elementwise_rule(op)
-            elif op.traceable and self._body_is_its_derivative(op, values):
-                return op.impl(*args, **params)
+            elif op.traceable:
+                if self._body_is_its_derivative(op, values):
+                    return op.impl(*args, **params)
+                rule = OVERRIDDEN_BODY_RULES.get(op.impl)
         out = NotImplemented if rule is None else rule(tuple(dims), *values, **params)
         if out is NotImplemented:
             out = looped(op, dims, values, params, self.size)
@@ -72,7 +74,8 @@ class BatchTrace(Trace):
     def _body_is_its_derivative(self, op: Any, values: list) -> bool:
         """Whether running a traceable op's body on the batch is right: always for its value, and
         under an outer transformation only if no rule of another kind (custom_vjp's) overrides
-        the body's derivative; else the loop, so each example's call meets that rule."""
+        the body's derivative; else its rule in OVERRIDDEN_BODY_RULES, or the loop, so each
+        example's call meets that rule."""
         if not any(isinstance(v, Tracer) for v in values):
             return True
         overridden = self._overridden.get(op.name)
@@ -80,6 +83,12 @@ class BatchTrace(Trace):
             rules = self.registry.rules.items()
             overridden = self._overridden[op.name] = any(op.name in t for kind, t in rules if kind != "batch")
         return not overridden
+
+
+# batch rules for traceable ops whose body is not their derivative, by the op's impl, for when
+# an outer transformation differentiates them (a custom function's op: adcore.custom_batching);
+# here, not in the registry, since user ops outlive a registry built without kind "batch"
+OVERRIDDEN_BODY_RULES: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 
 @functools.cache

@@ -30,9 +30,19 @@ import numpy as np
 
 from adcore import ops, plugins, tree
 from adcore.api import value_and_grad
+from adcore.batch_trace import OVERRIDDEN_BODY_RULES, BatchTracer
 from adcore.core import Tracer, frozen_value, plain_numbers
-from adcore.custom_values import check_agrees, describe, dtype_of, leaf_cotangents, leaf_value
+from adcore.custom_batching import batch_rule
+from adcore.custom_values import (
+    check_agrees,
+    checked_cotangents,
+    checked_pair,
+    dtype_of,
+    leaf_cotangents,
+    leaf_value,
+)
 from adcore.errors import (
+    BatchedConversionError,
     InvalidArgnumsError,
     InvalidInputError,
     InvalidOutputError,
@@ -153,6 +163,13 @@ class _Custom:
         traced = [
             i for i, value in zip(nondiff, static) if any(isinstance(x, Tracer) for x in tree.leaves(value))
         ]
+        for i in traced:  # a static argument vmap batches: each example has its own, so vmap loops
+            batched = [x for x in tree.leaves(args[i]) if isinstance(x, BatchTracer)]
+            if batched:
+                raise BatchedConversionError(
+                    batched[0]._trace,
+                    f"a batched value as argument {i} of {self._label} (in nondiff_argnums)",
+                )
         if traced:
             raise InvalidInputError(
                 f"{self._label}: argument {traced[0]} is in nondiff_argnums but holds a value being "
@@ -252,6 +269,10 @@ def _body(*leaves: Any, call: _Call) -> Any:
     return out
 
 
+# under vmap inside a derivative, a custom function's op is batched through its rules
+OVERRIDDEN_BODY_RULES[_body] = batch_rule
+
+
 # --- custom_vjp -------------------------------------------------------------------------
 
 
@@ -281,19 +302,9 @@ class custom_vjp(_Custom):  # noqa: N801 (JAX's name)
 def _run_bwd(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
     """Every leaf's cotangent from bwd, fwd run again for the residuals; checked."""
     label, fwd, bwd = call.custom._label, call.custom.fwd, call.custom.bwd
-    pair = fwd(*call.arguments(leaves))
-    if not isinstance(pair, tuple) or len(pair) != 2:
-        raise InvalidOutputError(
-            f"{label}: fwd returned {describe(pair)}; it must return a pair (out, residuals)"
-        )
+    pair = checked_pair(label, "fwd", fwd(*call.arguments(leaves)), "(out, residuals)")
     check_agrees(label, "fwd", "(out, residuals)", pair[0], ans)
-    cts = bwd(*call.static, pair[1], g)
-    arguments = call.differentiated(leaves)
-    if not isinstance(cts, (tuple, list)) or len(cts) != len(arguments):
-        raise InvalidOutputError(
-            f"{label}: bwd returned {describe(cts)}; it must return a tuple with one cotangent per "
-            f"differentiated argument ({len(arguments)}, nondiff_argnums excluded), e.g. (g_x,) for one"
-        )
+    cts = checked_cotangents(label, bwd(*call.static, pair[1], g), len(call.treedefs))
     return leaf_cotangents(label, "bwd", "cotangent", cts, call, leaves)
 
 
@@ -348,10 +359,7 @@ def _tangent_out(
     label = call.custom._label
     primals = tuple(call.differentiated(leaves))
     pair = call.custom.jvp(*call.static, primals, tuple(call.differentiated(tangents)))
-    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-        raise InvalidOutputError(
-            f"{label}: the jvp rule returned {describe(pair)}; it must return a pair (out, tangent_out)"
-        )
+    pair = checked_pair(label, "the jvp rule", pair, "(out, tangent_out)", (tuple, list))
     if check_out:
         check_agrees(label, "the jvp rule", "(out, tangent_out)", pair[0], ans)
     return leaf_value(pair[1], ans, lambda: f"{label}: the jvp rule's tangent_out")

@@ -42,6 +42,24 @@ def check_agrees(label: str, who: str, pair: str, out: Any, ans: Any) -> None:
         )
 
 
+def checked_pair(label: str, who: str, pair: Any, what: str, types: tuple = (tuple,)) -> tuple:
+    """What fwd (`what`: "(out, residuals)") or a jvp rule ("(out, tangent_out)") returned, which
+    must be a pair."""
+    if not isinstance(pair, types) or len(pair) != 2:
+        raise InvalidOutputError(f"{label}: {who} returned {describe(pair)}; it must return a pair {what}")
+    return pair
+
+
+def checked_cotangents(label: str, cts: Any, count: int) -> Any:
+    """What bwd returned, which must hold one cotangent per differentiated argument."""
+    if not isinstance(cts, (tuple, list)) or len(cts) != count:
+        raise InvalidOutputError(
+            f"{label}: bwd returned {describe(cts)}; it must return a tuple with one cotangent per "
+            f"differentiated argument ({count}, nondiff_argnums excluded), e.g. (g_x,) for one"
+        )
+    return cts
+
+
 def largest_difference(a: Any, b: Any) -> str:
     with np.errstate(invalid="ignore", over="ignore"):
         return f"{float(np.nanmax(np.abs(np.subtract(a, b, dtype=float)), initial=0.0)):.3g}"
