@@ -23,20 +23,19 @@ import adcore
 from adcore import derivatives, ops
 from adcore.conformance.tolerances import VMAP
 from adcore.errors import AdcoreError, BatchedConversionError
+from adcore.ops import ordering
 from adcore.plugins import get_registry
 from adcore.spec import OpSpec, Sample
+from adcore.vmap import VmapFallbackWarning
 
 BATCH = 3
 
 # The ops whose derivative rules still convert a batched value, so vmap(grad) loops over the
-# examples for them (correct, slower). Each needs per-example Python control flow or an index
-# read off each example's values:
-ORDERING = {
-    # the sorting permutation (np.argsort of each example's values) is a static getitem index
-    # of the rule: a batched index has no batched form as a param
-    "sort", "median", "percentile", "quantile",
-}  # fmt: skip
-STILL_LOOPING = {"reverse": ORDERING, "forward": ORDERING}
+# examples for them (correct, slower), each with its reason (per-example Python control flow, an
+# index read off each example's values). None at these samples: the sort family's permutation
+# is batched as a one-hot selection for rows up to ordering.ONE_HOT_ENTRIES (longer rows loop,
+# test_sorts_of_long_rows_loop below)
+STILL_LOOPING: dict[str, set[str]] = {"reverse": set(), "forward": set()}
 # The ops whose reverse Jacobian (no vmap of its own) pulls back one cotangent row at a time:
 ROW_BY_ROW = {
     # the adjoint ODE solve runs SciPy's solver (plain arrays) on each cotangent, its tolerance
@@ -266,3 +265,24 @@ def test_vmap_of_hessian_of_std_stays_batched_and_refuses_as_the_loop():
         h(xs[1])
     with pytest.raises(AdcoreError, match="no second derivative"):
         adcore.vmap(h, fallback="error")(xs)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_sorts_of_long_rows_loop_and_of_short_ones_stay_batched(backend):
+    """The sort family's one-hot permutation costs n * n per row: rows past ONE_HOT_ENTRIES take
+    the index (vmap loops, the loop's result); shorter ones are each example's, bit for bit, with
+    ties, NaNs (last) and signed zeros."""
+    df = adcore.grad(lambda x: np.sum(np.sort(x) * np.linspace(1.0, 2.0, len(x))), backend=backend)
+    short = np.array(
+        [[1.0, 1.0, np.nan, 0.0, -0.0, 2.0], [np.nan, np.nan, 1.0, 1.0, 1.0, 0.0], [0.0, -0.0, 0, -0.0, 5, 5]]
+    )
+    got, loop = adcore.vmap(df, fallback="error")(short), np.stack([df(x) for x in short])
+    np.testing.assert_array_equal(got, loop)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(loop))
+    long = np.random.default_rng(3).normal(size=(2, 300))
+    assert 300**2 > ordering.ONE_HOT_ENTRIES
+    with pytest.raises(BatchedConversionError):
+        adcore.vmap(df, fallback="error")(long)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        np.testing.assert_array_equal(adcore.vmap(df)(long), np.stack([df(x) for x in long]))

@@ -8,13 +8,13 @@ the interpolated slot (docs/conventions.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from adcore.core import concrete
+from adcore.core import Tracer, concrete
 from adcore.errors import InvalidValueError
-from adcore.ops import shapes
+from adcore.ops import elementwise, reductions, shapes
 
 QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
@@ -50,20 +50,51 @@ def from_rows(rows: Any, shape: tuple[int, ...], axis: Any, lead: int = 0) -> An
     return shapes.transpose(moved, axes=tuple(int(i) for i in np.argsort(order)))
 
 
-def sorting_permutation(x: Any, axis: Any) -> np.ndarray:
-    """(m, n): for each row of to_rows(x, axis), the stable argsort (NaNs last, as np.sort)."""
-    rows = np.asarray(concrete(to_rows(concrete(x), axis)))
-    return np.argsort(rows, axis=-1, kind="stable")
+# Under vmap a batch of permutations has no batched form as an index (a static param), so there
+# each is a one-hot matrix (OneHot), whose gathers are selections: n * n entries per row, so only
+# for rows up to this size (longer ones take the index, which makes vmap loop over the examples)
+ONE_HOT_ENTRIES = 2**16
 
 
-def permute_rows(rows: Any, perm: np.ndarray) -> Any:
+class OneHot(NamedTuple):
+    """Permutations as (m, n, n) booleans: `chosen[r, i, j]` where row r's slot i takes element j."""
+
+    chosen: Any
+
+
+def sorting_permutation(x: Any, axis: Any) -> np.ndarray | OneHot:
+    """(m, n): for each row of to_rows(x, axis), the stable argsort (NaNs last, as np.sort); under
+    vmap, as a OneHot of every example's."""
+    rows = concrete(to_rows(concrete(x), axis))
+    if isinstance(rows, Tracer) and rows.shape[0] * rows.shape[1] ** 2 <= ONE_HOT_ENTRIES:
+        return OneHot(_stable_ranks(rows)[..., None, :] == np.arange(rows.shape[1])[:, None])
+    return np.argsort(np.asarray(rows), axis=-1, kind="stable")
+
+
+def _stable_ranks(rows: Any) -> Any:
+    """(m, n): each element's slot in its row's stable sort, NaNs last: the elements below it,
+    and the equal ones before it."""
+    a, b = rows[..., :, None], rows[..., None, :]  # [k, j]: element k against element j
+    below = (a < b) | (~np.isnan(a) & np.isnan(b))
+    equal = (a == b) | (np.isnan(a) & np.isnan(b))
+    earlier = np.triu(np.ones((rows.shape[1],) * 2, dtype=bool), 1)  # k < j
+    return np.sum((below | (equal & earlier)).astype(np.float64), axis=-2)  # (exact counts)
+
+
+def permute_rows(rows: Any, perm: np.ndarray | OneHot) -> Any:
     """rows[..., i, perm[i, j]]: rows (lead..., m, n) gathered along n by each row's permutation."""
+    if isinstance(perm, OneHot):  # each slot's one element, plus -0.0 (x + -0.0 is x, bit for bit)
+        return reductions.sum(
+            elementwise.where(perm.chosen, shapes.expand_dims(rows, axis=-2), -0.0), axis=-1
+        )
     lead = (slice(None),) * (len(rows.shape) - 2)
     return shapes.getitem(rows, index=lead + (np.arange(perm.shape[0])[:, None], perm))
 
 
-def inverse(perm: np.ndarray) -> np.ndarray:
+def inverse(perm: np.ndarray | OneHot) -> np.ndarray | OneHot:
     """The inverse of each row's permutation."""
+    if isinstance(perm, OneHot):
+        return OneHot(np.swapaxes(perm.chosen, -1, -2))
     out = np.empty_like(perm)
     np.put_along_axis(out, perm, np.arange(perm.shape[-1])[None, :], axis=-1)
     return out
@@ -103,6 +134,9 @@ def quantile_weights(x: Any, q: Any, axis: Any, method: str, dtype: Any) -> np.n
     """(q.size, m, n) in `dtype`: d quantile / d rows of to_rows(x, axis), a concrete array. Each
     (q, row) has the interpolation weights at the elements whose stable ranks are the two slots."""
     perm = sorting_permutation(x, axis)
+    if isinstance(perm, OneHot):  # (under vmap) element j of row r weighs as its slot
+        by_slot = slot_weights(q, perm.chosen.shape[-1], method)[:, None, :, None]  # (nq, 1, n, 1)
+        return reductions.sum(elementwise.where(perm.chosen, by_slot, -0.0), axis=-2).astype(dtype)
     m, n = perm.shape
     by_slot = slot_weights(q, n, method)  # (nq, n)
     weights = np.zeros((by_slot.shape[0], m, n))

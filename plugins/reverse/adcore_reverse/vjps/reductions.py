@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore.core import concrete
+from adcore.core import Tracer, concrete, plain_numbers
 from adcore.extend import centred, kept_shape, mask, prod_partials, tie_weights, times_step
 from adcore.ops import complex_parts as cp
 from adcore.ops.ordering import from_rows, quantile_weights
@@ -112,7 +112,10 @@ def quantile_vjp(g, ans, x, q, axis, method):
     per_q = anp.reshape(g, weights.shape[:2] + (1,))
     cotangent = from_rows(anp.sum(times_step(per_q, weights), axis=0), x.shape, axis)
     unread = np.all(weights == 0, axis=0)  # elements no quantile reads: structural zeros
-    return Masked(cotangent, np.asarray(from_rows(unread, x.shape, axis))) if unread.any() else cotangent
+    if not plain_numbers(unread).any():  # (under vmap: in no example; a batch keeps its masks)
+        return cotangent
+    zeros = from_rows(unread, x.shape, axis)
+    return Masked(cotangent, zeros if isinstance(zeros, Tracer) else np.asarray(zeros))
 
 
 # fmt: off
