@@ -19,6 +19,7 @@ freed with the function, its op with it.
 
 from __future__ import annotations
 
+import numbers
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,7 +28,7 @@ import numpy as np
 
 from adcore import ops, tree
 from adcore.batch_trace import BatchTrace, BatchTracer, example, stacked_examples
-from adcore.core import new_trace
+from adcore.core import Tracer, new_trace
 from adcore.custom_values import checked_cotangents, checked_pair, describe, leaf_cotangents, leaf_value
 from adcore.errors import BatchedConversionError, InvalidInputError, InvalidOutputError
 
@@ -80,6 +81,9 @@ def _fwd(call: Any, dims: Dims, *leaves: Any) -> tuple[Any, _Residuals]:
 
     size = _size(dims, leaves)
     batched = _batched(fwd, dims, leaves, size)
+    if batched is not None and not all(isinstance(r, _ARRAYS) for r in tree.leaves(batched[0][1])):
+        # a residual adcore cannot look into (a closure, an object) may hold the batch's tracers
+        batched = None
     if batched is None:  # fwd converts a batched value: once per example, and so will bwd
         pairs = _examples(fwd, dims, leaves, size)
         out = stacked_examples([pair[0] for pair in pairs], f"{label}'s fwd")
@@ -89,22 +93,45 @@ def _fwd(call: Any, dims: Dims, *leaves: Any) -> tuple[Any, _Residuals]:
         raise InvalidOutputError(
             f"{label}: fwd's out is {describe(out)}; it must be one array, the function's value"
         )
-    return _at_front(out, axes[0], size), _Residuals(leaves, size, batched=(residuals, axes[1:]))
+    return _at_front(out, axes[0], size), _Residuals(leaves, size, residuals, axes[1:])
+
+
+# residual leaves whose batch vmap sees: arrays, numbers, strings (and traced values)
+_ARRAYS = (np.ndarray, np.generic, numbers.Number, str, bytes, Tracer)
 
 
 class _Residuals:
     """What the twin's fwd hands its bwd: the inputs, and fwd's residuals for the whole batch
-    with each of their leaves' batch axes (None: every example's), or one per example."""
+    (`values`, with each leaf's batch axis in `axes`, None for one every example shares) or one
+    per example. A pytree, so that an outer vmap of the twin batches what it holds."""
 
     def __init__(
-        self, leaves: tuple, size: int, batched: tuple | None = None, per_example: list | None = None
+        self,
+        leaves: tuple,
+        size: int,
+        values: Any = None,
+        axes: list | None = None,
+        per_example: list | None = None,
     ) -> None:
-        self.leaves, self.size, self.batched, self.per_example = leaves, size, batched, per_example
+        self.leaves, self.size, self.values, self.axes, self.per_example = (
+            leaves,
+            size,
+            values,
+            axes,
+            per_example,
+        )
 
     def example(self, i: int) -> Any:
         if self.per_example is not None:
             return self.per_example[i]
-        return _example(*self.batched, i)
+        return _example(self.values, self.axes, i)
+
+
+tree.register(
+    _Residuals,
+    lambda r: ((r.leaves, r.values, r.per_example), (r.size, None if r.axes is None else tuple(r.axes))),
+    lambda aux, kids: _Residuals(kids[0], aux[0], kids[1], None if aux[1] is None else list(aux[1]), kids[2]),
+)
 
 
 def _bwd(call: Any, dims: Dims, residuals: _Residuals, g: Any) -> tuple:
@@ -117,8 +144,8 @@ def _bwd(call: Any, dims: Dims, residuals: _Residuals, g: Any) -> tuple:
         return leaf_cotangents(label, "bwd", "cotangent", cts, call, ls)
 
     batched = None
-    if residuals.batched is not None:
-        batched = _batched(bwd, (residuals.batched[1], 0, *dims), (residuals.batched[0], g, *leaves), size)
+    if residuals.per_example is None:
+        batched = _batched(bwd, (residuals.axes, 0, *dims), (residuals.values, g, *leaves), size)
     if batched is None:  # fwd or bwd converts a batched value: bwd once per example
         rows = [
             bwd(residuals.example(i), example(g, 0, i), *(example(x, d, i) for x, d in zip(leaves, dims)))
