@@ -401,3 +401,29 @@ def test_a_residual_vmap_cannot_look_into_makes_fwd_run_once_per_example():
     got = quiet(lambda: adcore.grad(lambda X: anp.sum(vmap(f)(X) * 2.0))(X))
     assert_same(got, np.stack([2.0 * (np.cos(x) * x + np.sin(x)) for x in X]), exact=False)
     assert calls["fwd"] == 1 + len(X)  # the batched try, then once per example
+
+
+# --- checkpoint: its twin recomputes the body over the batch -----------------------------------------
+
+
+def test_grad_of_vmap_of_a_checkpointed_function_runs_its_body_twice_for_the_batch():
+    calls = Counter()
+
+    def f(x):
+        calls["body"] += 1
+        return anp.sum(anp.sin(x) * x)
+
+    got = quiet(lambda: adcore.grad(lambda X: anp.sum(vmap(adcore.checkpoint(f))(X)))(X))
+    assert calls["body"] == 2  # the forward pass and the backward pass's recomputation, each batched
+    assert_same(got, np.stack([np.cos(x) * x + np.sin(x) for x in X]), exact=False)
+
+
+def test_grad_of_vmap_of_a_checkpointed_function_still_refuses_a_changed_recomputation():
+    state = {"calls": 0}
+
+    def drifting(x):
+        state["calls"] += 1
+        return anp.sum(x * state["calls"])
+
+    with pytest.raises(adcore.errors.StateChangedError):
+        adcore.grad(lambda X: anp.sum(vmap(adcore.checkpoint(drifting))(X)))(X)
