@@ -89,7 +89,7 @@ def _fwd(call: Any, dims: Dims, *leaves: Any) -> tuple[Any, _Residuals]:
         out = stacked_examples([pair[0] for pair in pairs], f"{label}'s fwd")
         return out, _Residuals(leaves, size, per_example=[pair[1] for pair in pairs])
     (out, residuals), axes = batched
-    if len(tree.leaves(out)) != 1:
+    if not tree.is_leaf(tree.structure(out)):
         raise InvalidOutputError(
             f"{label}: fwd's out is {describe(out)}; it must be one array, the function's value"
         )
@@ -113,13 +113,8 @@ class _Residuals:
         axes: list | None = None,
         per_example: list | None = None,
     ) -> None:
-        self.leaves, self.size, self.values, self.axes, self.per_example = (
-            leaves,
-            size,
-            values,
-            axes,
-            per_example,
-        )
+        self.leaves, self.size = leaves, size
+        self.values, self.axes, self.per_example = values, axes, per_example
 
     def example(self, i: int) -> Any:
         if self.per_example is not None:
@@ -147,6 +142,7 @@ def _bwd(call: Any, dims: Dims, residuals: _Residuals, g: Any) -> tuple:
     if residuals.per_example is None:
         batched = _batched(bwd, (residuals.axes, 0, *dims), (residuals.values, g, *leaves), size)
     if batched is None:  # fwd or bwd converts a batched value: bwd once per example
+        _some_examples(size)
         rows = [
             bwd(residuals.example(i), example(g, 0, i), *(example(x, d, i) for x, d in zip(leaves, dims)))
             for i in range(size)
@@ -234,12 +230,16 @@ def _example(x: Any, dim: Any, i: int) -> Any:
 
 def _examples(fn: Callable[..., Any], dims: Sequence[Any], args: Sequence[Any], size: int) -> list:
     """fn once per example (where it converts a batched value)."""
+    _some_examples(size)
+    return [fn(*(_example(x, d, i) for x, d in zip(args, dims))) for i in range(size)]
+
+
+def _some_examples(size: int) -> None:
     if size == 0:
         raise InvalidInputError(
             "vmap over an axis of size 0 reached a custom function's rule that converts a batched value, "
             "so it would run once per example, and has no example to learn its result's shape from"
         )
-    return [fn(*(_example(x, d, i) for x, d in zip(args, dims))) for i in range(size)]
 
 
 def _at_front(x: Any, axis: int | None, size: int) -> Any:
