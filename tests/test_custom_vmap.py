@@ -427,3 +427,35 @@ def test_grad_of_vmap_of_a_checkpointed_function_still_refuses_a_changed_recompu
 
     with pytest.raises(adcore.errors.StateChangedError):
         adcore.grad(lambda X: anp.sum(vmap(adcore.checkpoint(drifting))(X)))(X)
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward"])
+def test_a_custom_jvp_with_nondiff_argnums_and_a_pytree_argument(backend):
+    calls = Counter()
+
+    @adcore.custom_jvp
+    def weighted(scale, p):
+        return scale * anp.sum(anp.sin(p["a"]) * p["b"])
+
+    weighted = adcore.custom_jvp(weighted.fun, nondiff_argnums=(0,))
+
+    @weighted.defjvp
+    def rule(scale, primals, tangents):
+        calls["jvp"] += 1
+        ((p,), (t,)) = primals, tangents
+        return weighted(scale, p), scale * anp.sum(
+            anp.cos(p["a"]) * t["a"] * p["b"] + anp.sin(p["a"]) * t["b"]
+        )
+
+    P = {"a": X, "b": rng.normal(size=(3,))}  # b shared by the examples
+
+    def loss(P):
+        return anp.sum(vmap(lambda p: weighted(3.0, p), in_axes=({"a": 0, "b": None},))(P))
+
+    got = quiet(lambda: adcore.grad(loss, backend=backend)(P))
+    batched_calls = calls["jvp"]
+    calls.clear()
+    per_example = [adcore.grad(lambda p: weighted(3.0, p), backend=backend)({"a": a, "b": P["b"]}) for a in X]
+    assert batched_calls * len(X) == calls["jvp"]  # the rule ran as often for the batch as for one example
+    assert_same(got["a"], np.stack([p["a"] for p in per_example]), exact=False)
+    np.testing.assert_allclose(got["b"], np.sum([p["b"] for p in per_example], axis=0), rtol=1e-12)
