@@ -10,102 +10,42 @@ import numpy as np
 import pytest
 from adcore_kernels import ops
 from adcore_kernels.ops import OPS
+from batch_rule_cases import assert_same, batches, cases, check, layouts, looped, stacked
 
 import adcore
 import adcore.numpy as anp
 from adcore import plugins
 from adcore.plugins import get_registry, loaded_registry
 
-SIZE = 3
 KERNEL_OPS = [spec.name for spec in OPS]
 CONVOLUTIONS = {"conv2d", "conv2d_input_grad", "conv2d_weight_grad"}
-RTOL = {"d": 1e-12, "f": 1e-5}
 
 
-def batches(name: str, dtype: type) -> list:
-    """(examples, params) per sample of op `name`: the sample drawn SIZE times, same shapes and params."""
-    op = get_registry().ops[name]
-    draws = [op.samples(np.random.default_rng(seed), np.dtype(dtype)) for seed in range(SIZE)]
-    out = []
-    for group in zip(*draws):
-        assert all(s.params == group[0].params for s in group)
-        out.append(([tuple(np.asarray(x) for x in s.args) for s in group], dict(group[0].params)))
-    return out
-
-
-def layouts(examples: list) -> list[tuple]:
-    """Batch axes for every input: first, second, last, and each input left unbatched in turn."""
-    ndims = [np.ndim(x) for x in examples[0]]
-    out = [tuple(min(position, n) for n in ndims) for position in (0, 1)]
-    out.append(tuple(ndims))
-    if len(ndims) > 1:
-        out += [tuple(None if i == j else 0 for i in range(len(ndims))) for j in range(len(ndims))]
-    return list(dict.fromkeys(out))
-
-
-def stacked(examples: list, dims: tuple) -> list:
-    """The batched inputs: each example's input i stacked along dims[i]; the first example's where None."""
-    return [
-        examples[0][i] if d is None else np.stack([ex[i] for ex in examples], axis=d)
-        for i, d in enumerate(dims)
-    ]
-
-
-def looped(name: str, examples: list, dims: tuple, params: dict) -> np.ndarray:
-    """The op on each example (the unbatched inputs the first example's), stacked."""
-    impl = get_registry().ops[name].impl
-    shared = examples[0]
-    return np.stack(
-        [impl(*(x if d is not None else y for x, y, d in zip(ex, shared, dims)), **params) for ex in examples]
-    )
-
-
-def assert_same(name: str, out, expected: np.ndarray, params: dict) -> None:
+def exact(name: str, params: dict) -> bool:
     """Bit for bit where each example is computed as alone (pooling, each plane on its own; the direct
     convolution's loops); to rounding where the batch makes a BLAS product or an FFT's matmul larger
     (im2col, fft, winograd: one GEMM of the whole batch sums in another order)."""
-    out = np.asarray(out)
-    assert out.shape == expected.shape and out.dtype == expected.dtype, (out.shape, out.dtype, expected.shape)
-    if name not in CONVOLUTIONS or params.get("algorithm") == "direct":
-        np.testing.assert_array_equal(out, expected)
-    else:
-        tol = RTOL[out.dtype.char]
-        np.testing.assert_allclose(out, expected, rtol=tol, atol=tol * np.max(np.abs(expected), initial=0.0))
+    return name not in CONVOLUTIONS or params.get("algorithm") == "direct"
 
 
-def cases() -> list:
-    return [
-        pytest.param(name, dtype, k, id=f"{name}-{np.dtype(dtype).name}-{k}")
-        for name in KERNEL_OPS
-        for dtype in (np.float64, np.float32)
-        for k in range(len(batches(name, dtype)))
-    ]
+CASES = cases(KERNEL_OPS, (np.float64, np.float32))
 
 
-@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+@pytest.mark.parametrize(("name", "dtype", "k"), CASES)
 def test_rule_matches_the_loop(name: str, dtype: type, k: int) -> None:
     examples, params = batches(name, dtype)[k]
-    rule = get_registry().rules["batch"][name]
-    covered = []
-    for dims in layouts(examples):
-        result = rule(dims, *stacked(examples, dims), **params)
-        covered.append(result is not NotImplemented)
-        if result is not NotImplemented:
-            out, out_dim = result
-            assert_same(
-                name, np.moveaxis(np.asarray(out), out_dim, 0), looped(name, examples, dims, params), params
-            )
+    covered = [check(name, examples, params, dims, exact(name, params)) for dims in layouts(examples)]
     # a convolution of two batched inputs is a grouped one, which the kernels do not compute: the loop's
     assert covered == [name not in CONVOLUTIONS or None in dims for dims in layouts(examples)]
 
 
-@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+@pytest.mark.parametrize(("name", "dtype", "k"), CASES)
 def test_vmap_of_the_op_matches_the_loop(name: str, dtype: type, k: int) -> None:
     examples, params = batches(name, dtype)[k]
     op = get_registry().ops[name]
     for dims in layouts(examples):
         out = adcore.vmap(lambda *xs: op(*xs, **params), in_axes=dims)(*stacked(examples, dims))
-        assert_same(name, out, looped(name, examples, dims, params), params)
+        assert_same(out, looped(name, examples, dims, params), exact(name, params))
 
 
 def test_the_rules_run_each_example_by_the_algorithm_auto_picks_for_it(monkeypatch) -> None:
@@ -126,7 +66,7 @@ def test_the_rules_run_each_example_by_the_algorithm_auto_picks_for_it(monkeypat
     assert ran == ["im2col"] and conv.choose_algorithm((1, 8, 6, 6), (3, 8, 3, 3), padding=1) == "winograd"
     expected = np.stack([ops.conv2d_weight_grad.impl(x, g, **params) for x in xs])
     assert ran[1:] == ["im2col"] * 8
-    assert_same("conv2d_weight_grad", out, expected, params)
+    assert_same(out, expected, exact("conv2d_weight_grad", params))
 
 
 def _small_cnn(w, x, target):

@@ -12,6 +12,7 @@ import pytest
 from adcore_scipy.batch_rules import BATCH_RULES
 from adcore_scipy.linalg.ops import solve_sylvester
 from adcore_scipy.signal.ops import signal_convolve
+from batch_rule_cases import assert_same, batches, cases, check, layouts, looped, stacked
 
 import adcore
 import adcore.numpy as anp
@@ -19,55 +20,12 @@ from adcore import plugins
 from adcore.errors import LinearAlgebraError
 from adcore.plugins import get_registry, loaded_registry
 
-SIZE = 3
 LEFT_TO_THE_LOOP = {"spd_inverse", "odeint"}
 
 
 def _scipy_ops(elementwise: bool) -> list[str]:
     registry = get_registry()
     return sorted(n for n in registry.plugins["scipy"].ops if registry.ops[n].elementwise == elementwise)
-
-
-def batches(name: str, dtype: type) -> list:
-    """(examples, params) per sample of op `name`: the sample drawn SIZE times, same shapes and params."""
-    op = get_registry().ops[name]
-    draws = [op.samples(np.random.default_rng(seed), np.dtype(dtype)) for seed in range(SIZE)]
-    out = []
-    for group in zip(*draws):
-        out.append(([tuple(np.asarray(x) for x in s.args) for s in group], dict(group[0].params)))
-    return out
-
-
-def layouts(examples: list) -> list[tuple]:
-    """Batch axes for every input: first, second, last, and each input left unbatched in turn."""
-    ndims = [np.ndim(x) for x in examples[0]]
-    out = [tuple(min(position, n) for n in ndims) for position in (0, 1)]
-    out.append(tuple(ndims))
-    if len(ndims) > 1:
-        out += [tuple(None if i == j else 0 for i in range(len(ndims))) for j in range(len(ndims))]
-    return list(dict.fromkeys(out))
-
-
-def stacked(examples: list, dims: tuple) -> list:
-    return [
-        examples[0][i] if d is None else np.stack([ex[i] for ex in examples], axis=d)
-        for i, d in enumerate(dims)
-    ]
-
-
-def looped(name: str, examples: list, dims: tuple, params: dict) -> np.ndarray:
-    impl = get_registry().ops[name].impl
-    shared = examples[0]
-    return np.stack(
-        [impl(*(x if d is not None else y for x, y, d in zip(ex, shared, dims)), **params) for ex in examples]
-    )
-
-
-def assert_same(out, expected: np.ndarray) -> None:
-    """Bit for bit: every rule computes each example's matrix, rows or columns as the op does alone."""
-    out = np.asarray(out)
-    assert out.shape == expected.shape and out.dtype == expected.dtype, (out.shape, out.dtype, expected.shape)
-    np.testing.assert_array_equal(out, expected)
 
 
 def covered(name: str, dims: tuple, examples: list, params: dict) -> bool:
@@ -86,30 +44,18 @@ def covered(name: str, dims: tuple, examples: list, params: dict) -> bool:
     return True
 
 
-def cases() -> list:
-    registry = get_registry()
-    return [
-        pytest.param(name, dtype, k, id=f"{name}-{np.dtype(dtype).name}-{k}")
-        for name in sorted(BATCH_RULES)
-        for dtype in (np.float64, np.float32, np.complex128)
-        if np.dtype(dtype).kind != "c" or registry.ops[name].accepts_complex
-        for k in range(len(batches(name, dtype)))
-    ]
+CASES = cases(sorted(BATCH_RULES), (np.float64, np.float32, np.complex128))
 
 
-@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+@pytest.mark.parametrize(("name", "dtype", "k"), CASES)
 def test_rule_matches_the_loop(name: str, dtype: type, k: int) -> None:
     examples, params = batches(name, dtype)[k]
-    rule = get_registry().rules["batch"][name]
+    # bit for bit: every rule computes each example's matrix, rows or columns as the op does alone
     for dims in layouts(examples):
-        result = rule(dims, *stacked(examples, dims), **params)
-        assert (result is not NotImplemented) == covered(name, dims, examples, params), dims
-        if result is not NotImplemented:
-            out, out_dim = result
-            assert_same(np.moveaxis(np.asarray(out), out_dim, 0), looped(name, examples, dims, params))
+        assert check(name, examples, params, dims) == covered(name, dims, examples, params), dims
 
 
-@pytest.mark.parametrize(("name", "dtype", "k"), cases())
+@pytest.mark.parametrize(("name", "dtype", "k"), CASES)
 def test_vmap_of_the_op_matches_the_loop(name: str, dtype: type, k: int) -> None:
     examples, params = batches(name, dtype)[k]
     op = get_registry().ops[name]
