@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from adcore_batching.rules.reductions import outermost
+from batch_rule_cases import SIZE, batches, check, layouts
 
 import adcore
 import adcore.numpy as anp
 from adcore import ops
 from adcore.plugins import get_registry
 
-SIZE = 3
 OPS = (
     "sum", "mean", "prod", "nansum", "nanmean", "average", "max", "min", "ptp", "trace",
     "var", "std", "median", "quantile", "percentile",
@@ -48,21 +48,6 @@ SUMMING = (
 ORDERING = ("max", "min", "ptp", "median", "cumsum", "cumprod", "sort")  # fmt: skip
 
 
-def same_params(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
-
-
-def batches(name: str, dtype: type = np.float64) -> list:
-    """(examples, params) per sample of op `name`: the sample drawn SIZE times, same shapes and params."""
-    op = get_registry().ops[name]
-    draws = [op.samples(np.random.default_rng(seed), np.dtype(dtype)) for seed in range(SIZE)]
-    out = []
-    for group in zip(*draws):
-        assert all(same_params(s.params, group[0].params) for s in group)
-        out.append(([tuple(np.asarray(x) for x in s.args) for s in group], dict(group[0].params)))
-    return out
-
-
 def long_batches(name: str, dtype: type) -> list:
     """(examples, params) with rows long enough for NumPy's pairwise sums, each axis of LONG."""
     rng = np.random.default_rng(7)
@@ -81,48 +66,6 @@ def long_batches(name: str, dtype: type) -> list:
             else:
                 out.append((examples, {"axis": axis}))
     return out
-
-
-def layouts(examples: list) -> list[tuple]:
-    """Batch axes for every input: first, second, last (as far as each example has axes), and with
-    two inputs each left unbatched in turn."""
-    ndims = [np.ndim(x) for x in examples[0]]
-    out = [tuple(min(position, n) for n in ndims) for position in (0, 1)]
-    out.append(tuple(ndims))
-    if len(ndims) > 1:
-        out += [tuple(None if i == j else 0 for i in range(len(ndims))) for j in range(len(ndims))]
-    return list(dict.fromkeys(out))
-
-
-def stacked(examples: list, dims: tuple) -> list:
-    """The batched inputs: each example's input i stacked along dims[i] (the first example's when None)."""
-    return [
-        examples[0][i] if d is None else np.stack([ex[i] for ex in examples], axis=d)
-        for i, d in enumerate(dims)
-    ]
-
-
-def loop(name: str, examples: list, dims: tuple, params: dict) -> np.ndarray:
-    """The op on each example (the unbatched inputs the first example's), stacked."""
-    impl = get_registry().ops[name].impl
-    shared = examples[0]
-    return np.stack(
-        [impl(*(x if d is not None else y for x, y, d in zip(ex, shared, dims)), **params) for ex in examples]
-    )
-
-
-def check(name: str, examples: list, params: dict, dims: tuple) -> bool:
-    """Whether the rule covers the call (False: NotImplemented); asserts its value is the loop's."""
-    rule = get_registry().rules["batch"][name]
-    expected = loop(name, examples, dims, params)
-    result = rule(dims, *stacked(examples, dims), **params)
-    if result is NotImplemented:
-        return False
-    out, out_dim = result
-    out = np.moveaxis(np.asarray(out), out_dim, 0)
-    assert out.shape == expected.shape and out.dtype == expected.dtype, (out.shape, expected.shape)
-    np.testing.assert_array_equal(out, expected)
-    return True
 
 
 @pytest.mark.parametrize("name", OPS)

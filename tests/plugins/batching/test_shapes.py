@@ -13,12 +13,12 @@ import itertools
 import numpy as np
 import pytest
 from adcore_batching.rules import BATCH_RULES
+from batch_rule_cases import SIZE, batches, check, layouts
 
 import adcore
 from adcore import ops
 from adcore.plugins import get_registry
 
-BATCH = 3
 batch_trace = importlib.import_module("adcore.batch_trace")  # (where vmap's loop rule is)
 
 COVERED = (
@@ -28,69 +28,30 @@ COVERED = (
 ).split()
 
 
-def _examples(name: str, dtype: type) -> list[list]:
-    """For each of the op's samples: BATCH draws of it (the same shapes and params, new values)."""
-    spec = get_registry().ops[name]
-    draws = [spec.samples(np.random.default_rng(seed), np.dtype(dtype)) for seed in range(BATCH)]
-    return [list(samples) for samples in zip(*draws)]
-
-
 def _cases(names: list[str], dtype: type = np.float64) -> list:
     return [
-        pytest.param(name, draws, id=f"{name}-{k}")
+        pytest.param(name, examples, params, id=f"{name}-{k}")
         for name in names
-        for k, draws in enumerate(_examples(name, dtype))
+        for k, (examples, params) in enumerate(batches(name, dtype))
     ]
 
 
-def _dims_to_try(ranks: list[int]) -> list[tuple]:
-    """The batch axis first, second and last in every input; then each input unbatched in turn."""
-    out = {tuple(min(pos, r) for r in ranks) for pos in (0, 1)} | {tuple(ranks)}
-    if len(ranks) > 1:
-        out |= {tuple(None if i == j else 0 for i in range(len(ranks))) for j in range(len(ranks))}
-    return sorted(out, key=str)
+def assert_rule_is_the_loop(name: str, examples: list, params: dict) -> None:
+    assert get_registry().rules["batch"][name] is BATCH_RULES[name]  # the rule check() runs
+    for dims in layouts(examples):
+        assert check(name, examples, params, dims), (name, dims, params)
 
 
-def looped(name: str, draws: list, dims: tuple) -> np.ndarray:
-    impl = get_registry().ops[name].impl
-    params = draws[0].params
-    results = [
-        impl(
-            *(x if d is not None else draws[0].args[i] for i, (x, d) in enumerate(zip(s.args, dims))),
-            **params,
-        )
-        for s in draws
-    ]
-    return np.stack(results)
+@pytest.mark.parametrize(("name", "examples", "params"), _cases(COVERED))
+def test_rule_is_the_loop(name, examples, params):
+    assert_rule_is_the_loop(name, examples, params)
 
 
-def batched(name: str, draws: list, dims: tuple) -> tuple:
-    inputs = [
-        draws[0].args[i] if d is None else np.stack([s.args[i] for s in draws], axis=d)
-        for i, d in enumerate(dims)
-    ]
-    return BATCH_RULES[name](dims, *inputs, **draws[0].params)
-
-
-def assert_rule_is_the_loop(name: str, draws: list) -> None:
-    for dims in _dims_to_try([np.ndim(x) for x in draws[0].args]):
-        out = batched(name, draws, dims)
-        assert out is not NotImplemented, (name, dims, draws[0].params)
-        value, out_dim = out
-        got = np.moveaxis(np.asarray(value), out_dim, 0)
-        want = looped(name, draws, dims)
-        assert got.dtype == want.dtype, (dims, got.dtype, want.dtype)
-        np.testing.assert_array_equal(got, want, err_msg=f"{name} dims={dims} params={draws[0].params}")
-
-
-@pytest.mark.parametrize(("name", "draws"), _cases(COVERED))
-def test_rule_is_the_loop(name, draws):
-    assert_rule_is_the_loop(name, draws)
-
-
-@pytest.mark.parametrize(("name", "draws"), _cases(COVERED, np.float32) + _cases(COVERED, np.complex128))
-def test_rule_is_the_loop_in_float32_and_complex(name, draws):
-    assert_rule_is_the_loop(name, draws)
+@pytest.mark.parametrize(
+    ("name", "examples", "params"), _cases(COVERED, np.float32) + _cases(COVERED, np.complex128)
+)
+def test_rule_is_the_loop_in_float32_and_complex(name, examples, params):
+    assert_rule_is_the_loop(name, examples, params)
 
 
 def test_complex_inputs_move_as_they_are():
@@ -140,7 +101,7 @@ INDICES = _indices()
 
 def test_getitem_and_scatter_add_are_the_loop_for_every_kind_of_index():
     rng = np.random.default_rng(3)
-    xs = rng.normal(size=(BATCH,) + EXAMPLE)
+    xs = rng.normal(size=(SIZE,) + EXAMPLE)
     assert len(INDICES) > 400
     apart = 0
     for index in INDICES:
