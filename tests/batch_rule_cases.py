@@ -1,15 +1,20 @@
 """A batch rule against the loop, for the batch rules' tests: an op's samples drawn SIZE times (one batch
 of SIZE examples), the batch-axis layouts to try, the inputs stacked in a layout, the op on each example
-stacked, and the comparison of the two."""
+stacked, and the comparison of the two; and a plugin's batch rules registered whichever order
+adcore-batching loads in, or with it blocked."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+import adcore_batching.plugin
 import numpy as np
 import pytest
 
-from adcore.plugins import get_registry
+import adcore
+from adcore import plugins
+from adcore.plugins import get_registry, loaded_registry
+from adcore.registry import Registry
 
 SIZE = 3
 # where batching changes NumPy's summation order (one BLAS product or factorization of the batch)
@@ -93,3 +98,42 @@ def check(name: str, examples: list, params: dict, dims: tuple, exact: bool = Tr
     out, out_dim = result
     assert_same(np.moveaxis(np.asarray(out), out_dim, 0), looped(name, examples, dims, params), exact)
     return True
+
+
+# --- registration: the kind "batch" is adcore-batching's, a plugin's rules its own -------------------------
+
+
+def batch_rules_of(registry: Registry, plugin: str) -> list[str]:
+    """The ops `plugin` registered a batch rule for."""
+    return [op for kind, op in registry.plugins[plugin].rules if kind == "batch"]
+
+
+def registry_with_batching_loaded_after(
+    plugin: str, first_stage: str, register_plugin, monkeypatch
+) -> Registry:
+    """The registry with adcore-batching's entry point blocked and the same plugin registered by hand (it
+    loads after every entry point); asserts `plugin` loaded in the first stage (up to backend
+    `first_stage`) without the kind "batch", and without error once it was declared."""
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
+    register_plugin(adcore_batching.plugin, "late_batching")
+    plugins.reset()
+    adcore.get_backend(first_stage)
+    early = loaded_registry()
+    assert plugin in early.plugins and "batch" not in early.kinds and not early.plugins[plugin].error
+    registry = get_registry()  # the rest, late_batching with it: the rules that waited are added
+    names = list(registry.plugins)
+    assert names.index(plugin) < names.index("late_batching") and "batch" in registry.kinds
+    assert not registry.plugins[plugin].error
+    return registry
+
+
+def registry_without_batching(plugin: str, monkeypatch) -> Registry:
+    """The registry with adcore-batching blocked; asserts `plugin` loaded without error and without its
+    batch rules (set aside: their kind is never declared)."""
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
+    plugins.reset()
+    registry = get_registry()
+    assert "batching" not in registry.plugins and "batch" not in registry.kinds
+    assert plugin in registry.plugins and not registry.plugins[plugin].error
+    assert batch_rules_of(registry, plugin) == []
+    return registry

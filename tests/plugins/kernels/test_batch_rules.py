@@ -5,17 +5,26 @@ and the rules' registration whichever order adcore-batching loads in, or when it
 
 from __future__ import annotations
 
-import adcore_batching.plugin
 import numpy as np
 import pytest
 from adcore_kernels import ops
 from adcore_kernels.ops import OPS
-from batch_rule_cases import assert_same, batches, cases, check, layouts, looped, stacked
+from batch_rule_cases import (
+    assert_same,
+    batch_rules_of,
+    batches,
+    cases,
+    check,
+    layouts,
+    looped,
+    registry_with_batching_loaded_after,
+    registry_without_batching,
+    stacked,
+)
 
 import adcore
 import adcore.numpy as anp
-from adcore import plugins
-from adcore.plugins import get_registry, loaded_registry
+from adcore.plugins import get_registry
 
 KERNEL_OPS = [spec.name for spec in OPS]
 CONVOLUTIONS = {"conv2d", "conv2d_input_grad", "conv2d_weight_grad"}
@@ -104,40 +113,23 @@ def test_grad_of_a_vmapped_loss_matches_the_summed_loop() -> None:
 # --- registration: the kind is adcore-batching's, the rules this plugin's own -----------------------------
 
 
-def _batch_rules_of(registry, plugin: str) -> list[str]:
-    return [op for kind, op in registry.plugins[plugin].rules if kind == "batch"]
-
-
 def test_the_plugin_registers_a_batch_rule_for_each_of_its_ops(clean_plugins) -> None:
     registry = get_registry()
-    assert sorted(_batch_rules_of(registry, "kernels")) == sorted(KERNEL_OPS)
+    assert sorted(batch_rules_of(registry, "kernels")) == sorted(KERNEL_OPS)
     assert all(registry.rules["batch"][name] for name in KERNEL_OPS)
 
 
 def test_its_batch_rules_wait_for_adcore_batching_loading_after_it(register_plugin, monkeypatch) -> None:
-    # the entry point blocked, the same plugin registered by hand: it loads after every entry point
-    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
-    register_plugin(adcore_batching.plugin, "late_batching")
-    plugins.reset()
-    adcore.get_backend("reverse")  # a first stage: kernels loads, the kind "batch" is not declared yet
-    early = loaded_registry()
-    assert "kernels" in early.plugins and "batch" not in early.kinds and not early.plugins["kernels"].error
-    registry = get_registry()  # the rest, late_batching with it: the rules that waited are added
-    names = list(registry.plugins)
-    assert names.index("kernels") < names.index("late_batching") and "batch" in registry.kinds
-    assert sorted(_batch_rules_of(registry, "kernels")) == sorted(KERNEL_OPS)
-    assert not registry.plugins["kernels"].error
+    # the first stage, up to reverse, loads kernels; the kind "batch" is declared in the rest
+    registry = registry_with_batching_loaded_after("kernels", "reverse", register_plugin, monkeypatch)
+    assert sorted(batch_rules_of(registry, "kernels")) == sorted(KERNEL_OPS)
     x, w = np.ones((2, 1, 1, 3, 3)), np.ones((1, 1, 2, 2))
     np.testing.assert_array_equal(adcore.vmap(lambda x: ops.conv2d(x, w))(x), np.full((2, 1, 1, 2, 2), 4.0))
 
 
 def test_its_batch_rules_are_set_aside_when_adcore_batching_is_blocked(clean_plugins, monkeypatch) -> None:
-    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
-    plugins.reset()
-    registry = get_registry()
-    assert "batching" not in registry.plugins and "batch" not in registry.kinds
-    assert "kernels" in registry.plugins and not registry.plugins["kernels"].error
-    assert _batch_rules_of(registry, "kernels") == [] and not set(registry.rules["batch"]) & set(KERNEL_OPS)
+    registry = registry_without_batching("kernels", monkeypatch)
+    assert not set(registry.rules["batch"]) & set(KERNEL_OPS)
     rng = np.random.default_rng(3)
     xs, w = rng.standard_normal((2, 1, 1, 4, 4)), rng.standard_normal((2, 1, 3, 3))
     expected = np.stack([ops.conv2d.impl(x, w) for x in xs])  # vmap still right: the loop rule

@@ -6,19 +6,28 @@ or when it is blocked."""
 
 from __future__ import annotations
 
-import adcore_batching.plugin
 import numpy as np
 import pytest
 from adcore_scipy.batch_rules import BATCH_RULES
 from adcore_scipy.linalg.ops import solve_sylvester
 from adcore_scipy.signal.ops import signal_convolve
-from batch_rule_cases import assert_same, batches, cases, check, layouts, looped, stacked
+from batch_rule_cases import (
+    assert_same,
+    batch_rules_of,
+    batches,
+    cases,
+    check,
+    layouts,
+    looped,
+    registry_with_batching_loaded_after,
+    registry_without_batching,
+    stacked,
+)
 
 import adcore
 import adcore.numpy as anp
-from adcore import plugins
 from adcore.errors import LinearAlgebraError
-from adcore.plugins import get_registry, loaded_registry
+from adcore.plugins import get_registry
 
 LEFT_TO_THE_LOOP = {"spd_inverse", "odeint"}
 
@@ -159,37 +168,20 @@ def test_grad_of_a_vmapped_loss_matches_the_summed_loop() -> None:
 # --- registration: the kind is adcore-batching's, the rules this plugin's own -----------------------------
 
 
-def _batch_rules_of(registry, plugin: str) -> list[str]:
-    return [op for kind, op in registry.plugins[plugin].rules if kind == "batch"]
-
-
 def test_the_plugin_registers_its_batch_rules(clean_plugins) -> None:
-    assert sorted(_batch_rules_of(get_registry(), "scipy")) == sorted(BATCH_RULES)
+    assert sorted(batch_rules_of(get_registry(), "scipy")) == sorted(BATCH_RULES)
 
 
 def test_its_batch_rules_wait_for_adcore_batching_loading_after_it(register_plugin, monkeypatch) -> None:
-    # the entry point blocked, the same plugin registered by hand: it loads after every entry point
-    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
-    register_plugin(adcore_batching.plugin, "late_batching")
-    plugins.reset()
-    adcore.get_backend("symbolic")  # loads up to symbolic, past scipy: its rules wait for the kind "batch"
-    early = loaded_registry()
-    assert "scipy" in early.plugins and "batch" not in early.kinds and not early.plugins["scipy"].error
-    registry = get_registry()  # the rest, late_batching with it: the rules that waited are added
-    names = list(registry.plugins)
-    assert names.index("scipy") < names.index("late_batching") and "batch" in registry.kinds
-    assert sorted(_batch_rules_of(registry, "scipy")) == sorted(BATCH_RULES)
-    assert not registry.plugins["scipy"].error
+    # the first stage, up to symbolic, loads past scipy; the kind "batch" is declared in the rest
+    registry = registry_with_batching_loaded_after("scipy", "symbolic", register_plugin, monkeypatch)
+    assert sorted(batch_rules_of(registry, "scipy")) == sorted(BATCH_RULES)
     a = np.stack([np.zeros((2, 2)), np.eye(2)])
     assert_same(adcore.vmap(anp.expm)(a), np.stack([np.eye(2), np.e * np.eye(2)]))
 
 
 def test_its_batch_rules_are_set_aside_when_adcore_batching_is_blocked(clean_plugins, monkeypatch) -> None:
-    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "batching")
-    plugins.reset()
-    registry = get_registry()
-    assert "batching" not in registry.plugins and "batch" not in registry.kinds
-    assert "scipy" in registry.plugins and not registry.plugins["scipy"].error
-    assert _batch_rules_of(registry, "scipy") == [] and not set(registry.rules["batch"]) & set(BATCH_RULES)
+    registry = registry_without_batching("scipy", monkeypatch)
+    assert not set(registry.rules["batch"]) & set(BATCH_RULES)
     a = np.random.default_rng(7).standard_normal((3, 2, 2))
     assert_same(adcore.vmap(anp.expm)(a), np.stack([anp.expm(x) for x in a]))  # the loop rule
