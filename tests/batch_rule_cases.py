@@ -77,6 +77,12 @@ def looped(name: str, examples: list, dims: tuple, params: dict) -> np.ndarray:
     )
 
 
+def vmapped(name: str, examples: list, dims: tuple, params: dict) -> np.ndarray:
+    """adcore.vmap of op `name` on the batched inputs, each input's batch axis at dims[i]."""
+    op = get_registry().ops[name]
+    return adcore.vmap(lambda *xs: op(*xs, **params), in_axes=dims)(*stacked(examples, dims))
+
+
 def assert_same(out, expected: np.ndarray, exact: bool = True) -> None:
     """Same shape and dtype; the same bits (exact) or to rounding (RTOL of the dtype, relative to the
     largest entry)."""

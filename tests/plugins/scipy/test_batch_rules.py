@@ -21,7 +21,7 @@ from batch_rule_cases import (
     looped,
     registry_with_batching_loaded_after,
     registry_without_batching,
-    stacked,
+    vmapped,
 )
 
 import adcore
@@ -67,10 +67,8 @@ def test_rule_matches_the_loop(name: str, dtype: type, k: int) -> None:
 @pytest.mark.parametrize(("name", "dtype", "k"), CASES)
 def test_vmap_of_the_op_matches_the_loop(name: str, dtype: type, k: int) -> None:
     examples, params = batches(name, dtype)[k]
-    op = get_registry().ops[name]
     for dims in layouts(examples):
-        out = adcore.vmap(lambda *xs: op(*xs, **params), in_axes=dims)(*stacked(examples, dims))
-        assert_same(out, looped(name, examples, dims, params))
+        assert_same(vmapped(name, examples, dims, params), looped(name, examples, dims, params))
 
 
 def test_every_op_of_the_plugin_has_a_rule_its_flag_or_is_left_to_the_loop() -> None:
@@ -82,10 +80,8 @@ def test_every_op_of_the_plugin_has_a_rule_its_flag_or_is_left_to_the_loop() -> 
 @pytest.mark.parametrize("name", sorted(LEFT_TO_THE_LOOP))
 def test_vmap_of_an_op_left_to_the_loop_is_the_loop(name: str) -> None:
     examples, params = batches(name, np.float64)[0]
-    op = get_registry().ops[name]
     for dims in layouts(examples)[:1] + layouts(examples)[-1:]:
-        out = adcore.vmap(lambda *xs: op(*xs, **params), in_axes=dims)(*stacked(examples, dims))
-        assert_same(out, looped(name, examples, dims, params))
+        assert_same(vmapped(name, examples, dims, params), looped(name, examples, dims, params))
 
 
 def test_vmap_of_an_elementwise_special_function_needs_no_rule() -> None:
