@@ -497,3 +497,12 @@ def test_vmap_of_grad_at_special_points_in_some_examples(name, backend):
         assert_same(vmap(df)(SPECIAL), looped(df, SPECIAL), exact=False)
     with np.errstate(all="ignore"):  # away from the special points: batched
         assert_same(no_fallback(lambda: vmap(df)(SPECIAL[[1, 3]])), looped(df, SPECIAL[[1, 3]]), exact=False)
+
+
+def test_linspace_with_a_traced_stop_whose_step_is_zero_in_one_example_is_the_loops():
+    # its zero-step check asks every example at once (a swallowed conversion took y * step)
+    f = lambda s: np.linspace(1.0, s, 4)  # noqa: E731
+    stops = np.array([1.0, 2.0, 1.0, 1.0 + 1e-300])
+    assert_same(vmap(f)(stops), np.stack([f(s) for s in stops]))
+    jac = adcore.jacobian(f)
+    assert_same(vmap(jac)(stops), np.stack([jac(s) for s in stops]))

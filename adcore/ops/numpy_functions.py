@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from adcore.core import Tracer, concrete, stand_in
+from adcore.core import Tracer, concrete, plain_numbers, stand_in
 from adcore.errors import AdcoreError, ComplexValueError, InvalidValueError, UnsupportedFunctionError
 from adcore.ops.complex_parts import real
 from adcore.ops.composite_shapes import array as _array
@@ -211,7 +211,9 @@ def _any_zero(step: Any) -> bool:
     """Whether a step is zero; a tracer with no number yet (symbolic) has a nonzero one, whose
     derivative is the same formula's."""
     try:
-        return bool(np.any(concrete(step) == 0))
+        # every example's at once under vmap (bool() of a batch raises BatchedConversionError, an
+        # AdcoreError, which this would take for "no number": y * step where the loop's is y * 0)
+        return bool(np.any(plain_numbers(step) == 0))
     except AdcoreError:  # symbolic and sparsity tracers refuse to give a number
         return False
 
