@@ -63,7 +63,12 @@ PRINTED = {
         "\n12.0\nInvalidInputError",
     ],
     "custom-rules.md": ["[1. 1. 1.]\n[5. 5. 5.]\n1.0\n1.0\n"],  # the clipping rule, the body; log1pexp's rule
-    "vmap.md": ["(8, 3, 2) (8, 2)\nTrue", "VmapFallbackWarning", "[0.5 1. ]", "True\n(3, 4, 4)"],  # a doc op's rule
+    "vmap.md": [
+        "(8, 3, 2) (8, 2)\nTrue",
+        "VmapFallbackWarning",
+        "[0.5 1. ]",
+        "True\n(3, 4, 4)",
+    ],  # a doc op's rule
     "pytrees.md": ["(3, 4) float64 ()", "ndarray (5, 4) train"],
     "symbolic.md": ["-0.11079377 -0.17937937]", "S0 (-exp(-x)*sin(x) + exp(-x)*cos(x),)"],
     "numeric.md": [

@@ -13,10 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from adcore.core import Tracer, concrete
-from adcore.errors import InvalidValueError
 from adcore.ops import elementwise, reductions, shapes
-
-QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
 def row_axes(ndim: int, axis: Any) -> tuple[int, ...]:
@@ -98,14 +95,6 @@ def inverse(perm: np.ndarray | OneHot) -> np.ndarray | OneHot:
     out = np.empty_like(perm)
     np.put_along_axis(out, perm, np.arange(perm.shape[-1])[None, :], axis=-1)
     return out
-
-
-def check_method(op: str, method: str) -> None:
-    if method not in QUANTILE_METHODS:
-        raise InvalidValueError(
-            f"op {op!r}: method={method!r} is not supported; adcore's {op} takes method in "
-            f"{list(QUANTILE_METHODS)} (a quantile that is a fixed interpolation of two order statistics)."
-        )
 
 
 def slot_weights(q: Any, n: int, method: str) -> np.ndarray:

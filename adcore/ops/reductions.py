@@ -9,7 +9,6 @@ import numpy as np
 
 from adcore import core
 from adcore.errors import InvalidValueError
-from adcore.ops.ordering import QUANTILE_METHODS, check_method
 from adcore.spec import POSITIVE, REAL, Domain, Kink, OpSpec, Sample
 
 _SHAPE_AXES = (
@@ -18,6 +17,17 @@ _SHAPE_AXES = (
     ((2, 3), (None, 0, 1, (0, 1))),
     ((2, 3, 4), (None, 1, (0, 2), -1)),
 )
+
+
+QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def check_method(op: str, method: str) -> None:
+    if method not in QUANTILE_METHODS:
+        raise InvalidValueError(
+            f"op {op!r}: method={method!r} is not supported; adcore's {op} takes method in "
+            f"{list(QUANTILE_METHODS)} (a quantile that is a fixed interpolation of two order statistics)."
+        )
 
 
 def reduction_samples(domain: Domain, with_zeros: bool = False):
