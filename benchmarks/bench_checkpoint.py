@@ -32,10 +32,9 @@ import subprocess
 import sys
 import tracemalloc
 
-# One BLAS thread for NumPy and torch alike: on a small shared machine a second thread waits
-# for a busy core, and the load of the moment would decide the times (set before numpy loads).
-for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_threads, "1")
+from timing import one_blas_thread  # noqa: E402  (before NumPy loads)
+
+one_blas_thread()
 
 import numpy as np  # noqa: E402
 

@@ -31,11 +31,9 @@ import os
 import statistics
 from importlib import metadata
 
-# One BLAS thread for NumPy (adcore, autograd) and torch alike: on a small shared machine
-# OpenBLAS's second thread spins waiting for a busy core (a 500x500 Cholesky took 0.7 s with
-# two threads under load, 9 ms with one), and the load of the moment would decide the times.
-for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_threads, "1")
+from timing import one_blas_thread  # noqa: E402  (before NumPy loads)
+
+one_blas_thread()
 
 import numpy as np  # noqa: E402
 

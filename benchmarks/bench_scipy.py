@@ -32,8 +32,9 @@ import statistics
 import time
 import tracemalloc
 
-for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_threads, "1")
+from timing import one_blas_thread  # noqa: E402  (before NumPy loads)
+
+one_blas_thread()
 
 import numpy as np  # noqa: E402
 

@@ -28,10 +28,9 @@ import statistics
 import sys
 from pathlib import Path
 
-# One BLAS thread for NumPy and torch alike (as bench_linalg.py): on a small shared machine a
-# second thread spins waiting for a busy core, and the load of the moment would decide the times.
-for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_threads, "1")
+from timing import one_blas_thread  # noqa: E402  (before NumPy loads)
+
+one_blas_thread()
 
 import numpy as np  # noqa: E402
 

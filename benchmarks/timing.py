@@ -8,11 +8,21 @@ directory first on sys.path.
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import timeit
 import traceback
 
 MISSING, ERROR = "not installed", "ERROR"
+
+
+def one_blas_thread() -> None:
+    """One BLAS thread for NumPy (adcore, autograd) and torch alike, unless the environment says
+    otherwise: on a small shared machine OpenBLAS's second thread spins waiting for a busy core (a
+    500x500 Cholesky took 0.7 s with two threads under load, 9 ms with one), and the load of the
+    moment would decide the times. Call it before NumPy is imported (this module imports none)."""
+    for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(threads, "1")
 
 
 def race(contenders, number, repeat=5, passes=3, summary=min):
