@@ -40,7 +40,7 @@ try:
 except ImportError:
     autograd = agnp = logsumexp = None
 
-from timing import ERROR, MISSING, cell, guarded, race, ratio, row, verdict  # benchmarks/timing.py
+from timing import ERROR, MISSING, cell, guarded, mlp_data, race, ratio, row, verdict  # benchmarks/timing.py
 
 # ----------------------------------------------------------------------------- 1. sin-chain
 N_CHAIN = 1000
@@ -126,17 +126,6 @@ def bench_seeds():
 SIZES, BATCH = (784, 512, 512, 10), 256
 
 
-def mlp_data(dtype):
-    """Weights (W1, b1, W2, b2, W3, b3), inputs X and one-hot labels Y: the same numbers for everyone."""
-    rng = np.random.default_rng(0)
-    params = []
-    for n_in, n_out in zip(SIZES[:-1], SIZES[1:]):
-        params += [rng.standard_normal((n_in, n_out)) / np.sqrt(n_in), 0.1 * rng.standard_normal(n_out)]
-    X = rng.standard_normal((BATCH, SIZES[0]))
-    Y = np.eye(SIZES[-1])[rng.integers(0, SIZES[-1], BATCH)]
-    return [np.ascontiguousarray(a, dtype=dtype) for a in (*params, X, Y)]
-
-
 def np_loss(W1, b1, W2, b2, W3, b3, X, Y):
     """Forward only, with a hand-written stable log_softmax."""
     z = np.tanh(np.tanh(X @ W1 + b1) @ W2 + b2) @ W3 + b3
@@ -183,7 +172,8 @@ def torch_value_and_grad(*data):
 
 def mlp_one_dtype(dtype, vg, ag):
     """{contender: (ms, ratio to forward)} for one dtype, after checking every gradient."""
-    data = mlp_data(dtype)
+    params, X, Y = mlp_data(SIZES, BATCH, dtype)
+    data = [*params, X, Y]
     tdata = [torch.from_numpy(a) for a in data] if torch else None
     tol = dict(rtol=1e-3, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-7, atol=1e-10)
     ref_loss, ref = np_backprop(*data)

@@ -52,7 +52,7 @@ try:
 except ImportError:
     jax = jnp = None
 
-from timing import ERROR, MISSING, cell, guarded, race, ratio, row, verdict, warm_heap  # noqa: E402
+from timing import ERROR, MISSING, cell, guarded, mlp_data, race, ratio, row, verdict, warm_heap  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNS = dict(repeat=5, passes=3, summary=statistics.median)
@@ -86,18 +86,6 @@ def checked(contenders, reference, tol):
 SIZES, BATCH = (784, 128, 10), 64
 
 
-def mlp_data(dtype):
-    """(params (W1, b1, W2, b2), X (batch, 784), one-hot Y (batch, 10)): the same numbers for everyone."""
-    rng = np.random.default_rng(0)
-    params = []
-    for n_in, n_out in zip(SIZES[:-1], SIZES[1:]):
-        params += [rng.standard_normal((n_in, n_out)) / np.sqrt(n_in), 0.1 * rng.standard_normal(n_out)]
-    X = rng.standard_normal((BATCH, SIZES[0]))
-    Y = np.eye(SIZES[-1])[rng.integers(0, SIZES[-1], BATCH)]
-    params = tuple(np.ascontiguousarray(p, dtype=dtype) for p in params)
-    return params, np.ascontiguousarray(X, dtype=dtype), np.ascontiguousarray(Y, dtype=dtype)
-
-
 def adcore_loss(params, x, y):
     W1, b1, W2, b2 = params
     z = np.tanh(x @ W1 + b1) @ W2 + b2
@@ -118,7 +106,8 @@ def jax_loss(params, x, y):
 
 def per_example(dtype):
     """{contender: ms per batch of per-example gradients} for one dtype, each checked against the loop."""
-    params, X, Y = mlp_data(dtype)
+    params, X, Y = mlp_data(SIZES, BATCH, dtype)
+    params = tuple(params)
     grad = adcore.grad(adcore_loss)
     batched = adcore.vmap(grad, in_axes=(None, 0, 0))
 

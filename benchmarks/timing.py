@@ -16,6 +16,21 @@ import traceback
 MISSING, ERROR = "not installed", "ERROR"
 
 
+def mlp_data(sizes, batch, dtype):
+    """(params [W1, b1, W2, b2, ...], X (batch, sizes[0]), one-hot Y (batch, sizes[-1])) of a
+    dense MLP, C-contiguous in `dtype`: the same numbers for every contender and script."""
+    import numpy as np  # (this module loads before NumPy: see one_blas_thread)
+
+    rng = np.random.default_rng(0)
+    params = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        params += [rng.standard_normal((n_in, n_out)) / np.sqrt(n_in), 0.1 * rng.standard_normal(n_out)]
+    X = rng.standard_normal((batch, sizes[0]))
+    Y = np.eye(sizes[-1])[rng.integers(0, sizes[-1], batch)]
+    params = [np.ascontiguousarray(p, dtype=dtype) for p in params]
+    return params, np.ascontiguousarray(X, dtype=dtype), np.ascontiguousarray(Y, dtype=dtype)
+
+
 def one_blas_thread() -> None:
     """One BLAS thread for NumPy (adcore, autograd) and torch alike, unless the environment says
     otherwise: on a small shared machine OpenBLAS's second thread spins waiting for a busy core (a
