@@ -291,7 +291,7 @@ def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
         return out, tuple(_zeros(shape, args[i]) for i in argnums)
     if shape == ():
         cotangents = pullback(out.dtype.type(1), final=True)  # connected: an array (or tracer) of f's dtype
-        return out, tuple([_zeros((), args[i]) if g is None else g for g, i in zip(cotangents, argnums)])
+        return out, _filled(cotangents, args, argnums)
     if be.batches and 0 not in shape:  # (an empty output: no pullback runs, below)
         jacobians = _by_batched_pullback(pullback, out, shape, args, argnums)
         if jacobians is not None:
@@ -313,18 +313,14 @@ def _by_batched_pullback(pullback: Callable, out: Any, shape: tuple, args: tuple
     chunk = _row_chunk(size)
     if chunk == 1:
         return None
-    parts = []
-    for start in range(0, size, chunk):
-        stop = min(start + chunk, size)
-        rows = np.eye(stop - start, size, k=start, dtype=_dtype(out))  # rows start..stop of the identity
-        part = _vmapped_pullback(pullback, rows.reshape((stop - start, *shape)), args, argnums)
-        if part is None:
-            return None
-        parts.append(part)
-    return tuple(
-        ops.reshape(_joined([p[k] for p in parts]), shape=shape + np.shape(args[i]))
-        for k, i in enumerate(argnums)
-    )
+
+    def identity_rows(start: int, stop: int) -> np.ndarray:  # built a chunk at a time: size**2 entries in all
+        return np.eye(stop - start, size, k=start, dtype=_dtype(out)).reshape((stop - start, *shape))
+
+    joined = _pulled_back_in_chunks(pullback, size, chunk, identity_rows, args, argnums)
+    if joined is None:
+        return None
+    return tuple(ops.reshape(j, shape=shape + np.shape(args[i])) for j, i in zip(joined, argnums))
 
 
 def pull_back_rows(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -> tuple | None:
@@ -337,13 +333,7 @@ def pull_back_rows(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -
     chunk = _row_chunk(int(np.prod(np.shape(rows)[1:])))
     if count == 0 or chunk == 1:
         return None
-    parts = []
-    for start in range(0, count, chunk):
-        part = _vmapped_pullback(pullback, rows[start : start + chunk], args, argnums)
-        if part is None:
-            return None
-        parts.append(part)
-    return tuple(_joined([p[k] for p in parts]) for k in range(len(argnums)))
+    return _pulled_back_in_chunks(pullback, count, chunk, lambda start, stop: rows[start:stop], args, argnums)
 
 
 def _row_chunk(size: int) -> int:
@@ -351,18 +341,27 @@ def _row_chunk(size: int) -> int:
     return 1 if size > ROW_ENTRIES else max(1, SEED_ENTRIES // max(size, 1))
 
 
-def _vmapped_pullback(pullback: Callable, rows: Any, args: tuple, argnums: tuple) -> tuple | None:
-    def pulled_back(ct: Any) -> tuple:
-        return tuple([_zeros((), args[i]) if g is None else g for g, i in zip(pullback(ct), argnums)])
+def _pulled_back_in_chunks(
+    pullback: Callable, count: int, chunk: int, rows_at: Callable, args: tuple, argnums: tuple
+) -> tuple | None:
+    """Per argnum, the vmapped pullbacks of rows 0..count (`rows_at(start, stop)`, `chunk` at a time)
+    joined along axis 0; None if a backward pass converts its cotangent."""
+    parts = []
+    for start in range(0, count, chunk):
+        rows = rows_at(start, min(start + chunk, count))
+        try:
+            parts.append(vmap(lambda ct: _filled(pullback(ct), args, argnums), fallback="error")(rows))
+        except BatchedConversionError:
+            return None
+    return tuple(
+        parts[0][k] if len(parts) == 1 else ops.concatenate(*[p[k] for p in parts], axis=0)
+        for k in range(len(argnums))
+    )
 
-    try:
-        return vmap(pulled_back, fallback="error")(rows)
-    except BatchedConversionError:
-        return None
 
-
-def _joined(parts: list) -> Any:
-    return parts[0] if len(parts) == 1 else ops.concatenate(*parts, axis=0)
+def _filled(cotangents: Any, args: tuple, argnums: tuple) -> tuple:
+    """A pullback's cotangents, zeros (of the argument's shape and dtype) where none flows."""
+    return tuple([_zeros((), args[i]) if g is None else g for g, i in zip(cotangents, argnums)])
 
 
 def _valid_float_output(out: Any, scalar: bool) -> bool:
