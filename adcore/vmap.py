@@ -201,6 +201,11 @@ def _output(x: Any, axis: int | None, trace: BatchTrace, size: int) -> Any:
         value, dim = x.value, x.bdim
     else:
         value, dim = ops.broadcast_to(x, shape=(size,) + tuple(np.shape(x))), 0
+    return _with_batch_axis_at(value, dim, axis)
+
+
+def _with_batch_axis_at(value: Any, dim: int, axis: int) -> Any:
+    """A batched output (its batch axis at dim) with the batch axis where out_axes puts it."""
     axis = _normalized(axis, len(value.shape), "out_axes", value)
     return value if dim == axis else ops.moveaxis(value, source=dim, destination=axis)
 
@@ -212,7 +217,7 @@ def _looped_call(f: Callable, leaves: list, axes: list, treedef: Any, size: int,
     results = [
         f(*tree.unflatten(treedef, [example(x, a, i) for x, a in zip(leaves, axes)])) for i in range(size)
     ]
-    first, treedef_out = tree.flatten(results[0])
+    treedef_out = tree.structure(results[0])
     per_leaf = []
     for i, result in enumerate(results):
         leaves_i, treedef_i = tree.flatten(result)
@@ -229,9 +234,7 @@ def _looped_call(f: Callable, leaves: list, axes: list, treedef: Any, size: int,
         if axis is None:
             stacked.append(_shared(column))
         else:
-            value = stacked_examples(column, "f")
-            axis = _normalized(axis, len(value.shape), "out_axes", value)
-            stacked.append(value if axis == 0 else ops.moveaxis(value, source=0, destination=axis))
+            stacked.append(_with_batch_axis_at(stacked_examples(column, "f"), 0, axis))
     return tree.unflatten(treedef_out, stacked)
 
 
