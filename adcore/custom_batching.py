@@ -31,6 +31,7 @@ from adcore.batch_trace import BatchTrace, BatchTracer, example, stacked_example
 from adcore.core import Tracer, new_trace
 from adcore.custom_values import checked_cotangents, checked_pair, describe, leaf_cotangents, leaf_value
 from adcore.errors import BatchedConversionError, InvalidInputError, InvalidOutputError
+from adcore.extend.batching import batch_size
 
 Dims = tuple  # one batch axis (a non-negative int) or None per input of a custom op
 
@@ -79,7 +80,7 @@ def _fwd(call: Any, dims: Dims, *leaves: Any) -> tuple[Any, _Residuals]:
     def fwd(*ls: Any) -> tuple:
         return checked_pair(label, "fwd", call.custom.fwd(*call.arguments(ls)), "(out, residuals)")
 
-    size = _size(dims, leaves)
+    size = batch_size(dims, leaves)
     batched = _batched(fwd, dims, leaves, size)
     if batched is not None and not all(isinstance(r, _ARRAYS) for r in tree.leaves(batched[0][1])):
         # a residual adcore cannot look into (a closure, an object) may hold the batch's tracers
@@ -185,7 +186,7 @@ def _jvp(call: Any, dims: Dims, primals: tuple, tangents: tuple) -> tuple:
 def _over_batch(fn: Callable[..., Any], dims: Sequence[Any], args: Sequence[Any]) -> Any:
     """fn over the batch, each leaf of its output with its batch axis first; once per example
     where fn converts a batched value."""
-    size = _size(dims, args)
+    size = batch_size(dims, args)
     batched = _batched(fn, dims, args, size)
     if batched is None:
         results = _examples(fn, dims, args, size)
@@ -247,7 +248,3 @@ def _at_front(x: Any, axis: int | None, size: int) -> Any:
     if axis is None:
         return ops.broadcast_to(x, shape=(size, *np.shape(x)))
     return x if axis == 0 else ops.moveaxis(x, source=axis, destination=0)
-
-
-def _size(dims: Sequence[Any], args: Sequence[Any]) -> int:
-    return next(np.shape(x)[d] for x, d in zip(args, dims) if d is not None)
