@@ -36,6 +36,10 @@ class Backend:
       answers directly (numeric, symbolic); `jvp`/`vjp`, when not implemented too, are then
       J·t and ctᵀJ.
 
+    The function a backend is handed is the user's function inside the engine's wrapper (pytrees
+    laid out flat, complex arguments split); a backend that works on the user's own code (source)
+    finds it as `f.user_function` and swaps it with `f.with_user_function(g)` where f has them.
+
     A backend is handed checked float inputs (the argnums distinct, non-negative) and its
     results are checked and copied afterwards, so it may return views, read-only or cached
     arrays, and None for "no derivative flows here".
@@ -68,6 +72,14 @@ class Backend:
     #   inside them; for `builds = "vjp"`, adcore.derivatives then pulls a Jacobian's rows back in
     #   one vmapped sweep (`vmap(pullback)(rows)`) instead of one pullback per row
     batches: bool = False
+    # - variants: named option sets that change how it works (source's mode="forward"/"reverse"),
+    #   each checked by conformance as a column of its own, `<name>/<variant>`
+    variants: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def for_options(self, options: dict[str, Any]) -> Backend:
+        """The backend that does the work for these options: itself, or a variant of it that builds
+        another way (source's mode="forward" builds Jacobians from jvp, mode="reverse" from vjp)."""
+        return self
 
     @property
     def can_be_outer(self) -> bool:

@@ -73,7 +73,7 @@ def prepare(f: Callable[..., Any], backend: str, method: str, options: dict) -> 
     ("value_and_jacobian", "jvp" or "vjp") takes on it."""
     if not callable(f):
         raise InvalidInputError(f"expected a function to differentiate, got {type(f).__name__} {f!r}")
-    be = get_backend(backend)
+    be = get_backend(backend).for_options(options)
     if be.builds not in ENGINE_OPTIONS:
         raise UnsupportedByBackendError(
             f"backend {backend!r} says it builds Jacobians by {be.builds!r}; a backend's `builds` is "
@@ -212,7 +212,7 @@ def _jacobians(be, f, args, argnums, scalar, want_value, options, purpose="jacob
     frozen = _freeze([args[i] for i in argnums])
     try:
         if builds == "vjp":
-            return (*_by_vjp(be, f, args, argnums, scalar), None)
+            return (*_by_vjp(be, f, args, argnums, scalar, options), None)
         return (*_by_jvp(be, f, args, argnums, scalar, **options), None)
     except ValueError as e:
         if any(_FROZEN[id(a)].thaw for a in frozen) and "read-only" in str(e):
@@ -280,10 +280,10 @@ def _thaw(held: list) -> None:
                     e.array.setflags(write=True)
 
 
-def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool) -> tuple:
+def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool, options: dict) -> tuple:
     """One pullback per output element (one for a scalar loss: one trace, one sweep), or of all of
     them at once, vmapped, on a backend that `batches`."""
-    out, pullback = be.vjp(f, args, argnums)
+    out, pullback = be.vjp(f, args, argnums, **options)
     if not _valid_float_output(out, scalar):
         check_output(out, be.name, scalar)
     shape = getattr(out, "shape", ())  # a number or an array: check_output says so

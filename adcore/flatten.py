@@ -202,6 +202,16 @@ class Flat:
             result, call.aux = split_aux(result)
         return flat_output(result, call, flat)
 
+    @property
+    def user_function(self) -> Callable[..., Any]:
+        """The function it wraps: the user's (adcore.Backend: a backend may swap it)."""
+        return self.ref()
+
+    def with_user_function(self, g: Callable[..., Any]) -> Flat:
+        """The same wrapper around `g` instead, for a backend that runs its own version of the
+        user's function (source: the generated derivative code)."""
+        return type(self)(g, self.defs, self.has_aux, strong=True)
+
     def bind(self, call: Call) -> Callable[..., Any]:
         """The flat function with `call` in place, for jvp and vjp (whose engine calls differentiate
         every argument they pass)."""
