@@ -786,6 +786,16 @@ def _batching_matmul() -> None:
     np.testing.assert_allclose(adcore.vmap(lambda a: a @ B)(A), A @ B)
 
 
+def _source_recurrence() -> None:
+    # adcore-source differentiates f from its source: d/dx of sin(sin(x)) is cos(sin x) cos x
+    def f(x):
+        for _ in range(2):
+            x = np.sin(x)
+        return x
+
+    assert adcore.grad(f, backend="source")(0.5) == pytest.approx(np.cos(np.sin(0.5)) * np.cos(0.5), rel=1e-12)
+
+
 # every first-party plugin, with a call that needs it and an analytic answer
 FIRST_PARTY_CHECKS = {
     "reverse": lambda: np.testing.assert_allclose(adcore.grad(lambda x: np.sum(x * x))(X), 2 * X),
@@ -797,6 +807,7 @@ FIRST_PARTY_CHECKS = {
     "scipy": _scipy_erf,
     "special": _special_erfcx,  # the example plugin, examples/adcore-special
     "batching": _batching_matmul,
+    "source": _source_recurrence,
 }
 
 

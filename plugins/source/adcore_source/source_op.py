@@ -1,0 +1,204 @@
+"""The user's function as one op of the registry whose rules are its generated derivative code.
+
+The source backend swaps the user's function inside the engine's wrapper (pytrees laid out flat,
+has_aux) for a SourceFunction, then lets the reverse or forward backend run the wrapper: the
+wrapper's few ops are traced as usual, and the user's function is one op whose impl is the
+generated forward sweep, whose "vjp" rule is the generated adjoint sweep and whose "jvp" rule is
+the generated tangent code. So argnums, pytrees, has_aux, Jacobians, Hessians and vmap come from
+the machinery every backend shares; only the function's body is differentiated from its source.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+import weakref
+from typing import Any
+
+import numpy as np
+
+import adcore
+import adcore.numpy as anp
+from adcore import plugins
+from adcore.core import Tracer, bind
+from adcore.errors import InvalidOutputError
+from adcore.hookspecs import Joint
+from adcore.spec import OpSpec
+
+_numbers = itertools.count()
+
+
+class GeneratedCall:
+    """One call's static part, the op's one param: the function, which positional arguments are
+    differentiated (their leaves are the op's inputs), the others, and what the forward sweep
+    left for the adjoint sweep."""
+
+    __slots__ = ("function", "active", "treedefs", "arguments", "kwargs", "saved", "out_def", "__weakref__")
+
+    def __init__(
+        self, function: SourceFunction, active: tuple, treedefs: tuple, arguments: list, kwargs: dict
+    ):
+        self.function, self.active, self.treedefs = function, active, treedefs
+        self.arguments, self.kwargs = arguments, kwargs  # the static ones in place, the active ones None
+        self.saved: Any = None
+        self.out_def: Any = None  # the output's structure: None for one array
+
+    def args_of(self, leaves: tuple) -> list:
+        """Every positional argument, the differentiated ones rebuilt from the op's inputs."""
+        args, start = list(self.arguments), 0
+        for i, td in zip(self.active, self.treedefs):
+            args[i] = adcore.tree.unflatten(td, leaves[start : start + td.num_leaves])
+            start += td.num_leaves
+        return args
+
+    def leaves_of(self, values: tuple) -> list:
+        """The adjoint sweep's result (a pytree per active argument, None for zero) as the op's inputs'
+        cotangents, leaf for leaf."""
+        out = []
+        for value, td in zip(values, self.treedefs):
+            if value is None:
+                out += [None] * td.num_leaves
+                continue
+            leaves = adcore.tree.flatten(value)[0]
+            if len(leaves) != td.num_leaves:
+                raise InvalidOutputError(
+                    f"backend 'source': the adjoint of an argument of {self.function.fn.__name__!r} has "
+                    f"{len(leaves)} leaves, its argument {td.num_leaves} (a bug in adcore-source)"
+                )
+            out += leaves
+        return out
+
+
+class SourceFunction:
+    """fn whose derivatives come from its generated source: call it as fn, under any trace."""
+
+    def __init__(self, fn: Any, compile: bool | str = False) -> None:
+        self.fn, self.compile = fn, compile
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.signature = None
+        stem = re.sub(r"\W", "_", getattr(fn, "__qualname__", "") or "function")
+        self.op = OpSpec(
+            name=f"source_{stem}_{next(_numbers)}",
+            impl=_forward_sweep,
+            variadic=True,
+            params=("call",),
+            doc=f"{getattr(fn, '__name__', fn)!r} differentiated by adcore-source",
+        )
+        plugins.add_user_op(self.op, {"vjp": Joint(_adjoint_sweep), "jvp": Joint(_tangents)})
+        weakref.finalize(self, plugins.forget_user_op, self.op.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and self.signature is not None:  # keyword arguments in their positions
+            bound = self.signature.bind(*args, **kwargs)
+            args, kwargs = bound.args, bound.kwargs
+        active, treedefs, leaves, arguments = [], [], [], list(args)
+        for i, arg in enumerate(args):
+            flat, td = adcore.tree.flatten(arg)
+            if flat and all(_is_float(x) for x in flat):
+                active.append(i)
+                treedefs.append(td)
+                leaves += flat
+                arguments[i] = None
+        call = GeneratedCall(self, tuple(active), tuple(treedefs), arguments, kwargs)
+        if not leaves:  # nothing to differentiate: the function itself
+            return self.fn(*args, **kwargs)
+        out = bind(self.op, *leaves, call=call)
+        if call.out_def is None:
+            return out
+        return _rebuilt(out, call.out_def)
+
+
+def _is_float(x: Any) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return isinstance(x, float)
+    return np.dtype(dtype).kind in "fc"
+
+
+# --- the op's impl and rules ------------------------------------------------------------------
+
+
+def _forward_sweep(*leaves: Any, call: GeneratedCall) -> Any:
+    """The impl: the generated forward sweep; what the adjoint sweep needs is kept on the call."""
+    from adcore_source import generate  # (lazily: it loads the transformation's modules)
+
+    fwd, _ = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
+    out, call.saved = fwd(*call.args_of(leaves), **call.kwargs)
+    return _one_array(out, call)
+
+
+def _adjoint_sweep(g: Any, ans: Any, *leaves: Any, call: GeneratedCall) -> list:
+    """The "vjp" rule: the generated adjoint sweep, for every input at once."""
+    from adcore_source import generate
+
+    fwd, bwd = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
+    saved, call.saved = call.saved, None  # the adjoint sweep may use up what it is given (its stacks)
+    if saved is None:  # a second pullback, or the impl ran elsewhere (a loop rule): sweep forward again
+        _, saved = fwd(*call.args_of(leaves), **call.kwargs)
+    adjoints = bwd(saved, g if call.out_def is None else _rebuilt(g, call.out_def))
+    return call.leaves_of(tuple(adjoints))
+
+
+def _tangents(ts: list, ans: Any, *leaves: Any, call: GeneratedCall) -> Any:
+    """The "jvp" rule: the generated tangent code, once per tangent direction of the batch."""
+    from adcore_source import generate
+
+    jvp = generate.forward_function(call.function.fn, call.active, call.function.compile)
+    args = call.args_of(leaves)
+    batch = next(np.shape(t)[0] for t in ts if t is not None)
+    rows = []
+    for b in range(batch):
+        seeds = [anp.zeros_like(x) if t is None else t[b] for t, x in zip(ts, leaves)]
+        tangents, start = [], 0
+        for td in call.treedefs:
+            tangents.append(adcore.tree.unflatten(td, seeds[start : start + td.num_leaves]))
+            start += td.num_leaves
+        _, tangent_out = jvp(tuple(args), tuple(tangents), call.kwargs)
+        rows.append(_one_array(tangent_out, call, check=False))
+    return anp.stack(rows)
+
+
+# --- one array out -----------------------------------------------------------------------------
+
+
+class _OutDef:
+    """A pytree output laid out as one vector: its structure, each float leaf's shape, and the
+    other leaves (has_aux's aux: ints, strings) as they were."""
+
+    __slots__ = ("treedef", "shapes", "static")
+
+    def __init__(self, treedef: Any, shapes: list, static: dict) -> None:
+        self.treedef, self.shapes, self.static = treedef, shapes, static
+
+
+def _one_array(out: Any, call: GeneratedCall, check: bool = True) -> Any:
+    """An op returns one array: a pytree output is its float leaves ravelled and joined (out_def
+    says how); the first call (check) records the layout, the tangents' calls follow it."""
+    if call.out_def is None and isinstance(out, (np.ndarray, np.generic, float, Tracer)):
+        return out
+    leaves, treedef = adcore.tree.flatten(out)
+    if check:
+        floats = [k for k, x in enumerate(leaves) if _is_float(x)]
+        static = {k: x for k, x in enumerate(leaves) if k not in set(floats)}
+        call.out_def = _OutDef(treedef, [(k, np.shape(leaves[k])) for k in floats], static)
+    parts = [anp.ravel(leaves[k]) for k, _ in call.out_def.shapes]
+    if not parts:
+        raise InvalidOutputError(
+            f"backend 'source': {getattr(call.function.fn, '__name__', 'the function')} returned "
+            f"{type(out).__name__} with no float array in it; return arrays of numbers"
+        )
+    return parts[0] if len(parts) == 1 else anp.concatenate(parts)
+
+
+def _rebuilt(vector: Any, out_def: _OutDef) -> Any:
+    leaves, start = dict(out_def.static), 0
+    for k, shape in out_def.shapes:
+        size = int(np.prod(shape))
+        leaves[k] = anp.reshape(vector[start : start + size], shape)
+        start += size
+    return adcore.tree.unflatten(out_def.treedef, [leaves[k] for k in range(len(leaves))])
