@@ -52,34 +52,23 @@ try:
 except ImportError:
     jax = jnp = None
 
-from timing import ERROR, MISSING, cell, guarded, mlp_data, race, ratio, row, verdict, warm_heap  # noqa: E402
+from timing import (  # noqa: E402
+    ERROR,
+    MISSING,
+    cell,
+    checked,
+    guarded,
+    mlp_data,
+    ms_of,
+    race,
+    ratio,
+    row,
+    verdict,
+    warm_heap,
+)
 
 HERE = Path(__file__).resolve().parent
 RUNS = dict(repeat=5, passes=3, summary=statistics.median)
-
-
-def ms_of(times):
-    return {n: t * 1e3 if isinstance(t, float) else t for n, t in times.items()}
-
-
-def checked(contenders, reference, tol):
-    """Replace by ERROR (and say why) each contender whose result is not within tol of the reference."""
-    for name, f in contenders.items():
-        if not callable(f):
-            continue
-
-        def check(f=f, name=name):
-            got = f()
-            got = got if isinstance(got, (tuple, list)) else [got]
-            err = max(
-                float(np.max(np.abs(np.asarray(g, dtype=np.float64) - r))) for g, r in zip(got, reference)
-            )
-            scale = max(float(np.max(np.abs(r))) for r in reference)
-            assert err <= tol * scale, f"{name} disagrees with the reference: max error {err:.1e}"
-            return err
-
-        if guarded(name, check) is ERROR:
-            contenders[name] = ERROR
 
 
 # ----------------------------------------------------------------------------- 1. per-example grads

@@ -70,6 +70,44 @@ def guarded(label, thunk, available=True):
         return ERROR
 
 
+def ms_of(times):
+    """race's {name: seconds} in milliseconds (MISSING and ERROR as they are)."""
+    return {n: t * 1e3 if isinstance(t, float) else t for n, t in times.items()}
+
+
+def leaves(result):
+    """The arrays and numbers of a result made of nested tuples and lists, in order."""
+    return (
+        [leaf for item in result for leaf in leaves(item)] if isinstance(result, (tuple, list)) else [result]
+    )
+
+
+def checked(contenders, reference, tol):
+    """Replace by ERROR (and say why) each contender whose result is not within tol of the reference:
+    max |difference| <= tol * max |reference| over the leaves of both (nested tuples and lists)."""
+    import numpy as np  # (this module loads before NumPy: see one_blas_thread)
+
+    reference = [np.asarray(r, dtype=np.float64) for r in leaves(reference)]
+    scale = max(float(np.max(np.abs(r))) for r in reference)
+    for name, f in contenders.items():
+        if not callable(f):
+            continue
+
+        def check(f=f, name=name):
+            got = leaves(f())
+            assert len(got) == len(reference), (
+                f"{name} gives {len(got)} arrays, the reference {len(reference)}"
+            )
+            err = max(
+                float(np.max(np.abs(np.asarray(g, dtype=np.float64) - r))) for g, r in zip(got, reference)
+            )
+            assert err <= tol * scale, f"{name} disagrees with the reference: max error {err:.1e}"
+            return err
+
+        if guarded(name, check) is ERROR:
+            contenders[name] = ERROR
+
+
 def cell(v, width=14, fmt="{:.2f}"):
     return (fmt.format(v) if isinstance(v, float) else str(v)).rjust(width)
 
