@@ -34,7 +34,7 @@ class GeneratedCall:
     differentiated (their leaves are the op's inputs), the others, and what the forward sweep
     left for the adjoint sweep."""
 
-    __slots__ = ("function", "active", "treedefs", "arguments", "kwargs", "saved", "out_def", "__weakref__")
+    __slots__ = ("function", "active", "treedefs", "arguments", "kwargs", "saved", "saved_for", "out_def")
 
     def __init__(
         self, function: SourceFunction, active: tuple, treedefs: tuple, arguments: list, kwargs: dict
@@ -42,6 +42,7 @@ class GeneratedCall:
         self.function, self.active, self.treedefs = function, active, treedefs
         self.arguments, self.kwargs = arguments, kwargs  # the static ones in place, the active ones None
         self.saved: Any = None
+        self.saved_for: tuple = ()  # the inputs the forward sweep ran on
         self.out_def: Any = None  # the output's structure: None for one array
 
     def args_of(self, leaves: tuple) -> list:
@@ -129,6 +130,7 @@ def _forward_sweep(*leaves: Any, call: GeneratedCall) -> Any:
 
     fwd, _ = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
     out, call.saved = fwd(*call.args_of(leaves), **call.kwargs)
+    call.saved_for = leaves
     return _one_array(out, call)
 
 
@@ -138,10 +140,16 @@ def _adjoint_sweep(g: Any, ans: Any, *leaves: Any, call: GeneratedCall) -> list:
 
     fwd, bwd = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
     saved, call.saved = call.saved, None  # the adjoint sweep may use up what it is given (its stacks)
-    if saved is None:  # a second pullback, or the impl ran elsewhere (a loop rule): sweep forward again
+    if saved is None or not _same(call.saved_for, leaves):
+        # a second pullback; or the sweep ran on other values than the rule is given (the primals of
+        # an outer trace's tracers, under a Hessian): it must run on these, or their derivative is lost
         _, saved = fwd(*call.args_of(leaves), **call.kwargs)
     adjoints = bwd(saved, g if call.out_def is None else _rebuilt(g, call.out_def))
     return call.leaves_of(tuple(adjoints))
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _tangents(ts: list, ans: Any, *leaves: Any, call: GeneratedCall) -> Any:
