@@ -242,7 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     check = commands.add_parser("conformance", help="check every op and case on every installed backend")
-    check.add_argument("--backend", action="append", help="only this backend (repeatable)")
+    check.add_argument(
+        "--backend",
+        action="append",
+        help="only this backend (repeatable); a backend with variants is one column each, NAME/VARIANT "
+        "names one of them",
+    )
     check.add_argument("--op", action="append", help="only this op (repeatable; then no cases unless --case)")
     check.add_argument("--case", action="append", help="only this composite case (repeatable)")
     check.add_argument(

@@ -1,5 +1,10 @@
 """What each backend can do, read off its class (adcore.backend.Backend's ability attributes):
-the engine decides everything by these, and names no backend."""
+the engine decides everything by these, and names no backend.
+
+A report's column is a backend, or one of its variants: a backend with named option sets
+(Backend.variants) is checked under each as a column of its own, `<backend>/<variant>`, every
+check asking adcore's API with that variant's options (`api_options`) and reading its abilities off
+the backend those options make (Backend.for_options). Every function here takes a column."""
 
 from __future__ import annotations
 
@@ -7,11 +12,54 @@ from collections.abc import Iterable
 from typing import Any
 
 from adcore.backend import Backend
+from adcore.errors import UnknownBackendError
 from adcore.plugins import get_registry
+
+VARIANT = "/"  # between a backend's name and its variant's in a column's name
+
+
+def columns(names: Iterable[str]) -> list[str]:
+    """The columns these backend (or column) names ask for, each once, in order: a backend with
+    variants is one column per variant, `<backend>/<variant>`; any other, its name. Unknown
+    names raise UnknownBackendError."""
+    found: dict[str, None] = {}
+    for name in names:
+        base, _, variant = name.partition(VARIANT)
+        be = get_registry().backend(base)
+        variants = _variants(be)
+        if variant and variant not in variants:
+            raise UnknownBackendError(
+                f"backend {be.name!r} has no variant {variant!r}; its columns: "
+                f"{', '.join(be.name + VARIANT + v for v in variants) or be.name}"
+            )
+        chosen = [variant] if variant else list(variants)
+        found.update(dict.fromkeys([f"{be.name}{VARIANT}{v}" for v in chosen] or [be.name]))
+    return list(found)
+
+
+def _variants(be: Backend) -> dict[str, dict[str, Any]]:
+    return dict(getattr(be, "variants", {}))  # a duck-typed backend (not an adcore.Backend) has none
+
+
+def _parts(column: str) -> tuple[str, dict[str, Any]]:
+    """The backend's name and the options of the column's variant ({} for a plain backend)."""
+    base, _, variant = column.partition(VARIANT)
+    if not variant:
+        return base, {}
+    return base, dict(_variants(get_registry().backend(base))[variant])
+
+
+def api_options(column: str) -> dict[str, Any]:
+    """The keyword arguments that ask adcore's API for the column: `backend=` and its variant's options."""
+    base, options = _parts(column)
+    return {"backend": base, **options}
 
 
 def backend(name: str) -> Backend:
-    return get_registry().backend(name)
+    """The backend a column checks: a variant's is the one its options make (Backend.for_options)."""
+    base, options = _parts(name)
+    be = get_registry().backend(base)
+    return be.for_options(options) if options else be
 
 
 def estimates(name: str) -> bool:

@@ -33,7 +33,7 @@ import numpy as np
 
 from adcore import api
 from adcore.conformance import tolerances
-from adcore.conformance.abilities import batches
+from adcore.conformance.abilities import api_options, batches
 from adcore.conformance.calls import CheckedCall
 from adcore.conformance.checks import value_difference
 from adcore.conformance.results import Cell, Tally, Worst, compare
@@ -161,7 +161,7 @@ def check_derivatives(tally: Tally, backend: str, group: list[CheckedCall], dtyp
     except Exception:
         return
     transform, check = (api.grad, "vmap(grad)") if scalar else (api.jacobian, "vmap(jacobian)")
-    derivative = transform(call.fn, argnums=call.argnums, backend=backend)
+    derivative = transform(call.fn, argnums=call.argnums, **api_options(backend))
     for how, axes, xs, each in variants(group, every=False, unbatched=call.argnums[:1]):
         try:
             loop = [derivative(*args) for args in each]

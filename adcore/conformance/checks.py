@@ -29,6 +29,8 @@ from adcore import api
 from adcore import ops as adcore_ops
 from adcore.conformance import abilities, tolerances
 from adcore.conformance.abilities import (
+    api_options,
+    columns,
     estimate_options,
     estimates,
     exact_for,
@@ -72,7 +74,7 @@ def check_subject(
     of their parts (complex128 as float64, complex64 as float32); the op's kinks, real points,
     are checked in the real dtypes alone.
     """
-    installed = api.backends()
+    installed = columns(api.backends())
     tallies = {b: Tally(unsupported=supported(b)) for b in backends}
     cell_dtype, dtype = dtype, tolerances.judged_as(dtype)
     for k, call in enumerate(calls):
@@ -119,7 +121,7 @@ def op_support(registry: Registry, op: OpSpec) -> Callable[[str], str]:
     def supported(backend: str) -> str:
         if not op.variadic and op.differentiable == () and estimates(backend):
             return f"{backend} differentiates the impl, which cannot say that no input of {op.name!r} is differentiable"
-        be = registry.backend(backend)
+        be = abilities.backend(backend)
         # a traceable op's body is differentiated where it has no rule, and a kind may take an
         # elementwise op's rule from its flag (Registry.supports)
         if not registry.supports(be, op) and (op.variadic or op.differentiable != ()):  # else no rule needed
@@ -156,8 +158,8 @@ def traced_value(backend: str, call: CheckedCall) -> Any:
     xs = tuple(call.args[i] for i in call.argnums)
     fn = call.of(call.argnums)
     if "vjp" in products(backend):
-        return api.vjp(fn, *xs, backend=backend)[0]
-    return api.jvp(fn, xs, tuple(np.zeros_like(x) for x in xs), backend=backend)[0]
+        return api.vjp(fn, *xs, **api_options(backend))[0]
+    return api.jvp(fn, xs, tuple(np.zeros_like(x) for x in xs), **api_options(backend))[0]
 
 
 def check_value(
@@ -262,7 +264,7 @@ def check_dot_products(
     source = f"<u, J v> of {reference.source}"
     tolerance = tolerances.EXACT[dtype]
     if "vjp" in own:
-        _, vjp_fn = api.vjp(fn, *xs, backend=backend)
+        _, vjp_fn = api.vjp(fn, *xs, **api_options(backend))
         cotangents = vjp_fn(u)
         for ct, x in zip(cotangents, xs):  # <., v> broadcasts: an empty output's (0,) cotangent summed to 0
             if np.shape(ct) != np.shape(x):
@@ -270,7 +272,7 @@ def check_dot_products(
         got = sum(float(np.sum(np.asarray(ct, dtype=np.float64) * v)) for ct, v in zip(cotangents, vs))
         compare(tally, call.label, "vjp", got, expected, tolerance, source=source, scale=scale)
     if "jvp" in own:
-        _, tangent = api.jvp(fn, tuple(xs), tuple(vs), backend=backend)
+        _, tangent = api.jvp(fn, tuple(xs), tuple(vs), **api_options(backend))
         got = float(np.sum(u.astype(np.float64) * np.asarray(tangent, dtype=np.float64)))
         compare(tally, call.label, "jvp", got, expected, tolerance, source=source, scale=scale)
 
@@ -324,7 +326,9 @@ def check_second(
         if supported(name) or estimates(name) or patterns(name):
             continue
         try:
-            rows = api.hessian(psi, argnums=(0, 1), inner=name, outer=outer)(*point)
+            # api.hessian(psi, inner=, outer=) with each column's options
+            first = api.jacobian(psi, argnums=(0, 1), **api_options(name))
+            rows = api.jacobian(first, argnums=(0, 1), **api_options(outer))(*point)
             hessians[name] = (_square([h for row in rows for h in row]),)
         except Exception as e:
             hessians[name] = e
@@ -380,8 +384,8 @@ def second_estimate(weighted: Callable[..., Any], xs: tuple, estimator: str) -> 
     jacobians, errors = [], []
     try:
         for i in nums:
-            gradient = api.grad(weighted, argnums=i, backend=estimator, **inner)
-            hs, es = api.jacobian(gradient, argnums=nums, backend=estimator, **options)(*xs)
+            gradient = api.grad(weighted, argnums=i, **api_options(estimator), **inner)
+            hs, es = api.jacobian(gradient, argnums=nums, **api_options(estimator), **options)(*xs)
             jacobians += list(hs)
             errors += list(es)
     except Exception:
@@ -405,7 +409,7 @@ def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> 
             if patterns(backend):
                 check_kink_patterns(tally, backend, fn, inputs, kink.jacobians, label)
                 continue
-            jacs = api.jacobian(fn, argnums=nums, backend=backend)(*inputs)
+            jacs = api.jacobian(fn, argnums=nums, **api_options(backend))(*inputs)
         except DECLINED as e:
             tally.decline(label, e)
             continue

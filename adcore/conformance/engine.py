@@ -32,6 +32,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from adcore.conformance.abilities import columns
 from adcore.conformance.batching import VMAP, batched_calls, check_vmap
 from adcore.conformance.calls import case_calls, checks_complex, op_calls
 from adcore.conformance.checks import check_subject, op_support
@@ -108,13 +109,16 @@ def plan(
 ) -> Plan:
     """The backends and the work of a run; unknown names raise the registry's errors.
 
+    `backends` are the report's columns (abilities.columns): a backend with variants is checked
+    under each, `<backend>/<variant>`, or under the one named so.
+
     `ops`/`cases` None means all of them, except that naming ops alone runs no cases. Cases are
     checked in the real dtypes, an op in the complex ones too where calls.checks_complex says so;
     a subject with no unit in `dtypes` is left out, and the plan's dtypes are those some unit has.
     Ops named of which none is checked in `dtypes` (complex dtypes asked of ops that do not accept
     complex values) are a ValueError."""
     registry = get_registry()
-    backends = sorted(registry.backends) if backends is None else [registry.backend(b).name for b in backends]
+    backends = columns(sorted(registry.backends) if backends is None else backends)
     # a custom_vjp / custom_jvp function's op (pseudo-plugin "user") has no samples to check it
     # at: adcore.check_grads proves it, at the user's arguments
     user = registry.plugins["user"].ops if "user" in registry.plugins else ()

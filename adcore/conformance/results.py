@@ -17,7 +17,7 @@ import numpy as np
 
 from adcore import api
 from adcore.conformance import tolerances
-from adcore.conformance.abilities import estimate_options, estimates
+from adcore.conformance.abilities import api_options, estimate_options, estimates
 from adcore.conformance.calls import CheckedCall
 
 Status = Literal["agrees", "disagrees", "unsupported", "error"]
@@ -333,10 +333,10 @@ class Results:
         call = self.call
         if estimates(backend):
             estimate = api.jacobian(
-                call.fn, argnums=call.argnums, backend=backend, **estimate_options(backend)
+                call.fn, argnums=call.argnums, **api_options(backend), **estimate_options(backend)
             )
             jacs, errors = estimate(*call.args)
             return tuple(jacs), tuple(errors)
         argnums = call.argnums + call.zeros
-        jacs = api.jacobian(call.fn, argnums=argnums, backend=backend)(*call.args)
+        jacs = api.jacobian(call.fn, argnums=argnums, **api_options(backend))(*call.args)
         return tuple(jacs[: len(call.argnums)]), tuple(jacs[len(call.argnums) :])
