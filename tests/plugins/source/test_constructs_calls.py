@@ -1,0 +1,135 @@
+"""Issue 35 item 3, functions through the source backend (both modes): nested functions and
+closures (over active values and over constants), non-escaping lambdas, calls of other user
+functions (transformed in turn), recursion and functions returning tuples. Each against the reverse
+tape and the numeric oracle, with a second derivative, in float64 and float32."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from source_checks import DTYPES, cast, check_gradient, check_second_derivative
+
+X = np.array([0.4, -1.1, 0.9])
+
+
+def with_closure(x, a):
+    def scale(v):
+        return v * a + np.sin(v)
+
+    return np.sum(scale(scale(x)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nested_function_closing_over_an_active_value(dtype):
+    args = cast(dtype, X, 0.6)
+    check_gradient(with_closure, *args, argnums=(0, 1))
+    check_second_derivative(with_closure, *args)
+
+
+def make_penalty(weight, power):
+    def penalty(x):
+        return weight * np.sum(x**power) + np.sum(np.cos(x))
+
+    return penalty
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_closure_over_constants_of_its_factory(dtype):
+    (x,) = cast(dtype, X)
+    check_gradient(make_penalty(0.5, 2), x)
+    check_gradient(make_penalty(2.0, 3), x)  # another closure of the same code: its own cells
+    check_second_derivative(make_penalty(2.0, 3), x)
+
+
+def with_lambda(x, a):
+    sq = lambda v: v * v * a  # noqa: E731 (the construct under test)
+    return np.sum(sq(x) + sq(np.tanh(x)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_lambda_called_where_it_is_defined(dtype):
+    args = cast(dtype, X, 1.4)
+    check_gradient(with_lambda, *args, argnums=(0, 1))
+    check_second_derivative(with_lambda, *args)
+
+
+def softplus(v):
+    return np.log1p(np.exp(v))
+
+
+def layer(w, x):
+    return softplus(x * w) - 0.5 * w
+
+
+def two_layers(w, x):
+    h = layer(w, x)
+    return np.sum(layer(w, h))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_calls_of_user_functions_calling_user_functions(dtype):
+    args = cast(dtype, X, np.array([1.0, 0.5, -2.0]))
+    check_gradient(two_layers, *args, argnums=(0, 1))
+    check_second_derivative(two_layers, *args)
+
+
+def power(x, n):
+    if n == 0:
+        return np.ones_like(x)
+    return x * power(x, n - 1)
+
+
+def cubed_sum(x):
+    return np.sum(power(x, 3))
+
+
+def even(x, n):
+    return x if n == 0 else odd(np.sin(x), n - 1)
+
+
+def odd(x, n):
+    return x * 2.0 if n == 0 else even(x * x, n - 1)
+
+
+def mutual(x):
+    return np.sum(even(x, 5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("f", [cubed_sum, mutual])
+def test_recursion(dtype, f):
+    (x,) = cast(dtype, X)
+    check_gradient(f, x)
+    check_second_derivative(f, x)
+
+
+def sin_cos(v):
+    return np.sin(v), np.cos(v)
+
+
+def unit_circle_residual(x):
+    s, c = sin_cos(x)
+    pair = sin_cos(2.0 * x)
+    return np.sum((s * s + c - 1.0) * pair[0] + pair[1] * x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_user_function_returning_a_tuple(dtype):
+    (x,) = cast(dtype, X)
+    check_gradient(unit_circle_residual, x)
+    check_second_derivative(unit_circle_residual, x)
+
+
+def keyword_call(x):
+    return np.sum(scaled_shift(x, shift=0.5, scale=np.exp(x[0])))
+
+
+def scaled_shift(v, scale=1.0, shift=0.0):
+    return (v - shift) * scale
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_user_function_called_with_keywords_and_defaults(dtype):
+    (x,) = cast(dtype, X)
+    check_gradient(keyword_call, x)
+    check_second_derivative(keyword_call, x)
