@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from adcore_tool.backends import BACKENDS  # the adcore tools (adcore-<name>)
+
 HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE / "upstream"
 UPSTREAM_PYTHON = UPSTREAM / "python" / "gradbench"
 UPSTREAM_TOOLS = UPSTREAM_PYTHON / "gradbench" / "tools"
-ADCORE_BACKENDS = ("reverse", "forward", "symbolic", "numeric")
 ONE_THREAD = {
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
@@ -53,10 +54,8 @@ def tool_command(tool: str) -> list[str]:
     """The command that starts a tool: adcore-<backend>, or GradBench's own pytorch or jax."""
     if tool.startswith("adcore-"):
         backend = tool.removeprefix("adcore-")
-        if backend not in ADCORE_BACKENDS:
-            raise ValueError(
-                f"unknown adcore backend {backend!r}; choose one of {', '.join(ADCORE_BACKENDS)}"
-            )
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown adcore backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         return [sys.executable, "-m", "adcore_tool.run", "--backend", backend]
     if tool in ("pytorch", "jax", "jax-jacfwd"):
         return [sys.executable, str(HERE / "peers" / "run.py"), tool]

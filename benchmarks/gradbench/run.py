@@ -31,10 +31,14 @@ for _path in (HERE, HERE / "upstream" / "python" / "gradbench"):  # relay and th
 
 import manual  # noqa: E402
 import workloads  # noqa: E402
+from adcore_tool.backends import BACKENDS  # noqa: E402
 from adcore_tool.run import EVALS  # noqa: E402
 from relay import UPSTREAM_PYTHON, Exchange, Session, relay  # noqa: E402
 
-ADCORE_TOOLS = ("adcore-reverse", "adcore-forward", "adcore-symbolic", "adcore-numeric")
+# the tools a run runs unless told (adcore_tool.backends has them all: --tools adcore-source ...)
+ADCORE_TOOLS = tuple(
+    f"adcore-{name}" for name in BACKENDS if name in ("reverse", "forward", "symbolic", "numeric")
+)
 PEERS = {
     "pytorch": "torch",
     "jax": "jax",

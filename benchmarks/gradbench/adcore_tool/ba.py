@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {
     "symbolic": (
@@ -116,7 +117,7 @@ def reprojection_blocks(ba: BA, cams, X) -> np.ndarray:
             cams + shift[:N_CAM], X + shift[N_CAM : N_CAM + 3], ba.weights + shift[-1], ba.feats
         )
 
-    return adcore.jacobian(shifted, backend=ba.backend)(np.zeros(N_BLOCK))
+    return adcore.jacobian(shifted, **options(ba.backend))(np.zeros(N_BLOCK))
 
 
 def weight_partials(ba: BA) -> np.ndarray:
@@ -124,7 +125,7 @@ def weight_partials(ba: BA) -> np.ndarray:
     if ba.backend == "reverse":
         _, pullback = adcore.vjp(weight_error, ba.weights, backend="reverse")
         return pullback(np.ones_like(ba.weights))[0]
-    return adcore.jacobian(lambda shift: weight_error(ba.weights + shift), backend=ba.backend)(0.0)
+    return adcore.jacobian(lambda shift: weight_error(ba.weights + shift), **options(ba.backend))(0.0)
 
 
 def jacobian(ba: BA) -> dict[str, Any]:

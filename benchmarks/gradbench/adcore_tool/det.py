@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {}
 
@@ -17,7 +18,7 @@ Prepared = tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]
 def prepare(input: dict[str, Any], backend: str) -> Prepared:
     ell = int(input["ell"])
     a = np.asarray(input["A"], dtype=np.float64).reshape(ell, ell)  # row-major, as the eval sends it
-    return a, adcore.grad(np.linalg.det, backend=backend)
+    return a, adcore.grad(np.linalg.det, **options(backend))
 
 
 def primal(prepared: Prepared) -> float:

@@ -19,6 +19,7 @@ from scipy.special import multigammaln
 
 import adcore
 import adcore.numpy as anp
+from adcore_tool.backends import options as tool_options
 
 UNSUPPORTED: dict[str, str] = {
     "symbolic": (
@@ -87,7 +88,7 @@ def prepare(input: dict[str, Any], backend: str) -> Problem:
     points = np.ascontiguousarray(np.asarray(input["x"], dtype=np.float64).reshape(input["n"], d).T)
     fixed = (points, int(input["m"]), float(input["gamma"]), lower_index(d))
     options = {"chunk_size": forward_chunk(input["n"] * k * d)} if backend == "forward" else {}
-    gradient = adcore.grad(log_posterior, argnums=(0, 1, 2, 3), backend=backend, **options)
+    gradient = adcore.grad(log_posterior, argnums=(0, 1, 2, 3), **tool_options(backend), **options)
     return Problem(independent, fixed, gradient)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {}
 
@@ -18,4 +19,4 @@ def square(prepared: tuple[float, str]) -> float:
 
 def double(prepared: tuple[float, str]) -> float:
     x, backend = prepared
-    return float(adcore.grad(lambda y: y * y, backend=backend)(x))
+    return float(adcore.grad(lambda y: y * y, **options(backend))(x))

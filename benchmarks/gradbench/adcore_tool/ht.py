@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {
     "symbolic": (
@@ -173,7 +174,7 @@ def jacobian(hand: Hand) -> np.ndarray:
     """(3 points, 2 + 26) complicated, (3 points, 26) simple: rows are residuals, point by point."""
     n_rows = 3 * len(hand.points)
     if not len(hand.us):
-        J_theta = adcore.jacobian(lambda theta: residuals_simple(hand, theta), backend=hand.backend)(
+        J_theta = adcore.jacobian(lambda theta: residuals_simple(hand, theta), **options(hand.backend))(
             hand.theta
         )
         return np.reshape(J_theta, (n_rows, -1))
@@ -181,5 +182,5 @@ def jacobian(hand: Hand) -> np.ndarray:
     def shifted(theta, shift):
         return residuals_complicated(hand, theta, hand.us + shift)
 
-    J_theta, J_us = adcore.jacobian(shifted, argnums=(0, 1), backend=hand.backend)(hand.theta, np.zeros(2))
+    J_theta, J_us = adcore.jacobian(shifted, argnums=(0, 1), **options(hand.backend))(hand.theta, np.zeros(2))
     return np.concatenate([np.reshape(J_us, (n_rows, 2)), np.reshape(J_theta, (n_rows, -1))], axis=1)

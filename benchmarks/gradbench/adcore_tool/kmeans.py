@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore_tool.backends import options as tool_options
 from adcore_tool.gmm import forward_chunk
 
 UNSUPPORTED: dict[str, str] = {
@@ -30,7 +31,14 @@ UNSUPPORTED: dict[str, str] = {
 
 # The derivative of the gradient along ones: forward mode over the tool's backend's gradient, as
 # adcore.hvp composes it; backends that do not trace take their own derivative of their gradient.
-OUTER = {"reverse": "forward", "forward": "forward", "numeric": "numeric", "symbolic": "symbolic"}
+OUTER = {
+    "reverse": "forward",
+    "forward": "forward",
+    "numeric": "numeric",
+    "symbolic": "symbolic",
+    "source": "forward",  # (the source backend cannot read adcore's gradient function's source)
+    "source-compiled": "forward",
+}
 
 
 def cost_of(points: np.ndarray) -> Callable[[Any], Any]:
@@ -62,7 +70,7 @@ def prepare(input: dict[str, Any], backend: str) -> Problem:
     options = (
         {"chunk_size": forward_chunk(points.shape[0] * centroids.shape[0])} if backend == "forward" else {}
     )
-    gradient = adcore.grad(cost, backend=backend, **options)
+    gradient = adcore.grad(cost, **tool_options(backend), **options)
 
     def gradient_and_curvature(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(grad cost, H @ ones) at c: the gradient and the Hessian's diagonal."""

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.polynomial import polynomial
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {}
 
@@ -25,7 +26,7 @@ Prepared = tuple[np.ndarray, int, Callable[[np.ndarray, int], np.ndarray]]
 
 
 def prepare(input: dict[str, Any], backend: str) -> Prepared:
-    return np.asarray(input["x"], dtype=np.float64), int(input["n"]), adcore.grad(llsq, backend=backend)
+    return np.asarray(input["x"], dtype=np.float64), int(input["n"]), adcore.grad(llsq, **options(backend))
 
 
 def primal(prepared: Prepared) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {
     "symbolic": "the derivative of np.max over n symbols is, per element, its tie indicator over the sum of all n "
@@ -23,7 +24,7 @@ def logsumexp(x: np.ndarray) -> Any:
 
 
 def prepare(input: dict[str, Any], backend: str) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
-    return np.asarray(input["x"], dtype=np.float64), adcore.grad(logsumexp, backend=backend)
+    return np.asarray(input["x"], dtype=np.float64), adcore.grad(logsumexp, **options(backend))
 
 
 def primal(prepared: tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]) -> float:

@@ -9,6 +9,7 @@ import numpy as np
 
 import adcore
 import adcore.numpy as anp
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {
     "symbolic": (
@@ -55,7 +56,7 @@ def prepare(input: dict[str, Any], backend: str) -> tuple[np.ndarray, ...]:
     arrays = [
         np.asarray(input[k], dtype=np.float64) for k in ("main_params", "extra_params", "state", "sequence")
     ]
-    return (*arrays, adcore.grad(lstm_objective, argnums=(0, 1), backend=backend))
+    return (*arrays, adcore.grad(lstm_objective, argnums=(0, 1), **options(backend)))
 
 
 def objective(prepared: tuple[Any, ...]) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {}
 
@@ -37,7 +38,7 @@ def last_component(x: Any, s: int) -> Any:
 
 
 def prepare(input: dict[str, Any], backend: str) -> tuple[np.ndarray, int, Any]:
-    gradient_of_last = adcore.grad(last_component, backend=backend)
+    gradient_of_last = adcore.grad(last_component, **options(backend))
     return np.asarray(input["x"], dtype=np.float64), int(input["s"]), gradient_of_last
 
 

@@ -6,7 +6,8 @@ step would cross the x axis, and a linear interpolation to the axis gives where 
 squared miss distance is minimised over w by saddle's gradient descent (`argmin`). The functions
 `rr`, `rf`, `fr`, `ff` name the outer (over w) and inner (the force) differentiation's mode; as in
 saddle, the adcore-reverse and adcore-forward tools map the letters to adcore's backends (r:
-"reverse", f: "forward") and the symbolic and numeric tools use their own backend at both levels.
+"reverse", f: "forward"), the source tools to the source backend's modes, and the symbolic and
+numeric tools use their own backend at both levels.
 The outer gradient goes through the whole trajectory loop, force evaluations included.
 """
 

@@ -22,6 +22,7 @@ import numpy as np
 from gradbench import wrap
 
 import adcore
+from adcore_tool.backends import BACKENDS, options
 
 EVALS = ("hello", "lse", "llsq", "det", "gmm", "kmeans", "ode", "lstm", "ba", "ht", "saddle", "particle")
 
@@ -43,9 +44,8 @@ def define(module: str, backend: str) -> dict[str, Any]:
     reason = import_module(f"adcore_tool.{module}").UNSUPPORTED.get(backend)
     if reason is not None:
         return {"success": False, "error": f"adcore-{backend} cannot run {module}: {reason}"}
-    adcore.get_backend(
-        backend
-    )  # its plugin loaded here, as a long-running program has it, not in a timed run
+    # its plugin loaded here, as a long-running program has it, not in a timed run
+    adcore.get_backend(options(backend)["backend"])
     return {"success": True}
 
 
@@ -63,7 +63,7 @@ def evaluate(message: dict[str, Any], backend: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", default="reverse", choices=("reverse", "forward", "symbolic", "numeric"))
+    parser.add_argument("--backend", default="reverse", choices=tuple(BACKENDS), help="the tool's backend")
     args = parser.parse_args()
     for line in sys.stdin:
         message = json.loads(line)

@@ -3,7 +3,8 @@
 The functions `rr`, `rf`, `fr`, `ff` name the outer (argmin) and inner (argmax) differentiation's
 mode. For the adcore-reverse and adcore-forward tools the letters pick adcore's backends
 (r: "reverse", f: "forward"), so both tools answer all four with the same nested computation; the
-symbolic and numeric tools use their own backend at both levels. The outer gradient goes through
+source tools pick the source backend's modes (mode="reverse" / "forward", its generated adjoint or
+tangent code); the symbolic and numeric tools use their own backend at both levels. The outer gradient goes through
 the inner argmax's whole descent loop: adcore differentiates the loop as it ran.
 
 `argmin` is Siskind and Pearlmutter's descent, as GradBench's tools write it (Futhark's solver.fut):
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import adcore
+from adcore_tool.backends import options
 
 UNSUPPORTED: dict[str, str] = {
     "symbolic": (
@@ -36,9 +38,10 @@ TOLERANCE = 1e-5
 ValueAndGradient = Callable[[Callable[[Any], Any]], Callable[[Any], tuple[Any, Any]]]
 
 
-def value_and_gradient_by(backend: str) -> ValueAndGradient:
-    """f -> the function computing f's value and gradient together with this adcore backend."""
-    return lambda f: adcore.value_and_grad(f, backend=backend)
+def value_and_gradient_by(backend: dict[str, Any]) -> ValueAndGradient:
+    """f -> the function computing f's value and gradient together with this adcore backend (and its
+    options: adcore_tool.backends.options)."""
+    return lambda f: adcore.value_and_grad(f, **backend)
 
 
 def argmin(value_and_gradient: ValueAndGradient, f: Callable[[Any], Any], x: Any) -> Any:
@@ -89,8 +92,15 @@ def prepare(input: dict[str, Any], backend: str) -> tuple[np.ndarray, str]:
 def modes(letters: str, backend: str) -> tuple[ValueAndGradient, ValueAndGradient]:
     """The outer and inner gradient for a function name ("rf": reverse over forward) on a tool's backend."""
     if backend in ("reverse", "forward"):
-        return value_and_gradient_by(MODES[letters[0]]), value_and_gradient_by(MODES[letters[1]])
-    return value_and_gradient_by(backend), value_and_gradient_by(backend)
+        return value_and_gradient_by(options(MODES[letters[0]])), value_and_gradient_by(
+            options(MODES[letters[1]])
+        )
+    tool = options(backend)
+    if tool["backend"] == "source":  # one backend with both modes
+        return value_and_gradient_by(tool | {"mode": MODES[letters[0]]}), value_and_gradient_by(
+            tool | {"mode": MODES[letters[1]]}
+        )
+    return value_and_gradient_by(tool), value_and_gradient_by(tool)
 
 
 def rr(prepared: tuple[np.ndarray, str]) -> np.ndarray:

@@ -8,6 +8,7 @@ import types
 
 import numpy as np
 import pytest
+from adcore_tool import backends, saddle
 from adcore_tool import run as tool
 
 
@@ -88,3 +89,35 @@ def test_hello_doubles_with_every_backend() -> None:
     for backend in ("reverse", "forward", "symbolic", "numeric"):
         answer = tool.evaluate({"module": "hello", "function": "double", "input": 3.0}, backend)
         assert answer["success"] is True and answer["output"] == pytest.approx(6.0), backend
+
+
+def test_each_tool_asks_adcore_for_its_backend_with_its_options() -> None:
+    assert backends.options("reverse") == {"backend": "reverse"}
+    assert backends.options("source") == {"backend": "source"}
+    assert backends.options("source-compiled") == {"backend": "source", "compile": True}
+    backends.options("source-compiled")["compile"] = False  # a copy: the table is not changed
+    assert backends.BACKENDS["source-compiled"]["compile"] is True
+
+
+@pytest.mark.parametrize(
+    ("tool", "outer", "inner"),
+    [
+        ("reverse", {"backend": "reverse"}, {"backend": "forward"}),
+        ("forward", {"backend": "reverse"}, {"backend": "forward"}),
+        ("numeric", {"backend": "numeric"}, {"backend": "numeric"}),
+        ("source", {"backend": "source", "mode": "reverse"}, {"backend": "source", "mode": "forward"}),
+        (
+            "source-compiled",
+            {"backend": "source", "compile": True, "mode": "reverse"},
+            {"backend": "source", "compile": True, "mode": "forward"},
+        ),
+    ],
+)
+def test_saddles_letters_pick_the_backends_or_the_source_backends_modes(
+    monkeypatch: pytest.MonkeyPatch, tool: str, outer: dict, inner: dict
+) -> None:
+    asked = []
+    monkeypatch.setattr(saddle.adcore, "value_and_grad", lambda f, **options: asked.append(options))
+    for value_and_gradient in saddle.modes("rf", tool):
+        value_and_gradient(lambda x: x)
+    assert asked == [outer, inner]
