@@ -81,7 +81,8 @@ class RandomProgram:
         check = f"adcore.jacobian(f, argnums={tuple(range(k))}, backend=name)({xs})"
         return (
             f"import numpy as np\n\nimport adcore\n\n\ndef f({xs}):\n{body}    return {names[-1]}\n\n\n"
-            f"{inputs}# every backend must agree:\n# for name in adcore.backends(): {check}\n"
+            f"{inputs}# every backend must agree (one with variants under each variant's options too):\n"
+            f"# for name in adcore.backends(): {check}\n"
         )
 
     def __repr__(self) -> str:
