@@ -5,3 +5,7 @@ forward-mode or reverse-mode derivative module, from the registry's rules; the m
 compiled with numba. `adcore.grad(f, backend="source", mode="reverse")` uses it through the
 backend contract; `derivative_source(f)` shows the generated code.
 """
+
+from adcore_source.generate import derivative_source
+
+__all__ = ["derivative_source"]
