@@ -133,18 +133,15 @@ def callee_kind(obj: Any, nargs: int | None = None, keywords: Any = ()) -> Calle
             return Callee("user", obj)  # the bound arguments are the driver's (generate.py)
         if inner.kind == "inactive":
             return Callee("inactive", obj, takes_active=inner.takes_active, why=inner.why)
-        return Callee("op", _name(obj.func), obj, masks=inner.masks)
+        return Callee(
+            "op", inner.value if isinstance(inner.value, str) else _name(obj.func), obj, masks=inner.masks
+        )
     if type(obj).__module__ == "adcore.custom":  # custom_vjp / custom_jvp: an op of the registry
         return Callee("op", _name(obj), obj)
+    if getattr(builtins, getattr(obj, "__name__", ""), None) is obj:
+        return _builtin_callee(obj)
     if isinstance(obj, type):
         return _class_callee(obj)
-    if isinstance(obj, types.BuiltinFunctionType | types.BuiltinMethodType) and getattr(
-        obj, "__self__", None
-    ) in (
-        builtins,
-        None,
-    ):
-        return _builtin_callee(obj)
     if isinstance(obj, types.MethodType | types.BuiltinMethodType):
         owner = obj.__self__
         if isinstance(owner, np.ndarray | np.generic | float | complex):
@@ -294,6 +291,8 @@ def _builtin_callee(obj: Any) -> Callee:
         return Callee("op", obj.__name__, obj, masks=masks)
     if obj in (zip, enumerate, reversed, map, filter, iter, sorted):
         return _refused(obj, f"{obj.__name__}() of active values (loop over indices instead)")
+    if isinstance(obj, type):
+        return _class_callee(obj)
     return _refused(obj, f"the builtin {obj.__name__}()")
 
 

@@ -250,17 +250,16 @@ class _Arguments:
 
 
 def _filled(g: Any, out: Any) -> Any:
-    """g with a zero for None (g itself, or its entries): the pullback needs a full cotangent."""
+    """g with a zero for None (g itself, or its entries), in out's structure (a plain tuple for a
+    namedtuple's): the pullback needs a full cotangent."""
     if g is None:
         return zero_tangent(out)
-    if isinstance(out, list | tuple | dict):
-        import optree
-
-        spec = optree.tree_structure(out, none_is_leaf=False, namespace="adcore")
-        entries = spec.flatten_up_to(g)
-        outs = optree.tree_leaves(out, none_is_leaf=False, namespace="adcore")
-        return spec.unflatten([zero_tangent(o) if e is None else plain(e) for e, o in zip(entries, outs)])
-    return g
+    if isinstance(out, list | tuple):
+        entries = [_filled(gi, oi) for gi, oi in zip(g, out, strict=True)]
+        return out.__class__(*entries) if hasattr(out, "_fields") else out.__class__(entries)
+    if isinstance(out, dict):
+        return {k: _filled(g.get(k), v) for k, v in out.items()}
+    return plain(g)
 
 
 _MASKING: dict[Any, Any] = {}
