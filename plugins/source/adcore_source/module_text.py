@@ -48,7 +48,11 @@ class Text:
         self.reproducible = not fixed  # everything it binds is in its text or found again by reads.walk
 
     def meta(self) -> dict[str, Any]:
-        return {"entry": self.entry, "injected": {k: list(v) for k, v in self.injected.items()}}
+        return {
+            "entry": self.entry,
+            "functions": self.functions,
+            "injected": {k: list(v) for k, v in self.injected.items()},
+        }
 
     @classmethod
     def from_disk(cls, stored: tuple[Path, str, dict[str, Any]] | None) -> Text | None:
@@ -57,7 +61,7 @@ class Text:
         path, text, meta = stored
         try:
             injected = {k: (int(i), str(n)) for k, (i, n) in meta["injected"].items()}
-            t = cls(text, [str(e) for e in meta["entry"]], injected, {})
+            t = cls(text, [str(e) for e in meta["entry"]], [str(f) for f in meta["functions"]], injected, {})
         except (KeyError, TypeError, ValueError):
             return None
         t.path = path
@@ -91,7 +95,8 @@ def assembled(ctx: Any, fn: Any, mode: str, active: tuple[int, ...], reached: li
             f"# bound by adcore-source when it loads this module (values of the function's): {names}",
         ]
     body = "\n\n\n".join(_unparsed(d) for d in ctx.defs)
-    return Text("\n".join(parts) + "\n\n\n" + body + "\n", list(root), injected, fixed)
+    functions = [d.name for d in ctx.defs]
+    return Text("\n".join(parts) + "\n\n\n" + body + "\n", list(root), functions, injected, fixed)
 
 
 def load(text: Text, reached: list) -> dict[str, Any]:

@@ -1,0 +1,175 @@
+"""`compile=True` / `"numba"`: the generated functions jitted with numba, lazily, where numba takes them.
+
+numba is imported on the first call whose arguments are all plain numbers and arrays (a traced
+value, a pytree, a Masked cotangent run the Python version), never by `import adcore_source`.
+The generated text is executed a second time into a namespace of its own where each generated
+function is `numba.njit`-ed (calls between them stay compiled), each adcore op the templates call
+is its NumPy impl, and the runtime helpers are numba versions of themselves (for numbers and for
+arrays of up to 2 dimensions). Where numba refuses a construct, one SourceCompileWarning names it
+and the Python version runs: the result is the same either way. Compiled code is cached on disk
+(`cache=True`, beside the generated file) when everything it reads is in its text.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import types
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from adcore_source import module_text
+
+
+class SourceCompileWarning(UserWarning):
+    """numba could not compile a generated function (the construct is named); its Python version runs."""
+
+
+_warned: set[tuple[str, str]] = set()
+_numba_lock = threading.Lock()
+
+
+def compiled(
+    functions: list[Callable], text: module_text.Text, reached: list, how: bool | str
+) -> list[Callable]:
+    """The entry functions, each compiled on its first call with plain numbers and arrays."""
+    if how not in (True, "numba"):
+        raise ValueError(f"adcore-source: compile must be False, True or 'numba', got {how!r}")
+    jit = _Jit(text, reached)
+    return [_Compiled(jit, name, fn) for name, fn in zip(text.entry, functions)]
+
+
+class _Compiled:
+    """One entry function: numba's version for plain arguments, else (or where numba refused) Python's."""
+
+    __slots__ = ("jit", "name", "python", "__wrapped__")
+
+    def __init__(self, jit: _Jit, name: str, python: Callable) -> None:
+        self.jit, self.name, self.python, self.__wrapped__ = jit, name, python, python
+
+    def __call__(self, *args: Any) -> Any:
+        if self.name not in self.jit.refused and all(_plain(a) for a in args):
+            fn = self.jit.function(self.name)
+            if fn is not None:
+                try:
+                    return fn(*args)
+                except Exception as e:  # noqa: BLE001 -- numba's refusals; anything else is f's own error
+                    if not self.jit.is_refusal(e):
+                        raise
+                    self.jit.refuse(self.name, e)
+        return self.python(*args)
+
+
+class _Jit:
+    """The numba namespace of one loaded module, made on first use."""
+
+    def __init__(self, text: module_text.Text, reached: list) -> None:
+        self.text, self.reached = text, reached
+        self.namespace: dict[str, Any] | None = None
+        self.refused: set[str] = set()
+        self.errors: tuple[type, ...] = ()
+
+    def function(self, name: str) -> Callable | None:
+        if self.namespace is None:
+            with _numba_lock:
+                if self.namespace is None:
+                    self.namespace = self._namespace()
+        return self.namespace.get(name)
+
+    def _namespace(self) -> dict[str, Any]:
+        try:
+            import numba
+            from numba.core.errors import NumbaError
+        except ImportError:
+            self._warn_all("numba is not installed (pip install 'adcore-source[compile]')")
+            return {}
+        self.errors = (NumbaError,)
+        frozen = [
+            n for n, v in self._injected().items() if not (_plain_scalar(v) or callable(v) or _is_module(v))
+        ]
+        if frozen:  # numba would freeze these arrays at compile time: an in-place change would not reach it
+            self._warn_all(f"it reads {', '.join(sorted(frozen))} from outside (numba freezes such values)")
+            return {}
+        namespace = module_text.load(self.text, self.reached)
+        from adcore_source import numba_runtime
+
+        numba_runtime.substitute(namespace)
+        cache = self.text.path is not None and not self.text.injected and not self.text.fixed
+        for name in self.text.functions:
+            namespace[name] = numba.njit(cache=cache, error_model="numpy")(namespace[name])
+        return namespace
+
+    def _injected(self) -> dict[str, Any]:
+        return {
+            **self.text.fixed,
+            **{n: self.reached[i].values[k] for n, (i, k) in self.text.injected.items()},
+        }
+
+    def is_refusal(self, e: Exception) -> bool:
+        return bool(self.errors) and isinstance(e, self.errors)
+
+    def refuse(self, name: str, e: Exception) -> None:
+        self.refused.add(name)
+        self._warn(name, construct_of(str(e)))
+
+    def _warn_all(self, why: str) -> None:
+        self.refused.update(self.text.entry)
+        self._warn(self.text.entry[0], why)
+
+    def _warn(self, name: str, why: str) -> None:
+        key = (self.text.text, name)
+        if key in _warned:
+            return
+        _warned.add(key)
+        warnings.warn(
+            f"adcore-source: numba cannot compile {name}: {why}; the Python version runs (the same result)",
+            SourceCompileWarning,
+            stacklevel=4,
+        )
+
+
+_UNTYPED = re.compile(r"Untyped global name '(\w+)'")
+_WHERE = re.compile(r'File "([^"]+)", line (\d+):\s*\n(?:<source missing.*\n)?(.*)\n')
+
+
+def construct_of(message: str) -> str:
+    """What numba refused, in a line: the name or operation, and the generated line it is on."""
+    m = _UNTYPED.search(message)
+    if m:
+        what = f"the call of {m.group(1)} (a Python function numba cannot type)"
+    else:
+        lines = [
+            line.strip()
+            for line in message.splitlines()
+            if line.strip()
+            and not line.startswith(("Failed in", "During:", "File ", "\x1b"))
+            and "pipeline" not in line
+        ]
+        what = lines[0] if lines else message.strip().splitlines()[0]
+    where = _WHERE.search(message)
+    if where:
+        what += f", at {where.group(1).rsplit('/', 1)[-1]}:{where.group(2)} `{where.group(3).strip()}`"
+    return what
+
+
+def _plain(x: Any) -> bool:
+    """A value numba takes as it is: a number, a numeric array, or a tuple/list of such."""
+    cls = x.__class__
+    if cls is float or cls is int or cls is bool or x is None:
+        return True
+    if cls is np.ndarray or isinstance(x, np.generic):
+        return x.dtype.kind in "biufc"
+    if cls is tuple or cls is list:
+        return all(_plain(v) for v in x)
+    return False
+
+
+def _is_module(x: Any) -> bool:
+    return isinstance(x, types.ModuleType)
+
+
+def _plain_scalar(x: Any) -> bool:
+    return x.__class__ in (float, int, bool, complex) or isinstance(x, np.generic)
