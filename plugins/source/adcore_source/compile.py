@@ -3,7 +3,8 @@
 numba is imported on the first call whose arguments are all plain numbers and arrays (a traced
 value, a pytree, a Masked cotangent run the Python version), never by `import adcore_source`.
 The generated text is executed a second time into a namespace of its own where each generated
-function is `numba.njit`-ed (calls between them stay compiled), each adcore op the templates call
+function is `numba.njit`-ed (calls between them stay compiled; indices bounds-checked and division
+by zero NumPy's inf or nan, as in Python), each adcore op the templates call
 is its NumPy impl, and the runtime helpers are numba versions of themselves (for numbers and for
 arrays of up to 2 dimensions). Where numba refuses a construct, one SourceCompileWarning names it
 and the Python version runs: the result is the same either way. Compiled code is cached on disk
@@ -99,7 +100,7 @@ class _Jit:
         numba_runtime.substitute(namespace)
         cache = self.text.path is not None and not self.text.injected and not self.text.fixed
         for name in self.text.functions:
-            namespace[name] = numba.njit(cache=cache, error_model="numpy")(namespace[name])
+            namespace[name] = numba.njit(cache=cache, error_model="numpy", boundscheck=True)(namespace[name])
         return namespace
 
     def _injected(self) -> dict[str, Any]:

@@ -41,9 +41,20 @@ class Text:
     an object (helpers that are not importable: only good in this process)."""
 
     def __init__(
-        self, text: str, entry: list[str], injected: dict[str, tuple[int, str]], fixed: dict[str, Any]
+        self,
+        text: str,
+        entry: list[str],
+        functions: list[str],
+        injected: dict[str, tuple[int, str]],
+        fixed: dict,
     ):
-        self.text, self.entry, self.injected, self.fixed = text, entry, injected, fixed
+        self.text, self.entry, self.functions, self.injected, self.fixed = (
+            text,
+            entry,
+            functions,
+            injected,
+            fixed,
+        )
         self.path: Path | None = None
         self.reproducible = not fixed  # everything it binds is in its text or found again by reads.walk
 
