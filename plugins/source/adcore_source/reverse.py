@@ -1,0 +1,390 @@
+"""Reverse mode: f's A-normal form in, `def f_fwd(<params>)` and `def f_bwd(saved, b<out>)` out.
+
+f_fwd runs f's statements in f's order (a tier-2 call as `y, y_pullback = call_vjp(...)`, a user
+callee as `y, y_saved = g_fwd(...)`) and records what the adjoint sweep needs (reverse_flow): a
+value about to be overwritten is pushed on `<name>_stack` (x[i]'s on `<x>_items`, a copy), a
+loop's trip count is kept in `<target>_trips`, and the names the adjoint sweep reads are returned
+with the stacks as `saved`. f_bwd goes through f's statements backwards (reverse_sweep): each
+assignment's adjoint (`bx = bx + by * cos(x)`), then the overwritten value popped back; an `if`
+on its flag, a loop as many times as it ran. It returns the active parameters' adjoints in
+their structure, shape and dtype.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import linecache
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from adcore_source import reverse_flow as flow
+from adcore_source import reverse_runtime
+from adcore_source.errors import refuse
+from adcore_source.reverse_parts import (
+    ANS,
+    INACTIVE_ATTRIBUTES,
+    LINEAR_ATTRIBUTES,
+    VALUE_ATTRIBUTES,
+    G,
+    Parts,
+    assignment_parts,
+)
+
+
+def emit_reverse(
+    norm: Any, active_params: Iterable[str | int], ctx: Any
+) -> tuple[ast.FunctionDef, ast.FunctionDef]:
+    """(`def <f>_fwd(<params>): ... return out, saved`, `def <f>_bwd(saved, b<out>): ... return
+    (b<p> for each active p)`) for f's A-normal form `norm`; `active_params`: parameter names or
+    positions (the vararg is one tuple parameter); `ctx` binds names and transforms user callees."""
+    from adcore_source.reverse_sweep import adjoint_function
+
+    em = Emitter(norm, active_params, ctx)
+    rec = flow.record(em.body, em.reads, em.has_adjoint, em.counter, set(em.active))
+    fwd = em.forward_function(rec)
+    bwd = adjoint_function(em, rec)
+    return ast.fix_missing_locations(fwd), ast.fix_missing_locations(bwd)
+
+
+def signature_params(norm: Any) -> list[str]:
+    return [*norm.params, *([norm.vararg] if norm.vararg else []), *norm.kwonly]
+
+
+class Emitter:
+    """One function's emission: its names, activity, per-statement parts, and the forward sweep."""
+
+    def __init__(self, norm: Any, active_params: Iterable[str | int], ctx: Any) -> None:
+        self.norm, self.ctx = norm, ctx
+        self.params = signature_params(norm)
+        wanted = [self.params[a] if isinstance(a, int) else a for a in active_params]
+        self.active = [p for p in self.params if p in wanted]
+        self.body = _flagged(copy.deepcopy(norm.body), _Namer(_names_in(norm)))
+        self.taken = _names_in(norm) | _names_of(self.body)
+        self.locals = set(self.params) | {n for s in self.body for n in flow.assigned_names(s)}
+        self.activity = _activity(norm, self.active, self.locals)
+        self.methods = _methods(self.body, self.activity)
+        self.namer = _Namer(self.taken | {G, ANS})
+        self.adjoint_names: dict[str, str] = {}
+        self.temps: dict[tuple[int, str], str] = {}
+        self.current: ast.stmt | None = None
+        self._parts: dict[tuple[int, bool], Parts] = {}
+        self.stacks: dict[str, str] = {}  # what is pushed -> its stack's name, in order of creation
+        self.counters: dict[int, str] = {}
+        self.last_line: int | None = None
+
+    # --- names ---------------------------------------------------------------------------------
+
+    def is_active(self, name: str) -> bool:
+        return name in self.activity
+
+    def b(self, name: str) -> str:
+        """The adjoint variable of `name`: b<name>, renamed if f uses that name."""
+        if name not in self.adjoint_names:
+            self.adjoint_names[name] = self.namer.fresh(f"b{name}")
+        return self.adjoint_names[name]
+
+    def temp(self, base: str) -> str:
+        """A temporary of the current statement, the same name each time it is asked for."""
+        key = (id(self.current), base)
+        if key not in self.temps:
+            self.temps[key] = self.namer.fresh(base)
+        return self.temps[key]
+
+    def stack(self, what: str) -> str:
+        if what not in self.stacks:
+            self.stacks[what] = self.namer.fresh(what)
+        return self.stacks[what]
+
+    def counter(self, loop: ast.For | ast.While) -> str:
+        if id(loop) not in self.counters:
+            base = f"{loop.target.id}_trips" if isinstance(loop, ast.For) else "while_trips"
+            self.counters[id(loop)] = self.namer.fresh(base)
+        return self.counters[id(loop)]
+
+    def comment(self, stmt: ast.stmt, out: list[ast.stmt]) -> None:
+        """`# file:line  source` before the first block from a new line of f."""
+        line = getattr(stmt, "lineno", None)
+        if line is None or line == self.last_line:
+            return
+        self.last_line = line
+        text = linecache.getline(self.norm.filename, line).strip()
+        out.append(
+            ast.Expr(ast.Constant(f"# {os.path.basename(self.norm.filename)}:{line}  {text}".rstrip()))
+        )
+
+    # --- what each statement is ----------------------------------------------------------------
+
+    def parts(self, stmt: ast.Assign, masked: bool = False) -> Parts:
+        key = (id(stmt), masked)
+        if key not in self._parts:
+            self.current = stmt
+            self._parts[key] = assignment_parts(self, stmt, masked)
+        return self._parts[key]
+
+    def simple_active(self, stmt: ast.stmt) -> bool:
+        """An assignment `y = E` with y active and E reading an active name."""
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)):
+            return False
+        if not self.is_active(stmt.targets[0].id):
+            return False
+        return any(isinstance(n, ast.Name) and self.is_active(n.id) for n in ast.walk(stmt.value))
+
+    def has_adjoint(self, stmt: ast.stmt) -> bool:
+        if self.simple_active(stmt):
+            p = self.parts(stmt)
+            return bool(p.contribs or p.at)
+        x = flow.in_place_target(stmt)
+        return x is not None and self.is_active(x)
+
+    def reads(self, stmt: ast.stmt) -> tuple[set[str], set[str], set[str]]:
+        """(assigned names, names the adjoint reads as before the statement, as after it)."""
+        defines = flow.assigned_names(stmt)
+        x = flow.in_place_target(stmt)
+        if x is not None:
+            if not self.is_active(x):
+                return set(), set(), set()
+            if isinstance(stmt, ast.Assign):  # x[i] = v: the index, and v for its shape
+                return (
+                    set(),
+                    _local_names(stmt.targets[0].slice, self.locals) | _local_names(stmt.value, self.locals),
+                    set(),
+                )
+            call = stmt.value
+            return (
+                set(),
+                (_local_names(call, self.locals) - {x}) if call.func.attr == "extend" else set(),
+                set(),
+            )
+        if not self.simple_active(stmt):
+            return defines, set(), set()
+        p = self.parts(stmt)
+        defines = set(p.defines)
+        used: set[str] = set()
+        for node in [*(c.expr for c in p.contribs), *p.prelude]:
+            used |= _local_names(node, self.locals | defines)
+        if p.at is not None:
+            used |= {p.at[0]} | _local_names(p.at[1], self.locals)
+        ans = any(isinstance(n, ast.Name) and n.id == ANS for c in p.contribs for n in ast.walk(c.expr))
+        y = stmt.targets[0].id
+        after = ((used & defines) - {y}) | ({y} if ans else set())
+        before = used - (defines - {y})
+        return defines, before, after
+
+    # --- the forward sweep ----------------------------------------------------------------------
+
+    def forward_function(self, rec: flow.Record) -> ast.FunctionDef:
+        body, ret = self.body, None
+        if not body or not isinstance(body[-1], ast.Return):
+            refuse(None, "a function that returns nothing", "return the value to differentiate", self.norm)
+        body, ret = body[:-1], body[-1]
+        self.last_line = None
+        code = self.fwd_block(body, rec)
+        self.comment(ret, code)
+        prologue = self.prologue(rec)
+        saved = [*self.stacks.values(), *sorted(rec.at_end)]
+        self.saved_names = saved
+        snap = self.ctx.bind("snapshot", reverse_runtime.snapshot)
+        mutated = {flow.in_place_target(s) for s in _walk_statements(body)} - {None}
+        kept = [
+            _call(snap, [_name(n)]) if n in mutated and n not in self.stacks.values() else _name(n)
+            for n in saved
+        ]
+        value = ret.value if ret.value is not None else ast.Constant(None)
+        code.append(ast.Return(ast.Tuple([copy.deepcopy(value), ast.Tuple(kept, ast.Load())], ast.Load())))
+        return _function(f"{_identifier(self.norm.name)}_fwd", self.params, prologue + code)
+
+    def prologue(self, rec: flow.Record) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        kept = set(rec.at_end) | {v for names in rec.restored.values() for v in names}
+        aliases = flow.aliases(self.body, self.params, self.fresh_value)
+        copied = [p for p in self.params if any(p in aliases.get(n, ()) for n in kept)]
+        if copied:
+            snap = self.ctx.bind("snapshot", reverse_runtime.snapshot)
+            out += [_assign(p, _call(snap, [_name(p)])) for p in copied]  # the caller may change them later
+        for name in sorted(flow.undefined_reads(self.body, self.params, rec)):
+            out.append(_assign(name, ast.Constant(None)))
+        out += [_assign(s, ast.List([], ast.Load())) for s in self.stacks.values()]
+        return out
+
+    def fresh_value(self, value: ast.expr) -> bool:
+        """`value` makes a new value (arithmetic, a template op), sharing no memory with its inputs."""
+        if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Constant)):
+            return True
+        return False
+
+    def fwd_block(self, stmts: list[ast.stmt], rec: flow.Record) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            code = self.fwd_statement(stmt, rec)
+            if code:
+                self.comment(stmt, out)
+            out += code
+        return out
+
+    def fwd_statement(self, stmt: ast.stmt, rec: flow.Record) -> list[ast.stmt]:
+        if isinstance(stmt, ast.If):
+            return [
+                ast.If(
+                    copy.deepcopy(stmt.test),
+                    self.fwd_block(stmt.body, rec) or [ast.Pass()],
+                    self.fwd_block(stmt.orelse, rec),
+                )
+            ]
+        if isinstance(stmt, (ast.For, ast.While)):
+            return self.fwd_loop(stmt, rec)
+        out = [self.push(v, _name(v)) for v in sorted(rec.pushes(stmt))]
+        if id(stmt) in rec.written and isinstance(stmt, ast.Assign):  # x[i] = v: x[i] kept, a copy
+            target = stmt.targets[0]
+            item = ast.Subscript(_name(target.value.id), copy.deepcopy(target.slice), ast.Load())
+            out.append(
+                self.push(
+                    f"{target.value.id}_items",
+                    _call(self.ctx.bind("snapshot", reverse_runtime.snapshot), [item]),
+                )
+            )
+        if self.simple_active(stmt):
+            return out + [copy.deepcopy(s) for s in self.parts(stmt).fwd]
+        return out + [copy.deepcopy(stmt)]
+
+    def push(self, what: str, value: ast.expr) -> ast.stmt:
+        stack = self.stack(what if what.endswith("_items") else f"{what}_stack")
+        return ast.Expr(ast.Call(ast.Attribute(_name(stack), "append", ast.Load()), [value], []))
+
+    def fwd_loop(self, stmt: ast.For | ast.While, rec: flow.Record) -> list[ast.stmt]:
+        if stmt.orelse:
+            refuse(stmt, "a loop with an else clause", "the A-normal form has none", self.norm)
+        loop = rec.loops.get(id(stmt))
+        body = self.fwd_block(stmt.body, rec)
+        if loop is None:
+            return [_looped(stmt, body)]
+        out: list[ast.stmt] = []
+        if loop.counter_restored:
+            out.append(self.push(loop.counter, _name(loop.counter)))
+        if loop.target_restored:
+            out.append(self.push(stmt.target.id, _name(stmt.target.id)))
+        out.append(_assign(loop.counter, ast.Constant(0)))
+        count = _assign(loop.counter, ast.BinOp(_name(loop.counter), ast.Add(), ast.Constant(1)))
+        end = [self.push(stmt.target.id, _name(stmt.target.id))] if loop.target_pushed else []
+        if body and _is_break(body[-1]):
+            body = body[:-1] + end + body[-1:]
+        else:
+            body = body + end
+        return out + [_looped(stmt, [count, *body])]
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+class _Namer:
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 2
+        while name in self.taken:
+            name, k = f"{base}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+
+def _flagged(stmts: list[ast.stmt], namer: _Namer) -> list[ast.stmt]:
+    """The body with each `if c:` whose branches assign c preceded by `c_taken = c` and testing it:
+    the adjoint sweep reads the flag where the if ends, and must read the one the if tested."""
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            stmt.body, stmt.orelse = _flagged(stmt.body, namer), _flagged(stmt.orelse, namer)
+            c = stmt.test.id
+            if any(c in flow.assigned_names(s) for s in stmt.body + stmt.orelse):
+                flag = namer.fresh(f"{c}_taken")
+                out.append(ast.copy_location(_assign(flag, _name(c)), stmt))
+                stmt.test = _name(flag)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            stmt.body = _flagged(stmt.body, namer)
+        out.append(stmt)
+    return out
+
+
+def _activity(norm: Any, active: list[str], locals_: set[str]) -> frozenset[str]:
+    try:
+        from adcore_source.activity import active_names
+    except ImportError:  # activity.py not there yet: every local may be active
+        return frozenset(locals_)
+    return frozenset(active_names(norm, active))
+
+
+def _methods(body: list[ast.stmt], activity: frozenset[str]) -> dict[str, tuple[str, str]]:
+    """m -> (x, attr) for `m = x.attr`, a method of an active x (called later through call_vjp)."""
+    out: dict[str, tuple[str, str]] = {}
+    for stmt in _walk_statements(body):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+            value, m = stmt.value, stmt.targets[0].id
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id in activity
+            ):
+                if value.attr not in INACTIVE_ATTRIBUTES | VALUE_ATTRIBUTES | set(LINEAR_ATTRIBUTES):
+                    out[m] = (value.value.id, value.attr)
+            elif isinstance(value, ast.Name) and value.id in out:
+                out[m] = out[value.id]
+    return out
+
+
+def _walk_statements(stmts: list[ast.stmt]):
+    for stmt in stmts:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.For, ast.While)):
+            yield from _walk_statements(stmt.body)
+            yield from _walk_statements(stmt.orelse)
+
+
+def _names_in(norm: Any) -> set[str]:
+    names = set(signature_params(norm)) | set(getattr(norm, "namespace", {}) or {})
+    return names | _names_of(norm.body)
+
+
+def _names_of(stmts: list[ast.stmt]) -> set[str]:
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name)}
+
+
+def _local_names(node: ast.AST, locals_: set[str]) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in locals_}
+
+
+def _is_break(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.If) and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Break)
+
+
+def _looped(stmt: ast.For | ast.While, body: list[ast.stmt]) -> ast.stmt:
+    if isinstance(stmt, ast.For):
+        return ast.For(copy.deepcopy(stmt.target), copy.deepcopy(stmt.iter), body or [ast.Pass()], [])
+    return ast.While(copy.deepcopy(stmt.test), body or [ast.Pass()], [])
+
+
+def _function(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+    args = ast.arguments(
+        posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    return ast.FunctionDef(
+        name=name, args=args, body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[]
+    )
+
+
+def _identifier(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
+    return cleaned or "function"
+
+
+def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
+    return ast.Name(id_, ctx or ast.Load())
+
+
+def _call(func: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(_name(func), args, [])
+
+
+def _assign(target: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign([_name(target, ast.Store())], value)

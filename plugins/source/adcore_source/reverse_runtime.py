@@ -1,0 +1,152 @@
+"""What generated reverse code calls besides runtime.py: adjoints of subscripts, in-place writes and
+list appends (written into in place, so a loop over x[i] costs O(1) per trip), the forward sweep's
+copies of what it keeps, and the parameters' adjoints in their shape and dtype.
+
+An adjoint is None where it is zero; the adjoint of a list or tuple is a list of entries' adjoints
+(None for zero), of a dict a dict. The emitter hands these helpers only adjoints it owns (no other
+name holds them), copying first with `owned` where it cannot tell.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from adcore_reverse.zeros import Masked, plain
+
+from adcore.extend.rules import unbroadcast
+from adcore_source.runtime import add_adjoint, zero_adjoint
+
+_BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
+
+
+def owned(adjoint: Any) -> Any:
+    """A copy of an adjoint that other names may hold, to be written into in place."""
+    adjoint = plain(adjoint)
+    if isinstance(adjoint, np.ndarray):
+        return adjoint.copy()
+    if isinstance(adjoint, (list, tuple)):
+        return list(adjoint)
+    if isinstance(adjoint, dict):
+        return dict(adjoint)
+    return adjoint
+
+
+def add_at(adjoint: Any, x: Any, index: Any, g: Any) -> Any:
+    """The adjoint of x after `y = x[index]` passed y's adjoint g back (in place; None: zero)."""
+    if g is None:
+        return adjoint
+    g = plain(g)
+    if isinstance(x, (list, tuple, dict)):
+        if adjoint is None:
+            adjoint = dict.fromkeys(x) if isinstance(x, dict) else [None] * len(x)
+        if isinstance(index, slice):
+            for k, gk in zip(range(*index.indices(len(x))), g):
+                adjoint[k] = add_adjoint(adjoint[k], gk)
+        else:
+            adjoint[index] = add_adjoint(adjoint[index], g)
+        return adjoint
+    if adjoint is None:
+        x = np.asarray(x)
+        adjoint = np.zeros(x.shape, x.dtype if x.dtype.kind in "fc" else np.result_type(g, 0.0))
+    else:
+        adjoint = plain(adjoint)
+        if adjoint.__class__ is not np.ndarray:  # a number: x was 0-d
+            adjoint = np.array(adjoint)
+    if _basic(index):
+        adjoint[index] += g
+    else:
+        np.add.at(adjoint, index, g)
+    return adjoint
+
+
+def take_at(adjoint: Any, index: Any, v: Any) -> Any:
+    """After `x[index] = v`: v's adjoint (x's adjoint there, summed to v's shape), and x's adjoint
+    there set to zero in place (the values it had were overwritten)."""
+    if isinstance(adjoint, (list, dict)):
+        if isinstance(index, slice):
+            positions = range(*index.indices(len(adjoint)))
+            out = [adjoint[k] for k in positions]
+            for k in positions:
+                adjoint[k] = None
+            return out
+        out, adjoint[index] = adjoint[index], None
+        return out
+    out = np.array(adjoint[index])  # a copy: the zeros written next must not reach it
+    adjoint[index] = 0
+    return unbroadcast(out, v) if np.shape(out) != np.shape(v) else out
+
+
+def pop_adjoint(adjoint: Any) -> Any:
+    """After `l.append(v)`: v's adjoint, the last entry of l's adjoint, taken off it."""
+    return adjoint.pop()
+
+
+def popped_extension(adjoint: Any, values: Any) -> Any:
+    """After `l.extend(values)`: the adjoint of `values` (in its structure), taken off l's adjoint."""
+    k = len(values)
+    entries = adjoint[len(adjoint) - k :]
+    del adjoint[len(adjoint) - k :]
+    if isinstance(values, np.ndarray):
+        return np.stack([zero_adjoint(v) if e is None else plain(e) for e, v in zip(entries, values)])
+    return entries
+
+
+def unextend(values: list, extension: Any) -> None:
+    """Undo `values.extend(extension)`."""
+    del values[len(values) - len(extension) :]
+
+
+def snapshot(v: Any) -> Any:
+    """A copy of v that no later write reaches: arrays copied, containers rebuilt around copies."""
+    cls = v.__class__
+    if cls is np.ndarray:
+        return v.copy()
+    if cls is list:
+        return [snapshot(e) for e in v]
+    if cls is tuple:
+        return tuple(snapshot(e) for e in v)
+    if cls is dict:
+        return {k: snapshot(e) for k, e in v.items()}
+    return v
+
+
+def param_adjoint(adjoint: Any, p: Any) -> Any:
+    """The adjoint of parameter p as the caller gets it: p's structure, zeros where nothing reached,
+    p's shape and dtype."""
+    adjoint = plain(adjoint)
+    if adjoint is None:
+        return zero_adjoint(p)
+    cls = p.__class__
+    if cls is list or cls is tuple:
+        entries = [param_adjoint(a, v) for a, v in zip(adjoint, p, strict=True)]
+        return entries if cls is list else tuple(entries)
+    if cls is dict:
+        return {k: param_adjoint(adjoint.get(k), v) for k, v in p.items()}
+    dtype = getattr(p, "dtype", None)
+    if dtype is None:
+        return adjoint
+    shape = np.shape(p)
+    if np.shape(adjoint) != shape:
+        adjoint = unbroadcast(adjoint, p)
+    adjoint = np.asarray(adjoint, dtype)
+    return adjoint if isinstance(p, np.ndarray) else adjoint[()]
+
+
+def _basic(index: Any) -> bool:
+    if isinstance(index, tuple):
+        return all(isinstance(i, _BASIC) for i in index)
+    return isinstance(index, _BASIC)
+
+
+__all__ = [
+    "Masked",
+    "add_at",
+    "owned",
+    "param_adjoint",
+    "pop_adjoint",
+    "popped_extension",
+    "snapshot",
+    "take_at",
+    "unextend",
+]

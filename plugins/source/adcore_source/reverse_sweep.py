@@ -1,0 +1,288 @@
+"""The adjoint sweep of reverse mode: f's statements backwards, each one's adjoint then its pops.
+
+What is known of each adjoint is tracked statement by statement (reverse_state): an adjoint known
+zero has no variable and is not added into (its first contribution assigns it); one that is zero
+on some paths only is None there (`add_adjoint` and `if by is not None:` take it).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Any
+
+from adcore_source import reverse_flow as flow
+from adcore_source import reverse_runtime
+from adcore_source.reverse_parts import ANS, Contribution, G
+from adcore_source.reverse_state import MAYBE, SOME, AdjointState, joined, materialised
+
+
+def adjoint_function(em: Any, rec: flow.Record) -> ast.FunctionDef:
+    """`def <f>_bwd(saved, b<out>): ... return (adjoints of the active parameters)`."""
+    ret = em.body[-1]
+    out = ret.value.id if isinstance(ret.value, ast.Name) else None
+    seed = em.b(out) if out is not None else em.namer.fresh("bout")
+    saved_name = em.namer.fresh("saved")
+    sweep = _Sweep(em, rec)
+    state = AdjointState()
+    if out is not None and em.is_active(out):
+        state.set(out, SOME, owned=False, masked=False)
+    em.last_line = None
+    code = sweep.block(em.body[:-1], state)
+    saved = em.saved_names
+    head: list[ast.stmt] = []
+    if saved:
+        target = ast.Tuple([ast.Name(n, ast.Store()) for n in saved], ast.Store())
+        head.append(ast.Assign([target], ast.Name(saved_name, ast.Load())))
+    param_adjoint = em.ctx.bind("param_adjoint", reverse_runtime.param_adjoint)
+    results = [
+        ast.Call(
+            ast.Name(param_adjoint, ast.Load()),
+            [
+                ast.Name(em.b(p), ast.Load()) if p in state.kinds else ast.Constant(None),
+                ast.Name(p, ast.Load()),
+            ],
+            [],
+        )
+        for p in em.active
+    ]
+    code.append(ast.Return(ast.Tuple(results, ast.Load())))
+    args = ast.arguments(
+        posonlyargs=[], args=[ast.arg(saved_name), ast.arg(seed)], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    name = f"{em.norm.name if em.norm.name.isidentifier() else 'function'}_bwd"
+    return ast.FunctionDef(
+        name=name, args=args, body=head + code, decorator_list=[], returns=None, type_params=[]
+    )
+
+
+class _Sweep:
+    def __init__(self, em: Any, rec: flow.Record) -> None:
+        self.em, self.rec = em, rec
+
+    def block(self, stmts: list[ast.stmt], state: AdjointState) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in reversed(stmts):
+            code = self.statement(stmt, state)
+            if code:
+                self.em.comment(stmt, out)
+            out += code
+        return out
+
+    def statement(self, stmt: ast.stmt, state: AdjointState) -> list[ast.stmt]:
+        if isinstance(stmt, ast.If):
+            return self.if_(stmt, state)
+        if isinstance(stmt, (ast.For, ast.While)):
+            return self.loop(stmt, state)
+        if isinstance(stmt, (ast.Break, ast.Continue, ast.Pass, ast.Return)):
+            return []
+        if flow.in_place_target(stmt) is not None:
+            return self.in_place(stmt, state)
+        if not isinstance(stmt, ast.Assign):
+            return []
+        pops = [self.pop(v) for v in sorted(self.rec.pushes(stmt))]
+        y = stmt.targets[0].id
+        if not self.em.simple_active(stmt) or y not in state.kinds:
+            state.zero(y)
+            return pops
+        return self.assignment(stmt, y, state, pops)
+
+    # --- S1: y = E -----------------------------------------------------------------------------
+
+    def assignment(
+        self, stmt: ast.Assign, y: str, state: AdjointState, pops: list[ast.stmt]
+    ) -> list[ast.stmt]:
+        em = self.em
+        parts = em.parts(stmt, y in state.masked)
+        em.current = stmt
+        pushed = self.rec.pushes(stmt)
+        _, before, after = em.reads(stmt)
+        renames = {G: em.b(y), ANS: y}
+        pre: list[ast.stmt] = []
+        if pushed & before:  # y = op(y, ...): y's value after the statement copied before y is popped
+            for name in sorted(after & pushed):
+                keep = em.temp(f"{name}_after")
+                pre.append(_assign(keep, ast.Name(name, ast.Load())))
+                renames[ANS if name == y else name] = keep
+            pre += pops
+            pops = []
+
+        def body(inner: AdjointState) -> list[ast.stmt]:
+            code = [_renamed(s, renames) for s in parts.prelude]
+            own = [c for c in parts.contribs if c.to != y]
+            mine = [c for c in parts.contribs if c.to == y]
+            if parts.at is not None:
+                code += self.add_at(parts.at, _renamed(ast.Name(G, ast.Load()), renames), inner)
+            for c in own:
+                code += self.accumulate(c.to, c, renames, inner)
+            inner.zero(y)
+            for c in mine:
+                code += self.accumulate(y, c, renames, inner)
+            return code
+
+        return pre + self.guarded(y, state, body) + pops
+
+    def accumulate(self, to: str, c: Contribution, renames: dict, state: AdjointState) -> list[ast.stmt]:
+        """`b<to> = expr` (the first contribution), `b<to> = b<to> + expr`, or add_adjoint."""
+        expr = _renamed(c.expr, renames)
+        b = self.em.b(to)
+        kind = state.kinds.get(to)
+        numeric = c.fresh and not c.maybe_none
+        if kind is None:
+            state.set(to, MAYBE if c.maybe_none else SOME, owned=c.fresh, masked=c.masked)
+            return [_assign(b, expr)]
+        if kind == SOME and numeric and not c.masked and to not in state.masked:
+            state.set(to, SOME, owned=True, masked=False)
+            return [_assign(b, ast.BinOp(ast.Name(b, ast.Load()), ast.Add(), expr))]
+        add = self.em.ctx.runtime("add_adjoint")
+        new_kind = SOME if kind == SOME or not c.maybe_none else MAYBE
+        state.set(to, new_kind, owned=False, masked=c.masked or to in state.masked)
+        return [_assign(b, _call(add, [ast.Name(b, ast.Load()), expr]))]
+
+    def add_at(self, at: tuple[str, ast.expr], g: ast.expr, state: AdjointState) -> list[ast.stmt]:
+        """y = x[index]: y's adjoint added into x's at index, in place."""
+        x, index = at
+        b = self.em.b(x)
+        add_at = self.em.ctx.bind("add_at", reverse_runtime.add_at)
+        current: ast.expr = ast.Name(b, ast.Load()) if x in state.kinds else ast.Constant(None)
+        if x in state.kinds and x not in state.owned:
+            current = _call(self.em.ctx.bind("owned", reverse_runtime.owned), [current])
+        state.set(x, SOME, owned=True, masked=False)
+        return [_assign(b, _call(add_at, [current, ast.Name(x, ast.Load()), copy.deepcopy(index), g]))]
+
+    def guarded(self, name: str, state: AdjointState, body: Any) -> list[ast.stmt]:
+        """body(state) where name's adjoint is not None: under `if b<name> is not None:` when it may be."""
+        if state.kinds.get(name) == SOME:
+            return body(state)
+        inner = state.copy()
+        inner.set(name, SOME, owned=name in state.owned, masked=name in state.masked)
+        code = body(inner)
+        outside = state.copy()
+        outside.zero(name)  # it is None there
+        if name in inner.kinds:
+            outside.kinds[name] = MAYBE  # None, which a MAYBE may be
+        merged = joined(inner, outside)
+        code += [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(inner, merged)]
+        orelse = [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(outside, merged)]
+        state.replace(merged)
+        test = ast.Compare(ast.Name(self.em.b(name), ast.Load()), [ast.IsNot()], [ast.Constant(None)])
+        return [ast.If(test, code or [ast.Pass()], orelse)]
+
+    # --- S2 x[i] = v, S3 x.append(v) -------------------------------------------------------------
+
+    def in_place(self, stmt: ast.stmt, state: AdjointState) -> list[ast.stmt]:
+        x = flow.in_place_target(stmt)
+        restore = self.restore(stmt, x) if id(stmt) in self.rec.written else []
+        if x not in state.kinds:
+            return restore
+        em = self.em
+
+        def body(inner: AdjointState) -> list[ast.stmt]:
+            code: list[ast.stmt] = []
+            bx = ast.Name(em.b(x), ast.Load())
+            if x not in inner.owned:
+                code.append(_assign(em.b(x), _call(em.ctx.bind("owned", reverse_runtime.owned), [bx])))
+                inner.set(x, SOME, owned=True, masked=False)
+            if isinstance(stmt, ast.Assign):
+                v = stmt.value
+                index = _index_expr(stmt.targets[0].slice)
+                taken = _call(em.ctx.bind("take_at", reverse_runtime.take_at), [bx, index, copy.deepcopy(v)])
+            else:
+                (v,) = stmt.value.args
+                if stmt.value.func.attr == "append":
+                    taken = _call(em.ctx.bind("pop_adjoint", reverse_runtime.pop_adjoint), [bx])
+                else:
+                    helper = em.ctx.bind("popped_extension", reverse_runtime.popped_extension)
+                    taken = _call(helper, [bx, copy.deepcopy(v)])
+            if isinstance(v, ast.Name) and em.is_active(v.id):
+                code += self.accumulate(v.id, Contribution(v.id, taken, maybe_none=True), {}, inner)
+            else:
+                code.append(ast.Expr(taken))
+            return code
+
+        return self.guarded(x, state, body) + restore
+
+    def restore(self, stmt: ast.stmt, x: str) -> list[ast.stmt]:
+        if isinstance(stmt, ast.Assign):
+            target = copy.deepcopy(stmt.targets[0])
+            target.ctx = ast.Store()
+            return [ast.Assign([target], self.popped(self.em.stack(f"{x}_items")))]
+        call = stmt.value
+        if call.func.attr == "append":
+            return [ast.Expr(ast.Call(ast.Attribute(ast.Name(x, ast.Load()), "pop", ast.Load()), [], []))]
+        helper = self.em.ctx.bind("unextend", reverse_runtime.unextend)
+        return [ast.Expr(_call(helper, [ast.Name(x, ast.Load()), copy.deepcopy(call.args[0])]))]
+
+    # --- control flow ----------------------------------------------------------------------------
+
+    def if_(self, stmt: ast.If, state: AdjointState) -> list[ast.stmt]:
+        if id(stmt) not in self.rec.ifs:
+            return []
+        then, orelse = state.copy(), state.copy()
+        then_code = self.block(stmt.body, then)
+        else_code = self.block(stmt.orelse, orelse)
+        merged = joined(then, orelse)
+        then_code += [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(then, merged)]
+        else_code += [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(orelse, merged)]
+        state.replace(merged)
+        return [ast.If(copy.deepcopy(stmt.test), then_code or [ast.Pass()], else_code)]
+
+    def loop(self, stmt: ast.For | ast.While, state: AdjointState) -> list[ast.stmt]:
+        loop = self.rec.loops.get(id(stmt))
+        if loop is None:
+            return []
+        target = stmt.target.id if isinstance(stmt, ast.For) else None
+        head, line = state.copy(), self.em.last_line
+        while True:  # the state where each trip's adjoint starts: a fixpoint
+            self.em.last_line = line
+            inner = head.copy()
+            body = [self.pop(target)] if loop.target_pushed else []
+            body += self.block(stmt.body, inner)
+            after = joined(head, inner)
+            if after.same(head):
+                break
+            head = after
+        pre = [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(state, head)]
+        body += [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(inner, head)]
+        state.replace(head)
+        self.em.current = stmt
+        trip = ast.Name(self.em.temp("_"), ast.Store())
+        looped = ast.For(trip, _call("range", [ast.Name(loop.counter, ast.Load())]), body or [ast.Pass()], [])
+        code = pre + [looped]
+        if loop.target_restored:
+            code.append(self.pop(target))
+        if loop.counter_restored:
+            code.append(self.pop(loop.counter))
+        return code
+
+    def pop(self, name: str) -> ast.stmt:
+        return _assign(name, self.popped(self.em.stack(f"{name}_stack")))
+
+    @staticmethod
+    def popped(stack: str) -> ast.expr:
+        return ast.Call(ast.Attribute(ast.Name(stack, ast.Load()), "pop", ast.Load()), [], [])
+
+
+def _index_expr(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Slice):
+        parts = [node.lower, node.upper, node.step]
+        return _call("slice", [copy.deepcopy(p) if p is not None else ast.Constant(None) for p in parts])
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple([_index_expr(e) for e in node.elts], ast.Load())
+    return copy.deepcopy(node)
+
+
+def _renamed(node: Any, renames: dict[str, str]) -> Any:
+    node = copy.deepcopy(node)
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in renames:
+            n.id = renames[n.id]
+    return node
+
+
+def _call(func: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(ast.Name(func, ast.Load()), args, [])
+
+
+def _assign(target: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign([ast.Name(target, ast.Store())], value)
