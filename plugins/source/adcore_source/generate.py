@@ -228,6 +228,8 @@ class Context:
                     "(a bug in adcore-source)"
                 )
             obj = norm.namespace[name]
+            if module_text.is_builtin(name) and module_text.builtin(name) is obj:
+                continue  # len, range: the module's builtins already
             for candidate in module_text.candidates(name):
                 held = self.objects.get(candidate, reads._MISSING)
                 if candidate not in locals_ and candidate not in self.norms and held in (obj, reads._MISSING):
