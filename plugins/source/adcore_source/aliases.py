@@ -72,38 +72,60 @@ def _numpy_array_name(lowerer: ExpressionLowerer) -> ast.Name:
 
 
 def check_aliases(body: list[ast.stmt], lowerer: ExpressionLowerer, origin: Origin) -> None:
-    """Refuse a second name for an object written in place (see the module docstring)."""
-    changed = written_in_place(body) | lowerer.augmented
-    if not changed:
-        return
-    reads = _read_counts(body)
-    copies_of: dict[str, str] = {}  # a temporary read once, by a copy into another name: the same value
+    """Refuse a second name for an object that is written in place after the second name appears."""
+    writes: dict[str, list[ast.stmt]] = {}
     for s in walk_statements(body):
-        if isinstance(s, ast.For) and s.target.id in changed:
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
+            writes.setdefault(s.targets[0].value.id, []).append(s)
+    for s in lowerer.augmented:
+        writes.setdefault(s.targets[0].id, []).append(s)
+    if not writes:
+        return
+    order, loops = _positions(body)
+
+    def written_after(name: str, at: ast.stmt) -> bool:
+        return any(order[id(w)] > order[id(at)] or loops[id(w)] & loops[id(at)] for w in writes.get(name, []))
+
+    reads = _read_counts(body)
+    for s in walk_statements(body):
+        if isinstance(s, ast.For) and written_after(s.target.id, s):
             _refuse(s, s.target.id, f"an element of {s.iter.id}", origin)
         if (
             isinstance(s, ast.Expr)
-            and isinstance(s.value, ast.Call)
             and isinstance(s.value.args[0], ast.Name)
+            and written_after(s.value.args[0].id, s)
         ):
-            held = s.value.args[0].id
-            if held in changed:
-                _refuse(s, held, f"the list {s.value.func.value.id}", origin)
+            _refuse(s, s.value.args[0].id, f"the list {s.value.func.value.id}", origin)
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
         v, e = s.targets[0].id, s.value
         for x, how in _shared(e, lowerer):
-            if how == "holds" and x in changed:
+            if v in lowerer.exempt or (how == "same" and reads.get(x, 0) == 1 and x in lowerer.temporaries):
+                continue  # a temporary read once, by this copy: one value under two names, never both live
+            if how == "holds" and written_after(x, s):
                 _refuse(s, x, f"the container {v}", origin)
-            if how == "user" and x in changed:
+            if how == "user" and written_after(x, s):
                 _refuse(s, x, f"an argument of {e.func.id}, a user function", origin)
-            if how == "same" and reads.get(x, 0) == 1 and x in lowerer.temporaries:
-                copies_of[x] = v
-                continue
-            if how in ("same", "view") and (x in changed or v in changed):
-                _refuse(s, x if x in changed else v, f"{v} (a second name for {x})", origin)
-            if how == "part" and v in changed:
+            if how in ("same", "view") and (written_after(x, s) or written_after(v, s)):
+                _refuse(s, x if written_after(x, s) else v, f"{v} (a second name for {x})", origin)
+            if how == "part" and written_after(v, s):
                 _refuse(s, v, f"part of {x}", origin)
+
+
+def _positions(body: list[ast.stmt]) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
+    """Each statement's place in program order and the loops around it (by id)."""
+    order: dict[int, int] = {}
+    loops: dict[int, frozenset[int]] = {}
+
+    def number(stmts: list[ast.stmt], around: frozenset[int]) -> None:
+        for s in stmts:
+            order[id(s)], loops[id(s)] = len(order), around
+            inner = around | {id(s)} if isinstance(s, ast.For | ast.While) else around
+            for attr in ("body", "orelse"):
+                number(getattr(s, attr, []) or [], inner)
+
+    number(body, frozenset())
+    return order, loops
 
 
 def _shared(e: ast.expr, lowerer: ExpressionLowerer) -> Iterator[tuple[str, str]]:

@@ -137,11 +137,10 @@ class ExpressionLowerer:
         self.lifted = lifted
         self.method_of: dict[str, tuple[str, str]] = {}
         self.renamed: dict[str, str] = {}
-        self.augmented: set[str] = set()
+        self.augmented: list[ast.Assign] = []  # the `x = x + v` of each `x += v` (in place, for an array)
+        self.exempt: set[str] = set()  # temporaries that cannot alias: read once, before any write
         self.temporaries: set[str] = set()  # the locals normalize made up
-        self.into: str | None = (
-            None  # the target an expression built in pieces writes to directly  # names updated with +=, ... (in place, for an array)
-        )
+        self.into: str | None = None  # where an expression built in pieces writes its value
         self.out: list[ast.stmt] = []
         self.line = origin.first_line
 

@@ -134,12 +134,14 @@ class StatementLowerer(ExpressionLowerer):
         if isinstance(s.target, ast.Name):
             current = self.expr_Name(ast.Name(s.target.id, ast.Load()), None)
             value = ast.BinOp(current, s.op, self.atom(s.value))
-            self.emit(_assign(self.store_name(s.target), value))
-            self.augmented.add(current.id)
+            update = _assign(self.store_name(s.target), value)
+            self.emit(update)
+            self.augmented.append(update)
         elif isinstance(s.target, ast.Subscript):
             owner = self.written_owner(s.target)
             index = self.index(s.target.slice)
             part = self.bind(ast.Subscript(owner, index, ast.Load()), f"{owner.id}_part")
+            self.exempt.add(part.id)  # read by the next statement only, before the write
             total = self.bind(ast.BinOp(part, s.op, self.atom(s.value)))
             self.emit(
                 ast.Assign(targets=[ast.Subscript(owner, copied([index])[0], ast.Store())], value=total)
@@ -253,6 +255,8 @@ class StatementLowerer(ExpressionLowerer):
         """('enumerate', [xs], start) or ('zip', [a, b, ...], None) for loops to lower by index."""
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
             return None
+        if any(isinstance(a, ast.Call) and not isinstance(a.func, ast.Attribute) for a in it.args):
+            return None  # zip(a, zip(b, c)), enumerate(map(...)): not sequences, iterate them as they are
         name = self.renamed.get(it.func.id, it.func.id)
         obj = None if name in self.locals else self.namespace.get(name)
         if any(isinstance(a, ast.Starred) for a in it.args) or not isinstance(target, ast.Tuple | ast.List):
@@ -365,7 +369,10 @@ class StatementLowerer(ExpressionLowerer):
             if part.conversion != -1:
                 convert = {ord("s"): "str", ord("r"): "repr", ord("a"): "ascii"}[part.conversion]
                 value = self.bind(ast.Call(self.builtin(convert), [value], []), f"{convert}_value")
-            spec = ast.Constant("") if part.format_spec is None else self.atom(part.format_spec)
+            spec = part.format_spec
+            if spec is None or all(isinstance(p, ast.Constant) for p in spec.values):
+                spec = ast.Constant("".join(p.value for p in spec.values) if spec else "")
+            spec = self.atom(spec)
             pieces.append(self.bind(ast.Call(self.builtin("format"), [value, spec], []), "text"))
         listed = self.bind(ast.List(pieces, ast.Load()), "pieces")
         join = self.bind(ast.Attribute(self.bind(ast.Constant(""), "empty"), "join", ast.Load()), "join")
