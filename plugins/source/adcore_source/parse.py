@@ -94,6 +94,7 @@ def _def_node(fn: Any, code: types.CodeType, where: _Where) -> ast.FunctionDef:
         refuse(node, "an async function", "make it a plain def", where)
     if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
         refuse(None, "a function whose source could not be located", "define it with def in a file", where)
+    node.decorator_list = []  # already applied: fn is what they returned
     return node
 
 

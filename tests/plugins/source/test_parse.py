@@ -1,0 +1,110 @@
+"""parse.parsed: fn's AST with its file's line numbers, the namespace it reads, and the refusals of
+what has no Python source to read."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+
+import numpy as np
+import pytest
+from adcore_source.errors import SourceTransformError
+from adcore_source.parse import local_names, parsed
+
+OFFSET = 0.5
+
+
+def decorated(f):
+    return f
+
+
+@decorated
+def plain(x, a=2.0):
+    y = np.sin(x) * a + OFFSET
+    return math.cos(y) + abs(y)
+
+
+def make_closure(scale):
+    def inner(x):
+        return x * scale + OFFSET
+
+    return inner
+
+
+def test_function_ast_lines_are_the_files_lines():
+    p = parsed(plain)
+    first = plain.__code__.co_firstlineno + 1  # the def line, after the decorator
+    assert isinstance(p.node, ast.FunctionDef) and p.node.name == "plain" and p.name == "plain"
+    assert p.first_line == first and p.node.body[0].lineno == first + 1
+    assert p.filename == __file__
+    assert p.node.decorator_list == []  # applied already: fn is what they returned
+
+
+def test_namespace_holds_globals_and_builtins_read_not_locals():
+    p = parsed(plain)
+    assert p.namespace == {"np": np, "OFFSET": OFFSET, "math": math, "abs": abs}
+
+
+def test_namespace_holds_closure_cells():
+    p = parsed(make_closure(3.0))
+    assert p.namespace == {"scale": 3.0, "OFFSET": OFFSET}
+
+
+def test_lambdas_on_one_line_are_told_apart_by_their_columns():
+    f, g = (lambda x: x + 1), (lambda y: (y, lambda z: z * 2))  # noqa: E731
+    assert parsed(f).node.args.args[0].arg == "x"
+    assert parsed(g).node.args.args[0].arg == "y"
+    inner = g(1.0)[1]
+    node = parsed(inner).node
+    assert isinstance(node, ast.Lambda) and node.args.args[0].arg == "z"
+    assert node.lineno == inner.__code__.co_firstlineno
+
+
+def test_identical_lambdas_on_one_line_are_told_apart():
+    fs = [lambda x: x, lambda x: x]
+    first, second = parsed(fs[0]).node, parsed(fs[1]).node
+    assert first.lineno == second.lineno and first.col_offset < second.col_offset
+
+
+def test_local_names_are_params_targets_and_nested_defs():
+    tree = ast.parse(
+        "def f(a, *b, c, **d):\n    e = 1\n    for g in a: pass\n    def h(): i = 2\n    [j for j in a]\n"
+    )
+    assert local_names(tree.body[0]) == {"a", "b", "c", "d", "e", "g", "h"}
+
+
+class Model:
+    def apply(self, x):
+        return x
+
+    def __call__(self, x):
+        return x
+
+
+@pytest.mark.parametrize(
+    ("fn", "construct"),
+    [
+        (Model().apply, "a bound method"),
+        (Model(), "a Model object"),
+        (functools.partial(plain, a=1.0), "a functools.partial"),
+        (np.sin, "not a Python function"),
+        (len, "not a Python function"),
+    ],
+)
+def test_what_is_not_a_python_function_is_refused(fn, construct):
+    with pytest.raises(SourceTransformError, match=construct):
+        parsed(fn)
+
+
+def test_generators_and_unreadable_sources_are_refused():
+    def gen(x):
+        yield x
+
+    with pytest.raises(SourceTransformError, match="generator"):
+        parsed(gen)
+    namespace: dict = {}
+    exec("def f(x):\n    return x\n", namespace)
+    with pytest.raises(SourceTransformError, match="source is not available") as info:
+        parsed(namespace["f"])
+    assert info.value.function == "f" and info.value.filename == "<string>"
