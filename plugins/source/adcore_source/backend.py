@@ -16,6 +16,7 @@ from adcore_reverse.backend import ReverseBackend
 
 from adcore.backend import Backend
 from adcore.errors import InvalidInputError
+from adcore_source.resolve import callee_kind
 from adcore_source.source_op import SourceFunction
 
 _REVERSE, _FORWARD = ReverseBackend(), ForwardBackend()
@@ -96,5 +97,13 @@ def swapped(f: Callable[..., Any], compile: Any) -> Callable[..., Any]:
     if isinstance(f, functools.partial) and hasattr(f.func, "with_user_function"):
         return functools.partial(swapped(f.func, compile), *f.args, **f.keywords)
     if hasattr(f, "with_user_function"):
-        return f.with_user_function(source_function(f.user_function, compile))
-    return source_function(f, compile)
+        fn = f.user_function
+        return f if _is_one_op(fn) else f.with_user_function(source_function(fn, compile))
+    return f if _is_one_op(f) else source_function(f, compile)
+
+
+def _is_one_op(fn: Callable[..., Any]) -> bool:
+    """Whether fn is an op or a NumPy function adcore maps to ops (np.sin, adcore.ops.sin): it has no
+    source to read, and its generated derivative would be one call of its rules, which the tape or
+    the dual numbers make as they run it."""
+    return callee_kind(fn).kind in ("template", "op")
