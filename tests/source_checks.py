@@ -69,10 +69,10 @@ def assert_unchanged(before: Sequence[Any], after: Sequence[Any], what: str) -> 
             assert np.array_equal(a, b), f"{what} wrote into the caller's argument: {b} became {a}"
 
 
-def check_gradient(f: Callable, *args: Any, argnums: int | tuple = 0, tape: bool = True) -> tuple:
-    """grad f by the source backend in both modes: f's value exactly as f computes it, each
-    gradient in its argument's dtype and shape, equal to the tape's (or the tape refuses, when
-    `tape` is False) and to the numeric backend's within its error. Returns the reverse gradients."""
+def check_gradient(f: Callable, *args: Any, mode: str, argnums: int | tuple = 0, tape: bool = True) -> tuple:
+    """grad f by the source backend in `mode`: f's value exactly as f computes it, each gradient in
+    its argument's dtype and shape, equal to the tape's (or the tape refuses, when `tape` is False)
+    and to the numeric backend's within its error. Returns the gradients (a tuple)."""
     value = f(*fresh(args))
     estimate = adcore.grad(f, argnums, backend="numeric", method="richardson", return_error=True)(
         *fresh(args)
@@ -85,48 +85,55 @@ def check_gradient(f: Callable, *args: Any, argnums: int | tuple = 0, tape: bool
     else:
         tape_refuses(f, args, argnums)
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
-    results = {}
-    for mode in MODES:
-        what = f"{f.__name__} ({mode} mode)"
-        given = fresh(args)
-        got_value, g = adcore.value_and_grad(f, argnums, backend="source", mode=mode)(*given)
-        assert_unchanged(args, given, what)
-        assert np.asarray(got_value).dtype == np.asarray(value).dtype, what
-        assert np.array_equal(got_value, value), f"{what}: value {got_value!r}, f computes {value!r}"
-        gs = as_tuple(g, argnums)
-        for k, (i, gi) in enumerate(zip(nums, gs, strict=True)):
-            arg = np.asarray(args[i])
-            assert np.asarray(gi).dtype == arg.dtype, f"{what}: gradient {gi!r} for a {arg.dtype} argument"
-            assert np.shape(gi) == arg.shape, what
-            if tape:
-                assert_tape_close(gi, wants[k], f"{what} vs the tape, argument {i}")
-            assert_within_estimate(gi, estimates[k], f"{what} vs numeric, argument {i}")
-        results[mode] = gs
-    return results["reverse"]
+    what = f"{f.__name__} ({mode} mode)"
+    given = fresh(args)
+    got_value, g = adcore.value_and_grad(f, argnums, backend="source", mode=mode)(*given)
+    assert_unchanged(args, given, what)
+    assert np.asarray(got_value).dtype == np.asarray(value).dtype, what
+    assert np.array_equal(got_value, value), f"{what}: value {got_value!r}, f computes {value!r}"
+    gs = as_tuple(g, argnums)
+    for k, (i, gi) in enumerate(zip(nums, gs, strict=True)):
+        arg = np.asarray(args[i])
+        assert np.asarray(gi).dtype == arg.dtype, f"{what}: gradient {gi!r} for a {arg.dtype} argument"
+        assert np.shape(gi) == arg.shape, what
+        if tape:
+            assert_tape_close(gi, wants[k], f"{what} vs the tape, argument {i}")
+        assert_within_estimate(gi, estimates[k], f"{what} vs numeric, argument {i}")
+    return gs
 
 
-def check_second_derivative(f: Callable, *args: Any, argnums: int = 0, tape: bool = True) -> None:
-    """d2 f / d args[argnums]^2 with the source backend inside: forward over the generated reverse sweep
-    (hessian's default outer) and the tape's reverse over the generated tangent code; where the tape
-    refuses f, source over source (the generated code transformed again). Each against the tape's
-    Hessian (when it takes f) and the numeric Jacobian of a gradient (the tape's, else the source's)."""
-    first = adcore.grad(f, argnums, backend="reverse" if tape else "source")
+def second_derivative(f: Callable, mode: str, argnums: int, tape: bool) -> tuple[str, Callable]:
+    """A second derivative with the source backend in `mode` inside: over the generated reverse
+    sweep, forward mode (hessian's default outer); over the generated tangent code, the tape's
+    reverse. Where the tape refuses f, the source backend over itself (the generated code
+    transformed again)."""
+    source_grad = adcore.grad(f, argnums, backend="source", mode=mode)
+    if mode == "reverse":
+        if tape:
+            return "forward over source reverse", adcore.hessian(f, argnums, inner="source")
+        return "source reverse over source reverse", adcore.hessian(f, argnums, backend="source")
+    if tape:
+        return "reverse over source forward", adcore.jacobian(source_grad, argnums=argnums)
+    return "source forward over source forward", adcore.jacobian(
+        source_grad, argnums=argnums, backend="source", mode="forward"
+    )
+
+
+def check_second_derivative(f: Callable, *args: Any, mode: str, argnums: int = 0, tape: bool = True) -> None:
+    """d2 f / d args[argnums]^2 with the source backend inside (`second_derivative`), against the
+    tape's Hessian (when it takes f) and the numeric Jacobian of a gradient (the tape's, else the
+    source's: checked against the numeric oracle by check_gradient)."""
+    first = adcore.grad(f, argnums) if tape else adcore.grad(f, argnums, backend="source", mode=mode)
     estimate = adcore.jacobian(
         first, argnums=argnums, backend="numeric", method="richardson", return_error=True
     )(*fresh(args))
-    want = adcore.hessian(f, argnums)(*fresh(args)) if tape else None
+    what, second = second_derivative(f, mode, argnums, tape)
+    what = f"{f.__name__}: {what}"
+    h = second(*fresh(args))
+    assert np.shape(h) == np.shape(estimate.derivative), (
+        f"{what}: shape {np.shape(h)}, a Hessian's is {np.shape(estimate.derivative)}"
+    )
+    assert np.asarray(h).dtype == np.asarray(args[argnums]).dtype, what
     if tape:
-        seconds = {
-            "forward over source reverse": adcore.hessian(f, argnums, inner="source"),
-            "reverse over source forward": adcore.jacobian(
-                adcore.grad(f, argnums, backend="source", mode="forward"), argnums=argnums
-            ),
-        }
-    else:
-        seconds = {"source over source": adcore.hessian(f, argnums, backend="source")}
-    for what, second in seconds.items():
-        h = second(*fresh(args))
-        assert np.asarray(h).dtype == np.asarray(args[argnums]).dtype, what
-        if tape:
-            assert_tape_close(h, want, f"{f.__name__}: {what} vs the tape's hessian")
-        assert_within_estimate(h, estimate, f"{f.__name__}: {what} vs numeric")
+        assert_tape_close(h, adcore.hessian(f, argnums)(*fresh(args)), f"{what} vs the tape's hessian")
+    assert_within_estimate(h, estimate, f"{what} vs numeric")
