@@ -63,7 +63,7 @@ class Emitter:
         self.body = _flagged(copy.deepcopy(norm.body), _Namer(_names_in(norm)))
         self.taken = _names_in(norm) | _names_of(self.body)
         self.locals = set(self.params) | {n for s in self.body for n in flow.assigned_names(s)}
-        self.activity = _activity(norm, self.active, self.locals)
+        self.activity = _activity(norm, self.active, self.body)
         self.methods = _methods(self.body, self.activity)
         self.namer = _Namer(self.taken | {G, ANS})
         self.adjoint_names: dict[str, str] = {}
@@ -140,6 +140,8 @@ class Emitter:
 
     def reads(self, stmt: ast.stmt) -> tuple[set[str], set[str], set[str]]:
         """(assigned names, names the adjoint reads as before the statement, as after it)."""
+        if isinstance(stmt, (ast.For, ast.While, ast.If)):
+            return set(), {stmt.iter.id} if self.iterates_active(stmt) else set(), set()
         defines = flow.assigned_names(stmt)
         x = flow.in_place_target(stmt)
         if x is not None:
@@ -171,6 +173,10 @@ class Emitter:
         after = ((used & defines) - {y}) | ({y} if ans else set())
         before = used - (defines - {y})
         return defines, before, after
+
+    def iterates_active(self, stmt: ast.stmt) -> bool:
+        """`for v in s:` with s active: v's adjoint goes to s's at each trip's index."""
+        return isinstance(stmt, ast.For) and self.is_active(stmt.iter.id) and self.is_active(stmt.target.id)
 
     # --- the forward sweep ----------------------------------------------------------------------
 
@@ -217,11 +223,19 @@ class Emitter:
     def fwd_block(self, stmts: list[ast.stmt], rec: flow.Record) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in stmts:
-            code = self.fwd_statement(stmt, rec)
-            if code:
-                self.comment(stmt, out)
-            out += code
+            out += self.commented(stmt, lambda s: self.fwd_statement(s, rec))
         return out
+
+    def commented(self, stmt: ast.stmt, emit: Any) -> list[ast.stmt]:
+        """emit(stmt)'s code, after the comment naming stmt's line of f if it is a new one (before
+        the code of an if's or a loop's body)."""
+        line, marker = self.last_line, []
+        self.comment(stmt, marker)
+        code = emit(stmt)
+        if not code:
+            self.last_line = line
+            return []
+        return marker + code
 
     def fwd_statement(self, stmt: ast.stmt, rec: flow.Record) -> list[ast.stmt]:
         if isinstance(stmt, ast.If):
@@ -307,12 +321,44 @@ def _flagged(stmts: list[ast.stmt], namer: _Namer) -> list[ast.stmt]:
     return out
 
 
-def _activity(norm: Any, active: list[str], locals_: set[str]) -> frozenset[str]:
+def _activity(norm: Any, active: list[str], body: list[ast.stmt]) -> frozenset[str]:
     try:
         from adcore_source.activity import active_names
-    except ImportError:  # activity.py not there yet: every local may be active
-        return frozenset(locals_)
+    except ImportError:  # activity.py not there yet: the names an active value reaches
+        return _reached(norm, active, body)
     return frozenset(active_names(norm, active))
+
+
+def _reached(norm: Any, active: list[str], body: list[ast.stmt]) -> frozenset[str]:
+    from adcore_source.resolve import callee_kind
+
+    out = set(active)
+    stmts = list(_walk_statements(body))
+    changed = True
+    while changed:
+        changed = False
+        for stmt in stmts:
+            target, value = None, None
+            if isinstance(stmt, ast.Assign):
+                t = stmt.targets[0]
+                target, value = (t.id if isinstance(t, ast.Name) else t.value.id), stmt.value
+            elif isinstance(stmt, ast.For):
+                target, value = stmt.target.id, stmt.iter
+            elif flow.in_place_target(stmt) is not None:
+                target, value = flow.in_place_target(stmt), stmt.value
+            if target is None or target in out or not (_local_names(value, out) - {target} or (
+                isinstance(stmt, ast.Assign) and _local_names(value, out))):
+                continue
+            if isinstance(value, ast.Compare) or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)):
+                continue
+            if isinstance(value, ast.Attribute) and value.attr in INACTIVE_ATTRIBUTES:
+                continue
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in norm.namespace:
+                if callee_kind(norm.namespace[value.func.id]).kind == "inactive":
+                    continue
+            out.add(target)
+            changed = True
+    return frozenset(out)
 
 
 def _methods(body: list[ast.stmt], activity: frozenset[str]) -> dict[str, tuple[str, str]]:

@@ -95,7 +95,8 @@ class _Flow:
 
     def loop(self, stmt: ast.For | ast.While, pending: set[str]) -> set[str]:
         target = stmt.target.id if isinstance(stmt, ast.For) else None
-        head = set(pending)
+        _, iterated, _ = self.reads(stmt)  # an active array looped over: its adjoint gets each trip's
+        head = set(pending) | iterated
         while True:  # the head's pending names: a fixpoint over the trips
             inside = head - {target} if target else set(head)
             end = self.block(stmt.body, inside)
@@ -103,7 +104,7 @@ class _Flow:
             if new == head:
                 break
             head = new
-        if not self.needed(stmt.body):
+        if not self.needed(stmt.body) and not iterated:
             return head
         n = self.counter(stmt)
         loop = self.rec.loops.setdefault(id(stmt), LoopRecord(n))

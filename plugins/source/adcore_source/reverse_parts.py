@@ -143,8 +143,9 @@ def _call(em: Any, y: str, stmt: ast.Assign, call: ast.Call, plain: Parts, seed_
         fn = ast.Call(ast.Name(em.ctx.runtime("method"), ast.Load()), [ast.Constant(attr)], [])
         masks = attr in resolve.MASKING_OPS or seed_masked
         return _tier_two(em, y, fn, [ast.Name(x, ast.Load()), *call.args], call.keywords, plain, masked=masks)
-    if c in getattr(em.norm, "lifted", {}) and _positional(call):
-        return _user(em, y, call, em.norm.lifted[c], plain)
+    if c in getattr(em.norm, "lifted", {}):
+        lifted = em.norm.lifted[c]
+        return _user(em, y, _positionally(em, call, lifted.params), lifted, plain)
     if c in em.locals:  # a dynamic callee: resolved at run time
         return _tier_two(em, y, call.func, call.args, call.keywords, plain, masked=seed_masked)
     obj = em.norm.namespace[c]
@@ -162,7 +163,7 @@ def _call(em: Any, y: str, stmt: ast.Assign, call: ast.Call, plain: Parts, seed_
     fn = (
         call.func
         if callee.fn is None or callee.fn is obj
-        else ast.Name(em.ctx.bind(_callee_name(callee.fn), callee.fn))
+        else ast.Name(em.ctx.bind(_callee_name(callee.fn), callee.fn), ast.Load())
     )
     return _tier_two(em, y, fn, call.args, call.keywords, plain, masked=callee.masks or seed_masked)
 
@@ -232,6 +233,20 @@ _GETTERS: dict[str, Any] = {}
 def _callee_name(fn: Any) -> str:
     name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or "callee"
     return name if isinstance(name, str) and name.isidentifier() else "callee"
+
+
+def _positionally(em: Any, call: ast.Call, params: list[str]) -> ast.Call:
+    """A call of a lifted function with its keyword arguments put in their parameters' places."""
+    if not call.keywords:
+        return call
+    args: list[Any] = list(call.args) + [None] * (len(params) - len(call.args))
+    for k in call.keywords:
+        if k.arg is None or k.arg not in params or args[params.index(k.arg)] is not None:
+            refuse(call, f"the call of {call.func.id}() with these keywords", "pass its arguments positionally", em.norm)
+        args[params.index(k.arg)] = k.value
+    if any(a is None for a in args) or any(isinstance(a, ast.Starred) for a in args):
+        refuse(call, f"the call of {call.func.id}() with defaults or *args", "pass every argument", em.norm)
+    return ast.Call(call.func, args, [])
 
 
 def _positional(call: ast.Call) -> bool:

@@ -63,10 +63,7 @@ class _Sweep:
     def block(self, stmts: list[ast.stmt], state: AdjointState) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in reversed(stmts):
-            code = self.statement(stmt, state)
-            if code:
-                self.em.comment(stmt, out)
-            out += code
+            out += self.em.commented(stmt, lambda s: self.statement(s, state))
         return out
 
     def statement(self, stmt: ast.stmt, state: AdjointState) -> list[ast.stmt]:
@@ -159,8 +156,8 @@ class _Sweep:
         code = body(inner)
         outside = state.copy()
         outside.zero(name)  # it is None there
-        if name in inner.kinds:
-            outside.kinds[name] = MAYBE  # None, which a MAYBE may be
+        if name in inner.kinds:  # None there, which a MAYBE may be (and nobody else holds)
+            outside.set(name, MAYBE, owned=name in inner.owned, masked=name in inner.masked)
         merged = joined(inner, outside)
         code += [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(inner, merged)]
         orelse = [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(outside, merged)]
@@ -232,12 +229,20 @@ class _Sweep:
         if loop is None:
             return []
         target = stmt.target.id if isinstance(stmt, ast.For) else None
+        owning = self.owning(stmt, state)  # adjoints written into in place by every trip: copied once
         head, line = state.copy(), self.em.last_line
+        self.em.current = stmt
+        trip = self.em.temp("trip" if self.em.iterates_active(stmt) else "_")
         while True:  # the state where each trip's adjoint starts: a fixpoint
             self.em.last_line = line
             inner = head.copy()
             body = [self.pop(target)] if loop.target_pushed else []
             body += self.block(stmt.body, inner)
+            if self.em.iterates_active(stmt) and target in inner.kinds:  # v = s[trip]
+                at = (stmt.iter.id, ast.Name(trip, ast.Load()))
+                g = ast.Name(self.em.b(target), ast.Load())
+                body += self.guarded(target, inner, lambda st, at=at, g=g: self.add_at(at, g, st))
+                inner.zero(target)
             after = joined(head, inner)
             if after.same(head):
                 break
@@ -245,15 +250,33 @@ class _Sweep:
         pre = [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(state, head)]
         body += [_assign(self.em.b(n), ast.Constant(None)) for n in materialised(inner, head)]
         state.replace(head)
-        self.em.current = stmt
-        trip = ast.Name(self.em.temp("_"), ast.Store())
-        looped = ast.For(trip, _call("range", [ast.Name(loop.counter, ast.Load())]), body or [ast.Pass()], [])
-        code = pre + [looped]
+        trips: ast.expr = _call("range", [ast.Name(loop.counter, ast.Load())])
+        if self.em.iterates_active(stmt):
+            trips = _call("reversed", [trips])
+        looped = ast.For(ast.Name(trip, ast.Store()), trips, body or [ast.Pass()], [])
+        code = owning + pre + [looped]
         if loop.target_restored:
             code.append(self.pop(target))
         if loop.counter_restored:
             code.append(self.pop(loop.counter))
         return code
+
+    def owning(self, loop: ast.For | ast.While, state: AdjointState) -> list[ast.stmt]:
+        """`bx = owned(bx)` before a loop whose trips write into x's adjoint in place."""
+        written = {flow.in_place_target(s) for s in _statements(loop.body)}
+        for s in _statements(loop.body):
+            if self.em.simple_active(s) and self.em.parts(s).at is not None:
+                written.add(self.em.parts(s).at[0])
+            if self.em.iterates_active(s):
+                written.add(s.iter.id)
+        if self.em.iterates_active(loop):
+            written.add(loop.iter.id)
+        out = []
+        for name in sorted(n for n in written if n in state.kinds and n not in state.owned):
+            b = self.em.b(name)
+            out.append(_assign(b, _call(self.em.ctx.bind("owned", reverse_runtime.owned), [ast.Name(b, ast.Load())])))
+            state.owned.add(name)
+        return out
 
     def pop(self, name: str) -> ast.stmt:
         return _assign(name, self.popped(self.em.stack(f"{name}_stack")))
@@ -286,3 +309,11 @@ def _call(func: str, args: list[ast.expr]) -> ast.Call:
 
 def _assign(target: str, value: ast.expr) -> ast.Assign:
     return ast.Assign([ast.Name(target, ast.Store())], value)
+
+
+def _statements(stmts: list[ast.stmt]):
+    for stmt in stmts:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.For, ast.While)):
+            yield from _statements(stmt.body)
+            yield from _statements(stmt.orelse)
