@@ -36,11 +36,16 @@ _numba_lock = threading.Lock()
 def compiled(
     functions: list[Callable], text: module_text.Text, reached: list, how: bool | str
 ) -> list[Callable]:
-    """The entry functions, each compiled on its first call with plain numbers and arrays."""
+    """The entry functions (f's jvp, or its fwd and bwd), each run by numba on its calls with plain
+    numbers and arrays. `text` is the module numba compiles: the one `functions` come from, or the
+    emitters' variant for numba; a fwd's record goes to the bwd of the same module either way."""
     if how not in (True, "numba"):
         raise ValueError(f"adcore-source: compile must be False, True or 'numba', got {how!r}")
     jit = _Jit(text, reached)
-    return [_Compiled(jit, name, fn) for name, fn in zip(text.entry, functions)]
+    if len(functions) == 1:
+        return [_Compiled(jit, text.entry[0], functions[0])]
+    fwd_name, bwd_name = text.entry
+    return [_CompiledForward(jit, fwd_name, functions[0]), _CompiledBackward(jit, bwd_name, functions[1])]
 
 
 class _Compiled:
@@ -52,26 +57,75 @@ class _Compiled:
         self.jit, self.name, self.python, self.__wrapped__ = jit, name, python, python
 
     def __call__(self, *args: Any) -> Any:
-        if self.name not in self.jit.refused and all(_plain(a) for a in args):
-            fn = self.jit.function(self.name)
-            if fn is not None:
-                try:
-                    return fn(*args)
-                except Exception as e:  # noqa: BLE001 -- numba's refusals; anything else is f's own error
-                    if not self.jit.is_refusal(e):
-                        raise
-                    self.jit.refuse(self.name, e)
+        done, out = self.jit.run(self.name, args)
+        return out if done else self.python(*args)
+
+
+class _Record:
+    """What a compiled fwd saved: only the bwd of its own module reads it."""
+
+    __slots__ = ("saved",)
+
+    def __init__(self, saved: Any) -> None:
+        self.saved = saved
+
+
+class _CompiledForward(_Compiled):
+    __slots__ = ()
+
+    def __call__(self, *args: Any) -> Any:
+        done, out = self.jit.run(self.name, args)
+        if done:
+            return out[0], _Record(out[1])
         return self.python(*args)
 
 
+class _CompiledBackward(_Compiled):
+    __slots__ = ()
+
+    def __call__(self, saved: Any, g: Any) -> Any:
+        if saved.__class__ is not _Record:
+            return self.python(saved, g)
+        if not _plain(saved.saved) and self.name not in self.jit.refused:
+            self.jit.refuse(
+                self.name,
+                None,
+                "the forward sweep's record holds a list numba cannot type (empty, or None among values)",
+            )
+        done, out = self.jit.run(self.name, (saved.saved, g))
+        return out if done else self.jit.python(self.name)(saved.saved, g)
+
+
 class _Jit:
-    """The numba namespace of one loaded module, made on first use."""
+    """The numba namespace of one loaded module (made on first use), and the module's Python twin."""
 
     def __init__(self, text: module_text.Text, reached: list) -> None:
         self.text, self.reached = text, reached
         self.namespace: dict[str, Any] | None = None
+        self.python_namespace: dict[str, Any] | None = None
         self.refused: set[str] = set()
         self.errors: tuple[type, ...] = ()
+
+    def run(self, name: str, args: tuple) -> tuple[bool, Any]:
+        """(True, numba's result), or (False, None) where numba does not run it."""
+        if name in self.refused or not all(_plain(a) for a in args):
+            return False, None
+        fn = self.function(name)
+        if fn is None:
+            return False, None
+        try:
+            return True, fn(*args)
+        except Exception as e:  # numba's refusals; anything else is f's own error
+            if not self.is_refusal(e):
+                raise
+            self.refuse(name, e)
+            return False, None
+
+    def python(self, name: str) -> Callable:
+        """`name` of the compiled module run by Python (the variant's own twin, when it is one)."""
+        if self.python_namespace is None:
+            self.python_namespace = module_text.load(self.text, self.reached)
+        return self.python_namespace[name]
 
     def function(self, name: str) -> Callable | None:
         if self.namespace is None:
@@ -112,9 +166,9 @@ class _Jit:
     def is_refusal(self, e: Exception) -> bool:
         return bool(self.errors) and isinstance(e, self.errors)
 
-    def refuse(self, name: str, e: Exception) -> None:
+    def refuse(self, name: str, e: Exception | None, why: str = "") -> None:
         self.refused.add(name)
-        self._warn(name, construct_of(str(e)))
+        self._warn(name, why or construct_of(str(e)))
 
     def _warn_all(self, why: str) -> None:
         self.refused.update(self.text.entry)
@@ -157,15 +211,29 @@ def construct_of(message: str) -> str:
 
 
 def _plain(x: Any) -> bool:
-    """A value numba takes as it is: a number, a numeric array, or a tuple/list of such."""
+    """A value numba takes as it is: a number, a numeric array, None, a tuple of such, or a
+    non-empty list of one type of them (numba types a list by its first entry: a list mixing None
+    and numbers, or arrays of two dtypes, crashes it)."""
     cls = x.__class__
     if cls is float or cls is int or cls is bool or x is None:
         return True
     if cls is np.ndarray or isinstance(x, np.generic):
         return x.dtype.kind in "biufc"
-    if cls is tuple or cls is list:
+    if cls is tuple:
         return all(_plain(v) for v in x)
+    if cls is list:
+        return bool(x) and x[0] is not None and all(_alike(v, x[0]) for v in x) and all(_plain(v) for v in x)
     return False
+
+
+def _alike(a: Any, b: Any) -> bool:
+    if a.__class__ is not b.__class__:
+        return False
+    if a.__class__ is np.ndarray:
+        return a.dtype == b.dtype and a.ndim == b.ndim
+    if a.__class__ is tuple:
+        return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b))
+    return not isinstance(a, list)  # (a list of lists: reflected lists nest badly)
 
 
 def _is_module(x: Any) -> bool:

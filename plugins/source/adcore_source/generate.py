@@ -101,19 +101,22 @@ def _loaded(fn: Any, mode: str, active: tuple[int, ...], compile: bool | str) ->
     return loaded
 
 
-def _text(fn: Any, mode: str, active: tuple[int, ...], reached: list) -> module_text.Text:
-    """The generated text for fn: from memory, from disk, or generated now (and stored in both)."""
-    key = (reads.structure_key(reached), mode, active)
+def _text(
+    fn: Any, mode: str, active: tuple[int, ...], reached: list, for_numba: bool = False
+) -> module_text.Text:
+    """The generated text for fn: from memory, from disk, or generated now (and stored in both).
+    `for_numba`: the emitters' variant for numba (when they have one), which compile.py runs."""
+    key = (reads.structure_key(reached), mode, active, for_numba)
     with _lock:
         hit = _texts.get(key)
         if hit is not None:
             _texts.move_to_end(key)
             return hit
-    stem = module_text.stem_of(fn, mode)
-    disk_key = disk_cache.key_of([mode, repr(active), *reads.source_parts(reached)])
+    stem = module_text.stem_of(fn, mode) + ("_numba" if for_numba else "")
+    disk_key = disk_cache.key_of([mode, repr(active), str(for_numba), *reads.source_parts(reached)])
     text = module_text.Text.from_disk(disk_cache.load(stem, disk_key))
     if text is None:
-        text = module_text.assembled(generate(fn, mode, active), fn, mode, active, reached)
+        text = module_text.assembled(generate(fn, mode, active, for_numba), fn, mode, active, reached)
         if text.reproducible:
             text.path = disk_cache.store(stem, disk_key, text.text, text.meta())
     with _lock:
@@ -145,9 +148,12 @@ class Context:
       parameters `active`: generated into the same module (once; recursion is fine).
     - `taken(name) -> bool`: a module-level name already in use; a local named so would hide it.
     Comment lines: a statement `Expr(Constant("# text"))` becomes the comment `# text`.
+    `for_numba`: the module is the variant compile.py runs under numba; an emitter that takes a
+    `for_numba=True` keyword is asked for it (stacks numba can type: no None pushed, typed lists).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, for_numba: bool = False) -> None:
+        self.for_numba = for_numba
         self.objects: dict[str, Any] = {}  # module-level name -> the object bound to it
         self.functions: dict[tuple, tuple[str, ...]] = {}  # (id(target), mode, active) -> its names
         self.targets: list[tuple[Any, str, tuple, tuple[str, ...]]] = []
@@ -244,17 +250,30 @@ class Context:
 
 def _emitted(norm: Any, mode: str, active: tuple, ctx: Context) -> list[ast.FunctionDef]:
     if mode == "forward":
-        from adcore_source.forward import emit_forward
+        from adcore_source.forward import emit_forward as emit
+    else:
+        from adcore_source.reverse import emit_reverse as emit
+    if ctx.for_numba:
+        return list(_as_list(emit(norm, active, ctx, for_numba=True)))
+    return list(_as_list(emit(norm, active, ctx)))
 
-        return [emit_forward(norm, active, ctx)]
-    from adcore_source.reverse import emit_reverse
 
-    return list(emit_reverse(norm, active, ctx))
+def _as_list(emitted: Any) -> Any:
+    return [emitted] if isinstance(emitted, ast.FunctionDef) else emitted
 
 
-def generate(fn: Any, mode: str, active: tuple[int, ...]) -> Context:
+def has_numba_variant(mode: str) -> bool:
+    """Whether the emitter of `mode` writes a variant for numba (`for_numba=True`: typed stacks, no None)."""
+    if mode == "forward":
+        from adcore_source.forward import emit_forward as emit
+    else:
+        from adcore_source.reverse import emit_reverse as emit
+    return "for_numba" in inspect.signature(emit).parameters
+
+
+def generate(fn: Any, mode: str, active: tuple[int, ...], for_numba: bool = False) -> Context:
     """fn's derivative functions and those of every user function they call, as ASTs in ctx."""
-    ctx = Context()
+    ctx = Context(for_numba)
     ctx.transformed(fn, mode, _active_params(fn, active))
     done = 0
     while done < len(ctx.targets):  # emitting one may ask for more
@@ -302,7 +321,8 @@ def _entry_points(fn, mode, active, text, namespace, compile, reached) -> tuple:
     if compile:
         from adcore_source.compile import compiled
 
-        generated = compiled(generated, text, reached, compile)
+        variant = _text(fn, mode, active, reached, for_numba=True) if has_numba_variant(mode) else text
+        generated = compiled(generated, variant, reached, compile)
     call = _Caller(fn, generated[0], active)
     if mode == "forward":
         return (call.jvp,)

@@ -16,7 +16,7 @@ from numba import types
 from numba.extending import overload
 
 from adcore.extend import rules
-from adcore_source import runtime
+from adcore_source import reverse_runtime, runtime
 
 
 def unbroadcast(g: Any, x: Any) -> Any:
@@ -33,6 +33,14 @@ def zero_tangent(v: Any) -> Any:
 
 
 def broadcast_like(t: Any, y: Any) -> Any:
+    raise NotImplementedError("a numba stand-in, called from compiled code only")
+
+
+def snapshot(v: Any) -> Any:
+    raise NotImplementedError("a numba stand-in, called from compiled code only")
+
+
+def param_adjoint(adjoint: Any, p: Any) -> Any:
     raise NotImplementedError("a numba stand-in, called from compiled code only")
 
 
@@ -109,6 +117,36 @@ def _broadcast_like(t, y):  # noqa: ANN001, ANN202
     return lambda t, y: t + np.zeros_like(y)
 
 
+@overload(snapshot)
+def _snapshot(v):  # noqa: ANN001, ANN202
+    if isinstance(v, types.Number):
+        return lambda v: v
+    if isinstance(v, types.Array):
+        return lambda v: v.copy()
+    return None
+
+
+@overload(param_adjoint)
+def _param_adjoint(adjoint, p):  # noqa: ANN001, ANN202
+    if isinstance(adjoint, types.NoneType):
+        if isinstance(p, types.Number):
+            return lambda adjoint, p: 0.0 * p
+        if isinstance(p, types.Array):
+            return lambda adjoint, p: np.zeros_like(p)
+        return None
+    if isinstance(p, types.Number) and isinstance(adjoint, types.Number):
+        return lambda adjoint, p: adjoint
+    if isinstance(p, types.Array) and isinstance(adjoint, types.Array):
+
+        def same_shape(adjoint, p):
+            out = np.empty_like(p)
+            out.reshape(-1)[:] = np.ascontiguousarray(unbroadcast(adjoint, p)).reshape(-1)
+            return out
+
+        return same_shape
+    return None
+
+
 def substitute(namespace: dict[str, Any]) -> None:
     """Each runtime helper in namespace swapped for its numba version, each adcore op for its impl."""
     ours = {
@@ -120,6 +158,8 @@ def substitute(namespace: dict[str, Any]) -> None:
         id(runtime.broadcast_like): broadcast_like,
         id(runtime.plain): plain,
         id(runtime.keep_zeros): keep_zeros,
+        id(reverse_runtime.snapshot): snapshot,
+        id(reverse_runtime.param_adjoint): param_adjoint,
     }
     for name, value in list(namespace.items()):
         if id(value) in ours:

@@ -120,3 +120,52 @@ def test_construct_of_names_the_untyped_call_and_the_line() -> None:
     )
     what = source_compile.construct_of(message)
     assert "call_vjp" in what and "f_reverse_0123.py:14" in what
+
+
+# --- through generate: f's generated module compiled --------------------------------------------
+
+
+def recurrence(x, a, b):
+    for _ in range(50):
+        x = np.sin(x) * a + x * b
+    return x
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from adcore_source import disk_cache, generate
+
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    generate.clear_caches()
+    yield tmp_path
+    generate.clear_caches()
+
+
+def test_a_compiled_jvp_gives_pythons_numbers_and_is_cached_on_disk(cache: Path) -> None:
+    from adcore_source import generate
+
+    jvp = generate.forward_function(recurrence, (0, 1), compile=True)
+    out, dout = jvp((0.5, 0.9, 0.3), (1.0, 0.5), {})
+    out_py, dout_py = generate.forward_function(recurrence, (0, 1))((0.5, 0.9, 0.3), (1.0, 0.5), {})
+    np.testing.assert_allclose([out, dout], [out_py, dout_py], rtol=1e-13)
+    assert jvp.__self__.generated.jit.function("recurrence_jvp").signatures  # numba ran it
+    assert list(cache.glob("__pycache__/recurrence_forward_*.nbi"))  # numba's cache beside the module
+
+
+def test_compiled_reverse_functions_give_pythons_numbers(cache: Path) -> None:
+    from adcore_source import generate
+
+    fwd, bwd = generate.reverse_functions(recurrence, (0, 1, 2), compile=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter(
+            "ignore", source_compile.SourceCompileWarning
+        )  # (where numba cannot, Python runs)
+        out, saved = fwd(0.5, 0.9, 0.3)
+        adjoints = bwd(saved, 1.0)
+    fwd_py, bwd_py = generate.reverse_functions(recurrence, (0, 1, 2))
+    out_py, saved_py = fwd_py(0.5, 0.9, 0.3)
+    np.testing.assert_allclose(out, out_py, rtol=1e-13)
+    np.testing.assert_allclose(adjoints, bwd_py(saved_py, 1.0), rtol=1e-13)
+    # another dtype: another compile (or Python), and its record goes to the matching bwd
+    out2, saved2 = fwd(np.float32(0.5), 0.9, 0.3)
+    np.testing.assert_allclose(bwd(saved2, 1.0), adjoints, rtol=1e-5)
