@@ -238,10 +238,13 @@ class Context:
                 continue  # len, range: the module's builtins already
             for candidate in module_text.candidates(name):
                 held = self.objects.get(candidate, reads._MISSING)
-                if candidate not in locals_ and candidate not in self.norms and held in (obj, reads._MISSING):
+                if (
+                    candidate not in locals_
+                    and candidate not in self.norms
+                    and (held is obj or held is reads._MISSING)
+                ):
                     break
-            if held is reads._MISSING or held is not obj:
-                self.objects[candidate] = obj
+            self.objects[candidate] = obj
             if candidate != name:
                 renames[name] = candidate
         for d in defs:
