@@ -50,12 +50,14 @@ PRINTED = {
         "[0.         1.38177329 0.07700375]",  # sin x + x cos x at 0, 1, 2
         "(3, 3)\n[[1.0, 0.0], [0.0, 1.0]]",
         "forward [-0.010974 -0.171783  0.009198]\nnumeric [-0.010974 -0.171783  0.009198]",
-        "reverse [-0.010974 -0.171783  0.009198]\nsparsity [1. 1. 1.]\nsymbolic [-0.010974 -0.171783  0.009198]",
+        "reverse [-0.010974 -0.171783  0.009198]\nsource [-0.010974 -0.171783  0.009198]\n"
+        "sparsity [1. 1. 1.]\nsymbolic [-0.010974 -0.171783  0.009198]",
         "TracerConversionError",
     ],
     "backends.md": [
         "forward (array(5.5), array(1.71633781))\nnumeric (array(5.5), array(1.71633781))\n"
-        "reverse (array(5.5), array(1.71633781))\nsparsity (array(1.), array(1.))\n"
+        "reverse (array(5.5), array(1.71633781))\nsource (array(5.5), array(1.71633781))\n"
+        "sparsity (array(1.), array(1.))\n"
         "symbolic (array(5.5), array(1.71633781))",  # sparsity: a dependency pattern
         "(array([1., 1., 1.]),)\n(100, 3)\n5.5\nTrue\n(x2 + 1/x1, x1 - cos(x2))\n",
         "-0.25 -0.9589242746631385\nreverse reverse -0.9589242746631385\nsymbolic forward -0.9589242746631385",
