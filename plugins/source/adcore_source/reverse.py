@@ -65,6 +65,7 @@ class Emitter:
         self.locals = set(self.params) | {n for s in self.body for n in flow.assigned_names(s)}
         self.activity = _activity(norm, self.active, self.body)
         self.methods = _methods(self.body, self.activity)
+        self.written = {flow.in_place_target(s) for s in _walk_statements(self.body)} - {None}
         self.namer = _Namer(self.taken | {G, ANS})
         self.adjoint_names: dict[str, str] = {}
         self.temps: dict[tuple[int, str], str] = {}
@@ -192,9 +193,8 @@ class Emitter:
         saved = [*self.stacks.values(), *sorted(rec.at_end)]
         self.saved_names = saved
         snap = self.ctx.bind("snapshot", reverse_runtime.snapshot)
-        mutated = {flow.in_place_target(s) for s in _walk_statements(body)} - {None}
         kept = [
-            _call(snap, [_name(n)]) if n in mutated and n not in self.stacks.values() else _name(n)
+            _call(snap, [_name(n)]) if n in self.written and n not in self.stacks.values() else _name(n)
             for n in saved
         ]
         value = ret.value if ret.value is not None else ast.Constant(None)
@@ -258,9 +258,14 @@ class Emitter:
                     _call(self.ctx.bind("snapshot", reverse_runtime.snapshot), [item]),
                 )
             )
-        if self.simple_active(stmt):
-            return out + [copy.deepcopy(s) for s in self.parts(stmt).fwd]
-        return out + [copy.deepcopy(stmt)]
+        code = [copy.deepcopy(s) for s in self.parts(stmt).fwd] if self.simple_active(stmt) else [copy.deepcopy(stmt)]
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, (ast.Subscript, ast.Attribute)):
+            source = stmt.value.value
+            if isinstance(source, ast.Name) and source.id in self.written and isinstance(stmt.targets[0], ast.Name):
+                # a view of an array written in place later: the value read now, for the adjoint sweep
+                snap = self.ctx.bind("snapshot", reverse_runtime.snapshot)
+                code[-1].value = _call(snap, [code[-1].value])
+        return out + code
 
     def push(self, what: str, value: ast.expr) -> ast.stmt:
         stack = self.stack(what if what.endswith("_items") else f"{what}_stack")

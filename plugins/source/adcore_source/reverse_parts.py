@@ -175,15 +175,16 @@ def _tier_two(em, y, fn: ast.expr, args: list, keywords: list, plain: Parts, mas
         [None if k.arg is None else ast.Constant(k.arg) for k in keywords],
         [copy.deepcopy(k.value) for k in keywords],
     )
-    value = ast.Call(
-        ast.Name(em.ctx.runtime("call_vjp"), ast.Load()),
-        [copy.deepcopy(fn), ast.Tuple([copy.deepcopy(a) for a in args], ast.Load()), kwargs],
-        [],
-    )
-    fwd = _pair(y, pullback, value)
-    parts = Parts([fwd], {y, pullback})
     atoms = [a.value if isinstance(a, ast.Starred) else a for a in args] + [k.value for k in keywords]
     wanted = [(k, a.id) for k, a in enumerate(atoms) if isinstance(a, ast.Name) and em.is_active(a.id)]
+    call_args = [copy.deepcopy(fn), ast.Tuple([copy.deepcopy(a) for a in args], ast.Load()), kwargs]
+    if len(wanted) < len(atoms) and not any(isinstance(a, ast.Starred) for a in args):
+        # the others are constants to the tape (a Python float among them must not become a float64 input)
+        flags = [ast.Constant(any(k == j for j, _ in wanted)) for k in range(len(atoms))]
+        call_args.append(ast.Tuple(flags, ast.Load()))
+    value = ast.Call(ast.Name(em.ctx.runtime("call_vjp"), ast.Load()), call_args, [])
+    fwd = _pair(y, pullback, value)
+    parts = Parts([fwd], {y, pullback})
     if any(isinstance(a, ast.Starred) and em.is_active(a.value.id) for a in args):
         refuse(plain.fwd[0], "a starred active argument of an op", "pass the values one by one", em.norm)
     _cotangents(em, y, parts, ast.Call(ast.Name(pullback, ast.Load()), [_g()], []), wanted, masked)
