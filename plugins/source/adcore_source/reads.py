@@ -44,10 +44,17 @@ def walk(fn: Any) -> list[Reached]:
         seen[id(f)] = len(reached)
         values = _values_read(f)
         reached.append(Reached(f, values))
-        stack.extend(v for v in reversed(values.values()) if is_user_function(v) and id(v) not in seen)
+        stack.extend(
+            v
+            for v in reversed(values.values())
+            if (v.__class__ is types.FunctionType or v.__class__ is functools.partial)
+            and is_user_function(v)
+            and id(v) not in seen
+        )
     return reached
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_function(v: Any) -> bool:
     """A Python function of the user's (not a library's): one the transformation may follow."""
     if isinstance(v, functools.partial):
