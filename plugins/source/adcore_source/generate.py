@@ -188,6 +188,7 @@ class Context:
         names = self.functions.get(key)
         if names is None:
             stem = module_text.identifier(getattr(target, "__name__", None) or getattr(target, "name", "f"))
+            stem = stem.rstrip("_") if stem == "lambda_" else stem  # (lambda_jvp, not lambda__jvp)
             for base in module_text.candidates(stem):
                 names = (f"{base}_jvp",) if mode == "forward" else (f"{base}_fwd", f"{base}_bwd")
                 if not any(self.taken(n) or n in self.local_names for n in names):
@@ -368,9 +369,12 @@ class _Caller:
         for i, t in zip(self.active, tangents):
             (out if i < self.n_positional else rest).append((i, t))
         varargs = arguments[self.n_positional]
+        from adcore_source.runtime import zero_tangent
+
         given = dict(rest)
-        zeros = tuple(given.get(self.n_positional + k) for k in range(len(varargs)))
-        return (*[t for _, t in out], zeros)
+        n = self.n_positional
+        tangent = tuple(given[n + k] if n + k in given else zero_tangent(v) for k, v in enumerate(varargs))
+        return (*[t for _, t in out], tangent)
 
     def backward(self, bwd: Callable) -> Callable:
         if not any(i >= self.n_positional for i in self.active):

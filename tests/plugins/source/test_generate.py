@@ -106,6 +106,34 @@ def test_keyword_arguments_and_partials_reach_the_generated_code() -> None:
     np.testing.assert_allclose(jvp((1.5,), (1.0,), {})[1], _grad_reverse(f, 0.3, 1.5, argnums=1), rtol=1e-14)
 
 
+def with_keywords(x, a=2.0, *, b=3.0):
+    y = x * a
+    z = y * b
+    return z
+
+
+def with_varargs(x, *ys):
+    a = ys[0]
+    b = ys[1]
+    y = x * a
+    z = y * b
+    return z
+
+
+def test_defaults_keyword_only_parameters_and_varargs_reach_the_generated_code() -> None:
+    fwd, bwd = generate.reverse_functions(with_keywords, (0,))
+    out, saved = fwd(1.5, b=4.0)
+    assert out == 12.0 and bwd(saved, 1.0) == (8.0,)
+    assert generate.forward_function(with_keywords, (0,))((1.5,), (1.0,), {"b": 4.0}) == (12.0, 8.0)
+    # positions past the named parameters are the vararg's entries: (x, ys[1]) here
+    fwd, bwd = generate.reverse_functions(with_varargs, (0, 2))
+    out, saved = fwd(1.5, 2.0, 3.0)
+    assert out == 9.0 and bwd(saved, 1.0) == (6.0, 3.0)
+    jvp = generate.forward_function(with_varargs, (0, 2))
+    assert jvp((1.5, 2.0, 3.0), (1.0, 0.0), {}) == (9.0, 6.0)
+    assert jvp((1.5, 2.0, 3.0), (0.0, 1.0), {}) == (9.0, 3.0)
+
+
 def test_user_callees_are_generated_into_the_same_module() -> None:
     out, (bx,) = _gradient(calls_square, (1.25,))
     assert out == calls_square(1.25)
