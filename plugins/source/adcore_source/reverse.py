@@ -258,10 +258,18 @@ class Emitter:
                     _call(self.ctx.bind("snapshot", reverse_runtime.snapshot), [item]),
                 )
             )
-        code = [copy.deepcopy(s) for s in self.parts(stmt).fwd] if self.simple_active(stmt) else [copy.deepcopy(stmt)]
+        code = (
+            [copy.deepcopy(s) for s in self.parts(stmt).fwd]
+            if self.simple_active(stmt)
+            else [copy.deepcopy(stmt)]
+        )
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, (ast.Subscript, ast.Attribute)):
             source = stmt.value.value
-            if isinstance(source, ast.Name) and source.id in self.written and isinstance(stmt.targets[0], ast.Name):
+            if (
+                isinstance(source, ast.Name)
+                and source.id in self.written
+                and isinstance(stmt.targets[0], ast.Name)
+            ):
                 # a view of an array written in place later: the value read now, for the adjoint sweep
                 snap = self.ctx.bind("snapshot", reverse_runtime.snapshot)
                 code[-1].value = _call(snap, [code[-1].value])
@@ -351,14 +359,26 @@ def _reached(norm: Any, active: list[str], body: list[ast.stmt]) -> frozenset[st
                 target, value = stmt.target.id, stmt.iter
             elif flow.in_place_target(stmt) is not None:
                 target, value = flow.in_place_target(stmt), stmt.value
-            if target is None or target in out or not (_local_names(value, out) - {target} or (
-                isinstance(stmt, ast.Assign) and _local_names(value, out))):
+            if (
+                target is None
+                or target in out
+                or not (
+                    _local_names(value, out) - {target}
+                    or (isinstance(stmt, ast.Assign) and _local_names(value, out))
+                )
+            ):
                 continue
-            if isinstance(value, ast.Compare) or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)):
+            if isinstance(value, ast.Compare) or (
+                isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
+            ):
                 continue
             if isinstance(value, ast.Attribute) and value.attr in INACTIVE_ATTRIBUTES:
                 continue
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in norm.namespace:
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id in norm.namespace
+            ):
                 if callee_kind(norm.namespace[value.func.id]).kind == "inactive":
                     continue
             out.add(target)

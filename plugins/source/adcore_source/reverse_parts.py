@@ -213,7 +213,8 @@ def _cotangents(em, y: str, parts: Parts, tuple_expr: ast.expr, wanted: list, ma
         tuple_expr = ast.Name(held, ast.Load())
     for k, name in wanted:
         entry = ast.Subscript(copy.deepcopy(tuple_expr), ast.Constant(k), ast.Load())
-        parts.contribs.append(Contribution(name, entry, maybe_none=True, masked=masked))
+        # an active argument's cotangent is never None (the tape gives zeros where nothing reached)
+        parts.contribs.append(Contribution(name, entry, masked=masked))
 
 
 def _attribute_getter(attr: str) -> Any:
@@ -243,7 +244,12 @@ def _positionally(em: Any, call: ast.Call, params: list[str]) -> ast.Call:
     args: list[Any] = list(call.args) + [None] * (len(params) - len(call.args))
     for k in call.keywords:
         if k.arg is None or k.arg not in params or args[params.index(k.arg)] is not None:
-            refuse(call, f"the call of {call.func.id}() with these keywords", "pass its arguments positionally", em.norm)
+            refuse(
+                call,
+                f"the call of {call.func.id}() with these keywords",
+                "pass its arguments positionally",
+                em.norm,
+            )
         args[params.index(k.arg)] = k.value
     if any(a is None for a in args) or any(isinstance(a, ast.Starred) for a in args):
         refuse(call, f"the call of {call.func.id}() with defaults or *args", "pass every argument", em.norm)

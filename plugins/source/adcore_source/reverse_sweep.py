@@ -79,7 +79,7 @@ class _Sweep:
             return []
         pops = [self.pop(v) for v in sorted(self.rec.pushes(stmt))]
         y = stmt.targets[0].id
-        if not self.em.simple_active(stmt) or y not in state.kinds:
+        if not self.em.simple_active(stmt) or y not in state.kinds or not self.em.has_adjoint(stmt):
             state.zero(y)
             return pops
         return self.assignment(stmt, y, state, pops)
@@ -274,7 +274,9 @@ class _Sweep:
         out = []
         for name in sorted(n for n in written if n in state.kinds and n not in state.owned):
             b = self.em.b(name)
-            out.append(_assign(b, _call(self.em.ctx.bind("owned", reverse_runtime.owned), [ast.Name(b, ast.Load())])))
+            out.append(
+                _assign(b, _call(self.em.ctx.bind("owned", reverse_runtime.owned), [ast.Name(b, ast.Load())]))
+            )
             state.owned.add(name)
         return out
 
