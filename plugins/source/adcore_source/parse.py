@@ -79,8 +79,8 @@ def _code_of(fn: Any) -> types.CodeType:
 
 
 def _source_lines(fn: Any, where: _Where) -> tuple[list[str], int]:
-    try:
-        return inspect.getsourcelines(fn)
+    try:  # fn's own code: getsourcelines(fn) would follow __wrapped__ (functools.wraps) to another function
+        return inspect.getsourcelines(fn.__code__)
     except (OSError, TypeError) as e:
         refuse(None, "a function whose source is not available", f"define it in a file ({e})", where)
 
@@ -92,7 +92,7 @@ def _def_node(fn: Any, code: types.CodeType, where: _Where) -> ast.FunctionDef:
     node = tree.body[0]
     if isinstance(node, ast.AsyncFunctionDef):
         refuse(node, "an async function", "make it a plain def", where)
-    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
+    if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
         refuse(None, "a function whose source could not be located", "define it with def in a file", where)
     node.decorator_list = []  # already applied: fn is what they returned
     return node

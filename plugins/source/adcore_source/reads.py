@@ -85,7 +85,7 @@ def source_parts(reached: list[Reached]) -> list[str]:
         code = fn.__code__
         parts.append(f"function {code.co_filename}:{code.co_firstlineno} {fn.__qualname__}")
         try:
-            parts.append(inspect.getsource(fn))
+            parts.append(inspect.getsource(code))  # not fn: it would follow __wrapped__
         except (OSError, TypeError):
             parts.append(hashlib.sha256(marshal.dumps(code)).hexdigest())
         for name, v in r.values.items():

@@ -41,6 +41,27 @@ def test_function_ast_lines_are_the_files_lines():
     assert p.node.decorator_list == []  # applied already: fn is what they returned
 
 
+def doubled(f):
+    @functools.wraps(f)
+    def wrapper(x):
+        return 2 * f(x)
+
+    return wrapper
+
+
+@doubled
+def wrapped_sin(x):
+    return np.sin(x)
+
+
+def test_a_functools_wraps_wrapper_is_parsed_as_itself_not_the_function_it_wraps():
+    # inspect.getsource(fn) follows __wrapped__: the inner body's derivative would drop the wrapper's 2 *
+    p = parsed(wrapped_sin)
+    assert p.node.name == "wrapper"
+    assert p.first_line == wrapped_sin.__code__.co_firstlineno + 1  # the def, after @wraps
+    assert p.namespace["f"] is wrapped_sin.__wrapped__  # the wrapped function: a callee, transformed in turn
+
+
 def test_namespace_holds_globals_and_builtins_read_not_locals():
     p = parsed(plain)
     assert p.namespace == {"np": np, "OFFSET": OFFSET, "math": math, "abs": abs}
