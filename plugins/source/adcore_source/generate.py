@@ -119,6 +119,7 @@ def _text(
         text = module_text.assembled(generate(fn, mode, active, for_numba), fn, mode, active, reached)
         if text.reproducible:
             text.path = disk_cache.store(stem, disk_key, text.text, text.meta())
+    text.keep = reached
     with _lock:
         _texts[key] = text
         while len(_texts) > _TEXTS_KEPT:

@@ -56,6 +56,7 @@ class Text:
             fixed,
         )
         self.path: Path | None = None
+        self.keep: Any = None  # what the cache key's ids are the ids of, alive while the text is cached
         self.reproducible = not fixed  # everything it binds is in its text or found again by reads.walk
 
     def meta(self) -> dict[str, Any]:
@@ -119,10 +120,10 @@ def load(text: Text, reached: list) -> dict[str, Any]:
         lines = text.text.splitlines(keepends=True)
         linecache.cache[str(path)] = (len(text.text), None, lines, str(path))
     bindings = {**text.fixed, **{name: reached[i].values[n] for name, (i, n) in text.injected.items()}}
-    namespace: dict[str, Any] = {
-        "__name__": f"adcore_source_generated.{text.entry[0]}",
-        "__file__": str(path),
-    }
+    name = (
+        path.stem if text.path is not None else f"generated_{text.entry[0]}"
+    )  # as importing the file names it
+    namespace: dict[str, Any] = {"__name__": name, "__file__": str(path)}
     namespace.update(bindings)
     exec(compile(text.text, str(path), "exec"), namespace)
     namespace.update(bindings)  # the very objects the function reads, whatever its imports found
