@@ -305,7 +305,7 @@ def _active_params(fn: Any, active: tuple[int, ...]) -> tuple:
 
 @functools.lru_cache(maxsize=1024)
 def _signature(fn: Any) -> inspect.Signature:
-    return inspect.signature(fn)
+    return inspect.signature(fn, follow_wrapped=False)
 
 
 def _positional_names(fn: Any) -> list[str]:

@@ -136,7 +136,11 @@ def stem_of(fn: Any, mode: str) -> str:
 
 def _header(fn: Any, mode: str, active: tuple[int, ...], root: tuple[str, ...]) -> str:
     code = fn.__code__
-    params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in _POSITIONAL]
+    params = [
+        p.name
+        for p in inspect.signature(fn, follow_wrapped=False).parameters.values()
+        if p.kind in _POSITIONAL
+    ]
     wrt = ", ".join(params[i] if i < len(params) else f"argument {i}" for i in active)
     if mode == "forward":
         what = f"{root[0]}(<f's arguments>, <a tangent for each of {wrt}>) -> (out, tangent of out)"

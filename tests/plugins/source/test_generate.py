@@ -134,6 +134,28 @@ def test_defaults_keyword_only_parameters_and_varargs_reach_the_generated_code()
     assert jvp((1.5, 2.0, 3.0), (0.0, 1.0), {}) == (9.0, 3.0)
 
 
+def doubled(g):
+    @functools.wraps(g)
+    def wrapper(x):
+        y = g(x)
+        z = y * 2.0
+        return z
+
+    return wrapper
+
+
+@doubled
+def sine_with_a_keyword(x, k=1.0):
+    y = sin(x)
+    return y
+
+
+def test_a_wrapper_is_called_with_its_own_signature_not_the_wrapped_ones() -> None:
+    out, (bx,) = _gradient(sine_with_a_keyword, (0.3,))
+    assert out == sine_with_a_keyword(0.3)
+    np.testing.assert_allclose(bx, 2 * np.cos(0.3), rtol=1e-15)
+
+
 def test_user_callees_are_generated_into_the_same_module() -> None:
     out, (bx,) = _gradient(calls_square, (1.25,))
     assert out == calls_square(1.25)
