@@ -66,6 +66,7 @@ class Emitter:
         self.activity = _activity(norm, self.active, self.body)
         self.methods = _methods(self.body, self.activity)
         self.written = {flow.in_place_target(s) for s in _walk_statements(self.body)} - {None}
+        self.useful = _useful(self.body, self.activity, self.methods)
         self.namer = _Namer(self.taken | {G, ANS})
         self.adjoint_names: dict[str, str] = {}
         self.temps: dict[tuple[int, str], str] = {}
@@ -128,7 +129,7 @@ class Emitter:
         """An assignment `y = E` with y active and E reading an active name."""
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)):
             return False
-        if not self.is_active(stmt.targets[0].id):
+        if not self.is_active(stmt.targets[0].id) or stmt.targets[0].id not in self.useful:
             return False
         return any(isinstance(n, ast.Name) and self.is_active(n.id) for n in ast.walk(stmt.value))
 
@@ -199,7 +200,7 @@ class Emitter:
         ]
         value = ret.value if ret.value is not None else ast.Constant(None)
         code.append(ast.Return(ast.Tuple([copy.deepcopy(value), ast.Tuple(kept, ast.Load())], ast.Load())))
-        return _function(f"{_identifier(self.norm.name)}_fwd", self.params, prologue + code)
+        return _function(f"{_identifier(self.norm.name)}_fwd", self.params, _without_dead(prologue + code))
 
     def prologue(self, rec: flow.Record) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -209,7 +210,11 @@ class Emitter:
         if copied:
             snap = self.ctx.bind("snapshot", reverse_runtime.snapshot)
             out += [_assign(p, _call(snap, [_name(p)])) for p in copied]  # the caller may change them later
-        for name in sorted(flow.undefined_reads(self.body, self.params, rec)):
+        for name in sorted(
+            flow.undefined_reads(
+                self.body, self.params, rec, lambda s: self.reads(s)[0] | flow.assigned_names(s)
+            )
+        ):
             out.append(_assign(name, ast.Constant(None)))
         out += [_assign(s, ast.List([], ast.Load())) for s in self.stacks.values()]
         return out
@@ -299,6 +304,74 @@ class Emitter:
         else:
             body = body + end
         return out + [_looped(stmt, [count, *body])]
+
+
+# --- dead statements of the forward sweep --------------------------------------------------------
+
+_NO_EFFECT = (
+    ast.Name,
+    ast.Constant,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Compare,
+    ast.Tuple,
+    ast.List,
+    ast.Dict,
+)
+
+
+def _without_dead(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The forward sweep without the assignments nothing reads that call nothing (`x_sum = x.sum`,
+    whose call went through call_vjp; a value only f's dropped derivative used), and without the
+    comments left naming no code."""
+    while True:
+        read = {
+            n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        dead = _dead(body, read)
+        if not dead:
+            break
+        body = _dropped(body, dead)
+    return body
+
+
+def _dead(body: list[ast.stmt], read: set[str]) -> set[int]:
+    out: set[int] = set()
+    for stmt in _walk_statements(body):
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id not in read
+        ):
+            if isinstance(stmt.value, _NO_EFFECT) and not any(
+                isinstance(n, ast.Call) for n in ast.walk(stmt.value)
+            ):
+                out.add(id(stmt))
+    return out
+
+
+def _dropped(stmts: list[ast.stmt], dead: set[int]) -> list[ast.stmt]:
+    kept: list[ast.stmt] = []
+    for stmt in stmts:
+        if id(stmt) in dead:
+            continue
+        if isinstance(stmt, (ast.If, ast.For, ast.While)):
+            stmt.body = _dropped(stmt.body, dead) or [ast.Pass()]
+            stmt.orelse = _dropped(stmt.orelse, dead)
+        kept.append(stmt)
+    return [
+        s
+        for k, s in enumerate(kept)
+        if not (_is_comment(s) and (k + 1 == len(kept) or _is_comment(kept[k + 1])))
+    ]
+
+
+def _is_comment(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -401,6 +474,35 @@ def _methods(body: list[ast.stmt], activity: frozenset[str]) -> dict[str, tuple[
                     out[m] = (value.value.id, value.attr)
             elif isinstance(value, ast.Name) and value.id in out:
                 out[m] = out[value.id]
+    return out
+
+
+def _useful(body: list[ast.stmt], activity: frozenset[str], methods: dict) -> set[str]:
+    """The active names an adjoint can reach: those the output's value depends on through active
+    values (the others' adjoints are zero: their statements run as f's, with no adjoint code)."""
+    ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+    out = {ret.value.id} if ret is not None and isinstance(ret.value, ast.Name) else set()
+    stmts = list(_walk_statements(body))
+    changed = True
+    while changed:
+        changed = False
+        for stmt in stmts:
+            if isinstance(stmt, ast.For):
+                target, sources = stmt.target.id, {stmt.iter.id}
+            elif flow.in_place_target(stmt) is not None:
+                target = flow.in_place_target(stmt)
+                value = stmt.value if isinstance(stmt, ast.Assign) else stmt.value.args[0]
+                sources = _local_names(value, activity)
+            elif isinstance(stmt, ast.Assign) and not isinstance(stmt.value, ast.Compare):
+                target, sources = stmt.targets[0].id, _local_names(stmt.value, activity)
+                if isinstance(stmt.value, ast.Call) and stmt.value.func.id in methods:
+                    sources.add(methods[stmt.value.func.id][0])
+            else:
+                continue
+            new = (sources & activity) - out if target in out else set()
+            if new:
+                out |= new
+                changed = True
     return out
 
 

@@ -144,7 +144,9 @@ in_place_target = _in_place_target
 # --- names assigned on every path ------------------------------------------------------------------
 
 
-def undefined_reads(body: list[ast.stmt], params: list[str], rec: Record) -> set[str]:
+def undefined_reads(
+    body: list[ast.stmt], params: list[str], rec: Record, defines: Callable[[ast.stmt], set[str]]
+) -> set[str]:
     """The names a push or the saved tuple reads where f may not have assigned them yet: the forward
     sweep sets them to None first."""
     missing: set[str] = set()
@@ -167,7 +169,7 @@ def undefined_reads(body: list[ast.stmt], params: list[str], rec: Record) -> set
             inner = set(defined) | ({stmt.target.id} if isinstance(stmt, ast.For) else set())
             block(stmt.body, inner)
             return defined | ({loop.counter} if loop is not None else set())
-        return defined | assigned_names(stmt)
+        return defined | defines(stmt)
 
     end = block(body, set(params))
     return missing | (rec.at_end - end)
