@@ -67,6 +67,8 @@ class Emitter:
         self.methods = _methods(self.body, self.activity)
         self.written = {flow.in_place_target(s) for s in _walk_statements(self.body)} - {None}
         self.useful = _useful(self.body, self.activity, self.methods)
+        assigned = {n for s in _walk_statements(self.body) for n in flow.assigned_names(s)} | self.written
+        self.fixed_params = {p for p in self.active if p not in assigned}  # read anywhere in the sweep
         self.namer = _Namer(self.taken | {G, ANS})
         self.adjoint_names: dict[str, str] = {}
         self.temps: dict[tuple[int, str], str] = {}

@@ -27,13 +27,15 @@ VALUE_ATTRIBUTES = frozenset({"real", "imag", "flat"})  # values, through the ta
 @dataclass
 class Contribution:
     """What `to`'s adjoint receives: `expr` (reads G), which may be None at run time (`maybe_none`),
-    is a new value no other name holds (`fresh`), may carry structural zeros (`masked`)."""
+    is a new value no other name holds (`fresh`), may carry structural zeros (`masked`), is an
+    array or a number (`numeric`: added with +)."""
 
     to: str
     expr: ast.expr
     maybe_none: bool = False
     fresh: bool = False
     masked: bool = False
+    numeric: bool = False  # an array or number (an elementwise op's cotangent), never a container
 
 
 @dataclass
@@ -130,7 +132,7 @@ def _operation(em, y, stmt, callee, atoms, plain: Parts, seed_masked: bool) -> P
                 ast.parse(text, mode="eval").body, {n: em.ctx.bind(n, o) for n, o in names.items()}
             )
             fresh = isinstance(expr, (ast.BinOp, ast.UnaryOp))
-            plain.contribs.append(Contribution(atom.id, expr, fresh=fresh, masked=seed_masked))
+            plain.contribs.append(Contribution(atom.id, expr, fresh=fresh, masked=seed_masked, numeric=True))
         return plain
     fn = ast.Name(em.ctx.bind(_callee_name(callee.fn), callee.fn), ast.Load())
     return _tier_two(em, y, fn, atoms, [], plain, masked=callee.masks or seed_masked)

@@ -124,7 +124,7 @@ class _Sweep:
         expr = _renamed(c.expr, renames)
         b = self.em.b(to)
         kind = state.kinds.get(to)
-        numeric = c.fresh and not c.maybe_none
+        numeric = c.numeric and not c.maybe_none
         if kind is None:
             state.set(to, MAYBE if c.maybe_none else SOME, owned=c.fresh, masked=c.masked)
             return [_assign(b, expr)]
@@ -230,6 +230,7 @@ class _Sweep:
             return []
         target = stmt.target.id if isinstance(stmt, ast.For) else None
         owning = self.owning(stmt, state)  # adjoints written into in place by every trip: copied once
+        owning += self.zeros_before(stmt, state)
         head, line = state.copy(), self.em.last_line
         self.em.current = stmt
         trip = self.em.temp("trip" if self.em.iterates_active(stmt) else "_")
@@ -278,6 +279,22 @@ class _Sweep:
                 _assign(b, _call(self.em.ctx.bind("owned", reverse_runtime.owned), [ast.Name(b, ast.Load())]))
             )
             state.owned.add(name)
+        return out
+
+    def zeros_before(self, loop: ast.For | ast.While, state: AdjointState) -> list[ast.stmt]:
+        """`ba = zero_adjoint(a)` before a loop whose trips add into the adjoint of a parameter f never
+        reassigns (its value is there to take the zeros' shape from): `ba = ba + ...` in the loop."""
+        out = []
+        targets = {
+            c.to
+            for s in _statements(loop.body)
+            if self.em.simple_active(s)
+            for c in self.em.parts(s).contribs
+        }
+        for name in sorted(targets & self.em.fixed_params - set(state.kinds)):
+            zero = self.em.ctx.runtime("zero_adjoint")
+            out.append(_assign(self.em.b(name), _call(zero, [ast.Name(name, ast.Load())])))
+            state.set(name, SOME, owned=True, masked=False)
         return out
 
     def pop(self, name: str) -> ast.stmt:
