@@ -1,0 +1,439 @@
+"""Tier 2: a call of any op or function adcore differentiates, its derivative computed at run time
+by the registered rules (`call_vjp`, `call_jvp`, exported to generated code by runtime.py).
+
+An op called with its inputs as plain values (np.matmul(x, w), np.sum(x, axis=0), adcore.ops.mean)
+has its registered `vjp` / `jvp` rules applied directly, as the reverse backend's backward pass and
+the forward backend's dual numbers apply them (the same cotangent dtype, the same structural
+zeros); anything else (Python over ops, lists of values, traced arguments under an outer
+transformation, custom rules) goes through the public API, adcore.vjp(backend="reverse") and
+adcore.jvp(backend="forward"), which record and sweep a tape or run dual numbers for the one call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from adcore_reverse.backward import cotangent_of
+from adcore_reverse.zeros import MOVES, Masked, moved_zeros, plain, unbroadcast_mask, with_zeros, zero_at
+
+from adcore import numpy_dispatch, ops
+from adcore.errors import AdcoreError
+from adcore.registry import JointRules
+from adcore.spec import OpSpec
+
+
+def call_vjp(callee: Any, args: tuple, kwargs: dict, active: tuple | None = None) -> tuple[Any, Any]:
+    """(callee(*args, **kwargs), pullback): pullback(g) is one cotangent per argument, positional then
+    keyword in kwargs' order, None for one with no float value (or not `active[k]`), a container's
+    in its structure. Give `active` (a flag per argument, in that order): without it, the params of
+    an op (np.nan_to_num(x, nan=0.0)'s nan) are taken as the constants they must be, and every other
+    float is differentiated; with it, an active param is refused by the tape, as in f. g may be None (zero), Masked, or a container with None entries (zero). The
+    cotangents of `where` and of steps come Masked with their structural zeros, and a Masked g's
+    zeros pass on to the cotangents of an elementwise op or one that only moves entries, as on
+    the tape."""
+    fn = _differentiable(callee)
+    arguments = _Arguments(args, kwargs)
+    inputs = _input_count(fn, args, kwargs) if active is None else None
+    positions = [
+        i
+        for i, leaf in enumerate(arguments.leaves)
+        if leaf.float and (active[leaf.arg] if active is not None else inputs is None or leaf.arg < inputs)
+    ]
+    if not positions:
+        return callee(*args, **kwargs), lambda g: (None,) * (len(args) + len(kwargs))
+    direct = _direct(fn, args, kwargs) if arguments.leaves[positions[-1]].arg < len(args) else None
+    if direct is not None:  # the op's rules, applied here
+        out = callee(*args, **kwargs)
+        return out, _rule_pullback(
+            direct, out, arguments, positions, lambda: _taped(fn, arguments, positions)
+        )
+    out, vjp_fn = _taped(fn, arguments, positions)
+    if fn is not callee:
+        out = callee(*args, **kwargs)  # f's own function gives f's value (math.fabs's float)
+    masking = _masking(fn)
+
+    def pullback(g: Any) -> tuple:
+        g_masked = g if g.__class__ is Masked else None
+        cts = list(vjp_fn(_filled(g, out)))
+        if masking is not None and not isinstance(out, tuple | list | dict):
+            cts = _with_structure(cts, masking, vjp_fn, out, g_masked)
+        return arguments.per_argument(positions, cts)
+
+    return out, pullback
+
+
+def call_jvp(callee: Any, args: tuple, tangents: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """(callee(*args, **kwargs), its tangent) for `tangents` lined up with args (None: zero, or not
+    differentiable; a container argument's tangent is a container like it, None entries zero);
+    the tangent None when none is given."""
+    fn = _differentiable(callee)
+    arguments = _Arguments(args, kwargs)
+    wanted = [pair for k, t in enumerate(tangents) if t is not None for pair in arguments.paired(k, t)]
+    if not wanted:
+        return callee(*args, **kwargs), None
+    direct = _direct(fn, args, kwargs) if arguments.leaves[wanted[-1][0]].arg < len(args) else None
+    if direct is not None and all(_plain(t) for _, t in wanted):
+        out = callee(*args, **kwargs)
+        return out, _rule_tangent(direct, out, dict(wanted))
+    import adcore
+
+    positions = [i for i, _ in wanted]
+
+    def of_active(*values: Any) -> Any:
+        a, kw = arguments.rebuilt(positions, values)
+        return fn(*a, **kw)
+
+    primals = tuple(arguments.leaves[i].value for i in positions)
+    out, dout = adcore.jvp(of_active, primals, tuple(t for _, t in wanted), backend="forward")
+    if fn is not callee:
+        out = callee(*args, **kwargs)
+    return out, dout
+
+
+# --- the rules applied directly ---------------------------------------------------------------------
+
+
+class _Direct:
+    """An op call whose rules apply directly: the op, its inputs (= the call's leading arguments),
+    its params (the call's keywords)."""
+
+    __slots__ = ("op", "inputs", "params")
+
+    def __init__(self, op: OpSpec, inputs: tuple, params: dict) -> None:
+        self.op, self.inputs, self.params = op, inputs, params
+
+
+def _direct(fn: Any, args: tuple, kwargs: dict) -> _Direct | None:
+    """The op call, if fn stands for an op (not variadic) called with its inputs positionally, plain
+    values all, and its params by keyword; else None."""
+    op = _op_of(fn)
+    if op is None or len(args) != op.nin or not all(_plain(a) for a in args):
+        return None
+    if kwargs and (isinstance(fn, np.ufunc) or not set(kwargs) <= set(op.params)):
+        return None
+    return _Direct(op, args, kwargs)
+
+
+def _input_count(fn: Any, args: tuple, kwargs: dict) -> int | None:
+    """How many leading arguments of a call of fn are an op's inputs (the rest, its params, are
+    static), or None if fn is not an op called so."""
+    op = _OPS_ANY.get(fn, False) if _hashable(fn) else None
+    if op is False:
+        op = _OPS_ANY[fn] = fn if isinstance(fn, OpSpec) else _numpy_op(fn)
+    if op is None or not set(kwargs) <= set(op.params):
+        return None
+    return 1 if op.variadic else op.nin
+
+
+def _hashable(fn: Any) -> bool:
+    try:
+        hash(fn)
+    except TypeError:
+        return False
+    return True
+
+
+def _numpy_op(fn: Any) -> OpSpec | None:
+    if isinstance(fn, np.ufunc) or (getattr(fn, "__module__", None) or "").startswith("numpy"):
+        try:
+            return numpy_dispatch.numpy_op(fn)
+        except TypeError:  # unhashable
+            return None
+    return None
+
+
+_OPS_ANY: dict[Any, Any] = {}
+_OPS: dict[Any, Any] = {}
+
+
+def _op_of(fn: Any) -> OpSpec | None:
+    """The op fn is or stands for, if it has `vjp` and `jvp` rules of its own (not variadic)."""
+    try:
+        return _OPS[fn]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable
+        return None
+    op = fn if isinstance(fn, OpSpec) else _numpy_op(fn)
+    if op is not None and (op.variadic or not (_has_rules(op, "vjp") and _has_rules(op, "jvp"))):
+        op = None
+    _OPS[fn] = op
+    return op
+
+
+def _has_rules(op: OpSpec, kind: str) -> bool:
+    """Whether op has `kind` rules of its own (registry.rule loads the plugins that may bring them)."""
+    try:
+        rules = ops.registry().rule(kind, op, "source")
+    except AdcoreError:
+        return False
+    return rules.__class__ is tuple or rules.__class__ is JointRules
+
+
+def _rule_pullback(call: _Direct, ans: Any, arguments: _Arguments, positions: list[int], taped: Any) -> Any:
+    """The pullback applying the op's vjp rules as adcore_reverse's backward pass does."""
+    op, inputs, params = call.op, call.inputs, call.params
+    rules = ops.registry().rules["vjp"][op.name]
+    wanted = [i in positions for i in range(len(inputs))]
+
+    def pullback(g: Any) -> tuple:
+        if g is None:
+            from adcore_source.runtime import zero_tangent
+
+            g = zero_tangent(ans)
+        g_plain = plain(g)
+        if not _plain(g_plain):  # a traced cotangent (an outer transformation): through the tape
+            out, vjp_fn = taped()
+            return arguments.per_argument(positions, list(vjp_fn(g_plain)))
+        zeros = (
+            _input_zeros(op, rules, g.zeros, ans, inputs, params, wanted) if g.__class__ is Masked else None
+        )
+        shares = rules.joint(g_plain, ans, *inputs, **params) if rules.__class__ is JointRules else None
+        cts = []
+        for i in positions:
+            rule = rules[i]
+            if rule is None:
+                cts.append(None)
+                continue
+            gi = rule(g_plain, ans, *inputs, **params) if shares is None else shares[i]
+            if zeros is not None:
+                gi = with_zeros(gi, zeros[i])
+            dtype = np.result_type(inputs[i])
+            if getattr(gi, "dtype", None) is not dtype:
+                gi = cotangent_of(gi, dtype)
+            cts.append(gi)
+        return arguments.per_argument(positions, cts)
+
+    return pullback
+
+
+def _input_zeros(
+    op: OpSpec, rules: Any, known_zero: Any, ans: Any, inputs: tuple, params: dict, wanted: list
+):
+    """Per input, the structural zeros its cotangent gets from the output's (adcore_reverse.zeros'
+    input_zeros, for a call rather than a tape node)."""
+    if op.name in MOVES:
+        return moved_zeros(rules, known_zero, ans, inputs, params, wanted)
+    if not op.elementwise:
+        if not known_zero.all():
+            return None  # positions no longer line up with the inputs'
+        known_zero = np.ones((), bool)
+    zeros = []
+    for i, a in enumerate(inputs):
+        shape = np.shape(a)
+        mask = (
+            np.broadcast_to(known_zero, shape)
+            if known_zero.ndim == 0
+            else unbroadcast_mask(known_zero, shape)
+        )
+        zeros.append((mask, False) if wanted[i] and mask.any() else None)
+    return zeros
+
+
+def _rule_tangent(call: _Direct, ans: Any, tangents: dict[int, Any]) -> Any:
+    """The op's jvp rules applied to one tangent direction as the forward backend applies them to
+    a batch of one: the shares summed, fitted to ans's shape and dtype."""
+    op, inputs, params = call.op, call.inputs, call.params
+    rules = ops.registry().rules["jvp"][op.name]
+    batched = {i: np.asarray(t)[None] for i, t in tangents.items()}
+    if rules.__class__ is JointRules:
+        tangent = rules.joint([batched.get(i) for i in range(len(inputs))], ans, *inputs, **params)
+    else:
+        tangent = None
+        for i, t in batched.items():
+            if rules[i] is not None:
+                share = rules[i](t, ans, *inputs, **params)
+                tangent = share if tangent is None else tangent + share
+        if tangent is None:
+            return None
+    shape = (1, *np.shape(ans))
+    if np.shape(tangent) != shape:
+        tangent = np.broadcast_to(tangent, shape)
+    dtype = np.result_type(ans)
+    if tangent.dtype != dtype:
+        tangent = np.real(tangent) if tangent.dtype.kind == "c" and dtype.kind != "c" else tangent
+        tangent = tangent.astype(dtype)
+    return tangent[0]
+
+
+def _plain(v: Any) -> bool:
+    cls = v.__class__
+    return (
+        cls is np.ndarray
+        or cls is float
+        or cls is int
+        or cls is bool
+        or cls is complex
+        or isinstance(v, np.generic)
+    )
+
+
+class _Leaf:
+    __slots__ = ("arg", "value", "float")
+
+    def __init__(self, arg: int, value: Any) -> None:
+        self.arg = arg
+        self.value = value
+        self.float = _is_float(value)
+
+
+def _is_float(v: Any) -> bool:
+    cls = v.__class__
+    if cls is float or cls is complex:
+        return True
+    dtype = getattr(v, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", "") in "fc" and not isinstance(v, type)
+
+
+class _Arguments:
+    """A call's arguments (positional, then keyword values) as leaves: the float ones are what a
+    derivative can flow through; the rest (ints, None, strings, dtypes) stay as given."""
+
+    def __init__(self, args: tuple, kwargs: dict) -> None:
+        import optree
+
+        self.leaves: list[_Leaf] = []
+        self.specs: list[tuple[int, int, Any]] = []  # per argument: first leaf, leaf count, structure
+        for k, a in enumerate((*args, *kwargs.values())):
+            flat, spec = optree.tree_flatten(a, none_is_leaf=False, namespace="adcore")
+            self.specs.append((len(self.leaves), len(flat), spec))
+            self.leaves += [_Leaf(k, v) for v in flat]
+        self.nargs, self.keys = len(args), list(kwargs)
+
+    def rebuilt(self, positions: list[int], values: tuple) -> tuple[tuple, dict]:
+        """(args, kwargs) with the leaves at `positions` replaced by `values`."""
+        current = [leaf.value for leaf in self.leaves]
+        for i, v in zip(positions, values):
+            current[i] = v
+        built = [spec.unflatten(current[start : start + n]) for start, n, spec in self.specs]
+        return tuple(built[: self.nargs]), dict(zip(self.keys, built[self.nargs :]))
+
+    def paired(self, k: int, t: Any) -> list[tuple[int, Any]]:
+        """(leaf position, tangent) for argument k's float leaves, from its tangent t (a container
+        like the argument, None entries for zero)."""
+        start, n, spec = self.specs[k]
+        flat = [t] if n == 1 and spec.num_nodes == 1 else spec.flatten_up_to(t)
+        return [
+            (start + j, tj) for j, tj in enumerate(flat) if tj is not None and self.leaves[start + j].float
+        ]
+
+    def per_argument(self, positions: list[int], cts: list) -> tuple:
+        """One cotangent per argument from the cotangents of the leaves at `positions`."""
+        per_leaf: list[Any] = [None] * len(self.leaves)
+        for i, ct in zip(positions, cts):
+            per_leaf[i] = ct
+        result = []
+        for start, n, spec in self.specs:
+            entries = per_leaf[start : start + n]
+            result.append(None if all(e is None for e in entries) else spec.unflatten(entries))
+        return tuple(result)
+
+
+def _filled(g: Any, out: Any) -> Any:
+    """g with a zero for None (g itself, or its entries), in out's structure (a plain tuple for a
+    namedtuple's), structural zeros dropped: the pullback needs a full plain cotangent."""
+    from adcore_source.runtime import zero_tangent
+
+    if g is None:
+        return zero_tangent(out)
+    if isinstance(out, list | tuple):
+        entries = [_filled(gi, oi) for gi, oi in zip(g, out, strict=True)]
+        return out.__class__(*entries) if hasattr(out, "_fields") else out.__class__(entries)
+    if isinstance(out, dict):
+        return {k: _filled(g.get(k), v) for k, v in out.items()}
+    return plain(g)
+
+
+_MASKING: dict[Any, Any] = {}
+
+
+def _masking(fn: Any) -> Any:
+    """How fn's pullback treats structural zeros: "makes" (where, steps), "moves" (reshape, sum, ...),
+    "elementwise", or None (they stop at it)."""
+    try:
+        return _MASKING[fn]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable
+        return None
+    from adcore_source.resolve import callee_kind
+
+    callee = callee_kind(fn)
+    kind = None
+    if callee.masks:
+        kind = "makes"
+    elif (
+        callee.kind in ("op", "template")
+        and isinstance(callee.value, str)
+        and callee.value in ops.registry().ops
+    ):
+        spec = ops.registry().ops[callee.value]
+        kind = "moves" if spec.name in MOVES else "elementwise" if spec.elementwise else None
+    _MASKING[fn] = kind
+    return kind
+
+
+def _with_structure(cts: list, masking: str, vjp_fn: Any, out: Any, g: Masked | None) -> list:
+    """The cotangents with the structural zeros the tape would give them: their own (where, steps:
+    the positions a pullback of ones leaves exactly zero) and g's, passed on as the tape passes them."""
+    if masking == "makes":
+        reach = vjp_fn(np.ones_like(out) if hasattr(out, "shape") else 1.0)
+        cts = [_masked_where_zero(ct, r) for ct, r in zip(cts, reach)]
+    if g is None:
+        return cts
+    if masking == "moves":
+        reach = vjp_fn(
+            np.where(np.broadcast_to(g.zeros, np.shape(out)), 0.0, 1.0).astype(np.result_type(out))
+        )
+        return [_masked_where_zero(plain(ct), r) for ct, r in zip(cts, reach)]
+    if masking in ("elementwise", "makes"):
+        from adcore_source.runtime import keep_zeros
+
+        return [keep_zeros(g, ct) for ct in cts]
+    return cts
+
+
+def _masked_where_zero(ct: Any, reach: Any) -> Any:
+    zeros = np.asarray(reach) == 0
+    if not zeros.any():
+        return ct
+    return Masked(zero_at(ct, zeros), zeros)
+
+
+# callees NumPy cannot dispatch on traced values: adcore's stand-in (resolve.Callee.fn), found once
+_STAND_INS: dict[Any, Any] = {}
+
+
+def _differentiable(callee: Any) -> Any:
+    """What differentiates callee on traced values: itself, adcore's stand-in for a function NumPy
+    does not dispatch (np.array), or the op of a `math` function (math.sin)."""
+    try:
+        return _STAND_INS[callee]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable
+        return callee
+    from adcore_source.resolve import callee_kind
+
+    found = callee_kind(callee)
+    fn = callee
+    if found.kind == "op" and found.fn is not None:
+        fn = found.fn
+    elif found.kind == "template" and not isinstance(callee, np.ufunc | OpSpec):
+        fn = ops.registry().op(found.value)
+    _STAND_INS[callee] = fn
+    return fn
+
+
+# --- through the public API ---------------------------------------------------------------------------
+
+
+def _taped(fn: Any, arguments: _Arguments, positions: list[int]) -> tuple[Any, Any]:
+    import adcore
+
+    def of_active(*values: Any) -> Any:
+        a, kw = arguments.rebuilt(positions, values)
+        return fn(*a, **kw)
+
+    return adcore.vjp(of_active, *(arguments.leaves[i].value for i in positions), backend="reverse")
