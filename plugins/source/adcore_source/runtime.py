@@ -1,7 +1,7 @@
 """What generated derivative code calls, imported into every generated module as plain names
 (tier 2 lives in tier2.py).
 
-- `unbroadcast(g, x)`: g summed back to x's shape (the rules' own helper).
+- `unbroadcast(g, x)`: g summed back to x's shape (the rules' own helper; refused for a list x).
 - `broadcast_like(t, y)`: t broadcast to y's shape (a tangent of one input of add, say).
 - `zero_tangent(v)` / `zero_adjoint(v)`: zeros of v's shape and dtype (0.0 for a Python float,
   containers of zeros for containers).
@@ -28,7 +28,8 @@ import numpy as np
 from adcore_reverse.zeros import Masked, plain, total, unbroadcast_mask, zero_at
 
 from adcore import ops
-from adcore.extend.rules import unbroadcast
+from adcore.extend import rules
+from adcore_source.errors import SourceTransformError
 from adcore_source.tier2 import call_jvp, call_vjp
 
 __all__ = [
@@ -46,12 +47,31 @@ __all__ = [
 ]
 
 
+def unbroadcast(g: Any, x: Any) -> Any:
+    """g summed back to x's shape, as the rules sum it (adcore.extend.unbroadcast). A list or tuple x
+    is refused: its `+` and `*` concatenate and repeat, which no elementwise derivative describes."""
+    if x.__class__ is list or x.__class__ is tuple:
+        raise _sequence_arithmetic()
+    return rules.unbroadcast(g, x)
+
+
 def broadcast_like(t: Any, y: Any) -> Any:
-    """t broadcast to y's shape (t itself when it has it)."""
+    """t broadcast to y's shape (t itself when it has it); refused for a list or tuple t (unbroadcast)."""
+    if t.__class__ is list or t.__class__ is tuple:
+        raise _sequence_arithmetic()
     shape = np.shape(y)
     if np.shape(t) == shape:
         return t
     return ops.broadcast_to(t, shape=shape)
+
+
+def _sequence_arithmetic() -> SourceTransformError:
+    return SourceTransformError(
+        "the source transformation cannot take `+` or `*` of a list or tuple holding values with a "
+        "derivative (a concatenation or repetition, not arithmetic): build the list with append or "
+        "extend, or make it an array first (np.array, np.concatenate)",
+        construct="+ or * of a list",
+    )
 
 
 def zero_tangent(v: Any) -> Any:

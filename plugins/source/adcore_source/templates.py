@@ -23,8 +23,7 @@ from typing import Any
 
 import adcore.extend.elementwise_partials as elementwise_partials
 from adcore.extend.partials import over
-from adcore.extend.rules import unbroadcast
-from adcore_source.runtime import broadcast_like, keep_zeros, plain
+from adcore_source.runtime import broadcast_like, keep_zeros, plain, unbroadcast
 
 PARTIALS = elementwise_partials.PARTIALS
 

@@ -17,6 +17,7 @@ from adcore_source.runtime import (
     keep_zeros,
     method,
     plain,
+    unbroadcast,
     zero_adjoint,
     zero_tangent,
 )
@@ -229,3 +230,13 @@ def test_rules_applied_directly_agree_with_the_tape_and_the_dual_numbers(name):
         np.testing.assert_allclose(
             np.zeros_like(want_dout) if dout is None else dout, want_dout, rtol=1e-12, atol=1e-14
         )
+
+
+def test_list_concatenation_and_repetition_are_refused_not_differentiated_as_arithmetic():
+    from adcore_source.errors import SourceTransformError
+
+    with pytest.raises(SourceTransformError, match=r"`\+` or `\*` of a list"):
+        unbroadcast([1.0, 2.0], [3.0])  # the adjoint of xs in `xs + [y]`
+    with pytest.raises(SourceTransformError, match="concatenation or repetition"):
+        broadcast_like([1.0], [3.0, 4.0])  # the tangent of xs alone in `xs + [y]`
+    np.testing.assert_array_equal(unbroadcast(np.ones((2, 3)), np.ones(3)), np.full(3, 2.0))
