@@ -72,7 +72,7 @@ def _numpy_array_name(lowerer: ExpressionLowerer) -> ast.Name:
 
 
 def check_aliases(body: list[ast.stmt], lowerer: ExpressionLowerer, origin: Origin) -> None:
-    """Refuse a second name for an object that is written in place after the second name appears."""
+    """Refuse two names for one object when one is written in place and the other read after that."""
     writes: dict[str, list[ast.stmt]] = {}
     for s in walk_statements(body):
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
@@ -81,51 +81,88 @@ def check_aliases(body: list[ast.stmt], lowerer: ExpressionLowerer, origin: Orig
         writes.setdefault(s.targets[0].id, []).append(s)
     if not writes:
         return
-    order, loops = _positions(body)
+    order, loops, parent = _positions(body)
+    reads = _readers(body)
 
-    def written_after(name: str, at: ast.stmt) -> bool:
-        return any(order[id(w)] > order[id(at)] or loops[id(w)] & loops[id(at)] for w in writes.get(name, []))
+    def after(a: ast.stmt, b: ast.stmt) -> bool:
+        """a may run after b: later in the body, or both in one loop (a later iteration)."""
+        return order[id(a)] > order[id(b)] or bool(loops[id(a)] & loops[id(b)])
 
-    reads = _read_counts(body)
+    def read_stale(r: ast.stmt, w: ast.stmt, at: ast.stmt) -> bool:
+        """r may run after w with no new run of `at` between (`at` first in every iteration of r's loop)."""
+        if order[id(r)] > order[id(w)]:
+            return True
+        rerun = parent[id(at)] in loops[id(r)] and order[id(at)] < order[id(r)]
+        return bool(loops[id(r)] & loops[id(w)]) and not rerun
+
+    def stale(written: str, other: str, at: ast.stmt) -> bool:
+        """`written` changes in place after `at` made `other` share it, and `other` is read after that."""
+        return any(
+            after(w, at) and any(read_stale(r, w, at) for r in reads.get(other, []))
+            for w in writes.get(written, [])
+        )
+
+    def check(at: ast.stmt, x: str, v: str, what: str) -> None:
+        if stale(x, v, at) or stale(v, x, at):
+            _refuse(at, x if stale(x, v, at) else v, what, origin)
+
     for s in walk_statements(body):
-        if isinstance(s, ast.For) and written_after(s.target.id, s):
-            _refuse(s, s.target.id, f"an element of {s.iter.id}", origin)
+        if isinstance(s, ast.For):
+            check(s, s.iter.id, s.target.id, f"{s.target.id}, an element of {s.iter.id},")
+        if isinstance(s, ast.Expr) and isinstance(s.value.args[0], ast.Name):
+            check(s, s.value.args[0].id, s.value.func.value.id, f"the list {s.value.func.value.id}")
         if (
-            isinstance(s, ast.Expr)
-            and isinstance(s.value.args[0], ast.Name)
-            and written_after(s.value.args[0].id, s)
+            not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name))
+            or s.targets[0].id in lowerer.exempt
         ):
-            _refuse(s, s.value.args[0].id, f"the list {s.value.func.value.id}", origin)
-        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
         v, e = s.targets[0].id, s.value
         for x, how in _shared(e, lowerer):
-            if v in lowerer.exempt or (how == "same" and reads.get(x, 0) == 1 and x in lowerer.temporaries):
-                continue  # a temporary read once, by this copy: one value under two names, never both live
-            if how == "holds" and written_after(x, s):
-                _refuse(s, x, f"the container {v}", origin)
-            if how == "user" and written_after(x, s):
-                _refuse(s, x, f"an argument of {e.func.id}, a user function", origin)
-            if how in ("same", "view") and (written_after(x, s) or written_after(v, s)):
-                _refuse(s, x if written_after(x, s) else v, f"{v} (a second name for {x})", origin)
-            if how == "part" and written_after(v, s):
-                _refuse(s, v, f"part of {x}", origin)
+            check(s, x, v, _sharing(how, x, v))
 
 
-def _positions(body: list[ast.stmt]) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
-    """Each statement's place in program order and the loops around it (by id)."""
+def _sharing(how: str, x: str, v: str) -> str:
+    if how == "holds":
+        return f"the container {v}"
+    if how == "user":
+        return f"{v}, the value of a user function of {x},"
+    if how == "part":
+        return f"{v}, part of {x},"
+    return f"{v} (a second name for {x})"
+
+
+def _readers(body: list[ast.stmt]) -> dict[str, list[ast.stmt]]:
+    """For each name, the statements that read it (their own expressions, not their nested blocks)."""
+    found: dict[str, list[ast.stmt]] = {}
+    for s in walk_statements(body):
+        if isinstance(s, ast.Assign):
+            parts = [s.value] + ([s.targets[0].slice] if isinstance(s.targets[0], ast.Subscript) else [])
+        else:
+            parts = [
+                getattr(s, attr) for attr in ("value", "test", "iter") if getattr(s, attr, None) is not None
+            ]
+        for name in {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}:
+            found.setdefault(name, []).append(s)
+    return found
+
+
+def _positions(
+    body: list[ast.stmt],
+) -> tuple[dict[int, int], dict[int, frozenset[int]], dict[int, int | None]]:
+    """Each statement's place in program order, the loops around it and the block holding it (by id)."""
     order: dict[int, int] = {}
     loops: dict[int, frozenset[int]] = {}
+    parent: dict[int, int | None] = {}
 
-    def number(stmts: list[ast.stmt], around: frozenset[int]) -> None:
+    def number(stmts: list[ast.stmt], around: frozenset[int], holder: int | None) -> None:
         for s in stmts:
-            order[id(s)], loops[id(s)] = len(order), around
+            order[id(s)], loops[id(s)], parent[id(s)] = len(order), around, holder
             inner = around | {id(s)} if isinstance(s, ast.For | ast.While) else around
             for attr in ("body", "orelse"):
-                number(getattr(s, attr, []) or [], inner)
+                number(getattr(s, attr, []) or [], inner, id(s))
 
-    number(body, frozenset())
-    return order, loops
+    number(body, frozenset(), None)
+    return order, loops, parent
 
 
 def _shared(e: ast.expr, lowerer: ExpressionLowerer) -> Iterator[tuple[str, str]]:
@@ -161,19 +198,10 @@ def _library(fn: types.FunctionType) -> bool:
     return module.split(".")[0] in {"numpy", "adcore", "scipy"}
 
 
-def _read_counts(body: list[ast.stmt]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for s in body:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                counts[n.id] = counts.get(n.id, 0) + 1
-    return counts
-
-
 def _refuse(node: ast.AST, name: str, other: str, origin: Origin) -> None:
     refuse(
         node,
-        f"{other} sharing {name!r}, which is written in place",
-        f"write {name} = {name} + v instead of +=, or copy with np.array(...) before sharing",
+        f"{other} sharing its value with {name!r}, which is written in place before the other is read",
+        f"copy with np.array(...) before sharing (or write {name} = {name} + v instead of {name} += v)",
         origin,
     )

@@ -8,12 +8,15 @@ every statement against the Normalized docstring's grammar.
 from __future__ import annotations
 
 import ast
+import linecache
 import math
 
 import numpy as np
 import pytest
 from adcore_source.errors import SourceTransformError
 from adcore_source.normalize import Normalized, normalized
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
 
 X = np.array([0.3, -1.2, 2.5, 0.7])
 M = np.arange(6.0).reshape(2, 3) / 7
@@ -307,14 +310,14 @@ def test_lifted_function_takes_its_free_locals_as_trailing_parameters():
 @pytest.mark.parametrize(
     ("source", "construct"),
     [
-        ("def f(x):\n    y = x\n    y[0] = 1.0\n    return x\n", "sharing 'y'"),
-        ("def f(x):\n    y = x[1:]\n    x[0] = 1.0\n    return y\n", "sharing 'x'"),
+        ("def f(x):\n    y = x\n    y[0] = 1.0\n    return x\n", "sharing its value with 'y'"),
+        ("def f(x):\n    y = x[1:]\n    x[0] = 1.0\n    return y\n", "sharing its value with 'x'"),
         ("def f(x):\n    ys = [x]\n    x[0] = 1.0\n    return ys\n", "the container ys"),
         (
-            "def f(x):\n    y = np.zeros(2)\n    y = np.asarray(x)\n    y[0] = 1.0\n    return y\n",
-            "sharing 'y'",
+            "def f(x):\n    y = np.asarray(x)\n    y[0] = 1.0\n    return y + x\n",
+            "sharing its value with 'y'",
         ),
-        ("def f(x):\n    y = x\n    x += 1\n    return y\n", "sharing 'x'"),
+        ("def f(x):\n    y = x\n    x += 1\n    return y\n", "sharing its value with 'x'"),
         ("def f(x):\n    g = lambda u: u\n    return g\n", "the nested function 'g' used as a value"),
         ("def f(x):\n    return sorted(x, key=lambda u: -u)\n", "Lambda"),
         ("def f(x):\n    global SCALE\n    SCALE = x\n    return x\n", "a global statement"),
@@ -441,3 +444,102 @@ def _assigned(body: list[ast.stmt]) -> set[str]:
         for n in ast.walk(ast.Module(body, []))
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
+
+
+# ---- random programs (hypothesis): straight-line code, branches, loops, jumps, in-place writes ----
+
+VARIABLES = ("a", "b", "c")
+
+
+def _expression_text(draw, depth: int) -> str:
+    atoms = [*VARIABLES, "x[0]", "x[k % 3]", "1.5", "-0.5", "2"]
+    if depth == 0 or draw(st.booleans()):
+        return draw(st.sampled_from(atoms))
+    kind = draw(st.sampled_from(["binop", "call", "ifexp", "boolop", "compare", "unary"]))
+    left, right = _expression_text(draw, depth - 1), _expression_text(draw, depth - 1)
+    if kind == "binop":
+        return f"({left} {draw(st.sampled_from(['+', '-', '*']))} {right})"
+    if kind == "call":
+        return f"{draw(st.sampled_from(['np.sin', 'np.cos', 'np.tanh', 'abs']))}({left})"
+    if kind == "ifexp":
+        return f"({left} if {right} > 0 else {_expression_text(draw, depth - 1)})"
+    if kind == "boolop":
+        return f"({left} {draw(st.sampled_from(['and', 'or']))} {right})"
+    if kind == "compare":
+        return f"({left} < {right} <= 1.0)"
+    return f"(-{left})"
+
+
+def _block_text(draw, depth: int, indent: str, in_loop: bool) -> list[str]:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 3))):
+        kinds = ["assign", "augassign", "write", "append"] + (["if", "for", "while"] if depth else [])
+        kinds += ["break", "continue", "return"] if in_loop else ["return"] * (depth < 2)
+        kind = draw(st.sampled_from(kinds))
+        target = draw(st.sampled_from(VARIABLES))
+        e = _expression_text(draw, 2)
+        if kind == "assign":
+            lines.append(f"{indent}{target} = {e}")
+        elif kind == "augassign":
+            lines.append(f"{indent}{target} {draw(st.sampled_from(['+=', '-=', '*=']))} {e}")
+        elif kind == "write":
+            lines.append(f"{indent}y[k % 3] += {e}")
+        elif kind == "append":
+            lines.append(f"{indent}out.append({e})")
+        elif kind == "if":
+            lines.append(f"{indent}if {e} > 0:")
+            lines += _block_text(draw, depth - 1, indent + "    ", in_loop)
+            if draw(st.booleans()):
+                lines.append(f"{indent}else:")
+                lines += _block_text(draw, depth - 1, indent + "    ", in_loop)
+        elif kind == "for":
+            lines.append(f"{indent}for k in range({draw(st.integers(0, 4))}):")
+            lines += _block_text(draw, depth - 1, indent + "    ", True)
+        elif kind == "while":
+            lines.append(f"{indent}n = 0")
+            lines.append(f"{indent}while n < {draw(st.integers(0, 4))}:")
+            lines.append(f"{indent}    n += 1")
+            lines += _block_text(draw, depth - 1, indent + "    ", True)
+        elif kind == "return":
+            lines.append(f"{indent}return {e}, y, out")
+        else:
+            lines.append(f"{indent}if {e} > 0:")
+            lines.append(f"{indent}    {kind}")
+    return lines
+
+
+@st.composite
+def programs(draw) -> str:
+    body = ["    a, b, c = x[0], x[1], x[2]", "    k = 0", "    y = np.zeros(3)", "    out = []"]
+    body += _block_text(draw, 2, "    ", False)
+    body.append("    return a + b * c, y, out")
+    return "import numpy as np\n\n\ndef f(x):\n" + "\n".join(body) + "\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=programs())
+def test_random_programs_normalize_to_what_they_compute(tmp_path, source):
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    linecache.checkcache(str(path))
+    namespace = {"__name__": "m"}
+    exec(compile(source, str(path), "exec"), namespace)
+    fn = namespace["f"]
+    try:
+        norm = normalized(fn)
+    except SourceTransformError as e:  # a = b; a += v; b read: two names, one written in place
+        assert "written in place" in str(e)
+        reject()
+    check_grammar(norm)
+    with np.errstate(all="ignore"):
+        expected = _outcome(fn, X.copy())
+        got = _outcome(lambda x: run_normalized(norm, x), X.copy())
+    assert same(got, expected), norm.source()
+
+
+def _outcome(fn, *args):
+    """fn's value, or the type of the exception it raises (the program may fail as f fails)."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - the same failure is the expected outcome
+        return type(e)
