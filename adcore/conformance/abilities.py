@@ -88,8 +88,11 @@ def exact_for(name: str, op: str) -> bool:
 
 def reference_order(names: Iterable[str]) -> list[str]:
     """`names` in the order they are tried as the reference: highest reference_priority first,
-    then by name."""
-    return sorted(names, key=lambda name: (-backend(name).reference_priority, name))
+    then by name. A backend whose reference_priority is 0 (the default) is never tried: one that
+    applies another's rules (a source transformation applying the tape's) would corroborate it,
+    a wrong rule with it, and condemn the independent backends instead."""
+    able = [name for name in names if backend(name).reference_priority > 0]
+    return sorted(able, key=lambda name: (-backend(name).reference_priority, name))
 
 
 def outers(names: Iterable[str]) -> list[str]:

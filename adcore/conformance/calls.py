@@ -5,7 +5,11 @@ An op that accepts complex values is checked on complex samples too, as a real f
 (`split_function`): each complex input is passed as its real and imaginary parts, and a complex
 output comes back as its real and imaginary parts stacked along a new leading axis. Its Jacobian
 is the op's derivative as a real-linear map, JAX's convention (docs/complex.md), so every
-check compares real Jacobians: complex128 like float64, complex64 like float32."""
+check compares real Jacobians: complex128 like float64, complex64 like float32.
+
+Every function handed to the backends is written as Python source with one parameter per
+argument (adcore.conformance.written), the op or case called by name: a backend that reads f's
+source differentiates it as a user's function."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops as adcore_ops
+from adcore.conformance.written import call_text, identifier, written
 from adcore.core import Tracer
 from adcore.spec import Case, OpSpec, Sample
 
@@ -41,15 +46,22 @@ class CheckedCall:
         return replace(self, args=args)
 
     def of(self, argnums: Sequence[int]) -> Callable[..., Any]:
-        """fn as a function of the inputs at `argnums` alone, the others fixed."""
-
-        def partial(*xs: Any) -> Any:
-            args = list(self.args)
-            for i, x in zip(argnums, xs):
-                args[i] = x
-            return self.fn(*args)
-
-        return partial
+        """fn as a function of the inputs at `argnums` alone, the others fixed (fn itself when
+        `argnums` are all its inputs in order)."""
+        if tuple(argnums) == tuple(range(len(self.args))):
+            return self.fn
+        namespace: dict[str, Any] = {"fn": self.fn}
+        for i, a in enumerate(self.args):
+            if i not in argnums:
+                namespace[f"x{i}_fixed"] = a
+        arguments = [f"x{i}" if i in argnums else f"x{i}_fixed" for i in range(len(self.args))]
+        name = f"{_name_of(self.fn)}_of_{'_'.join(f'x{i}' for i in argnums)}"
+        return written(
+            name,
+            [f"x{i}" for i in argnums],
+            [f"return {call_text('fn', arguments, {}, namespace)}"],
+            namespace,
+        )
 
     @property
     def size(self) -> int:
@@ -62,13 +74,13 @@ _case_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _op_function(op: OpSpec, params: dict, dtypes: tuple) -> Callable[..., Any]:
-    """split_function(op(*inputs, **params), dtypes), one function object per (op, params,
-    dtypes): the symbolic backend caches its compiled derivative per function object, so samples
-    of the same shapes share it."""
+    """split_function(op, dtypes, params), one function object per (op, params, dtypes): the
+    symbolic backend caches its compiled derivative per function object, so samples of the same
+    shapes share it."""
     functions = _op_functions.setdefault(op, {})
     key = (repr(sorted(params.items())), dtypes)
     if key not in functions:
-        functions[key] = split_function(lambda *inputs: op(*inputs, **params), dtypes)
+        functions[key] = split_function(op, dtypes, params)
     return functions[key]
 
 
@@ -120,9 +132,11 @@ def _gauged(op: OpSpec, sample: Sample, dtypes: tuple) -> Callable[..., Any]:
     """split_function of the op with its gauge (OpSpec.gauge) aligned to its value at the sample:
     the same value there, bit for bit, and near it the branch of LAPACK's signs the sample's value
     is on, which a finite difference (or the same sample in float64) must follow."""
-    centre = op.impl(*sample.args, **sample.params)
-    params = sample.params
-    return split_function(lambda *inputs: op.gauge(op(*inputs, **params), centre, *inputs, **params), dtypes)
+    namespace = {"op": op, "gauge": op.gauge, "centre": op.impl(*sample.args, **sample.params)}
+    inputs = [f"x{i}" for i in range(len(dtypes))]
+    value = call_text("op", inputs, sample.params, namespace)
+    body = [f"return {call_text('gauge', [value, 'centre', *inputs], sample.params, namespace)}"]
+    return split_function(written(f"{_name_of(op)}_gauged", inputs, body, namespace), dtypes)
 
 
 def _alone(op: OpSpec, sample: Sample) -> bool:
@@ -135,27 +149,32 @@ def _alone(op: OpSpec, sample: Sample) -> bool:
         return False
 
 
-def split_function(fn: Callable[..., Any], dtypes: Sequence[np.dtype | None] = ()) -> Callable[..., Any]:
-    """g(*parts): fn with each input i whose dtypes[i] is a complex dtype given as two real
-    arguments, its real and imaginary parts (joined as re + im * 1j in that dtype), the others (and
-    any past `dtypes`) as they are; a complex output returned as its real and imaginary parts
-    stacked along a new leading axis (`real_parts`). So a real input giving a complex output (an
-    fft) is checked on both parts, never on a real part alone."""
-    if not any(d is not None for d in dtypes):
-        return lambda *args: real_parts(fn(*args))
+def split_function(
+    fn: Callable[..., Any], dtypes: Sequence[np.dtype | None], params: dict | None = None
+) -> Callable[..., Any]:
+    """g(*parts): fn(*inputs, **params) of one input per entry of `dtypes`, each input i whose
+    dtypes[i] is a complex dtype given as two real arguments, its real and imaginary parts (joined
+    as re + im * 1j in that dtype), the others as they are; a complex output returned as its real
+    and imaginary parts stacked along a new leading axis (`real_parts`). So a real input giving a
+    complex output (an fft) is checked on both parts, never on a real part alone. Written as
+    Python source (`def exp_of_parts(x0_real, x0_imag): ...`)."""
+    namespace: dict[str, Any] = {"fn": fn, "join": _join, "real_parts": real_parts}
+    parameters, body, inputs = [], [], []
+    for i, dtype in enumerate(dtypes):
+        inputs.append(f"x{i}")
+        if dtype is None:
+            parameters.append(f"x{i}")
+            continue
+        parameters += [f"x{i}_real", f"x{i}_imag"]
+        namespace[f"unit{i}"] = np.asarray(1j, dtype=dtype)
+        body.append(f"x{i} = join(x{i}_real, x{i}_imag, unit{i})")
+    body.append(f"return real_parts({call_text('fn', inputs, params or {}, namespace)})")
+    return written(f"{_name_of(fn)}_of_parts", parameters, body, namespace)
 
-    def split(*parts: Any) -> Any:
-        args, k = [], 0
-        for dtype in dtypes:
-            if dtype is None:
-                args.append(parts[k])
-                k += 1
-            else:
-                args.append(_join(parts[k], parts[k + 1], np.asarray(1j, dtype=dtype)))
-                k += 2
-        return real_parts(fn(*args, *parts[k:]))
 
-    return split
+def _name_of(fn: Any) -> str:
+    """A name for a function written around fn: its op's or its own."""
+    return identifier(getattr(fn, "name", None) or getattr(fn, "__name__", "") or "f")
 
 
 def _join(re: Any, im: Any, unit: np.ndarray) -> Any:
@@ -180,23 +199,22 @@ def case_calls(case: Case, dtype: str, seed: int | Sequence[int] = 0) -> list[Ch
     samples = case.samples(np.random.default_rng(seed), np.dtype(dtype))
     calls = []
     for k, sample in enumerate(samples):
-        fn = case.fn if not sample.params else _with_keywords(case.fn, sample.params)
-        calls.append(
-            CheckedCall(_real_valued(fn), tuple(sample.args), tuple(case.argnums), (), describe(k, sample))
-        )
+        fn = _real_valued(case.fn, len(sample.args), sample.params)
+        calls.append(CheckedCall(fn, tuple(sample.args), tuple(case.argnums), (), describe(k, sample)))
     return calls
 
 
-def _real_valued(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """split_function(fn), one function object per fn (as _op_function, for symbolic's cache)."""
+def _real_valued(fn: Callable[..., Any], count: int, params: dict) -> Callable[..., Any]:
+    """split_function of fn's `count` real inputs, one function object per (fn, count, params)
+    (as _op_function, for symbolic's cache)."""
+    key = (count, repr(sorted(params.items())))
     try:
-        return _case_functions.setdefault(fn, split_function(fn))
+        functions = _case_functions.setdefault(fn, {})
     except TypeError:  # fn cannot be weakly referenced (a builtin)
-        return split_function(fn)
-
-
-def _with_keywords(fn: Callable[..., Any], params: dict) -> Callable[..., Any]:
-    return lambda *args: fn(*args, **params)
+        return split_function(fn, (None,) * count, params)
+    if key not in functions:
+        functions[key] = split_function(fn, (None,) * count, params)
+    return functions[key]
 
 
 def describe(k: int, sample: Sample) -> str:

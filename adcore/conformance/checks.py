@@ -39,10 +39,11 @@ from adcore.conformance.abilities import (
     products,
     reference_order,
 )
-from adcore.conformance.calls import CheckedCall
+from adcore.conformance.calls import CheckedCall, split_function
 from adcore.conformance.pattern import check_kink_patterns, check_patterns
 from adcore.conformance.reference import JacobianEstimate, Reference, agree, choose_reference, reference_for
 from adcore.conformance.results import Cell, Results, Tally, Worst, compare
+from adcore.conformance.written import written
 from adcore.errors import MissingRuleError, UnreliableEstimateError, UnsupportedByBackendError
 from adcore.registry import Registry
 from adcore.spec import OpSpec
@@ -297,15 +298,18 @@ def along_directions(call: CheckedCall, rng: np.random.Generator) -> Callable[..
     vs = [rng.uniform(-1, 1, np.shape(x)).astype(x.dtype) for x in xs]
     us = [rng.uniform(-1, 1, np.shape(x)).astype(x.dtype) for x in xs]
     weights = rng.uniform(0.5, 1.5, np.shape(call.fn(*call.args))).astype(np.result_type(*xs))
-    ops = adcore_ops
-
-    def psi(s: Any, t: Any) -> Any:
-        args = list(call.args)
-        for i, x, v, u in zip(call.argnums, xs, vs, us):
-            args[i] = ops.add(x, ops.add(ops.multiply(s, v), ops.multiply(t, u)))
-        return ops.sum(ops.multiply(call.fn(*args), weights))
-
-    return psi
+    # written as Python source (conformance.written), as the engine's other functions are
+    namespace: dict[str, Any] = {"fn": call.fn, "ops": adcore_ops, "weights": weights}
+    body = []
+    for i, x, v, u in zip(call.argnums, xs, vs, us):
+        namespace.update({f"x{i}_at": x, f"v{i}": v, f"u{i}": u})
+        body.append(f"x{i} = ops.add(x{i}_at, ops.add(ops.multiply(s, v{i}), ops.multiply(t, u{i})))")
+    for i, a in enumerate(call.args):
+        if i not in call.argnums:
+            namespace[f"x{i}"] = a
+    arguments = ", ".join(f"x{i}" for i in range(len(call.args)))
+    body.append(f"return ops.sum(ops.multiply(fn({arguments}), weights))")
+    return written("along_directions", ["s", "t"], body, namespace)
 
 
 def check_second(
@@ -401,10 +405,10 @@ def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> 
     inputs = tuple(np.asarray(x, dtype=dtype) for x in kink.inputs)
     nums = tuple(range(len(inputs)))
     label = f"kink {kink.why}: {op.name}({', '.join(map(repr, kink.inputs))})"
+    fn = split_function(op, (None,) * len(inputs), kink.params)
     for backend, tally in tallies.items():
         if not tally.open or estimates(backend):
             continue
-        fn = lambda *xs: op(*xs, **kink.params)  # noqa: E731
         try:
             if patterns(backend):
                 check_kink_patterns(tally, backend, fn, inputs, kink.jacobians, label)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops as core_ops
+from adcore.conformance.abilities import columns
 from adcore.conformance.calls import CheckedCall
 from adcore.conformance.checks import check_subject, op_support
 from adcore.conformance.fuzz_choices import (
@@ -282,8 +283,8 @@ def check_program(
         return next((reason for support in supports if (reason := support(backend))), "")
 
     inputs = program.astype(dtype).inputs
-    # one function object (the program) for every dtype: symbolic compiles it once per shape
-    call = CheckedCall(program, inputs, tuple(range(len(inputs))), label=label)
+    # one function object (the program's) for every dtype: symbolic compiles it once per shape
+    call = CheckedCall(program.function, inputs, tuple(range(len(inputs))), label=label)
     return check_subject(SUBJECT, [call], backends, dtype, supported, seed=seed)
 
 
@@ -303,9 +304,9 @@ class FuzzRun:
     first failing program (shrunk by hypothesis), kept across hypothesis' calls."""
 
     def __init__(self, n: int, backends: Sequence[str], dtypes: Sequence[str], seed: int = 0) -> None:
-        self.n, self.backends, self.dtypes, self.seed = n, list(backends), list(dtypes), seed
+        self.n, self.backends, self.dtypes, self.seed = n, columns(backends), list(dtypes), seed
         self.sources: list[str] = []  # of the programs checked, in order
-        self.cells: dict[tuple[str, str], list[Cell]] = {(b, d): [] for d in dtypes for b in backends}
+        self.cells: dict[tuple[str, str], list[Cell]] = {(b, d): [] for d in dtypes for b in self.backends}
         self.failure: _Failure | None = None  # the first failing program, then its smallest shrink
         self.outcomes: dict[str, bool] = {}  # program source -> whether it failed
         self.shrink_until = math.inf

@@ -4,12 +4,14 @@ function, and written as Python source that can be pasted into a test."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from adcore import ops as core_ops
+from adcore.conformance.written import call_text, constant, identifier, written
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,26 @@ class RandomProgram:
             args = [values[a] if is_value(a) else a for a in line.args]
             values.append(core_ops[line.op](*args, **dict(line.params)))
         return values[len(self.inputs) :]
+
+    @functools.cached_property
+    def function(self) -> Callable[..., Any]:
+        """The program as a Python function written out (conformance.written), what a backend that
+        reads f's source reads: `v2 = sin(x0)`, ...; the same values as calling the program."""
+        k = len(self.inputs)
+        names = [f"x{i}" for i in range(k)] + [f"v{j}" for j in range(len(self.lines))]
+        namespace: dict[str, Any] = {}
+        body = []
+        for j, line in enumerate(self.lines):
+            op, params = core_ops[line.op], dict(line.params)
+            args = [names[a] if is_value(a) else constant(namespace, "c", a) for a in line.args]
+            value = call_text(constant(namespace, identifier(line.op), op), args, params, namespace)
+            if op.gauge is not None:  # as __call__ does
+                centre = constant(namespace, f"centre_{j}", self._centres[j])
+                gauge = constant(namespace, f"{identifier(line.op)}_gauge", op.gauge)
+                value = call_text(gauge, [value, centre, *args], params, namespace)
+            body.append(f"{names[k + j]} = {value}")
+        body.append(f"return {names[-1]}")
+        return written("program", names[:k], body, namespace)
 
     @property
     def ops(self) -> set[str]:
