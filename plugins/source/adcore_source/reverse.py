@@ -103,7 +103,14 @@ class Emitter:
 
     def counter(self, loop: ast.For | ast.While) -> str:
         if id(loop) not in self.counters:
-            base = f"{loop.target.id}_trips" if isinstance(loop, ast.For) else "while_trips"
+            named = isinstance(loop, ast.For) and loop.target.id.strip("_")
+            base = (
+                f"{loop.target.id}_trips"
+                if named
+                else "while_trips"
+                if isinstance(loop, ast.While)
+                else "trips"
+            )
             self.counters[id(loop)] = self.namer.fresh(base)
         return self.counters[id(loop)]
 
@@ -202,7 +209,9 @@ class Emitter:
         ]
         value = ret.value if ret.value is not None else ast.Constant(None)
         code.append(ast.Return(ast.Tuple([copy.deepcopy(value), ast.Tuple(kept, ast.Load())], ast.Load())))
-        return _function(f"{_identifier(self.norm.name)}_fwd", self.params, _without_dead(prologue + code))
+        return _function(
+            f"{_identifier(self.norm.name)}_fwd", self.params, _without_dead(prologue + code, self.pure)
+        )
 
     def prologue(self, rec: flow.Record) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -220,6 +229,17 @@ class Emitter:
             out.append(_assign(name, ast.Constant(None)))
         out += [_assign(s, ast.List([], ast.Load())) for s in self.stacks.values()]
         return out
+
+    def pure(self, call: ast.Call) -> bool:
+        """A call of an op (np.cos, np.sum): nothing but its value, which may be left out unread."""
+        if not isinstance(call.func, ast.Name) or call.func.id not in self.norm.namespace:
+            return False
+        from adcore_source.resolve import callee_kind
+
+        try:
+            return callee_kind(self.norm.namespace[call.func.id]).kind in ("template", "op")
+        except Exception:  # noqa: BLE001 (what resolve cannot say is kept)
+            return False
 
     def fresh_value(self, value: ast.expr) -> bool:
         """`value` makes a new value (arithmetic, a template op), sharing no memory with its inputs."""
@@ -298,6 +318,8 @@ class Emitter:
             out.append(self.push(loop.counter, _name(loop.counter)))
         if loop.target_restored:
             out.append(self.push(stmt.target.id, _name(stmt.target.id)))
+        if not loop.runs:
+            return [*out, _looped(stmt, body)]
         out.append(_assign(loop.counter, ast.Constant(0)))
         count = _assign(loop.counter, ast.BinOp(_name(loop.counter), ast.Add(), ast.Constant(1)))
         end = [self.push(stmt.target.id, _name(stmt.target.id))] if loop.target_pushed else []
@@ -322,22 +344,22 @@ _NO_EFFECT = (
 )
 
 
-def _without_dead(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The forward sweep without the assignments nothing reads that call nothing (`x_sum = x.sum`,
-    whose call went through call_vjp; a value only f's dropped derivative used), and without the
-    comments left naming no code."""
+def _without_dead(body: list[ast.stmt], pure: Any) -> list[ast.stmt]:
+    """The forward sweep without the assignments nothing reads that have no effect (`x_sum = x.sum`,
+    whose call went through call_vjp; `unused = np.cos(x)`: `pure(call)` says an op call has none),
+    and without the comments left naming no code."""
     while True:
         read = {
             n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
-        dead = _dead(body, read)
+        dead = _dead(body, read, pure)
         if not dead:
             break
         body = _dropped(body, dead)
     return body
 
 
-def _dead(body: list[ast.stmt], read: set[str]) -> set[int]:
+def _dead(body: list[ast.stmt], read: set[str], pure: Any) -> set[int]:
     out: set[int] = set()
     for stmt in _walk_statements(body):
         if (
@@ -345,8 +367,9 @@ def _dead(body: list[ast.stmt], read: set[str]) -> set[int]:
             and isinstance(stmt.targets[0], ast.Name)
             and stmt.targets[0].id not in read
         ):
-            if isinstance(stmt.value, _NO_EFFECT) and not any(
-                isinstance(n, ast.Call) for n in ast.walk(stmt.value)
+            calls = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Call)]
+            if isinstance(stmt.value, (*_NO_EFFECT, ast.BinOp, ast.UnaryOp, ast.Call)) and all(
+                map(pure, calls)
             ):
                 out.add(id(stmt))
     return out

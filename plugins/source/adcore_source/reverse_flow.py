@@ -39,6 +39,7 @@ class LoopRecord:
     target_pushed: bool = False  # the target's value of each trip, pushed at its end
     target_restored: bool = False  # the target's value before the loop, pushed before it
     counter_restored: bool = False  # the trip count of an earlier run of this loop, pushed
+    runs: bool = False  # the adjoint sweep runs the loop (else it only pops the target back)
 
 
 def record(
@@ -104,14 +105,19 @@ class _Flow:
             if new == head:
                 break
             head = new
-        if not self.needed(stmt.body) and not iterated:
+        if not self.needed(stmt.body) and not iterated and not (target is not None and target in pending):
             return head
         n = self.counter(stmt)
         loop = self.rec.loops.setdefault(id(stmt), LoopRecord(n))
+        loop.runs = (
+            loop.runs or self.needed(stmt.body) or bool(iterated) or (target is not None and target in end)
+        )
         loop.target_pushed = loop.target_pushed or (target is not None and target in end)
         loop.target_restored = loop.target_restored or (target is not None and target in pending)
         loop.counter_restored = loop.counter_restored or n in pending
-        return head | {n}
+        # the target: popped by each trip's adjoint (pushed at the trip's end) and, if read before
+        # the loop, popped after it (pushed before it); its value after the loop is never read
+        return (head - {target}) | ({n} if loop.runs else set())
 
     def needed(self, stmts: list[ast.stmt]) -> bool:
         """Whether the adjoint sweep must go through these statements: an adjoint or a pop in them."""
@@ -168,7 +174,7 @@ def undefined_reads(
                 missing.add(loop.counter)
             inner = set(defined) | ({stmt.target.id} if isinstance(stmt, ast.For) else set())
             block(stmt.body, inner)
-            return defined | ({loop.counter} if loop is not None else set())
+            return defined | ({loop.counter} if loop is not None and loop.runs else set())
         return defined | defines(stmt)
 
     end = block(body, set(params))

@@ -61,17 +61,17 @@ def add_at(adjoint: Any, x: Any, index: Any, g: Any) -> Any:
 
 
 def take_at(adjoint: Any, index: Any, v: Any) -> Any:
-    """After `x[index] = v`: v's adjoint (x's adjoint there, summed to v's shape), and x's adjoint
-    there set to zero in place (the values it had were overwritten)."""
+    """After `x[index] = v`: v's adjoint (x's adjoint there, summed to v's shape; zeros like v where
+    a list's entry had none), and x's adjoint there set to zero in place (those values were overwritten)."""
     if isinstance(adjoint, (list, dict)):
         if isinstance(index, slice):
             positions = range(*index.indices(len(adjoint)))
-            out = [adjoint[k] for k in positions]
+            out = [zero_adjoint(vk) if adjoint[k] is None else adjoint[k] for k, vk in zip(positions, v)]
             for k in positions:
                 adjoint[k] = None
             return out
         out, adjoint[index] = adjoint[index], None
-        return out
+        return zero_adjoint(v) if out is None else out
     out = np.array(adjoint[index])  # a copy: the zeros written next must not reach it
     adjoint[index] = 0
     return unbroadcast(out, v) if np.shape(out) != np.shape(v) else out

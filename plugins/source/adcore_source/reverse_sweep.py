@@ -192,7 +192,8 @@ class _Sweep:
                     helper = em.ctx.bind("popped_extension", reverse_runtime.popped_extension)
                     taken = _call(helper, [bx, copy.deepcopy(v)])
             if isinstance(v, ast.Name) and em.is_active(v.id):
-                code += self.accumulate(v.id, Contribution(v.id, taken, maybe_none=True), {}, inner)
+                maybe_none = not isinstance(stmt, ast.Assign)  # an appended entry's may be None
+                code += self.accumulate(v.id, Contribution(v.id, taken, maybe_none=maybe_none), {}, inner)
             else:
                 code.append(ast.Expr(taken))
             return code
@@ -229,11 +230,13 @@ class _Sweep:
         if loop is None:
             return []
         target = stmt.target.id if isinstance(stmt, ast.For) else None
+        if not loop.runs:
+            return [self.pop(target)] if loop.target_restored else []
         owning = self.owning(stmt, state)  # adjoints written into in place by every trip: copied once
         owning += self.zeros_before(stmt, state)
         head, line = state.copy(), self.em.last_line
         self.em.current = stmt
-        trip = self.em.temp("trip" if self.em.iterates_active(stmt) else "_")
+        trip = self.em.temp("trip" if self.em.iterates_active(stmt) or "_" in self.em.taken else "_")
         while True:  # the state where each trip's adjoint starts: a fixpoint
             self.em.last_line = line
             inner = head.copy()

@@ -117,8 +117,20 @@ def test_a_loop_carried_recurrence(dtype):
 def test_only_overwritten_values_the_adjoint_reads_are_pushed():
     text = fwd_text(recurrence, (0, 1, 2))
     assert "x_stack.append(x)" in text
-    assert "_trips" in text  # the trip count kept for the adjoint loop
+    assert "trips = 0" in text  # the trip count kept for the adjoint loop
     assert "i_stack" not in text and "__stack" not in text  # the target is read by no adjoint
+
+
+def target_reused(x):
+    i = 1
+    y = x[i] * 2.0  # the adjoint reads i = 1 here ...
+    for i in range(3):
+        pass  # no adjoint in the loop, but it changes i
+    return y * x[i]  # ... and i = 2 here
+
+
+def test_a_loop_target_read_before_the_loop_is_restored():
+    check(target_reused, X)
 
 
 def branchy(x, a):
