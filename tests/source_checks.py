@@ -18,6 +18,7 @@ import adcore
 from adcore.errors import AdcoreError
 
 MODES = ("reverse", "forward")
+ORDERS = ("first", "second")  # a construct's gradient, and a second derivative with the source backend inside
 DTYPES = (np.float64, np.float32)
 # source vs tape: the same rules, sums possibly in another order
 TAPE_RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 2e-4}

@@ -127,7 +127,11 @@ def test_comments_point_at_the_lines_of_f(name, mode):
     pointed = [int(n) for n in re.findall(rf"#.*{re.escape(Path(__file__).name)}:(\d+)", text)]
     assert pointed, f"no `# {Path(__file__).name}:<line>` comment in the {mode} source:\n{text}"
     assert all(n in body for n in pointed), f"comments point outside {f.__name__} ({list(body)}): {pointed}"
-    statements = [first + i for i, line in enumerate(lines) if re.match(r"\s+\w+(\[.*\])? [-+*/]?= ", line)]
+    statements = [
+        first + i
+        for i, line in enumerate(lines)
+        if re.match(r"\s+\w+(\[.*\])? [-+*/]?= ", line) and "dead code" not in line
+    ]
     missing = [n for n in statements if n not in pointed]
     assert not missing, f"the {mode} source has no comment for f's assignments on lines {missing}:\n{text}"
 
