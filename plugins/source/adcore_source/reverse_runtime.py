@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from adcore_reverse.zeros import Masked, plain
 
+from adcore import ops
+from adcore.core import Tracer
 from adcore.extend.rules import unbroadcast
 from adcore_source.runtime import add_adjoint, zero_adjoint
 
@@ -24,7 +26,7 @@ def owned(adjoint: Any) -> Any:
     """A copy of an adjoint that other names may hold, to be written into in place."""
     adjoint = plain(adjoint)
     if isinstance(adjoint, np.ndarray):
-        return adjoint.copy()
+        return adjoint.copy()  # (a traced value is never written into: it is its own)
     if isinstance(adjoint, (list, tuple)):
         return list(adjoint)
     if isinstance(adjoint, dict):
@@ -46,6 +48,10 @@ def add_at(adjoint: Any, x: Any, index: Any, g: Any) -> Any:
         else:
             adjoint[index] = add_adjoint(adjoint[index], g)
         return adjoint
+    if isinstance(g, Tracer) or isinstance(adjoint, Tracer) or isinstance(x, Tracer):
+        # under an outer derivative (the adjoint sweep itself differentiated): no writes in place
+        moved = ops.scatter_add(g, index=index, shape=np.shape(x))
+        return moved if adjoint is None else plain(adjoint) + moved
     if adjoint is None:
         x = np.asarray(x)
         adjoint = np.zeros(x.shape, x.dtype if x.dtype.kind in "fc" else np.result_type(g, 0.0))
@@ -61,20 +67,31 @@ def add_at(adjoint: Any, x: Any, index: Any, g: Any) -> Any:
 
 
 def take_at(adjoint: Any, index: Any, v: Any) -> Any:
-    """After `x[index] = v`: v's adjoint (x's adjoint there, summed to v's shape; zeros like v where
-    a list's entry had none), and x's adjoint there set to zero in place (those values were overwritten)."""
+    """After `x[index] = v`: v's adjoint, x's adjoint there (a copy) summed to v's shape; zeros like
+    v where a list's entry had none."""
     if isinstance(adjoint, (list, dict)):
         if isinstance(index, slice):
             positions = range(*index.indices(len(adjoint)))
-            out = [zero_adjoint(vk) if adjoint[k] is None else adjoint[k] for k, vk in zip(positions, v)]
-            for k in positions:
-                adjoint[k] = None
-            return out
-        out, adjoint[index] = adjoint[index], None
+            return [zero_adjoint(vk) if adjoint[k] is None else adjoint[k] for k, vk in zip(positions, v)]
+        out = adjoint[index]
         return zero_adjoint(v) if out is None else out
-    out = np.array(adjoint[index])  # a copy: the zeros written next must not reach it
-    adjoint[index] = 0
+    out = adjoint[index] if isinstance(adjoint, Tracer) else np.array(adjoint[index])
     return unbroadcast(out, v) if np.shape(out) != np.shape(v) else out
+
+
+def cleared_at(adjoint: Any, index: Any) -> Any:
+    """x's adjoint after `x[index] = v`: zero at index (the values there were overwritten), in place."""
+    if isinstance(adjoint, (list, dict)):
+        if isinstance(index, slice):
+            for k in range(*index.indices(len(adjoint))):
+                adjoint[k] = None
+        else:
+            adjoint[index] = None
+        return adjoint
+    if isinstance(adjoint, Tracer):
+        return adjoint - ops.scatter_add(adjoint[index], index=index, shape=np.shape(adjoint))
+    adjoint[index] = 0
+    return adjoint
 
 
 def pop_adjoint(adjoint: Any) -> Any:
@@ -126,9 +143,10 @@ def param_adjoint(adjoint: Any, p: Any) -> Any:
     dtype = getattr(p, "dtype", None)
     if dtype is None:
         return adjoint
-    shape = np.shape(p)
-    if np.shape(adjoint) != shape:
+    if np.shape(adjoint) != np.shape(p):
         adjoint = unbroadcast(adjoint, p)
+    if isinstance(adjoint, Tracer) or isinstance(p, Tracer):
+        return adjoint if adjoint.dtype == dtype else adjoint.astype(dtype)
     adjoint = np.asarray(adjoint, dtype)
     return adjoint if isinstance(p, np.ndarray) else adjoint[()]
 
@@ -142,6 +160,7 @@ def _basic(index: Any) -> bool:
 __all__ = [
     "Masked",
     "add_at",
+    "cleared_at",
     "owned",
     "param_adjoint",
     "pop_adjoint",

@@ -194,8 +194,13 @@ class _Sweep:
             if isinstance(v, ast.Name) and em.is_active(v.id):
                 maybe_none = not isinstance(stmt, ast.Assign)  # an appended entry's may be None
                 code += self.accumulate(v.id, Contribution(v.id, taken, maybe_none=maybe_none), {}, inner)
-            else:
+            elif not isinstance(stmt, ast.Assign):
                 code.append(ast.Expr(taken))
+            if isinstance(stmt, ast.Assign):  # the values x had there were overwritten: zero there
+                cleared = _call(
+                    em.ctx.bind("cleared_at", reverse_runtime.cleared_at), [bx, copy.deepcopy(index)]
+                )
+                code.append(_assign(em.b(x), cleared))
             return code
 
         return self.guarded(x, state, body) + restore
