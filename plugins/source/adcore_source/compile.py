@@ -114,7 +114,7 @@ class _Jit:
         if fn is None:
             return False, None
         try:
-            return True, fn(*args)
+            return True, fn(*_scalars(args))
         except Exception as e:  # numba's refusals; anything else is f's own error
             if not self.is_refusal(e):
                 raise
@@ -187,27 +187,40 @@ class _Jit:
 
 
 _UNTYPED = re.compile(r"Untyped global name '(\w+)'")
-_WHERE = re.compile(r'File "([^"]+)", line (\d+):\s*\n(?:<source missing.*\n)?(.*)\n')
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FILE = re.compile(r'File "([^"]+)", line (\d+):')
 
 
 def construct_of(message: str) -> str:
     """What numba refused, in a line: the name or operation, and the generated line it is on."""
+    lines = [line.rstrip() for line in _ANSI.sub("", message).splitlines()]
     m = _UNTYPED.search(message)
     if m:
         what = f"the call of {m.group(1)} (a Python function numba cannot type)"
     else:
-        lines = [
+        said = [
             line.strip()
-            for line in message.splitlines()
+            for line in lines
             if line.strip()
-            and not line.startswith(("Failed in", "During:", "File ", "\x1b"))
+            and not line.startswith(("Failed in", "During:", "File "))
             and "pipeline" not in line
         ]
-        what = lines[0] if lines else message.strip().splitlines()[0]
-    where = _WHERE.search(message)
-    if where:
-        what += f", at {where.group(1).rsplit('/', 1)[-1]}:{where.group(2)} `{where.group(3).strip()}`"
+        what = said[0] if said else "a construct it does not support"
+    for i, line in enumerate(lines):
+        where = _FILE.search(line)
+        if where:
+            marked = [lines[k - 1].strip() for k in range(i + 2, len(lines)) if lines[k].strip() == "^"]
+            shown = marked[0] if marked else ""
+            name = where.group(1).replace("\\", "/").rsplit("/", 1)[-1]
+            what += f", at {name}:{where.group(2)}" + (f" `{shown}`" if shown else "")
+            break
     return what
+
+
+def _scalars(args: tuple) -> tuple:
+    """0-d arrays as NumPy scalars: numba types `x = f(x)` in a loop as one type, and an
+    operation on a 0-d array gives a scalar."""
+    return tuple(a[()] if a.__class__ is np.ndarray and a.ndim == 0 else a for a in args)
 
 
 def _plain(x: Any) -> bool:

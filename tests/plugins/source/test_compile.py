@@ -120,6 +120,15 @@ def test_construct_of_names_the_untyped_call_and_the_line() -> None:
     )
     what = source_compile.construct_of(message)
     assert "call_vjp" in what and "f_reverse_0123.py:14" in what
+    typing = (  # as numba writes it: bold on, the line marked with ^
+        "Failed in nopython mode pipeline (step: nopython frontend)\n\x1b[1m\x1b[1mCannot unify array(float64, 0d, C)"
+        " and float64 for 'dx.2', defined at /c/f_forward_1.py (16)\n\x1b[1m\nFile \"c/f_forward_1.py\", line 16:"
+        "\x1b[0m\n\x1b[1mdef f_jvp(x, dx):\n    <source elided>\n\x1b[1m    for i in range_1000:\n\x1b[0m    "
+        "\x1b[1m^\x1b[0m\x1b[0m\n\x1b[0m\nDuring: typing of assignment"
+    )
+    what = source_compile.construct_of(typing)
+    assert what.startswith("Cannot unify array(float64, 0d, C) and float64")
+    assert what.endswith("at f_forward_1.py:16 `for i in range_1000:`")
 
 
 # --- through generate: f's generated module compiled --------------------------------------------
@@ -149,6 +158,10 @@ def test_a_compiled_jvp_gives_pythons_numbers_and_is_cached_on_disk(cache: Path)
     out_py, dout_py = generate.forward_function(recurrence, (0, 1))((0.5, 0.9, 0.3), (1.0, 0.5), {})
     np.testing.assert_allclose([out, dout], [out_py, dout_py], rtol=1e-13)
     assert jvp.__self__.generated.jit.function("recurrence_jvp").signatures  # numba ran it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", source_compile.SourceCompileWarning)  # 0-d arrays: numba too
+        out_0d, dout_0d = jvp((np.array(0.5), 0.9, 0.3), (np.array(1.0), np.array(0.5)), {})
+    np.testing.assert_allclose([out_0d, dout_0d], [out_py, dout_py], rtol=1e-13)
     assert list(cache.glob("__pycache__/recurrence_forward_*.nbi"))  # numba's cache beside the module
 
 
