@@ -179,7 +179,7 @@ def _tier_two(em, y, fn: ast.expr, args: list, keywords: list, plain: Parts, mas
     )
     atoms = [a.value if isinstance(a, ast.Starred) else a for a in args] + [k.value for k in keywords]
     wanted = [(k, a.id) for k, a in enumerate(atoms) if isinstance(a, ast.Name) and em.is_active(a.id)]
-    call_args = [copy.deepcopy(fn), ast.Tuple([copy.deepcopy(a) for a in args], ast.Load()), kwargs]
+    call_args = [copy.deepcopy(fn), ast.Tuple([_kept(em, a) for a in args], ast.Load()), kwargs]
     if len(wanted) < len(atoms) and not any(isinstance(a, ast.Starred) for a in args):
         # the others are constants to the tape (a Python float among them must not become a float64 input)
         flags = [ast.Constant(any(k == j for j, _ in wanted)) for k in range(len(atoms))]
@@ -191,6 +191,16 @@ def _tier_two(em, y, fn: ast.expr, args: list, keywords: list, plain: Parts, mas
         refuse(plain.fwd[0], "a starred active argument of an op", "pass the values one by one", em.norm)
     _cotangents(em, y, parts, ast.Call(ast.Name(pullback, ast.Load()), [_g()], []), wanted, masked)
     return parts
+
+
+def _kept(em: Any, arg: ast.expr) -> ast.expr:
+    """An argument of a tier-2 call, copied if f writes into it later: the pullback keeps what it
+    was given, and must see the values the call saw."""
+    if isinstance(arg, ast.Name) and arg.id in em.written:
+        from adcore_source.reverse_runtime import snapshot
+
+        return ast.Call(ast.Name(em.ctx.bind("snapshot", snapshot), ast.Load()), [copy.deepcopy(arg)], [])
+    return copy.deepcopy(arg)
 
 
 def _user(em: Any, y: str, call: ast.Call, target: Any, plain: Parts) -> Parts:

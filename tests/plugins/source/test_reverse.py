@@ -124,8 +124,8 @@ def test_only_overwritten_values_the_adjoint_reads_are_pushed():
 def target_reused(x):
     i = 1
     y = x[i] * 2.0  # the adjoint reads i = 1 here ...
-    for i in range(3):
-        pass  # no adjoint in the loop, but it changes i
+    for i in range(3):  # noqa: B007 (the loop's effect is to change i)
+        pass  # no adjoint in the loop
     return y * x[i]  # ... and i = 2 here
 
 
@@ -258,6 +258,20 @@ def test_a_parameter_written_in_place_and_the_callers_array_unchanged(dtype):
     check(in_place_parameter, x, tape=False)
     adjoints(in_place_parameter, x)
     assert np.array_equal(x, before)
+
+
+def written_after_an_op(x, w):
+    s = np.zeros_like(x)
+    s[0] = x[0]
+    y = np.sum(np.outer(s, x) @ w)  # the op's pullback keeps s ...
+    s[0] = 3.0  # ... which is written next
+    s[1] = x[1] * x[2]
+    return y + np.sum(s * x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_an_array_written_after_an_op_read_it(dtype):
+    check(written_after_an_op, *cast(dtype, X, np.ones((4, 2)) * 0.3), argnums=(0, 1), tape=False)
 
 
 def appended(x, a):
