@@ -114,7 +114,7 @@ class _Jit:
         if fn is None:
             return False, None
         try:
-            return True, fn(*_scalars(args))
+            return True, _numpy_numbers(fn(*_scalars(args)), _float_type(args))
         except Exception as e:  # numba's refusals; anything else is f's own error
             if not self.is_refusal(e):
                 raise
@@ -221,6 +221,36 @@ def _scalars(args: tuple) -> tuple:
     """0-d arrays as NumPy scalars: numba types `x = f(x)` in a loop as one type, and an
     operation on a 0-d array gives a scalar."""
     return tuple(a[()] if a.__class__ is np.ndarray and a.ndim == 0 else a for a in args)
+
+
+def _float_type(args: Any) -> type:
+    """The NumPy float type of the arguments' computation: float32 when every float in them is
+    float32 (a Python float is weak, as in NumPy), else float64."""
+    kinds: set[Any] = set()
+    stack = list(args)
+    while stack:
+        a = stack.pop()
+        if a.__class__ is tuple:
+            stack.extend(a)
+        elif a.__class__ is list and a:
+            stack.append(a[0])
+        elif a.__class__ is np.ndarray or isinstance(a, np.generic):
+            if a.dtype.kind in "fc":
+                kinds.add(np.dtype(a.dtype).type(0).real.dtype.type)
+    return np.float32 if kinds == {np.float32} else np.float64
+
+
+def _numpy_numbers(out: Any, float_type: type) -> Any:
+    """numba's result with its Python floats as the NumPy scalars Python's version returns
+    (numba boxes a float64 or float32 as a Python float)."""
+    cls = out.__class__
+    if cls is float:
+        return float_type(out)
+    if cls is complex:
+        return (np.complex64 if float_type is np.float32 else np.complex128)(out)
+    if cls is tuple:
+        return tuple(_numpy_numbers(v, float_type) for v in out)
+    return out
 
 
 def _plain(x: Any) -> bool:

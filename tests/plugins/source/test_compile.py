@@ -162,6 +162,12 @@ def test_a_compiled_jvp_gives_pythons_numbers_and_is_cached_on_disk(cache: Path)
         warnings.simplefilter("error", source_compile.SourceCompileWarning)  # 0-d arrays: numba too
         out_0d, dout_0d = jvp((np.array(0.5), 0.9, 0.3), (np.array(1.0), np.array(0.5)), {})
     np.testing.assert_allclose([out_0d, dout_0d], [out_py, dout_py], rtol=1e-13)
+    # NumPy's scalar types, as Python's version gives (numba boxes floats as Python floats)
+    assert type(out) is type(out_py) is np.float64 and type(dout) is np.float64
+    out32, dout32 = jvp(
+        (np.float32(0.5), np.float32(0.9), np.float32(0.3)), (np.float32(1.0), np.float32(0.5)), {}
+    )
+    assert type(out32) is np.float32 and type(dout32) is np.float32
     assert list(cache.glob("__pycache__/recurrence_forward_*.nbi"))  # numba's cache beside the module
 
 
