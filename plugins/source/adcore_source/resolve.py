@@ -99,7 +99,10 @@ def operator_callee(op: ast.operator | ast.unaryop, nargs: int | None = None) ->
     function when it has none (`+x`), inactive for `not` and the bitwise ones."""
     name = operator_op(op)
     if name is not None:
-        return _op_callee(ops.registry().op(name), operator_function(op), nargs, ())
+        spec = ops.registry().op(name)
+        callee = _op_callee(spec, operator_function(op), nargs, ())
+        # tier 2 calls the op itself (x @ w is matmul's value), whose rules then apply directly
+        return Callee("op", name, spec, masks=callee.masks) if callee.kind == "op" else callee
     if isinstance(op, ast.UAdd):
         return Callee("op", "positive", operator.pos)
     return Callee("inactive", operator_function(op), takes_active=False, why=_INTEGER_OPERATOR)

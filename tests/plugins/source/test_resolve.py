@@ -159,7 +159,9 @@ def test_python_operators_map_to_ops(node, op):
 
 def test_operator_callees():
     assert operator_callee(ast.Mult()) == Callee("template", "multiply", operator_callee(ast.Mult()).fn)
-    assert operator_callee(ast.MatMult()).kind == "op"
+    assert operator_callee(ast.MatMult()) == Callee(
+        "op", "matmul", adcore.ops.matmul
+    )  # its rules apply directly
     assert operator_callee(ast.FloorDiv()).kind == "inactive"
     assert operator_callee(ast.UAdd()).kind == "op"  # +x: the tape's identity
     assert not operator_callee(ast.BitOr()).takes_active
