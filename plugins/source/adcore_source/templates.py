@@ -21,8 +21,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import adcore.extend.elementwise_partials as elementwise_partials
 from adcore.extend.partials import over
+from adcore.spec import OpSpec
 from adcore_source.runtime import broadcast_like, keep_zeros, plain, unbroadcast
 
 PARTIALS = elementwise_partials.PARTIALS
@@ -228,7 +231,11 @@ def _dotted(node: ast.expr) -> list[str] | None:
 
 
 def _global(name: str) -> Any:
+    """A name the partials read, as the generated code binds it: an op that is a NumPy ufunc as the
+    ufunc (the same value, a third of the cost of a call through bind; a traced value still reaches
+    the op through NumPy's dispatch)."""
     namespace = vars(elementwise_partials)
-    if name in namespace:
-        return namespace[name]
-    return getattr(builtins, name)
+    obj = namespace[name] if name in namespace else getattr(builtins, name)
+    if isinstance(obj, OpSpec) and isinstance(obj.impl, np.ufunc) and obj.impl in obj.numpy:
+        return obj.impl
+    return obj
