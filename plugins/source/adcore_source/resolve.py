@@ -320,7 +320,14 @@ def _function_callee(fn: types.FunctionType) -> Callee:
         "adcore_scipy",
     ) or root.startswith("adcore_"):
         return Callee("op", _name(fn), fn)  # Python over ops: the tape differentiates it
-    if root in ("numpy", "scipy"):
+    if root == "scipy":
+        public = ".".join(p for p in module.split(".")[1:] if not p.startswith("_"))
+        return _refused(
+            fn,
+            f"{_name(fn)}: SciPy's functions other than its ufuncs take plain arrays; call "
+            f"adcore_scipy.{public}.{fn.__name__} instead (the adcore-scipy plugin, named as SciPy's)",
+        )
+    if root == "numpy":
         return _refused(fn, f"{_name(fn)} has no adcore op")
     try:
         inspect.getsource(fn)

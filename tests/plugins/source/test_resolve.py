@@ -165,3 +165,13 @@ def test_operator_callees():
     assert operator_callee(ast.FloorDiv()).kind == "inactive"
     assert operator_callee(ast.UAdd()).kind == "op"  # +x: the tape's identity
     assert not operator_callee(ast.BitOr()).takes_active
+
+
+def test_scipy_functions_that_take_plain_arrays_are_refused_naming_the_plugin_and_its_ufuncs_are_ops():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    scipy_special = pytest.importorskip("scipy.special")
+    refused = callee_kind(scipy_linalg.expm)
+    assert not refused.takes_active and "adcore_scipy.linalg.expm" in refused.why
+    erf = callee_kind(scipy_special.erf)
+    if erf.kind == "op":  # the adcore-scipy plugin is installed
+        assert erf.value == "erf" and erf.fn is scipy_special.erf
