@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore.errors import InvalidInputError
 from adcore_source import module_text
 
 
@@ -40,7 +41,7 @@ def compiled(
     numbers and arrays. `text` is the module numba compiles: the one `functions` come from, or the
     emitters' variant for numba; a fwd's record goes to the bwd of the same module either way."""
     if how not in (True, "numba"):
-        raise ValueError(f"adcore-source: compile must be False, True or 'numba', got {how!r}")
+        raise InvalidInputError(f"adcore-source: compile must be False, True or 'numba', got {how!r}")
     jit = _Jit(text, reached)
     if len(functions) == 1:
         return [_Compiled(jit, text.entry[0], functions[0])]

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from adcore.errors import InvalidInputError
 from adcore_source import calls, disk_cache, module_text, reads
 from adcore_source.errors import SourceTransformError
 
@@ -63,7 +64,7 @@ def derivative_source(
     positional arguments argnums: readable Python, one statement per line, which may be written to a
     file, edited and imported."""
     if mode not in MODES:
-        raise ValueError(f"derivative_source: mode must be 'reverse' or 'forward', got {mode!r}")
+        raise InvalidInputError(f"derivative_source: mode must be 'reverse' or 'forward', got {mode!r}")
     active = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     root, bound = calls.unwrapped(fn)
     return _text(root, mode, calls.shifted(active, bound), reads.walk(root)).text
@@ -114,6 +115,10 @@ def _text(
     stem = module_text.stem_of(fn, mode) + ("_numba" if for_numba else "")
     disk_key = disk_cache.key_of([mode, repr(active), str(for_numba), *reads.source_parts(reached)])
     text = module_text.Text.from_disk(disk_cache.load(stem, disk_key))
+    if text is not None and not all(
+        i < len(reached) and n in reached[i].values for i, n in text.injected.values()
+    ):
+        text = None  # (cannot be, for the key covers what was read; but never bind from a wrong place)
     if text is None:
         text = module_text.assembled(generate(fn, mode, active, for_numba), fn, mode, active, reached)
         if text.reproducible:

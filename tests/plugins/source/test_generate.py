@@ -390,3 +390,19 @@ def test_the_generated_text_is_the_same_in_a_new_process(cache: Path) -> None:
     files = sorted(cache.glob("*.py"))
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert first.stdout == second.stdout and sorted(cache.glob("*.py")) == files and files
+
+
+def test_what_cannot_be_generated_is_a_typed_error() -> None:
+    from adcore.errors import AdcoreError, InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="mode must be 'reverse' or 'forward'"):
+        derivative_source(f, mode="sideways")
+
+    class Scaled:
+        def __call__(self, x):
+            return 2.0 * x
+
+    with pytest.raises(AdcoreError, match="not a Python function"):
+        generate.reverse_functions(Scaled(), (0,))
+    with pytest.raises(InvalidInputError, match="compile must be"):
+        generate.reverse_functions(f, (0,), compile="jax")
