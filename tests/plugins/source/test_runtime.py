@@ -240,3 +240,31 @@ def test_list_concatenation_and_repetition_are_refused_not_differentiated_as_ari
     with pytest.raises(SourceTransformError, match="concatenation or repetition"):
         broadcast_like([1.0], [3.0, 4.0])  # the tangent of xs alone in `xs + [y]`
     np.testing.assert_array_equal(unbroadcast(np.ones((2, 3)), np.ones(3)), np.full(3, 2.0))
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "kwargs"),
+    [
+        (np.mean, (A,), {"axis": 0, "keepdims": True}),
+        (np.maximum, (np.array([-1.0, 0.0, 2.0]), 0.0), {}),
+        (np.dot, (A, X[:2]), {}),
+        (np.sum, (A,), {"axis": 1}),
+        (np.where, (np.array([True, False]), np.array([1.0, 2.0]), 3.0), {}),
+    ],
+)
+def test_numpy_functions_called_with_their_ops_params_agree_with_the_tape(fn, args, kwargs):
+    floats = [i for i, a in enumerate(args) if np.result_type(a).kind == "f"]
+
+    def of_floats(*values):
+        full = list(args)
+        for i, v in zip(floats, values):
+            full[i] = v
+        return fn(*full, **kwargs)
+
+    out, pullback = call_vjp(fn, args, kwargs)
+    want_out, vjp_fn = adcore.vjp(of_floats, *(args[i] for i in floats), backend="reverse")
+    np.testing.assert_array_equal(out, fn(*args, **kwargs))  # f's own value
+    g = np.arange(1.0, 1.0 + np.size(out)).reshape(np.shape(out))
+    got = pullback(g)
+    for i, w in zip(floats, vjp_fn(g)):
+        np.testing.assert_array_equal(plain(got[i]), w)
