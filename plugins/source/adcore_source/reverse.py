@@ -323,6 +323,7 @@ class Emitter:
         out.append(_assign(loop.counter, ast.Constant(0)))
         count = _assign(loop.counter, ast.BinOp(_name(loop.counter), ast.Add(), ast.Constant(1)))
         end = [self.push(stmt.target.id, _name(stmt.target.id))] if loop.target_pushed else []
+        end += [self.push(v, _name(v)) for v in loop.trip_pushed]
         if body and _is_break(body[-1]):
             body = body[:-1] + end + body[-1:]
         else:

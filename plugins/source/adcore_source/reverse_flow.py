@@ -40,6 +40,7 @@ class LoopRecord:
     target_restored: bool = False  # the target's value before the loop, pushed before it
     counter_restored: bool = False  # the trip count of an earlier run of this loop, pushed
     runs: bool = False  # the adjoint sweep runs the loop (else it only pops the target back)
+    trip_pushed: list[str] = field(default_factory=list)  # a trip's own values, pushed at its end
 
 
 def record(
@@ -115,9 +116,44 @@ class _Flow:
         loop.target_pushed = loop.target_pushed or (target is not None and target in end)
         loop.target_restored = loop.target_restored or (target is not None and target in pending)
         loop.counter_restored = loop.counter_restored or n in pending
-        # the target: popped by each trip's adjoint (pushed at the trip's end) and, if read before
-        # the loop, popped after it (pushed before it); its value after the loop is never read
-        return (head - {target}) | ({n} if loop.runs else set())
+        # names local to a trip (assigned once in it before any read; their value before the loop
+        # never read): pushed at the trip's end and popped as its adjoint starts, like the target,
+        # instead of pushed before each assignment (no value of an earlier trip, or None, kept)
+        exposed, counts, defined = self.trip_scan(stmt.body, set(), set(), {})
+        trip = {v for v, k in counts.items() if k == 1 and v in end and v in defined} - exposed - pending
+        trip.discard(target)
+        if trip:
+            loop.trip_pushed = sorted(set(loop.trip_pushed) | trip)
+            for inner in _direct(stmt.body):
+                if id(inner) in self.rec.restored:
+                    self.rec.restored[id(inner)] -= trip
+        # the target and those: popped by each trip's adjoint and, if read before the loop, popped
+        # after it (pushed before it); their values after the loop are read by later statements only
+        return (head - {target} - set(loop.trip_pushed)) | ({n} if loop.runs else set())
+
+    def trip_scan(self, stmts: list[ast.stmt], defined: set[str], exposed: set[str], counts: dict) -> tuple:
+        """(names the adjoints in these statements read before they assign them, how many times each
+        name is assigned (2: more than once or in place), the names assigned on every path)."""
+        for stmt in stmts:
+            if isinstance(stmt, ast.If):
+                then = self.trip_scan(stmt.body, set(defined), exposed, counts)[2]
+                orelse = self.trip_scan(stmt.orelse, set(defined), exposed, counts)[2]
+                defined = then & orelse
+            elif isinstance(stmt, (ast.For, ast.While)):
+                inner = set(defined) | ({stmt.target.id} if isinstance(stmt, ast.For) else set())
+                self.trip_scan(stmt.body, inner, exposed, counts)
+                for name in {n for s in stmt.body for n in assigned_names(s)} | (inner - defined):
+                    counts[name] = 2
+            elif _in_place_target(stmt) is not None:
+                counts[_in_place_target(stmt)] = 2
+                exposed |= self.reads(stmt)[1] - defined
+            elif not isinstance(stmt, (ast.Return, ast.Break, ast.Continue, ast.Pass)):
+                defines, before, _ = self.reads(stmt)
+                exposed |= before - defined
+                for name in defines | assigned_names(stmt):
+                    counts[name] = counts.get(name, 0) + 1
+                defined = defined | defines | assigned_names(stmt)
+        return exposed, counts, defined
 
     def needed(self, stmts: list[ast.stmt]) -> bool:
         """Whether the adjoint sweep must go through these statements: an adjoint or a pop in them."""
@@ -145,6 +181,15 @@ def _in_place_target(stmt: ast.stmt) -> str | None:
 
 
 in_place_target = _in_place_target
+
+
+def _direct(stmts: list[ast.stmt]):
+    """The statements of a loop's body, into its ifs but not into its loops."""
+    for stmt in stmts:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _direct(stmt.body)
+            yield from _direct(stmt.orelse)
 
 
 # --- names assigned on every path ------------------------------------------------------------------

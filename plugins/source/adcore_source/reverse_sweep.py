@@ -246,6 +246,7 @@ class _Sweep:
             self.em.last_line = line
             inner = head.copy()
             body = [self.pop(target)] if loop.target_pushed else []
+            body += [self.pop(v) for v in reversed(loop.trip_pushed)]
             body += self.block(stmt.body, inner)
             if self.em.iterates_active(stmt) and target in inner.kinds:  # v = s[trip]
                 at = (stmt.iter.id, ast.Name(trip, ast.Load()))
