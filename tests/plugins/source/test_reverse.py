@@ -133,6 +133,26 @@ def test_a_loop_target_read_before_the_loop_is_restored():
     check(target_reused, X)
 
 
+def carried(x, a):
+    cur = x
+    total = 0.0
+    for k in range(4):
+        prev = cur  # cur of the trip before: pushed before it is overwritten
+        cur = np.sin(prev * a) + k  # prev, cur, t: values of this trip, pushed at its end
+        if cur > 2.0:
+            t = cur * prev
+        else:
+            t = cur - prev
+        total = total + t * t
+    return total + cur
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("a", [0.9, -2.5])
+def test_values_carried_between_trips_and_values_of_one_trip(dtype, a):
+    check(carried, *cast(dtype, 0.4, a), argnums=(0, 1))
+
+
 def branchy(x, a):
     s = np.sum(x * a)
     if s > 0:
