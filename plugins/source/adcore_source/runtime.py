@@ -56,13 +56,17 @@ def unbroadcast(g: Any, x: Any) -> Any:
 
 
 def broadcast_like(t: Any, y: Any) -> Any:
-    """t broadcast to y's shape (t itself when it has it); refused for a list or tuple t (unbroadcast)."""
+    """t broadcast to y's shape: t itself when it has it, else a new array (writable: generated code
+    may write into a tangent); refused for a list or tuple t (see unbroadcast)."""
     if t.__class__ is list or t.__class__ is tuple:
         raise _sequence_arithmetic()
     shape = np.shape(y)
     if np.shape(t) == shape:
         return t
-    return ops.broadcast_to(t, shape=shape)
+    if isinstance(t, np.ndarray | np.generic | float | int | complex):
+        dtype = np.result_type(y)  # the output's dtype, as the forward backend fits a share to it
+        return np.array(np.broadcast_to(t, shape), dtype=dtype if dtype.kind in "fc" else None)
+    return ops.broadcast_to(t, shape=shape)  # a traced tangent (an outer transformation)
 
 
 def _sequence_arithmetic() -> SourceTransformError:

@@ -57,7 +57,9 @@ def test_add_adjoint_treats_none_as_zero_and_adds_containers_entry_by_entry():
 
 
 def test_broadcast_like():
-    assert broadcast_like(2.0, np.ones((2, 3))).shape == (2, 3)
+    wide = broadcast_like(2.0, np.ones((2, 3)))
+    assert wide.shape == (2, 3) and wide.flags.writeable
+    assert broadcast_like(1.0, np.ones(2, np.float32)).dtype == np.float32  # y's dtype
     t = np.ones(3)
     assert broadcast_like(t, X) is t
 
