@@ -38,6 +38,8 @@ def add_at(adjoint: Any, x: Any, index: Any, g: Any) -> Any:
     """The adjoint of x after `y = x[index]` passed y's adjoint g back (in place; None: zero)."""
     if g is None:
         return adjoint
+    if g.__class__ is Masked and not isinstance(x, (list, tuple, dict, Tracer)):
+        return _masked_add_at(adjoint, x, index, g)
     g = plain(g)
     if isinstance(x, (list, tuple, dict)):
         if adjoint is None:
@@ -64,6 +66,24 @@ def add_at(adjoint: Any, x: Any, index: Any, g: Any) -> Any:
     else:
         np.add.at(adjoint, index, g)
     return adjoint
+
+
+def _masked_add_at(adjoint: Any, x: Any, index: Any, g: Masked) -> Any:
+    """add_at for a g with structural zeros: they move to x's positions with g's, and the positions
+    g does not reach are structural zeros of this contribution too (as the tape's getitem keeps them)."""
+    x = np.asarray(x)
+    moved = np.zeros(x.shape, x.dtype if x.dtype.kind in "fc" else np.result_type(g.cotangent, 0.0))
+    zeros = np.ones(x.shape, bool)
+    if _basic(index):
+        moved[index] += g.cotangent
+        zeros[index] = np.broadcast_to(g.zeros, np.shape(moved[index]))
+    else:
+        np.add.at(moved, index, g.cotangent)
+        reached = np.zeros(x.shape)
+        np.add.at(reached, index, np.where(g.zeros, 0.0, 1.0))
+        zeros = reached == 0
+    contribution = Masked(moved, zeros) if zeros.any() else moved
+    return contribution if adjoint is None else add_adjoint(adjoint, contribution)
 
 
 def take_at(adjoint: Any, index: Any, v: Any) -> Any:

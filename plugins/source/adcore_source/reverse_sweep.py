@@ -144,7 +144,9 @@ class _Sweep:
         current: ast.expr = ast.Name(b, ast.Load()) if x in state.kinds else ast.Constant(None)
         if x in state.kinds and x not in state.owned:
             current = _call(self.em.ctx.bind("owned", reverse_runtime.owned), [current])
-        state.set(x, SOME, owned=True, masked=False)
+        masked = isinstance(g, ast.Name) and g.id in {self.em.b(n) for n in state.masked}
+        # a g with structural zeros gives x's adjoint some: a new value then, not one written into
+        state.set(x, SOME, owned=not masked, masked=masked or (x in state.masked and x in state.kinds))
         return [_assign(b, _call(add_at, [current, ast.Name(x, ast.Load()), copy.deepcopy(index), g]))]
 
     def guarded(self, name: str, state: AdjointState, body: Any) -> list[ast.stmt]:
