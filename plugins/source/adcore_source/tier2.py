@@ -359,7 +359,9 @@ def _masking(fn: Any) -> Any:
         return None
     from adcore_source.resolve import callee_kind
 
-    callee = callee_kind(fn)
+    attr = getattr(fn, "attr", None)  # runtime.method(attr): x.max() is np.max's
+    numpy_function = getattr(np, attr, None) if isinstance(attr, str) else None
+    callee = callee_kind(numpy_function if numpy_function is not None else fn)
     kind = None
     if callee.masks:
         kind = "makes"
