@@ -10,7 +10,7 @@ from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
 import adcore.numpy as anp
-from adcore.conformance import engine, tolerances
+from adcore.conformance import abilities, engine, tolerances
 from adcore.conformance.calls import CheckedCall, checks_complex
 from adcore.conformance.reference import JacobianEstimate, choose_reference
 from adcore.conformance.results import Tally, compare
@@ -70,8 +70,9 @@ PLANTED_OTHER_OPS = {"sum", "matmul", "einsum", "reshape", "getitem", "cumsum", 
 def test_a_planted_wrong_vjp_of_sin_fails_the_report_naming_exactly_sin_on_the_planted_backend(
     register_plugin, monkeypatch
 ):
-    # the reverse backend again, but sin's VJP returns +sin where cos is right
-    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "reverse")
+    # the reverse backend again, but sin's VJP returns +sin where cos is right (source, which
+    # applies the reverse backend's rules, blocked with it)
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "reverse,source")
     planted = {**VJPS, "sin": (lambda g, ans, x: g * anp.sin(x),)}
     register_plugin(_plugin(vjps=planted, backends=[PlantedReverse()]), "planted")
     # not the whole catalogue again (the test above and `adcore conformance` run that on reverse,
@@ -112,12 +113,15 @@ def test_an_op_with_only_a_vjp_is_unsupported_on_forward_not_a_failure(register_
     assert report.ok
     status = {b: report.cell("cube", b).status for b in report.backends}
     # a pattern backend takes an elementwise op without a rule of its own (its elementwise pattern)
-    assert all(status.pop(b) == "agrees" for b in report.backends if adcore.get_backend(b).pattern)
+    assert all(status.pop(b) == "agrees" for b in report.backends if abilities.backend(b).pattern)
     assert status == {
         "forward": "unsupported",
         "symbolic": "unsupported",
         "reverse": "agrees",
         "numeric": "agrees",
+        # source declares both kinds (its templates are the reverse and forward rules) in both modes
+        "source/reverse": "unsupported",
+        "source/forward": "unsupported",
     }
     assert "no 'jvp' rule for op 'cube'" in report.cell("cube", "forward").message
     assert "no 'sympy' rule" in report.cell("cube", "symbolic").message
@@ -195,7 +199,8 @@ def test_a_kink_convention_is_checked_on_rule_backends_only(monkeypatch):
     # plant a wrong convention on sin's OpSpec: sin'(0) "should" be 2
     monkeypatch.setattr(adcore.ops.sin, "kinks", (Kink(([0.0],), (np.array([[2.0]]),), why="planted"),))
     report = engine.run(ops=["sin"], dtypes=["float64"])
-    assert _failing(report) == {("sin", "reverse"), ("sin", "forward"), ("sin", "symbolic")}
+    exact = {"reverse", "forward", "symbolic", "source/reverse", "source/forward"}
+    assert _failing(report) == {("sin", b) for b in exact}
     assert report.cell("sin", "reverse").worst.check == "kink"
     assert report.cell("sin", "numeric").status == "agrees"
 
