@@ -15,6 +15,8 @@
   positions that cannot reach the output. Generated reverse code applies an elementwise template
   to `plain(g)` and wraps the result in `keep_zeros(g, ...)`, which zeroes those positions of it,
   so a `0 * inf` there (log's `g / x` at x = 0) gives 0, as on the tape, not nan.
+- `attribute(attr)`: the function `lambda x: x.attr`, one per name (a namedtuple's field of an
+  active value, e.eigenvalues, through call_vjp / call_jvp).
 - `method(attr)`: the function `lambda x, *args, **kwargs: x.attr(*args, **kwargs)`, one per name,
   to call a method of a value through call_vjp / call_jvp.
 """
@@ -35,6 +37,7 @@ from adcore_source.tier2 import call_jvp, call_vjp
 __all__ = [
     "Masked",
     "add_adjoint",
+    "attribute",
     "broadcast_like",
     "call_jvp",
     "call_vjp",
@@ -136,6 +139,18 @@ def keep_zeros(g: Any, c: Any) -> Any:
     if c.__class__ is Masked:
         return Masked(zero_at(c.cotangent, mask), c.zeros | mask)
     return Masked(zero_at(c, mask), mask)
+
+
+@functools.cache
+def attribute(attr: str) -> Any:
+    """The function reading attribute `attr` of its argument (e.eigenvalues is attribute("eigenvalues")(e)),
+    to read an attribute of an active value through call_vjp / call_jvp (a namedtuple's field, x.T)."""
+
+    def get(x: Any) -> Any:
+        return getattr(x, attr)
+
+    get.__name__ = get.__qualname__ = f"attribute_{attr}"
+    return get
 
 
 @functools.cache

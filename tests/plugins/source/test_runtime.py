@@ -283,3 +283,17 @@ def test_a_method_of_a_value_gives_the_structural_zeros_of_its_numpy_function():
         bx = plain(_log_vjp(b_log_x, x, log_x))
         want = adcore.grad(lambda x: np.log(x).max(), backend="reverse")(x)
     np.testing.assert_array_equal(bx, want)
+
+
+def test_an_attribute_of_an_active_namedtuple_through_the_tape_and_the_dual_numbers():
+    from adcore_source.runtime import attribute
+
+    assert attribute("eigenvalues") is attribute("eigenvalues")
+    e, _ = call_vjp(np.linalg.eigh, (A,), {})
+    values, pullback = call_vjp(attribute("eigenvalues"), (e,), {})
+    np.testing.assert_array_equal(values, e.eigenvalues)
+    (be,) = pullback(np.ones(2))
+    np.testing.assert_array_equal(be.eigenvalues, np.ones(2))
+    assert not np.any(be.eigenvectors)  # no cotangent reached that field
+    _, dvalues = call_jvp(attribute("eigenvalues"), (e,), ((np.ones(2), np.zeros((2, 2))),), {})
+    np.testing.assert_array_equal(dvalues, np.ones(2))
