@@ -295,7 +295,8 @@ class _Arguments:
 
         self.leaves: list[_Leaf] = []
         self.specs: list[tuple[int, int, Any]] = []  # per argument: first leaf, leaf count, structure
-        for k, a in enumerate((*args, *kwargs.values())):
+        self.values = (*args, *kwargs.values())
+        for k, a in enumerate(self.values):
             flat, spec = optree.tree_flatten(a, none_is_leaf=False, namespace="adcore")
             self.specs.append((len(self.leaves), len(flat), spec))
             self.leaves += [_Leaf(k, v) for v in flat]
@@ -313,7 +314,7 @@ class _Arguments:
         """(leaf position, tangent) for argument k's float leaves, from its tangent t (a container
         like the argument, None entries for zero)."""
         start, n, spec = self.specs[k]
-        flat = [t] if n == 1 and spec.num_nodes == 1 else spec.flatten_up_to(t)
+        flat = [t] if n == 1 and spec.num_nodes == 1 else spec.flatten_up_to(_like(t, self.values[k]))
         return [
             (start + j, tj) for j, tj in enumerate(flat) if tj is not None and self.leaves[start + j].float
         ]
@@ -328,6 +329,16 @@ class _Arguments:
             entries = per_leaf[start : start + n]
             result.append(None if all(e is None for e in entries) else spec.unflatten(entries))
         return tuple(result)
+
+
+def _like(t: Any, value: Any) -> Any:
+    """A tangent container t in value's container types (a plain tuple for a namedtuple's fields)."""
+    if isinstance(value, list | tuple) and isinstance(t, list | tuple):
+        entries = [_like(ti, vi) for ti, vi in zip(t, value, strict=True)]
+        return value.__class__(*entries) if hasattr(value, "_fields") else value.__class__(entries)
+    if isinstance(value, dict) and isinstance(t, dict):
+        return {k: _like(t.get(k), v) for k, v in value.items()}
+    return t
 
 
 def _filled(g: Any, out: Any) -> Any:
