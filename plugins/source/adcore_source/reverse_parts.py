@@ -53,7 +53,7 @@ def assignment_parts(em: Any, stmt: ast.Assign, seed_masked: bool) -> Parts:
     plain = Parts([copy.deepcopy(stmt)], {y})
     if isinstance(value, ast.Name):
         if em.is_active(value.id):
-            plain.contribs.append(Contribution(value.id, _g()))
+            plain.contribs.append(Contribution(value.id, _g(), masked=seed_masked))
         return plain
     if isinstance(value, (ast.Constant, ast.Compare)):
         return plain
@@ -62,14 +62,14 @@ def assignment_parts(em: Any, stmt: ast.Assign, seed_masked: bool) -> Parts:
             plain.at = (value.value.id, _index(value.slice))
         return plain
     if isinstance(value, ast.Attribute):
-        return _attribute(em, y, value, plain)
+        return _attribute(em, y, value, plain, seed_masked)
     if isinstance(value, (ast.Tuple, ast.List, ast.Dict)):
-        return _display(em, value, plain)
+        return _display(em, value, plain, seed_masked)
     if isinstance(value, (ast.BinOp, ast.UnaryOp)):
         operand = [value.left, value.right] if isinstance(value, ast.BinOp) else [value.operand]
         if isinstance(value.op, ast.UAdd):
             if em.is_active(value.operand.id if isinstance(value.operand, ast.Name) else ""):
-                plain.contribs.append(Contribution(value.operand.id, _g()))
+                plain.contribs.append(Contribution(value.operand.id, _g(), masked=seed_masked))
             return plain
         callee = resolve.operator_callee(value.op, len(operand))
         return _operation(em, y, stmt, callee, operand, plain, seed_masked)
@@ -84,12 +84,13 @@ def assignment_parts(em: Any, stmt: ast.Assign, seed_masked: bool) -> Parts:
     raise AssertionError("refuse raises")  # pragma: no cover
 
 
-def _attribute(em: Any, y: str, value: ast.Attribute, plain: Parts) -> Parts:
+def _attribute(em: Any, y: str, value: ast.Attribute, plain: Parts, seed_masked: bool) -> Parts:
     x, attr = value.value.id, value.attr
     if attr in INACTIVE_ATTRIBUTES or not em.is_active(x):
         return plain
     if attr in LINEAR_ATTRIBUTES:
-        plain.contribs.append(Contribution(x, ast.Attribute(_g(), attr, ast.Load())))
+        g = ast.Call(ast.Name(em.ctx.runtime("plain"), ast.Load()), [_g()], []) if seed_masked else _g()
+        plain.contribs.append(Contribution(x, ast.Attribute(g, attr, ast.Load())))  # (its zeros dropped)
         return plain
     if attr in VALUE_ATTRIBUTES:
         getter = ast.Name(em.ctx.bind(f"attribute_{attr}", _attribute_getter(attr)), ast.Load())
@@ -97,7 +98,7 @@ def _attribute(em: Any, y: str, value: ast.Attribute, plain: Parts) -> Parts:
     return plain  # a method: its call goes through call_vjp with x first (em.methods)
 
 
-def _display(em: Any, value: ast.Tuple | ast.List | ast.Dict, plain: Parts) -> Parts:
+def _display(em: Any, value: ast.Tuple | ast.List | ast.Dict, plain: Parts, seed_masked: bool) -> Parts:
     if isinstance(value, ast.Dict):
         pairs = list(zip(value.keys, value.values))
     else:
@@ -107,7 +108,7 @@ def _display(em: Any, value: ast.Tuple | ast.List | ast.Dict, plain: Parts) -> P
             refuse(value, "a dict display with **", "build the dict entry by entry", em.norm)
         if isinstance(atom, ast.Name) and em.is_active(atom.id):
             entry = ast.Subscript(_g(), copy.deepcopy(key), ast.Load())
-            plain.contribs.append(Contribution(atom.id, entry, maybe_none=True))
+            plain.contribs.append(Contribution(atom.id, entry, maybe_none=True, masked=seed_masked))
     return plain
 
 

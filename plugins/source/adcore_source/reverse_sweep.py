@@ -179,9 +179,10 @@ class _Sweep:
         def body(inner: AdjointState) -> list[ast.stmt]:
             code: list[ast.stmt] = []
             bx = ast.Name(em.b(x), ast.Load())
-            if x not in inner.owned:
+            masked = set(inner.masked)  # a list's entries may carry structural zeros
+            if x not in inner.owned or x in inner.masked:  # (an array's are dropped: owned is plain)
                 code.append(_assign(em.b(x), _call(em.ctx.bind("owned", reverse_runtime.owned), [bx])))
-                inner.set(x, SOME, owned=True, masked=False)
+                inner.set(x, SOME, owned=True, masked=x in masked)
             if isinstance(stmt, ast.Assign):
                 v = stmt.value
                 index = _index_expr(stmt.targets[0].slice)
@@ -195,7 +196,8 @@ class _Sweep:
                     taken = _call(helper, [bx, copy.deepcopy(v)])
             if isinstance(v, ast.Name) and em.is_active(v.id):
                 maybe_none = not isinstance(stmt, ast.Assign)  # an appended entry's may be None
-                code += self.accumulate(v.id, Contribution(v.id, taken, maybe_none=maybe_none), {}, inner)
+                taken_from = Contribution(v.id, taken, maybe_none=maybe_none, masked=x in masked)
+                code += self.accumulate(v.id, taken_from, {}, inner)
             elif not isinstance(stmt, ast.Assign):
                 code.append(ast.Expr(taken))
             if isinstance(stmt, ast.Assign):  # the values x had there were overwritten: zero there

@@ -388,6 +388,19 @@ def test_structural_zeros_move_through_a_subscript():
     assert np.all(np.isfinite(got))
 
 
+def masked_copy(x):
+    y = np.sin(x)
+    z = y  # a copy whose adjoint carries where's structural zeros, added to y's
+    r = np.where(z > 0, np.log(z), 0.0)
+    return np.sum(r) + np.sum(y * 2.0)
+
+
+def test_an_adjoint_with_structural_zeros_added_to_another():
+    x = np.array([0.0, 0.5, -1.0, 2.0])
+    _, (got,) = adjoints(masked_copy, x)
+    np.testing.assert_allclose(got, adcore.grad(masked_copy)(x), rtol=1e-12)
+
+
 # --- the saved state --------------------------------------------------------------------------------
 
 
