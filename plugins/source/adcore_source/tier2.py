@@ -21,6 +21,7 @@ from adcore import numpy_dispatch, ops
 from adcore.errors import AdcoreError
 from adcore.registry import JointRules
 from adcore.spec import OpSpec
+from adcore_source.tier2_arguments import Arguments
 
 
 def call_vjp(callee: Any, args: tuple, kwargs: dict, active: tuple | None = None) -> tuple[Any, Any]:
@@ -33,7 +34,7 @@ def call_vjp(callee: Any, args: tuple, kwargs: dict, active: tuple | None = None
     zeros pass on to the cotangents of an elementwise op or one that only moves entries, as on
     the tape."""
     fn = _differentiable(callee)
-    arguments = _Arguments(args, kwargs)
+    arguments = Arguments(args, kwargs)
     inputs = _input_count(fn, args, kwargs) if active is None else None
     positions = [
         i
@@ -68,7 +69,7 @@ def call_jvp(callee: Any, args: tuple, tangents: tuple, kwargs: dict) -> tuple[A
     differentiable; a container argument's tangent is a container like it, None entries zero);
     the tangent None when none is given."""
     fn = _differentiable(callee)
-    arguments = _Arguments(args, kwargs)
+    arguments = Arguments(args, kwargs)
     wanted = [pair for k, t in enumerate(tangents) if t is not None for pair in arguments.paired(k, t)]
     if not wanted:
         return callee(*args, **kwargs), None
@@ -171,7 +172,7 @@ def _has_rules(op: OpSpec, kind: str) -> bool:
     return rules.__class__ is tuple or rules.__class__ is JointRules
 
 
-def _rule_pullback(call: _Direct, ans: Any, arguments: _Arguments, positions: list[int], taped: Any) -> Any:
+def _rule_pullback(call: _Direct, ans: Any, arguments: Arguments, positions: list[int], taped: Any) -> Any:
     """The pullback applying the op's vjp rules as adcore_reverse's backward pass does."""
     op, inputs, params = call.op, call.inputs, call.params
     rules = ops.registry().rules["vjp"][op.name]
@@ -267,78 +268,6 @@ def _plain(v: Any) -> bool:
         or cls is complex
         or isinstance(v, np.generic)
     )
-
-
-class _Leaf:
-    __slots__ = ("arg", "value", "float")
-
-    def __init__(self, arg: int, value: Any) -> None:
-        self.arg = arg
-        self.value = value
-        self.float = _is_float(value)
-
-
-def _is_float(v: Any) -> bool:
-    cls = v.__class__
-    if cls is float or cls is complex:
-        return True
-    dtype = getattr(v, "dtype", None)
-    return dtype is not None and getattr(dtype, "kind", "") in "fc" and not isinstance(v, type)
-
-
-class _Arguments:
-    """A call's arguments (positional, then keyword values) as leaves: the float ones are what a
-    derivative can flow through; the rest (ints, None, strings, dtypes) stay as given."""
-
-    def __init__(self, args: tuple, kwargs: dict) -> None:
-        import optree
-
-        self.leaves: list[_Leaf] = []
-        self.specs: list[tuple[int, int, Any]] = []  # per argument: first leaf, leaf count, structure
-        self.values = (*args, *kwargs.values())
-        for k, a in enumerate(self.values):
-            flat, spec = optree.tree_flatten(a, none_is_leaf=False, namespace="adcore")
-            self.specs.append((len(self.leaves), len(flat), spec))
-            self.leaves += [_Leaf(k, v) for v in flat]
-        self.nargs, self.keys = len(args), list(kwargs)
-
-    def rebuilt(self, positions: list[int], values: tuple) -> tuple[tuple, dict]:
-        """(args, kwargs) with the leaves at `positions` replaced by `values`."""
-        current = [leaf.value for leaf in self.leaves]
-        for i, v in zip(positions, values):
-            current[i] = v
-        built = [spec.unflatten(current[start : start + n]) for start, n, spec in self.specs]
-        return tuple(built[: self.nargs]), dict(zip(self.keys, built[self.nargs :]))
-
-    def paired(self, k: int, t: Any) -> list[tuple[int, Any]]:
-        """(leaf position, tangent) for argument k's float leaves, from its tangent t (a container
-        like the argument, None entries for zero)."""
-        start, n, spec = self.specs[k]
-        flat = [t] if n == 1 and spec.num_nodes == 1 else spec.flatten_up_to(_like(t, self.values[k]))
-        return [
-            (start + j, tj) for j, tj in enumerate(flat) if tj is not None and self.leaves[start + j].float
-        ]
-
-    def per_argument(self, positions: list[int], cts: list) -> tuple:
-        """One cotangent per argument from the cotangents of the leaves at `positions`."""
-        per_leaf: list[Any] = [None] * len(self.leaves)
-        for i, ct in zip(positions, cts):
-            per_leaf[i] = ct
-        result = []
-        for start, n, spec in self.specs:
-            entries = per_leaf[start : start + n]
-            result.append(None if all(e is None for e in entries) else spec.unflatten(entries))
-        return tuple(result)
-
-
-def _like(t: Any, value: Any) -> Any:
-    """A tangent container t in value's container types (a plain tuple for a namedtuple's fields)."""
-    if isinstance(value, list | tuple) and isinstance(t, list | tuple):
-        entries = [_like(ti, vi) for ti, vi in zip(t, value, strict=True)]
-        return value.__class__(*entries) if hasattr(value, "_fields") else value.__class__(entries)
-    if isinstance(value, dict) and isinstance(t, dict):
-        return {k: _like(t.get(k), v) for k, v in value.items()}
-    return t
 
 
 def _filled(g: Any, out: Any) -> Any:
@@ -442,7 +371,7 @@ def _differentiable(callee: Any) -> Any:
 # --- through the public API ---------------------------------------------------------------------------
 
 
-def _taped(fn: Any, arguments: _Arguments, positions: list[int]) -> tuple[Any, Any]:
+def _taped(fn: Any, arguments: Arguments, positions: list[int]) -> tuple[Any, Any]:
     import adcore
 
     def of_active(*values: Any) -> Any:
