@@ -53,8 +53,13 @@ __all__ = [
 def unbroadcast(g: Any, x: Any) -> Any:
     """g summed back to x's shape, as the rules sum it (adcore.extend.unbroadcast). A list or tuple x
     is refused: its `+` and `*` concatenate and repeat, which no elementwise derivative describes."""
-    if x.__class__ is list or x.__class__ is tuple:
-        raise _sequence_arithmetic()
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        if x.__class__ is list or x.__class__ is tuple:
+            raise _sequence_arithmetic()
+        shape = ()
+    if getattr(g, "shape", ()) == shape:  # the common case, at the cost of two lookups (loops of scalars)
+        return g
     return rules.unbroadcast(g, x)
 
 
