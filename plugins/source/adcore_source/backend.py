@@ -54,7 +54,7 @@ class SourceBackend(Backend):
         mode: str = "reverse",
         compile: Any = False,
     ) -> tuple[Any, Any]:
-        return _REVERSE.vjp(swapped(f, compile), args, argnums)
+        return _REVERSE.vjp(swapped(f, compile, records=True), args, argnums)
 
     def jvp(
         self,
@@ -65,7 +65,7 @@ class SourceBackend(Backend):
         mode: str = "reverse",
         compile: Any = False,
     ) -> tuple[Any, Any]:
-        return _FORWARD.jvp(swapped(f, compile), args, tangents)
+        return _FORWARD.jvp(swapped(f, compile, records=False), args, tangents)
 
 
 class SourceForward(SourceBackend):
@@ -80,26 +80,26 @@ _FORWARD_MODE = SourceForward()
 _functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def source_function(fn: Callable[..., Any], compile: Any) -> SourceFunction:
+def source_function(fn: Callable[..., Any], compile: Any, records: bool) -> SourceFunction:
     try:
         per_fn = _functions.setdefault(fn, {})
     except TypeError:  # fn cannot be weakly referenced: a new one each call
-        return SourceFunction(fn, compile)
-    sf = per_fn.get(compile)
+        return SourceFunction(fn, compile, records)
+    sf = per_fn.get((compile, records))
     if sf is None:
-        sf = per_fn[compile] = SourceFunction(fn, compile)
+        sf = per_fn[compile, records] = SourceFunction(fn, compile, records)
     return sf
 
 
-def swapped(f: Callable[..., Any], compile: Any) -> Callable[..., Any]:
+def swapped(f: Callable[..., Any], compile: Any, records: bool) -> Callable[..., Any]:
     """The engine's wrapper with the user's function inside swapped for its SourceFunction; a
     function handed directly is swapped itself."""
     if isinstance(f, functools.partial) and hasattr(f.func, "with_user_function"):
-        return functools.partial(swapped(f.func, compile), *f.args, **f.keywords)
+        return functools.partial(swapped(f.func, compile, records), *f.args, **f.keywords)
     if hasattr(f, "with_user_function"):
         fn = f.user_function
-        return f if _is_one_op(fn) else f.with_user_function(source_function(fn, compile))
-    return f if _is_one_op(f) else source_function(f, compile)
+        return f if _is_one_op(fn) else f.with_user_function(source_function(fn, compile, records))
+    return f if _is_one_op(f) else source_function(f, compile, records)
 
 
 def _is_one_op(fn: Callable[..., Any]) -> bool:

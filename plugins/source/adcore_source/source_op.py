@@ -74,8 +74,10 @@ class GeneratedCall:
 class SourceFunction:
     """fn whose derivatives come from its generated source: call it as fn, under any trace."""
 
-    def __init__(self, fn: Any, compile: bool | str = False) -> None:
-        self.fn, self.compile = fn, compile
+    def __init__(self, fn: Any, compile: bool | str = False, records: bool = True) -> None:
+        # records: its impl is the generated forward sweep, which keeps what the adjoint sweep needs;
+        # for forward mode, whose rule computes tangents from the inputs alone, fn itself
+        self.fn, self.compile, self.records = fn, compile, records
         try:
             self.signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -125,7 +127,11 @@ def _is_float(x: Any) -> bool:
 
 
 def _forward_sweep(*leaves: Any, call: GeneratedCall) -> Any:
-    """The impl: the generated forward sweep; what the adjoint sweep needs is kept on the call."""
+    """The impl: the generated forward sweep; what the adjoint sweep needs is kept on the call (in
+    forward mode, f itself: nothing to keep)."""
+    if not call.function.records:  # on copies: f may write into its parameters, which the engine froze
+        copies = tuple(x.copy() if x.__class__ is np.ndarray else x for x in leaves)
+        return _one_array(call.function.fn(*call.args_of(copies), **call.kwargs), call)
     from adcore_source import generate  # (lazily: it loads the transformation's modules)
 
     fwd, _ = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
