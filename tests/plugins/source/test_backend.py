@@ -145,3 +145,15 @@ def test_its_variants_are_its_two_modes():
     assert backend.variants == {"reverse": {"mode": "reverse"}, "forward": {"mode": "forward"}}
     assert backend.for_options({"mode": "forward"}).builds == "jvp"
     assert backend.for_options({}).builds == "vjp"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_field_of_an_ops_named_tuple_output_carries_its_derivative(mode):
+    def f(a):
+        m = np.outer(a, a) + np.diag(a)
+        e = np.linalg.eigh(m)
+        return np.sum(e.eigenvalues * e.eigenvalues)
+
+    a = np.array([1.0, 0.4, 2.0])
+    got = adcore.grad(f, backend="source", mode=mode)(a)
+    np.testing.assert_allclose(got, adcore.grad(f, backend="reverse")(a), rtol=1e-10)
