@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from adcore_source.lowering import Names
+from adcore_source.naming import Names
 
 
 @dataclass

@@ -10,7 +10,8 @@ from typing import Any
 from adcore_source.aliases import check_aliases, copy_written_params
 from adcore_source.errors import refuse
 from adcore_source.jumps import without_jumps
-from adcore_source.lowering import Names, located
+from adcore_source.lowering import located
+from adcore_source.naming import Names
 from adcore_source.parse import Parsed, local_names, parsed
 from adcore_source.statements import StatementLowerer
 
