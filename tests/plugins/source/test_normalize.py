@@ -516,7 +516,7 @@ def programs(draw) -> str:
     return "import numpy as np\n\n\ndef f(x):\n" + "\n".join(body) + "\n"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(source=programs())
 def test_random_programs_normalize_to_what_they_compute(tmp_path, source):
     path = tmp_path / "m.py"
