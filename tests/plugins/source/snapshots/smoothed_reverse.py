@@ -16,16 +16,14 @@ def smoothed_fwd(x, alpha):
     alpha = snapshot(alpha)
     alpha_times_v = None
     product = None
-    v = None
     v1_0_minus_alpha = None
-    v_gt_level = None
-    v_gt_level_stack = []
     alpha_times_v_stack = []
     v1_0_minus_alpha_stack = []
     product_stack = []
     level_stack = []
     total_stack = []
     v_stack = []
+    v_gt_level_stack = []
     # test_snapshots.py:50  level = x[0]
     level = x[0]
     # test_snapshots.py:51  total = 0.0
@@ -34,7 +32,6 @@ def smoothed_fwd(x, alpha):
     v_trips = 0
     for v in x:
         v_trips = v_trips + 1
-        v_gt_level_stack.append(v_gt_level)
         v_gt_level = v > level
         if v_gt_level:
             alpha_times_v_stack.append(alpha_times_v)
@@ -51,17 +48,19 @@ def smoothed_fwd(x, alpha):
         total_stack.append(total)
         total = total + level
         v_stack.append(v)
+        v_gt_level_stack.append(v_gt_level)
     # test_snapshots.py:58  return total
-    return (total, (v_gt_level_stack, alpha_times_v_stack, v1_0_minus_alpha_stack, product_stack, level_stack, total_stack, v_stack, alpha, alpha_times_v, level, product, v, v1_0_minus_alpha, v_gt_level, v_trips))
+    return (total, (alpha_times_v_stack, v1_0_minus_alpha_stack, product_stack, level_stack, total_stack, v_stack, v_gt_level_stack, alpha, alpha_times_v, level, product, v1_0_minus_alpha, v_trips))
 
 
 def smoothed_bwd(saved, btotal):
-    v_gt_level_stack, alpha_times_v_stack, v1_0_minus_alpha_stack, product_stack, level_stack, total_stack, v_stack, alpha, alpha_times_v, level, product, v, v1_0_minus_alpha, v_gt_level, v_trips = saved
+    alpha_times_v_stack, v1_0_minus_alpha_stack, product_stack, level_stack, total_stack, v_stack, v_gt_level_stack, alpha, alpha_times_v, level, product, v1_0_minus_alpha, v_trips = saved
     # test_snapshots.py:52  for v in x:
     balpha = zero_adjoint(alpha)
     blevel = None
     for _ in range(v_trips):
         v = v_stack.pop()
+        v_gt_level = v_gt_level_stack.pop()
         total = total_stack.pop()
         blevel = add_adjoint(blevel, unbroadcast(btotal, level))
         btotal = unbroadcast(btotal, total)
@@ -79,5 +78,4 @@ def smoothed_bwd(saved, btotal):
         else:
             level = level_stack.pop()
             blevel = unbroadcast(blevel * 0.5, level)
-        v_gt_level = v_gt_level_stack.pop()
     return (param_adjoint(balpha, alpha),)
