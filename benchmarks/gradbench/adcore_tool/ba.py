@@ -30,6 +30,9 @@ UNSUPPORTED: dict[str, str] = {
 
 N_CAM = 11  # rotation (3, angle-axis), centre (3), focal length, principal point (2), radial distortion (2)
 N_BLOCK = N_CAM + 3 + 1  # one residual row's nonzeros: camera, point, weight
+# the tools whose backend pulls back (source's default mode too): each observation's rows are its own,
+# so one pullback per residual component gives every block (a Jacobian would pull back 2p rows)
+PULLBACK_TOOLS = ("reverse", "source", "source-compiled")
 
 
 @dataclass
@@ -104,8 +107,8 @@ def objective(ba: BA) -> dict[str, Any]:
 
 def reprojection_blocks(ba: BA, cams, X) -> np.ndarray:
     """(p, 2, 15): each observation's residuals' partials by its camera, point and weight."""
-    if ba.backend == "reverse":
-        _, pullback = adcore.vjp(reprojection_error, cams, X, ba.weights, ba.feats, backend="reverse")
+    if ba.backend in PULLBACK_TOOLS:
+        _, pullback = adcore.vjp(reprojection_error, cams, X, ba.weights, ba.feats, **options(ba.backend))
         rows = []
         for component in np.eye(2):
             d_cams, d_X, d_w, _ = pullback(np.broadcast_to(component, (len(X), 2)))
@@ -122,8 +125,8 @@ def reprojection_blocks(ba: BA, cams, X) -> np.ndarray:
 
 def weight_partials(ba: BA) -> np.ndarray:
     """(p,): each weight residual's partial by its weight."""
-    if ba.backend == "reverse":
-        _, pullback = adcore.vjp(weight_error, ba.weights, backend="reverse")
+    if ba.backend in PULLBACK_TOOLS:
+        _, pullback = adcore.vjp(weight_error, ba.weights, **options(ba.backend))
         return pullback(np.ones_like(ba.weights))[0]
     return adcore.jacobian(lambda shift: weight_error(ba.weights + shift), **options(ba.backend))(0.0)
 

@@ -86,7 +86,7 @@ def test_evaluate_answers_a_failure_with_its_traceback(fake_eval: types.ModuleTy
 
 
 def test_hello_doubles_with_every_backend() -> None:
-    for backend in ("reverse", "forward", "symbolic", "numeric"):
+    for backend in backends.BACKENDS:
         answer = tool.evaluate({"module": "hello", "function": "double", "input": 3.0}, backend)
         assert answer["success"] is True and answer["output"] == pytest.approx(6.0), backend
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 import relay
-
-BACKENDS = ("reverse", "forward", "symbolic", "numeric")
+from adcore_tool.backends import BACKENDS  # every adcore tool: adcore-source and adcore-source-compiled too
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
