@@ -71,6 +71,11 @@ PRINTED = {
         "[0.5 1. ]",
         "True\n(3, 4, 4)",
     ],  # a doc op's rule
+    "source.md": [
+        "(array(0.92860417), array(1.47024732), array(1.54245301))\n" * 2,  # the source backend, the tape
+        "[0.16666667 0.5        1.         0.83333333 0.5       ]",  # in-place writes
+        "SourceTransformError the source transformation cannot take try/except",
+    ],
     "pytrees.md": ["(3, 4) float64 ()", "ndarray (5, 4) train"],
     "symbolic.md": ["-0.11079377 -0.17937937]", "S0 (-exp(-x)*sin(x) + exp(-x)*cos(x),)"],
     "numeric.md": [
