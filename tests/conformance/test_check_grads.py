@@ -49,14 +49,15 @@ def test_a_plugin_op_with_a_right_vjp_passes_and_a_wrong_one_is_named(register_p
     register_plugin(_plugin([right, wrong], vjps), "cubes")
 
     report = adcore.check_grads(lambda x: adcore.ops.cube(x), (X,))
-    assert set(report.checked) == {"reverse", "numeric"}
+    assert set(report.checked) == {"reverse", "numeric", "source"}  # source applies the vjp rules
     # forward and symbolic have no rule for the op: skipped, saying so; reverse is corroborated by numeric
     assert "no 'jvp' rule" in report.skipped["forward"] and "no 'sympy' rule" in report.skipped["symbolic"]
     assert report.references[1] == "reverse = numeric"
 
     with pytest.raises(AssertionError) as info:
         adcore.check_grads(lambda x: adcore.ops.bad_cube(x), (X,), order=1)
-    (line,) = _failures(info)
+    line, source_line = _failures(info)  # source applies the same vjp rule
+    assert source_line.startswith("  backend 'source', argument 0, order 1 (jacobian)")
     assert line.startswith(
         "  backend 'reverse', argument 0, order 1 (jacobian): worst entry d out[2] / d argument 0[2]"
     )
@@ -76,9 +77,12 @@ def test_a_custom_vjp_whose_bwd_is_off_by_a_factor_fails_on_reverse_only():
         return x**3
 
     cube.defvjp(lambda x: (x**3, x), lambda x, g: (g * 1.5 * x * x,))  # half of 3 x^2
-    with pytest.raises(AssertionError, match="on backend 'reverse':\n") as info:
+    # source (reverse mode) runs the same bwd
+    with pytest.raises(AssertionError, match="on backend 'reverse', 'source':\n") as info:
         adcore.check_grads(lambda x: anp.sum(cube(x)), (X,))
-    first, second = _failures(info)  # forward differentiates the body: right
+    first, first_source, second, second_source = _failures(info)  # forward differentiates the body: right
+    assert first_source.startswith("  backend 'source', argument 0, order 1 (jacobian)")
+    assert second_source.startswith("  backend 'source', argument 0, order 2 (second by ")
     assert first.startswith(
         "  backend 'reverse', argument 0, order 1 (jacobian): worst entry d out / d argument 0[2]"
     )
@@ -97,10 +101,14 @@ def test_a_custom_jvp_with_a_wrong_rule_fails_on_forward_and_on_reverse_which_tr
         (x,), (t,) = primals, tangents
         return x * x, 3 * x * t  # 2 x t is right
 
-    with pytest.raises(AssertionError, match="on backend 'forward', 'reverse':\n") as info:
+    with pytest.raises(AssertionError, match="on backend 'forward', 'reverse', 'source':\n") as info:
         adcore.check_grads(square, (X,), order=1)
     lines = _failures(info)
-    assert {line.split(",")[0] for line in lines} == {"  backend 'forward'", "  backend 'reverse'"}
+    assert {line.split(",")[0] for line in lines} == {
+        "  backend 'forward'",
+        "  backend 'reverse'",
+        "  backend 'source'",  # source's reverse mode transposes the jvp rule as reverse does
+    }
     # the body, differentiated by symbolic, is the reference, corroborated by numeric
     assert all("got 6, expected 4" in line and "symbolic = numeric" in line for line in lines)
 
@@ -164,7 +172,7 @@ def test_a_right_custom_vjp_passes_on_every_backend_at_order_2():
 
     stable_sigmoid.defvjp(fwd, lambda s, g: (g * s * (1 - s),))
     report = adcore.check_grads(lambda x: anp.sum(stable_sigmoid(x) ** 2), (X,))
-    assert set(report.checked) == {"forward", "numeric", "reverse", "symbolic"}
+    assert set(report.checked) == {"forward", "numeric", "reverse", "source", "symbolic"}
     assert report.checked["reverse"] == ["jacobian", "vjp", "second by forward", "second by reverse"]
     assert report.references == {1: "symbolic = reverse = forward", 2: "symbolic = reverse = forward"}
 
@@ -198,7 +206,7 @@ REAL_FUNCTIONS = {
 def test_real_functions_pass_at_orders_1_and_2_in_both_dtypes(name, dtype):
     f, args = REAL_FUNCTIONS[name]
     report = adcore.check_grads(f, args(np.dtype(dtype)))
-    assert set(report.checked) == {"forward", "numeric", "reverse", "symbolic"}
+    assert set(report.checked) == {"forward", "numeric", "reverse", "source", "symbolic"}
     assert all("second by forward" in report.checked[b] for b in ("forward", "reverse", "symbolic"))
     assert report.references[1] == report.references[2] == "symbolic = reverse = forward"
 
@@ -209,6 +217,7 @@ def test_order_1_checks_no_second_derivatives_and_a_large_rosenbrock_passes_alon
     assert report.checked == {
         "numeric": ["jacobian"],
         "reverse": ["jacobian", "vjp"],
+        "source": ["jacobian", "vjp"],
         "symbolic": ["jacobian"],
     }
     assert list(report.references) == [1]
@@ -266,7 +275,8 @@ def test_a_vjp_rule_written_with_raw_numpy_passes_order_1_and_fails_order_2(regi
     assert "reverse" in adcore.check_grads(f, (X,), order=1).checked
     with pytest.raises(AssertionError) as info:
         adcore.check_grads(f, (X,), order=2)
-    (line,) = _failures(info)
+    line, source_line = _failures(info)  # source applies the same vjp rule
+    assert source_line.startswith("  backend 'source', argument 0, order 2 (second by reverse)")
     assert line.startswith(
         "  backend 'reverse', argument 0, order 2 (second by reverse): worst entry d2 <w, out>"
     )
@@ -283,8 +293,9 @@ def test_a_custom_vjp_whose_bwd_is_not_differentiable_fails_order_2_only():
     adcore.check_grads(f, (X,), order=1)
     with pytest.raises(AssertionError) as info:
         adcore.check_grads(f, (X,))
-    (line,) = _failures(info)
+    line, source_line = _failures(info)  # source runs the same bwd
     assert "backend 'reverse', argument 0, order 2" in line
+    assert "backend 'source', argument 0, order 2" in source_line
     assert "reference: symbolic = forward" in line
 
 
