@@ -1,0 +1,444 @@
+"""Forward mode: f's A-normal form in, `def f_jvp(<params>, <d+active params>)` out.
+
+Each statement of f is copied, followed by its tangent statement (`dy = dx * cos(x)` from a
+template, `y, dy = call_jvp(...)` for other ops and dynamic callees, `y, dy = g_jvp(a, da)` for a
+user callee). What is known statically about tangents is tracked statement by statement
+(`_State`): a name whose tangent is zero has no tangent variable at all until one is needed (an
+in-place write, an append, a merge of branches or of loop iterations where it is nonzero on the
+other path); control flow is copied unchanged. The jvp takes f's parameters positionally (the
+vararg as one tuple, the keyword-only ones after them), then the tangents of the active ones in
+that order, and returns (out, dout), dout materialised as zeros when no tangent reaches out.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import linecache
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from adcore_source import forward_calls as calls
+from adcore_source.activity import active_names
+from adcore_source.errors import refuse
+from adcore_source.forward_state import State, joined
+
+# attributes that are linear in the value (their tangent is the tangent's attribute) ...
+LINEAR_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+# ... and attributes no derivative flows through
+INACTIVE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "strides"})
+
+
+def emit_forward(norm: Any, active_params: Iterable[str | int], ctx: Any) -> ast.FunctionDef:
+    """`def <f>_jvp(<params>, <d+param for each active param>): ... return out, dout` for f's
+    A-normal form `norm`; `active_params` are parameter names or positions; `ctx` binds names in
+    the generated module and transforms user callees (see generate.py). Comment markers
+    (`Expr(Constant("# file:line  source"))`) precede each block of statements from a new line of f."""
+    return _Emitter(norm, _active_names(norm, active_params), ctx).function()
+
+
+def signature_params(norm: Any) -> list[str]:
+    """f's parameters as the jvp takes them: positional ones, the vararg as a tuple, keyword-only."""
+    return [*norm.params, *([norm.vararg] if norm.vararg else []), *norm.kwonly]
+
+
+def _active_names(norm: Any, active: Iterable[str | int]) -> list[str]:
+    params = signature_params(norm)
+    names = [params[a] if isinstance(a, int) else a for a in active]
+    return [p for p in params if p in names]
+
+
+def comment_marker(text: str) -> ast.Expr:
+    """A statement generate.py turns into the comment line `text` (ast keeps no comments)."""
+    return ast.Expr(ast.Constant(text))
+
+
+class _Emitter:
+    """The emission of one function: tangent names, comment markers, the statement rules."""
+
+    def __init__(self, norm: Any, active: list[str], ctx: Any) -> None:
+        self.norm, self.active, self.ctx = norm, active, ctx
+        self.taken = _names_in(norm)
+        self.tangent_names: dict[str, str] = {}
+        self.locals = set(signature_params(norm)) | _assigned(norm.body)
+        self.mutated = _mutated(norm.body)
+        self.methods: dict[str, tuple[str, str]] = {}  # local m = x.attr: (x, attr)
+        self.last_line: int | None = None
+        self.node: ast.stmt | None = None  # the statement being emitted, for refusals
+        self.active_locals: frozenset[str] | None = None  # activity.py's, computed when needed
+
+    # --- names -------------------------------------------------------------------------------
+
+    def d(self, name: str) -> str:
+        """The tangent variable of `name`: d<name>, renamed if f already uses that name."""
+        if name not in self.tangent_names:
+            base = candidate = f"d{name}"
+            k = 1
+            while candidate in self.taken:
+                k += 1
+                candidate = f"{base}_{k}"
+            self.taken.add(candidate)
+            self.tangent_names[name] = candidate
+        return self.tangent_names[name]
+
+    def tangent_of(self, atom: ast.expr, state: State) -> ast.expr | None:
+        """The tangent of an atom as an expression, None when it is zero."""
+        if isinstance(atom, ast.Name) and atom.id in state.bound:
+            return _name(self.d(atom.id))
+        return None
+
+    def tangent_or_zero(self, atom: ast.expr, state: State) -> ast.expr:
+        t = self.tangent_of(atom, state)
+        return t if t is not None else self.zero(atom)
+
+    def zero(self, atom: ast.expr) -> ast.expr:
+        """`zero_tangent(atom)`: zeros of its shape and dtype, containers of zeros for containers."""
+        return _call(self.ctx.runtime("zero_tangent"), [copy.deepcopy(atom)])
+
+    def materialise(self, name: str, state: State) -> list[ast.stmt]:
+        """`d<name> = zero_tangent(name)`, so the tangent can be written into or passed on."""
+        if name in state.bound:
+            return []
+        if state.defined.get(name) == "maybe":
+            refuse(
+                self.node,
+                f"{name!r} assigned on some paths only, with a nonzero derivative on others",
+                f"assign {name} before the branch or loop",
+                self.norm,
+            )
+        state.bind(name, owned=True)
+        return [_assign(self.d(name), self.zero(_name(name)))]
+
+    # --- the function --------------------------------------------------------------------------
+
+    def function(self) -> ast.FunctionDef:
+        state = State()
+        for p in signature_params(self.norm):
+            state.define(p)
+        for p in self.active:
+            state.bind(p, owned=False)  # the caller's tangent: never written into
+        body = self.block(self.norm.body, state)
+        args = [ast.arg(p) for p in signature_params(self.norm)] + [ast.arg(self.d(p)) for p in self.active]
+        fn = ast.FunctionDef(
+            name=f"{_identifier(self.norm.name)}_jvp",
+            args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=body or [ast.Pass()],
+            decorator_list=[],
+            returns=None,
+            type_params=[],
+        )
+        return ast.fix_missing_locations(fn)
+
+    def block(self, stmts: list[ast.stmt], state: State) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            self.node = stmt
+            line, before = getattr(stmt, "lineno", None), self.last_line
+            new_line = line is not None and line != before
+            if new_line:  # set first: a compound statement's body comes from later lines
+                self.last_line = line
+            emitted = self.statement(stmt, state)
+            if new_line and emitted:
+                out.append(comment_marker(self.comment(line)))
+            elif new_line and self.last_line == line:  # nothing emitted for it
+                self.last_line = before
+            out += emitted
+        return out
+
+    def comment(self, line: int) -> str:
+        text = linecache.getline(self.norm.filename, line).strip()
+        return f"# {os.path.basename(self.norm.filename)}:{line}  {text}".rstrip()
+
+    def statement(self, stmt: ast.stmt, state: State) -> list[ast.stmt]:
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript):
+                return self.write(stmt, state)
+            return self.assign(stmt, state)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            return self.effect(stmt, state)
+        if isinstance(stmt, ast.If):
+            return self.if_(stmt, state)
+        if isinstance(stmt, (ast.For, ast.While)):
+            return self.loop(stmt, state)
+        if isinstance(stmt, ast.Return):
+            return self.return_(stmt, state)
+        if isinstance(stmt, (ast.Break, ast.Continue, ast.Pass)):
+            return [copy.deepcopy(stmt)]
+        refuse(
+            stmt,
+            f"the statement {type(stmt).__name__}",
+            "the forward emitter takes f's A-normal form only",
+            self.norm,
+        )
+        raise AssertionError("refuse raises")  # pragma: no cover
+
+    # --- S1: v = E ----------------------------------------------------------------------------
+
+    def assign(self, stmt: ast.Assign, state: State) -> list[ast.stmt]:
+        target = stmt.targets[0]
+        if not isinstance(target, ast.Name):
+            refuse(
+                stmt,
+                "an assignment to anything but one name",
+                "the A-normal form assigns one name",
+                self.norm,
+            )
+        y, value = target.id, stmt.value
+        pre = self.unaliased(value, y, state)
+        primal = copy.deepcopy(stmt)
+        self.methods.pop(y, None)
+        tangent, owned = self.tangent_expression(y, value, state)
+        state.define(y)
+        if isinstance(value, ast.Attribute) and value.attr not in LINEAR_ATTRIBUTES | INACTIVE_ATTRIBUTES:
+            self.methods[y] = (value.value.id, value.attr)  # called later: a dynamic call of x.attr
+        if isinstance(tangent, ast.stmt):  # y, dy = call(...): the primal runs inside
+            state.bind(y, owned=owned)
+            return pre + [tangent]
+        if tangent is None:
+            state.unbind(y)
+            return pre + [primal]
+        state.bind(y, owned=owned)
+        return pre + [primal, _assign(self.d(y), tangent)]
+
+    def unaliased(self, value: ast.expr, y: str, state: State) -> list[ast.stmt]:
+        """A name that is appended to or written into anywhere, copied into another name or a
+        container with a zero tangent, gets its tangent first: a later write through either name
+        must reach the tangent both names share, as it reaches the value both share."""
+        out: list[ast.stmt] = []
+        atoms = [value] if isinstance(value, ast.Name) else _container_atoms(value)
+        for a in atoms:
+            if isinstance(a, ast.Name) and a.id in self.locals and a.id not in state.bound:
+                if a.id in self.mutated or (isinstance(value, ast.Name) and y in self.mutated):
+                    if state.defined.get(a.id) and self.may_be_active(a.id):
+                        out += self.materialise(a.id, state)
+        return out
+
+    def may_be_active(self, name: str) -> bool:
+        if self.active_locals is None:
+            self.active_locals = active_names(self.norm, self.active)
+        return name in self.active_locals
+
+    def tangent_expression(self, y: str, value: ast.expr, state: State) -> tuple[Any, bool]:
+        """(the tangent of `y = value`: an expression, a whole statement, or None for zero; whether
+        the tangent is a fresh value no other name holds)."""
+        if isinstance(value, ast.Name):
+            if value.id in self.methods:
+                self.methods[y] = self.methods[value.id]
+            return self.tangent_of(value, state), False
+        if isinstance(value, (ast.Constant, ast.Compare)):
+            return None, False
+        if isinstance(value, ast.Subscript):
+            t = self.tangent_of(value.value, state)
+            return (None if t is None else ast.Subscript(t, copy.deepcopy(value.slice), ast.Load())), False
+        if isinstance(value, ast.Attribute):
+            return self.attribute(value, state), False
+        if isinstance(value, (ast.Tuple, ast.List)):
+            if not any(self.tangent_of(a, state) is not None for a in value.elts):
+                return None, False
+            elts = [self.tangent_or_zero(a, state) for a in value.elts]
+            return (
+                ast.Tuple(elts, ast.Load()) if isinstance(value, ast.Tuple) else ast.List(elts, ast.Load())
+            ), True
+        if isinstance(value, ast.Dict):
+            if not any(self.tangent_of(a, state) is not None for a in value.values):
+                return None, False
+            keys = [copy.deepcopy(k) for k in value.keys]
+            return ast.Dict(keys, [self.tangent_or_zero(a, state) for a in value.values]), True
+        if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Call)):
+            return calls.tangent_of_operation(self, y, value, state)
+        refuse(
+            value,
+            f"the expression {type(value).__name__}",
+            "the forward emitter takes f's A-normal form only",
+            self.norm,
+        )
+        raise AssertionError("refuse raises")  # pragma: no cover
+
+    def attribute(self, value: ast.Attribute, state: State) -> ast.expr | None:
+        t = self.tangent_of(value.value, state)
+        if t is None or value.attr in INACTIVE_ATTRIBUTES:
+            return None
+        if value.attr in LINEAR_ATTRIBUTES:
+            return ast.Attribute(t, value.attr, ast.Load())
+        return None  # a method of a value with a tangent: its call is a dynamic call (forward_calls)
+
+    # --- S2: v[I] = a, S3: v.append(a) -----------------------------------------------------------
+
+    def write(self, stmt: ast.Assign, state: State) -> list[ast.stmt]:
+        target = stmt.targets[0]
+        if not isinstance(target.value, ast.Name):
+            refuse(
+                stmt,
+                "a write into anything but a subscript of a name",
+                "the A-normal form writes x[i] = a",
+                self.norm,
+            )
+        v, a = target.value.id, stmt.value
+        da = self.tangent_of(a, state)
+        out: list[ast.stmt] = [copy.deepcopy(stmt)]
+        if da is None and v not in state.bound:
+            return out
+        out += self.materialise(v, state)
+        out += self.owned(v, state)
+        dv_i = ast.Subscript(_name(self.d(v)), copy.deepcopy(target.slice), ast.Store())
+        out.append(ast.Assign([dv_i], da if da is not None else self.zero(a)))
+        return out
+
+    def owned(self, name: str, state: State) -> list[ast.stmt]:
+        """`dv = dv.copy()` before the first write into a tangent other names may hold."""
+        if name in state.owned:
+            return []
+        state.bind(name, owned=True)
+        return [
+            _assign(self.d(name), ast.Call(ast.Attribute(_name(self.d(name)), "copy", ast.Load()), [], []))
+        ]
+
+    def effect(self, stmt: ast.Expr, state: State) -> list[ast.stmt]:
+        call = stmt.value
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("append", "extend")
+            and isinstance(func.value, ast.Name)
+        ):
+            v, (a,) = func.value.id, call.args
+            da = self.tangent_of(a, state)
+            out: list[ast.stmt] = [copy.deepcopy(stmt)]
+            if da is None and v not in state.bound:
+                return out
+            if v not in state.bound:  # materialised before the append: the list as it was
+                out = self.materialise(v, state) + out
+            out += self.owned(v, state)
+            dt = da if da is not None else self.zero(a)
+            out.append(ast.Expr(ast.Call(ast.Attribute(_name(self.d(v)), func.attr, ast.Load()), [dt], [])))
+            return out
+        return [copy.deepcopy(stmt)]  # a call for its effect alone: no derivative flows out of it
+
+    # --- S4..S8: control flow ------------------------------------------------------------------
+
+    def if_(self, stmt: ast.If, state: State) -> list[ast.stmt]:
+        then_state, else_state = state.copy(), state.copy()
+        body = self.block(stmt.body, then_state)
+        orelse = self.block(stmt.orelse, else_state)
+        merged = joined(then_state, else_state)
+        body += self.materialise_all(merged.bound - then_state.bound, then_state)
+        orelse += self.materialise_all(merged.bound - else_state.bound, else_state)
+        state.replace(joined(then_state, else_state))
+        return [ast.If(copy.deepcopy(stmt.test), body or [ast.Pass()], orelse)]
+
+    def materialise_all(self, names: Iterable[str], state: State) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for name in sorted(names):
+            if state.defined.get(name):  # undefined on this path: its tangent is never read here
+                out += self.materialise(name, state)
+        return out
+
+    def loop(self, stmt: ast.For | ast.While, state: State) -> list[ast.stmt]:
+        if stmt.orelse:
+            refuse(stmt, "a loop with an else clause", "the A-normal form has none", self.norm)
+        pre: list[ast.stmt] = []
+        for name in sorted(_written(stmt.body) & (state.bound - state.owned)):
+            pre += self.owned(name, state)
+        target = stmt.target.id if isinstance(stmt, ast.For) else None
+        iterated = self.tangent_of(stmt.iter, state) if isinstance(stmt, ast.For) else None
+        head, last_line = state.copy(), self.last_line
+        while True:  # the state at the loop's head: a fixpoint over the iterations
+            self.last_line = last_line
+            inner = head.copy()
+            if target is not None:
+                inner.define(target)
+                inner.bind(target, owned=False) if iterated is not None else inner.unbind(target)
+            body = self.block(stmt.body, inner)
+            after = joined(head, inner)
+            if after.same(head):
+                break
+            head = after
+        pre += self.materialise_all(head.bound - state.bound, state)
+        body = self.at_end(body, self.materialise_all(head.bound - inner.bound, inner))
+        state.replace(head)
+        if isinstance(stmt, ast.While):
+            return pre + [ast.While(copy.deepcopy(stmt.test), body, [])]
+        if iterated is None:
+            return pre + [ast.For(copy.deepcopy(stmt.target), copy.deepcopy(stmt.iter), body, [])]
+        both = ast.Tuple([copy.deepcopy(stmt.target), _name(self.d(target), ast.Store())], ast.Store())
+        zipped = _call("zip", [copy.deepcopy(stmt.iter), iterated])
+        return pre + [ast.For(both, zipped, body, [])]
+
+    @staticmethod
+    def at_end(body: list[ast.stmt], extra: list[ast.stmt]) -> list[ast.stmt]:
+        """`extra` at the end of a loop body, before its closing `if flag: break` (S7)."""
+        if (
+            body
+            and isinstance(body[-1], ast.If)
+            and body[-1].body
+            and isinstance(body[-1].body[0], ast.Break)
+        ):
+            return body[:-1] + extra + body[-1:]
+        return body + extra
+
+    def return_(self, stmt: ast.Return, state: State) -> list[ast.stmt]:
+        value = stmt.value if stmt.value is not None else ast.Constant(None)
+        dout = self.tangent_or_zero(value, state)
+        return [ast.Return(ast.Tuple([copy.deepcopy(value), dout], ast.Load()))]
+
+
+# --- small AST builders and walks ------------------------------------------------------------
+
+
+def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
+    return ast.Name(id_, ctx or ast.Load())
+
+
+def _call(func: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(_name(func), args, [])
+
+
+def _assign(target: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign([_name(target, ast.Store())], value)
+
+
+def _identifier(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
+    return cleaned or "function"
+
+
+def _container_atoms(value: ast.expr) -> list[ast.expr]:
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return list(value.elts)
+    if isinstance(value, ast.Dict):
+        return list(value.values)
+    return []
+
+
+def _names_in(norm: Any) -> set[str]:
+    names = set(signature_params(norm)) | set(getattr(norm, "namespace", {}) or {})
+    for stmt in norm.body:
+        names |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    return names
+
+
+def _assigned(stmts: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+    return out
+
+
+def _written(stmts: list[ast.stmt]) -> set[str]:
+    """The names written into in place (x[i] = a, x.append(a)) in these statements."""
+    out: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+                if isinstance(node.targets[0].value, ast.Name):
+                    out.add(node.targets[0].value.id)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name):
+                    out.add(node.func.value.id)
+    return out
+
+
+_mutated = _written
