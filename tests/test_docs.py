@@ -89,6 +89,7 @@ PRINTED = {
         "forward: jacobian, jvp, second by forward, second by reverse\n"
         "numeric: jacobian, second, numeric over numeric\n"
         "reverse: jacobian, vjp, second by forward, second by reverse\n"
+        "source: jacobian, vjp, second by forward, second by reverse\n"
         "symbolic: jacobian, second by forward, second by reverse\n"
         "order 1 reference: symbolic = reverse = forward\n"
         "order 2 reference: symbolic = reverse = forward\n"

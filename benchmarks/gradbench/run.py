@@ -35,10 +35,7 @@ from adcore_tool.backends import BACKENDS  # noqa: E402
 from adcore_tool.run import EVALS  # noqa: E402
 from relay import UPSTREAM_PYTHON, Exchange, Session, relay  # noqa: E402
 
-# the tools a run runs unless told (adcore_tool.backends has them all: --tools adcore-source ...)
-ADCORE_TOOLS = tuple(
-    f"adcore-{name}" for name in BACKENDS if name in ("reverse", "forward", "symbolic", "numeric")
-)
+ADCORE_TOOLS = tuple(f"adcore-{name}" for name in BACKENDS)  # adcore_tool.backends' tools
 PEERS = {
     "pytorch": "torch",
     "jax": "jax",

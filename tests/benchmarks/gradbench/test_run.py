@@ -277,4 +277,4 @@ def test_quick_run_of_every_eval_validates(tmp_path: Path) -> None:
     )
     assert {r["eval"] for r in rows if r["tool"] == "adcore-reverse"} == set(ADCORE_EVALS)
     assert result.returncode == 0, result.stdout + result.stderr
-    print(f"quick run of {len(ADCORE_EVALS)} evals × 4 adcore tools: {wall_s:.0f} s")
+    print(f"quick run of {len(ADCORE_EVALS)} evals × {len(runner.ADCORE_TOOLS)} adcore tools: {wall_s:.0f} s")
