@@ -61,6 +61,7 @@ class _Emitter:
         self.norm, self.active, self.ctx = norm, active, ctx
         self.taken = _names_in(norm)
         self.tangent_names: dict[str, str] = {}
+        self.result_names: dict[int, str] = {}  # id of a statement `y = y * a` -> y's new name
         self.locals = set(signature_params(norm)) | _assigned(norm.body)
         self.mutated = _mutated(norm.body)
         self.methods: dict[str, tuple[str, str]] = {}  # local m = x.attr: (x, attr)
@@ -69,6 +70,15 @@ class _Emitter:
         self.active_locals: frozenset[str] | None = None  # activity.py's, computed when needed
 
     # --- names -------------------------------------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        """A local name f does not use, `base` if free."""
+        candidate, k = base, 1
+        while candidate in self.taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.taken.add(candidate)
+        return candidate
 
     def d(self, name: str) -> str:
         """The tangent variable of `name`: d<name>, renamed if f already uses that name."""
@@ -185,6 +195,17 @@ class _Emitter:
                 self.norm,
             )
         y, value = target.id, stmt.value
+        operation = (ast.BinOp, ast.UnaryOp, ast.Call, ast.Tuple, ast.List, ast.Dict)
+        if isinstance(value, operation) and y in _operand_names(value):
+            # y = y * a: the tangent reads y as the operand and as the result (or zero_tangent(y) in
+            # [y, a]), so the result gets a name of its own first (y_new = y * a; dy_new = ...;
+            # y = y_new; dy = dy_new)
+            if id(stmt) not in self.result_names:  # one name per statement (loops emit twice)
+                self.result_names[id(stmt)] = self.fresh(f"{y}_new")
+            fresh = self.result_names[id(stmt)]
+            first = ast.Assign([_name(fresh, ast.Store())], value, lineno=stmt.lineno)
+            then = ast.Assign([_name(y, ast.Store())], _name(fresh), lineno=stmt.lineno)
+            return self.assign(first, state) + self.assign(then, state)
         pre = self.unaliased(value, y, state)
         primal = copy.deepcopy(stmt)
         self.methods.pop(y, None)
@@ -343,7 +364,7 @@ class _Emitter:
         target = stmt.target.id if isinstance(stmt, ast.For) else None
         iterated = self.tangent_of(stmt.iter, state) if isinstance(stmt, ast.For) else None
         head, last_line = state.copy(), self.last_line
-        while True:  # the state at the loop's head: a fixpoint over the iterations
+        for _ in range(3 * len(self.locals) + 3):  # the state at the loop's head: a fixpoint (monotone)
             self.last_line = last_line
             inner = head.copy()
             if target is not None:
@@ -354,6 +375,8 @@ class _Emitter:
             if after.same(head):
                 break
             head = after
+        else:  # pragma: no cover
+            raise AssertionError("the forward emitter's loop state did not settle (a bug in adcore-source)")
         pre += self.materialise_all(head.bound - state.bound, state)
         body = self.at_end(body, self.materialise_all(head.bound - inner.bound, inner))
         state.replace(head)
@@ -401,6 +424,10 @@ def _assign(target: str, value: ast.expr) -> ast.Assign:
 def _identifier(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
     return cleaned or "function"
+
+
+def _operand_names(value: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _container_atoms(value: ast.expr) -> list[ast.expr]:
