@@ -213,8 +213,11 @@ class _Emitter:
         state.define(y)
         if isinstance(value, ast.Attribute) and value.attr not in LINEAR_ATTRIBUTES | INACTIVE_ATTRIBUTES:
             self.methods[y] = (value.value.id, value.attr)  # called later: a dynamic call of x.attr
-        if isinstance(tangent, ast.stmt):  # y, dy = call(...): the primal runs inside
-            state.bind(y, owned=owned)
+        if isinstance(tangent, ast.stmt):  # y, dy = call(...) (or y = g_jvp(...)[0]): the primal runs inside
+            if isinstance(tangent.targets[0], ast.Tuple):
+                state.bind(y, owned=owned)
+            else:
+                state.unbind(y)
             return pre + [tangent]
         if tangent is None:
             state.unbind(y)
