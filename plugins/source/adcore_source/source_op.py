@@ -14,7 +14,7 @@ import inspect
 import itertools
 import re
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,15 +31,13 @@ _numbers = itertools.count()
 
 class GeneratedCall:
     """One call's static part, the op's one param: the function, which positional arguments are
-    differentiated (their leaves are the op's inputs), the others, and what the forward sweep
+    differentiated (their traced leaves are the op's inputs), the others, and what the forward sweep
     left for the adjoint sweep."""
 
-    __slots__ = ("function", "active", "treedefs", "arguments", "kwargs", "saved", "saved_for", "out_def")
+    __slots__ = ("function", "active", "parts", "arguments", "kwargs", "saved", "saved_for", "out_def")
 
-    def __init__(
-        self, function: SourceFunction, active: tuple, treedefs: tuple, arguments: list, kwargs: dict
-    ):
-        self.function, self.active, self.treedefs = function, active, treedefs
+    def __init__(self, function: SourceFunction, active: tuple, parts: tuple, arguments: list, kwargs: dict):
+        self.function, self.active, self.parts = function, active, parts
         self.arguments, self.kwargs = arguments, kwargs  # the static ones in place, the active ones None
         self.saved: Any = None
         self.saved_for: tuple = ()  # the inputs the forward sweep ran on
@@ -47,28 +45,47 @@ class GeneratedCall:
 
     def args_of(self, leaves: tuple) -> list:
         """Every positional argument, the differentiated ones rebuilt from the op's inputs."""
-        args, start = list(self.arguments), 0
-        for i, td in zip(self.active, self.treedefs):
-            args[i] = adcore.tree.unflatten(td, leaves[start : start + td.num_leaves])
-            start += td.num_leaves
+        args = list(self.arguments)
+        for i, values in zip(self.active, self.per_argument(leaves)):
+            args[i] = values
         return args
+
+    def per_argument(self, leaves: tuple, fill: Any = None) -> list:
+        """Each active argument's pytree, its traced leaves from `leaves` and its other leaves (an
+        int in a dict of parameters) as they were, or `fill(leaf)` where given."""
+        out, start = [], 0
+        for part in self.parts:
+            full = list(part.leaves) if fill is None else [fill(x) for x in part.leaves]
+            for k in part.traced:
+                full[k] = leaves[start]
+                start += 1
+            out.append(adcore.tree.unflatten(part.treedef, full))
+        return out
 
     def leaves_of(self, values: tuple) -> list:
         """The adjoint sweep's result (a pytree per active argument, None for zero) as the op's inputs'
         cotangents, leaf for leaf."""
         out = []
-        for value, td in zip(values, self.treedefs):
+        for value, part in zip(values, self.parts):
             if value is None:
-                out += [None] * td.num_leaves
+                out += [None] * len(part.traced)
                 continue
             leaves = adcore.tree.flatten(value)[0]
-            if len(leaves) != td.num_leaves:
+            if len(leaves) != len(part.leaves):
                 raise InvalidOutputError(
                     f"backend 'source': the adjoint of an argument of {self.function.fn.__name__!r} has "
-                    f"{len(leaves)} leaves, its argument {td.num_leaves} (a bug in adcore-source)"
+                    f"{len(leaves)} leaves, its argument {len(part.leaves)} (a bug in adcore-source)"
                 )
-            out += leaves
+            out += [leaves[k] for k in part.traced]
         return out
+
+
+class _Part(NamedTuple):
+    """An active argument: its structure, its leaves, and which of them are traced."""
+
+    treedef: Any
+    leaves: list
+    traced: tuple
 
 
 class SourceFunction:
@@ -97,15 +114,18 @@ class SourceFunction:
         if kwargs and self.signature is not None:  # keyword arguments in their positions
             bound = self.signature.bind(*args, **kwargs)
             args, kwargs = bound.args, bound.kwargs
-        active, treedefs, leaves, arguments = [], [], [], list(args)
+        active, parts, leaves, arguments = [], [], [], list(args)
         for i, arg in enumerate(args):
             flat, td = adcore.tree.flatten(arg)
-            if flat and all(_is_float(x) for x in flat):
+            # differentiated: the traced leaves of an argument; a plain one (the data X) is a
+            # constant to every trace, and its adjoint would be computed only to be dropped
+            traced = tuple(k for k, x in enumerate(flat) if isinstance(x, Tracer))
+            if traced:
                 active.append(i)
-                treedefs.append(td)
-                leaves += flat
+                parts.append(_Part(td, [None if k in traced else x for k, x in enumerate(flat)], traced))
+                leaves += [flat[k] for k in traced]
                 arguments[i] = None
-        call = GeneratedCall(self, tuple(active), tuple(treedefs), arguments, kwargs)
+        call = GeneratedCall(self, tuple(active), tuple(parts), arguments, kwargs)
         if not leaves:  # nothing to differentiate: the function itself
             return self.fn(*args, **kwargs)
         out = bind(self.op, *leaves, call=call)
@@ -154,6 +174,11 @@ def _adjoint_sweep(g: Any, ans: Any, *leaves: Any, call: GeneratedCall) -> list:
     return call.leaves_of(tuple(adjoints))
 
 
+def _zero_tangent(leaf: Any) -> Any:
+    """The tangent of a leaf no trace differentiates: zeros of its shape, in its dtype if a float."""
+    return np.zeros_like(leaf, dtype=np.result_type(leaf) if _is_float(leaf) else float)
+
+
 def _same(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
@@ -168,10 +193,7 @@ def _tangents(ts: list, ans: Any, *leaves: Any, call: GeneratedCall) -> Any:
     rows = []
     for b in range(batch):
         seeds = [anp.zeros_like(x) if t is None else t[b] for t, x in zip(ts, leaves)]
-        tangents, start = [], 0
-        for td in call.treedefs:
-            tangents.append(adcore.tree.unflatten(td, seeds[start : start + td.num_leaves]))
-            start += td.num_leaves
+        tangents = call.per_argument(seeds, fill=_zero_tangent)
         _, tangent_out = jvp(tuple(args), tuple(tangents), call.kwargs)
         rows.append(_one_array(tangent_out, call, check=False))
     return anp.stack(rows)

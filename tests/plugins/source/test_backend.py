@@ -157,3 +157,19 @@ def test_a_field_of_an_ops_named_tuple_output_carries_its_derivative(mode):
     a = np.array([1.0, 0.4, 2.0])
     got = adcore.grad(f, backend="source", mode=mode)(a)
     np.testing.assert_allclose(got, adcore.grad(f, backend="reverse")(a), rtol=1e-10)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_data_passed_as_an_argument_is_a_constant_and_either_argument_can_be_differentiated(mode):
+    def f(params, x, layers):
+        y = x
+        for _ in range(layers):
+            y = np.tanh(y * params["w"] + params["b"])
+        return np.sum(y)
+
+    params = {"w": np.array([0.5, -1.5, 2.0]), "b": np.array(0.1)}
+    for argnums in (0, 1, (0, 1)):
+        got = adcore.grad(f, argnums=argnums, backend="source", mode=mode)(params, X, 2)
+        want = adcore.grad(f, argnums=argnums, backend="reverse")(params, X, 2)
+        for g, w in zip(adcore.tree.leaves(got), adcore.tree.leaves(want)):
+            np.testing.assert_allclose(g, w, rtol=1e-13)
