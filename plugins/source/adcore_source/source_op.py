@@ -150,7 +150,7 @@ def _forward_sweep(*leaves: Any, call: GeneratedCall) -> Any:
     """The impl: the generated forward sweep; what the adjoint sweep needs is kept on the call (in
     forward mode, f itself: nothing to keep)."""
     if not call.function.records:  # on copies: f may write into its parameters, which the engine froze
-        copies = tuple(x.copy() if x.__class__ is np.ndarray else x for x in leaves)
+        copies = tuple(x.copy(order="K") if x.__class__ is np.ndarray else x for x in leaves)
         return _one_array(call.function.fn(*call.args_of(copies), **call.kwargs), call)
     from adcore_source import generate  # (lazily: it loads the transformation's modules)
 
