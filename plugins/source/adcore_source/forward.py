@@ -24,10 +24,10 @@ from adcore_source.activity import active_names
 from adcore_source.errors import refuse
 from adcore_source.forward_state import State, joined
 
-# attributes that are linear in the value (their tangent is the tangent's attribute) ...
-LINEAR_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
-# ... and attributes no derivative flows through
-INACTIVE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "strides"})
+# attributes of arrays that are values, not methods
+LINEAR_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
+# attributes no derivative flows through
+INACTIVE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "strides", "flags"})
 
 
 def emit_forward(norm: Any, active_params: Iterable[str | int], ctx: Any) -> ast.FunctionDef:
@@ -61,6 +61,7 @@ class _Emitter:
         self.norm, self.active, self.ctx = norm, active, ctx
         self.taken = _names_in(norm)
         self.tangent_names: dict[str, str] = {}
+        self.tangent_statements: set[int] = set()  # ids of the `dy = <expression>` statements
         self.result_names: dict[int, str] = {}  # id of a statement `y = y * a` -> y's new name
         self.locals = set(signature_params(norm)) | _assigned(norm.body)
         self.mutated = _mutated(norm.body)
@@ -92,6 +93,12 @@ class _Emitter:
             self.tangent_names[name] = candidate
         return self.tangent_names[name]
 
+    def tangent_statement(self, name: str, value: ast.expr) -> ast.Assign:
+        """`d<name> = value`, a statement dead_tangents may drop if nothing reads d<name>."""
+        stmt = _assign(self.d(name), value)
+        self.tangent_statements.add(id(stmt))
+        return stmt
+
     def tangent_of(self, atom: ast.expr, state: State) -> ast.expr | None:
         """The tangent of an atom as an expression, None when it is zero."""
         if isinstance(atom, ast.Name) and atom.id in state.bound:
@@ -118,7 +125,7 @@ class _Emitter:
                 self.norm,
             )
         state.bind(name, owned=True)
-        return [_assign(self.d(name), self.zero(_name(name)))]
+        return [self.tangent_statement(name, self.zero(_name(name)))]
 
     # --- the function --------------------------------------------------------------------------
 
@@ -138,6 +145,7 @@ class _Emitter:
             returns=None,
             type_params=[],
         )
+        _drop_dead_tangents(fn, self.tangent_statements)
         return ast.fix_missing_locations(fn)
 
     def block(self, stmts: list[ast.stmt], state: State) -> list[ast.stmt]:
@@ -205,7 +213,10 @@ class _Emitter:
             fresh = self.result_names[id(stmt)]
             first = ast.Assign([_name(fresh, ast.Store())], value, lineno=stmt.lineno)
             then = ast.Assign([_name(y, ast.Store())], _name(fresh), lineno=stmt.lineno)
-            return self.assign(first, state) + self.assign(then, state)
+            out = self.assign(first, state) + self.assign(then, state)
+            state.unbind(fresh)  # read once, here: its tangent is never needed again
+            state.defined.pop(fresh, None)
+            return out
         pre = self.unaliased(value, y, state)
         primal = copy.deepcopy(stmt)
         self.methods.pop(y, None)
@@ -223,7 +234,7 @@ class _Emitter:
             state.unbind(y)
             return pre + [primal]
         state.bind(y, owned=owned)
-        return pre + [primal, _assign(self.d(y), tangent)]
+        return pre + [primal, self.tangent_statement(y, tangent)]
 
     def unaliased(self, value: ast.expr, y: str, state: State) -> list[ast.stmt]:
         """A name that is appended to or written into anywhere, copied into another name or a
@@ -283,9 +294,9 @@ class _Emitter:
         t = self.tangent_of(value.value, state)
         if t is None or value.attr in INACTIVE_ATTRIBUTES:
             return None
-        if value.attr in LINEAR_ATTRIBUTES:
-            return ast.Attribute(t, value.attr, ast.Load())
-        return None  # a method of a value with a tangent: its call is a dynamic call (forward_calls)
+        # x.T, x.real, a field of a named tuple: the tangent's own; x.sum, a method: the tangent's
+        # method, never called (the call of x.sum is a dynamic call with x first, forward_calls)
+        return ast.Attribute(t, value.attr, ast.Load())
 
     # --- S2: v[I] = a, S3: v.append(a) -----------------------------------------------------------
 
@@ -407,6 +418,43 @@ class _Emitter:
         value = stmt.value if stmt.value is not None else ast.Constant(None)
         dout = self.tangent_or_zero(value, state)
         return [ast.Return(ast.Tuple([copy.deepcopy(value), dout], ast.Load()))]
+
+
+def _drop_dead_tangents(fn: ast.FunctionDef, removable: set[int]) -> None:
+    """Remove the tangent statements `dy = ...` whose dy nothing reads (a tangent of a value that
+    does not reach the output), until none is left; a block left empty gets `pass`."""
+    while True:
+        read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        dropped = False
+        for node in ast.walk(fn):
+            for field in ("body", "orelse"):
+                block = getattr(node, field, None)
+                if not isinstance(block, list):
+                    continue
+                kept = [s for s in block if id(s) not in removable or s.targets[0].id in read]
+                if len(kept) != len(block):
+                    dropped = True
+                    kept = _without_dangling_comments(kept)
+                    setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+        if not dropped:
+            return
+
+
+def _without_dangling_comments(block: list[ast.stmt]) -> list[ast.stmt]:
+    """A comment marker followed by another marker or nothing has lost its statements."""
+    out = []
+    for k, s in enumerate(block):
+        marker = (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+        )
+        if marker and (k + 1 == len(block) or _is_marker(block[k + 1])):
+            continue
+        out.append(s)
+    return out
+
+
+def _is_marker(s: ast.stmt) -> bool:
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
 
 
 # --- small AST builders and walks ------------------------------------------------------------

@@ -356,3 +356,13 @@ def test_float32_stays_float32():
     assert out.dtype == np.float32 and dout.dtype == np.float32
     out, dout, _ = check(cumulative, x, twin=cumulative_twin)
     assert dout.dtype == out.dtype
+
+
+def eigenvalue_energy(a):
+    m = np.outer(a, a) + np.diag(a)
+    e = np.linalg.eigh(m)
+    return np.sum(e.eigenvalues * e.eigenvalues)
+
+
+def test_a_field_of_a_named_tuple_output_carries_its_tangent():
+    check(eigenvalue_energy, np.array([1.0, 0.4, 2.0]))
