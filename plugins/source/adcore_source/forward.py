@@ -61,7 +61,7 @@ class _Emitter:
         self.norm, self.active, self.ctx = norm, active, ctx
         self.taken = _names_in(norm)
         self.tangent_names: dict[str, str] = {}
-        self.tangent_statements: set[int] = set()  # ids of the `dy = <expression>` statements
+        self.tangent_statements: dict[int, ast.Assign] = {}  # the `dy = <expression>` statements
         self.result_names: dict[int, str] = {}  # id of a statement `y = y * a` -> y's new name
         self.locals = set(signature_params(norm)) | _assigned(norm.body)
         self.mutated = _mutated(norm.body)
@@ -96,7 +96,7 @@ class _Emitter:
     def tangent_statement(self, name: str, value: ast.expr) -> ast.Assign:
         """`d<name> = value`, a statement dead_tangents may drop if nothing reads d<name>."""
         stmt = _assign(self.d(name), value)
-        self.tangent_statements.add(id(stmt))
+        self.tangent_statements[id(stmt)] = stmt  # held: ids of dropped loop drafts are reused
         return stmt
 
     def tangent_of(self, atom: ast.expr, state: State) -> ast.expr | None:
@@ -420,7 +420,7 @@ class _Emitter:
         return [ast.Return(ast.Tuple([copy.deepcopy(value), dout], ast.Load()))]
 
 
-def _drop_dead_tangents(fn: ast.FunctionDef, removable: set[int]) -> None:
+def _drop_dead_tangents(fn: ast.FunctionDef, removable: dict[int, ast.Assign]) -> None:
     """Remove the tangent statements `dy = ...` whose dy nothing reads (a tangent of a value that
     does not reach the output), until none is left; a block left empty gets `pass`."""
     while True:
@@ -431,7 +431,7 @@ def _drop_dead_tangents(fn: ast.FunctionDef, removable: set[int]) -> None:
                 block = getattr(node, field, None)
                 if not isinstance(block, list):
                     continue
-                kept = [s for s in block if id(s) not in removable or s.targets[0].id in read]
+                kept = [s for s in block if removable.get(id(s)) is not s or s.targets[0].id in read]
                 if len(kept) != len(block):
                     dropped = True
                     kept = _without_dangling_comments(kept)
