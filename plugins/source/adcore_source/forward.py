@@ -94,7 +94,7 @@ class _Emitter:
         return self.tangent_names[name]
 
     def tangent_statement(self, name: str, value: ast.expr) -> ast.Assign:
-        """`d<name> = value`, a statement dead_tangents may drop if nothing reads d<name>."""
+        """`d<name> = value`, a statement _drop_dead_code may drop if nothing reads d<name>."""
         stmt = _assign(self.d(name), value)
         self.tangent_statements[id(stmt)] = stmt  # held: ids of dropped loop drafts are reused
         return stmt
@@ -145,7 +145,7 @@ class _Emitter:
             returns=None,
             type_params=[],
         )
-        _drop_dead_tangents(fn, self.tangent_statements)
+        _drop_dead_code(fn, self.tangent_statements)
         return ast.fix_missing_locations(fn)
 
     def block(self, stmts: list[ast.stmt], state: State) -> list[ast.stmt]:
@@ -219,6 +219,8 @@ class _Emitter:
             return out
         pre = self.unaliased(value, y, state)
         primal = copy.deepcopy(stmt)
+        if self.pure(value):  # dropped at the end if nothing reads y
+            self.tangent_statements[id(primal)] = primal
         self.methods.pop(y, None)
         tangent, owned = self.tangent_expression(y, value, state)
         state.define(y)
@@ -235,6 +237,18 @@ class _Emitter:
             return pre + [primal]
         state.bind(y, owned=owned)
         return pre + [primal, self.tangent_statement(y, tangent)]
+
+    def pure(self, value: ast.expr) -> bool:
+        """Whether computing value has no effect (arithmetic, reads, displays, a tier-1 op)."""
+        if isinstance(value, ast.Call):
+            if not isinstance(value.func, ast.Name) or value.func.id not in self.norm.namespace:
+                return False
+            obj = self.norm.namespace[value.func.id]
+            return (
+                calls.resolve.callee_kind(obj, len(value.args), [k.arg for k in value.keywords]).kind
+                == "template"
+            )
+        return not isinstance(value, ast.Attribute) or value.attr in LINEAR_ATTRIBUTES | INACTIVE_ATTRIBUTES
 
     def unaliased(self, value: ast.expr, y: str, state: State) -> list[ast.stmt]:
         """A name that is appended to or written into anywhere, copied into another name or a
@@ -420,9 +434,10 @@ class _Emitter:
         return [ast.Return(ast.Tuple([copy.deepcopy(value), dout], ast.Load()))]
 
 
-def _drop_dead_tangents(fn: ast.FunctionDef, removable: dict[int, ast.Assign]) -> None:
-    """Remove the tangent statements `dy = ...` whose dy nothing reads (a tangent of a value that
-    does not reach the output), until none is left; a block left empty gets `pass`."""
+def _drop_dead_code(fn: ast.FunctionDef, removable: dict[int, ast.Assign]) -> None:
+    """Remove the tangent statements `dy = ...` and the primal ones without effect `y = a * b` whose
+    name nothing reads (a value or tangent that does not reach the output), until none is left; a
+    block left empty gets `pass`."""
     while True:
         read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         dropped = False
