@@ -130,6 +130,8 @@ class _Emitter:
     # --- the function --------------------------------------------------------------------------
 
     def function(self) -> ast.FunctionDef:
+        # activity refuses what would drop a derivative (float(x), x.item() of an active x)
+        self.active_locals = active_names(self.norm, self.active)
         state = State()
         for p in signature_params(self.norm):
             state.define(p)
