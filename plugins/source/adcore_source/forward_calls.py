@@ -50,6 +50,11 @@ def _call(em: Any, y: str, call: ast.Call, state: State) -> tuple[Any, bool]:
     receiver_tangent = em.tangent_of(ast.Name(receiver[0], ast.Load()), state) if receiver else None
     if all(t is None for t in [*tangents, *keyword_tangents, receiver_tangent]):
         return None, False
+    if c not in em.locals and not _has_starred(call):
+        user = resolve.callee_kind(em.norm.namespace[c])
+        bound = _bound_call(em, user.value, call) if user.kind == "user" else None
+        if bound is not None:
+            return _user(em, y, bound, user.value, state)
     if any(t is not None for t in keyword_tangents):
         refuse(call, f"a value with a derivative passed to {c}() by keyword", "pass it positionally", em.norm)
     if c in em.locals:  # a dynamic callee, resolved at run time by call_jvp
@@ -190,6 +195,30 @@ def _positionally(em: Any, call: ast.Call, params: list[str]) -> ast.Call:
         args[params.index(k.arg)] = k.value
     if any(a is None or isinstance(a, ast.Starred) for a in args):
         refuse(call, f"the call of {call.func.id}() with defaults or *args", "pass every argument", em.norm)
+    return ast.Call(call.func, args, [])
+
+
+def _bound_call(em: Any, fn: Any, call: ast.Call) -> ast.Call | None:
+    """The call of user function fn with every parameter given positionally: keywords put in their
+    places, defaults bound in the module; None if fn takes *args, keyword-only or **kwargs."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not all(p.kind in plain for p in params) or len(call.args) > len(params):
+        return None
+    names = [p.name for p in params]
+    args: list[Any] = list(call.args) + [None] * (len(params) - len(call.args))
+    for k in call.keywords:
+        if k.arg is None or k.arg not in names or args[names.index(k.arg)] is not None:
+            return None
+        args[names.index(k.arg)] = k.value
+    for i, p in enumerate(params):
+        if args[i] is None:
+            if p.default is inspect.Parameter.empty:
+                return None
+            args[i] = ast.Name(em.ctx.bind(f"{p.name}_default", p.default), ast.Load())
     return ast.Call(call.func, args, [])
 
 

@@ -366,3 +366,16 @@ def eigenvalue_energy(a):
 
 def test_a_field_of_a_named_tuple_output_carries_its_tangent():
     check(eigenvalue_energy, np.array([1.0, 0.4, 2.0]))
+
+
+def shifted(u, shift=0.5, scale=2.0):
+    return np.sin(u) * scale + shift
+
+
+def keywords_and_defaults(x, a):
+    return shifted(x, scale=a) + shifted(a)
+
+
+def test_a_user_callee_with_keywords_and_defaults_gets_its_parameters_in_place():
+    _, _, source = check(keywords_and_defaults, 0.4, 1.3, active=(0, 1))
+    assert "def shifted_jvp" in source and "call_jvp" not in source
