@@ -379,3 +379,23 @@ def keywords_and_defaults(x, a):
 def test_a_user_callee_with_keywords_and_defaults_gets_its_parameters_in_place():
     _, _, source = check(keywords_and_defaults, 0.4, 1.3, active=(0, 1))
     assert "def shifted_jvp" in source and "call_jvp" not in source
+
+
+def test_a_comment_names_each_line_of_f_before_its_statements():
+    _, source = jvp_of(straight, (0, 1))
+    lines = [line.strip() for line in source.splitlines()]
+    for text in ("sin_x = np.sin(x)", "y = sin_x * a", "z = y + x", "return z"):
+        comment = next(
+            k for k, line in enumerate(lines) if line.startswith("# test_forward.py:") and line.endswith(text)
+        )
+        assert not lines[comment + 1].startswith("#")  # the statements of that line follow
+
+
+def table_write(x):
+    table = {"a": 0.0, "b": 1.0}
+    table["a"] = np.sin(x)
+    return table["a"] * table["b"]
+
+
+def test_a_write_into_a_dict_writes_its_tangent_dict():
+    check(table_write, 0.6)
