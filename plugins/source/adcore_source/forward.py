@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from adcore_source import forward_calls as calls
+from adcore_source import forward_syntax as syntax
 from adcore_source.activity import active_names
 from adcore_source.errors import refuse
 from adcore_source.forward_state import State, joined
@@ -59,12 +60,12 @@ class _Emitter:
 
     def __init__(self, norm: Any, active: list[str], ctx: Any) -> None:
         self.norm, self.active, self.ctx = norm, active, ctx
-        self.taken = _names_in(norm)
+        self.taken = syntax.names_in(norm)
         self.tangent_names: dict[str, str] = {}
         self.tangent_statements: dict[int, ast.Assign] = {}  # the `dy = <expression>` statements
         self.result_names: dict[int, str] = {}  # id of a statement `y = y * a` -> y's new name
-        self.locals = set(signature_params(norm)) | _assigned(norm.body)
-        self.mutated = _mutated(norm.body)
+        self.locals = set(signature_params(norm)) | syntax.assigned(norm.body)
+        self.mutated = syntax.written(norm.body)
         self.methods: dict[str, tuple[str, str]] = {}  # local m = x.attr: (x, attr)
         self.last_line: int | None = None
         self.node: ast.stmt | None = None  # the statement being emitted, for refusals
@@ -94,15 +95,15 @@ class _Emitter:
         return self.tangent_names[name]
 
     def tangent_statement(self, name: str, value: ast.expr) -> ast.Assign:
-        """`d<name> = value`, a statement _drop_dead_code may drop if nothing reads d<name>."""
-        stmt = _assign(self.d(name), value)
+        """`d<name> = value`, a statement syntax.drop_dead_code may drop if nothing reads d<name>."""
+        stmt = syntax.assign(self.d(name), value)
         self.tangent_statements[id(stmt)] = stmt  # held: ids of dropped loop drafts are reused
         return stmt
 
     def tangent_of(self, atom: ast.expr, state: State) -> ast.expr | None:
         """The tangent of an atom as an expression, None when it is zero."""
         if isinstance(atom, ast.Name) and atom.id in state.bound:
-            return _name(self.d(atom.id))
+            return syntax.name(self.d(atom.id))
         return None
 
     def tangent_or_zero(self, atom: ast.expr, state: State) -> ast.expr:
@@ -111,7 +112,7 @@ class _Emitter:
 
     def zero(self, atom: ast.expr) -> ast.expr:
         """`zero_tangent(atom)`: zeros of its shape and dtype, containers of zeros for containers."""
-        return _call(self.ctx.runtime("zero_tangent"), [copy.deepcopy(atom)])
+        return syntax.call(self.ctx.runtime("zero_tangent"), [copy.deepcopy(atom)])
 
     def materialise(self, name: str, state: State) -> list[ast.stmt]:
         """`d<name> = zero_tangent(name)`, so the tangent can be written into or passed on."""
@@ -125,7 +126,7 @@ class _Emitter:
                 self.norm,
             )
         state.bind(name, owned=True)
-        return [self.tangent_statement(name, self.zero(_name(name)))]
+        return [self.tangent_statement(name, self.zero(syntax.name(name)))]
 
     # --- the function --------------------------------------------------------------------------
 
@@ -140,14 +141,14 @@ class _Emitter:
         body = self.block(self.norm.body, state)
         args = [ast.arg(p) for p in signature_params(self.norm)] + [ast.arg(self.d(p)) for p in self.active]
         fn = ast.FunctionDef(
-            name=f"{_identifier(self.norm.name)}_jvp",
+            name=f"{syntax.identifier(self.norm.name)}_jvp",
             args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
             body=body or [ast.Pass()],
             decorator_list=[],
             returns=None,
             type_params=[],
         )
-        _drop_dead_code(fn, self.tangent_statements)
+        syntax.drop_dead_code(fn, self.tangent_statements)
         return ast.fix_missing_locations(fn)
 
     def block(self, stmts: list[ast.stmt], state: State) -> list[ast.stmt]:
@@ -206,15 +207,15 @@ class _Emitter:
             )
         y, value = target.id, stmt.value
         operation = (ast.BinOp, ast.UnaryOp, ast.Call, ast.Tuple, ast.List, ast.Dict)
-        if isinstance(value, operation) and y in _operand_names(value):
+        if isinstance(value, operation) and y in syntax.operand_names(value):
             # y = y * a: the tangent reads y as the operand and as the result (or zero_tangent(y) in
             # [y, a]), so the result gets a name of its own first (y_new = y * a; dy_new = ...;
             # y = y_new; dy = dy_new)
             if id(stmt) not in self.result_names:  # one name per statement (loops emit twice)
                 self.result_names[id(stmt)] = self.fresh(f"{y}_new")
             fresh = self.result_names[id(stmt)]
-            first = ast.Assign([_name(fresh, ast.Store())], value, lineno=stmt.lineno)
-            then = ast.Assign([_name(y, ast.Store())], _name(fresh), lineno=stmt.lineno)
+            first = ast.Assign([syntax.name(fresh, ast.Store())], value, lineno=stmt.lineno)
+            then = ast.Assign([syntax.name(y, ast.Store())], syntax.name(fresh), lineno=stmt.lineno)
             out = self.assign(first, state) + self.assign(then, state)
             state.unbind(fresh)  # read once, here: its tangent is never needed again
             state.defined.pop(fresh, None)
@@ -257,7 +258,7 @@ class _Emitter:
         container with a zero tangent, gets its tangent first: a later write through either name
         must reach the tangent both names share, as it reaches the value both share."""
         out: list[ast.stmt] = []
-        atoms = [value] if isinstance(value, ast.Name) else _container_atoms(value)
+        atoms = [value] if isinstance(value, ast.Name) else syntax.container_atoms(value)
         for a in atoms:
             if isinstance(a, ast.Name) and a.id in self.locals and a.id not in state.bound:
                 if a.id in self.mutated or (isinstance(value, ast.Name) and y in self.mutated):
@@ -332,7 +333,7 @@ class _Emitter:
             return out
         out += self.materialise(v, state)
         out += self.owned(v, state)
-        dv_i = ast.Subscript(_name(self.d(v)), copy.deepcopy(target.slice), ast.Store())
+        dv_i = ast.Subscript(syntax.name(self.d(v)), copy.deepcopy(target.slice), ast.Store())
         out.append(ast.Assign([dv_i], da if da is not None else self.zero(a)))
         return out
 
@@ -342,7 +343,9 @@ class _Emitter:
             return []
         state.bind(name, owned=True)
         return [
-            _assign(self.d(name), ast.Call(ast.Attribute(_name(self.d(name)), "copy", ast.Load()), [], []))
+            syntax.assign(
+                self.d(name), ast.Call(ast.Attribute(syntax.name(self.d(name)), "copy", ast.Load()), [], [])
+            )
         ]
 
     def effect(self, stmt: ast.Expr, state: State) -> list[ast.stmt]:
@@ -362,7 +365,9 @@ class _Emitter:
                 out = self.materialise(v, state) + out
             out += self.owned(v, state)
             dt = da if da is not None else self.zero(a)
-            out.append(ast.Expr(ast.Call(ast.Attribute(_name(self.d(v)), func.attr, ast.Load()), [dt], [])))
+            out.append(
+                ast.Expr(ast.Call(ast.Attribute(syntax.name(self.d(v)), func.attr, ast.Load()), [dt], []))
+            )
             return out
         return [copy.deepcopy(stmt)]  # a call for its effect alone: no derivative flows out of it
 
@@ -389,7 +394,7 @@ class _Emitter:
         if stmt.orelse:
             refuse(stmt, "a loop with an else clause", "the A-normal form has none", self.norm)
         pre: list[ast.stmt] = []
-        for name in sorted(_written(stmt.body) & (state.bound - state.owned)):
+        for name in sorted(syntax.written(stmt.body) & (state.bound - state.owned)):
             pre += self.owned(name, state)
         target = stmt.target.id if isinstance(stmt, ast.For) else None
         iterated = self.tangent_of(stmt.iter, state) if isinstance(stmt, ast.For) else None
@@ -414,8 +419,8 @@ class _Emitter:
             return pre + [ast.While(copy.deepcopy(stmt.test), body, [])]
         if iterated is None:
             return pre + [ast.For(copy.deepcopy(stmt.target), copy.deepcopy(stmt.iter), body, [])]
-        both = ast.Tuple([copy.deepcopy(stmt.target), _name(self.d(target), ast.Store())], ast.Store())
-        zipped = _call("zip", [copy.deepcopy(stmt.iter), iterated])
+        both = ast.Tuple([copy.deepcopy(stmt.target), syntax.name(self.d(target), ast.Store())], ast.Store())
+        zipped = syntax.call("zip", [copy.deepcopy(stmt.iter), iterated])
         return pre + [ast.For(both, zipped, body, [])]
 
     @staticmethod
@@ -434,106 +439,3 @@ class _Emitter:
         value = stmt.value if stmt.value is not None else ast.Constant(None)
         dout = self.tangent_or_zero(value, state)
         return [ast.Return(ast.Tuple([copy.deepcopy(value), dout], ast.Load()))]
-
-
-def _drop_dead_code(fn: ast.FunctionDef, removable: dict[int, ast.Assign]) -> None:
-    """Remove the tangent statements `dy = ...` and the primal ones without effect `y = a * b` whose
-    name nothing reads (a value or tangent that does not reach the output), until none is left; a
-    block left empty gets `pass`."""
-    while True:
-        read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        dropped = False
-        for node in ast.walk(fn):
-            for field in ("body", "orelse"):
-                block = getattr(node, field, None)
-                if not isinstance(block, list):
-                    continue
-                kept = [s for s in block if removable.get(id(s)) is not s or s.targets[0].id in read]
-                if len(kept) != len(block):
-                    dropped = True
-                    kept = _without_dangling_comments(kept)
-                    setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
-        if not dropped:
-            return
-
-
-def _without_dangling_comments(block: list[ast.stmt]) -> list[ast.stmt]:
-    """A comment marker followed by another marker or nothing has lost its statements."""
-    out = []
-    for k, s in enumerate(block):
-        marker = (
-            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
-        )
-        if marker and (k + 1 == len(block) or _is_marker(block[k + 1])):
-            continue
-        out.append(s)
-    return out
-
-
-def _is_marker(s: ast.stmt) -> bool:
-    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
-
-
-# --- small AST builders and walks ------------------------------------------------------------
-
-
-def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
-    return ast.Name(id_, ctx or ast.Load())
-
-
-def _call(func: str, args: list[ast.expr]) -> ast.Call:
-    return ast.Call(_name(func), args, [])
-
-
-def _assign(target: str, value: ast.expr) -> ast.Assign:
-    return ast.Assign([_name(target, ast.Store())], value)
-
-
-def _identifier(name: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
-    return cleaned or "function"
-
-
-def _operand_names(value: ast.expr) -> set[str]:
-    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _container_atoms(value: ast.expr) -> list[ast.expr]:
-    if isinstance(value, (ast.Tuple, ast.List)):
-        return list(value.elts)
-    if isinstance(value, ast.Dict):
-        return list(value.values)
-    return []
-
-
-def _names_in(norm: Any) -> set[str]:
-    names = set(signature_params(norm)) | set(getattr(norm, "namespace", {}) or {})
-    for stmt in norm.body:
-        names |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
-    return names
-
-
-def _assigned(stmts: list[ast.stmt]) -> set[str]:
-    out: set[str] = set()
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                out.add(node.id)
-    return out
-
-
-def _written(stmts: list[ast.stmt]) -> set[str]:
-    """The names written into in place (x[i] = a, x.append(a)) in these statements."""
-    out: set[str] = set()
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
-                if isinstance(node.targets[0].value, ast.Name):
-                    out.add(node.targets[0].value.id)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name):
-                    out.add(node.func.value.id)
-    return out
-
-
-_mutated = _written
