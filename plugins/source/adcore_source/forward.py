@@ -23,6 +23,7 @@ from adcore_source import forward_calls as calls
 from adcore_source import forward_syntax as syntax
 from adcore_source.activity import active_names
 from adcore_source.errors import refuse
+from adcore_source.forward_runtime import tangent_into
 from adcore_source.forward_state import State, joined
 
 # attributes of arrays that are values, not methods
@@ -334,7 +335,11 @@ class _Emitter:
         out += self.materialise(v, state)
         out += self.owned(v, state)
         dv_i = ast.Subscript(syntax.name(self.d(v)), copy.deepcopy(target.slice), ast.Store())
-        out.append(ast.Assign([dv_i], da if da is not None else self.zero(a)))
+        if da is None:
+            out.append(ast.Assign([dv_i], self.zero(a)))
+        else:  # into an integer array the written value is rounded: no tangent flows
+            into = self.ctx.bind("tangent_into", tangent_into)
+            out.append(ast.Assign([dv_i], syntax.call(into, [syntax.name(v), da])))
         return out
 
     def owned(self, name: str, state: State) -> list[ast.stmt]:

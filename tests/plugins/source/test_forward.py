@@ -399,3 +399,16 @@ def table_write(x):
 
 def test_a_write_into_a_dict_writes_its_tangent_dict():
     check(table_write, 0.6)
+
+
+def rounded_into_integers(x):
+    counts = np.zeros(3, dtype=int)
+    counts[0] = x * 10.0
+    return counts * 1.0 + x
+
+
+def test_a_value_written_into_an_integer_array_carries_no_tangent():
+    jvp, _ = jvp_of(rounded_into_integers)
+    out, dout = jvp(0.37, 1.0)
+    np.testing.assert_array_equal(out, rounded_into_integers(0.37))
+    np.testing.assert_array_equal(dout, [1.0, 1.0, 1.0])  # d/dx of round(10x) + x is 1
