@@ -41,15 +41,17 @@ from adcore_source.reverse_scan import (
 
 
 def emit_reverse(
-    norm: Any, active_params: Iterable[str | int], ctx: Any
+    norm: Any, active_params: Iterable[str | int], ctx: Any, for_numba: bool = False
 ) -> tuple[ast.FunctionDef, ast.FunctionDef]:
     """(`def <f>_fwd(<params>): ... return out, saved`, `def <f>_bwd(saved, b<out>): ... return
     (b<p> for each active p)`) for f's A-normal form `norm`; `active_params`: parameter names or
-    positions (the vararg is one tuple parameter); `ctx` binds names and transforms user callees."""
+    positions (the vararg is one tuple parameter); `ctx` binds names and transforms user callees;
+    `for_numba`: the variant numba compiles (in-place writes as `x[i] = v`, not `x = set_at(x, i, v)`,
+    which also takes traced values)."""
     from adcore_source.reverse_forward import forward_function
     from adcore_source.reverse_sweep import adjoint_function
 
-    em = Emitter(norm, active_params, ctx)
+    em = Emitter(norm, active_params, ctx, for_numba)
     rec = flow.record(em.body, em.reads, em.has_adjoint, em.counter, set(em.active))
     fwd = forward_function(em, rec)
     bwd = adjoint_function(em, rec)
@@ -60,8 +62,13 @@ class Emitter:
     """One function's emission: its names, what is active, each statement's parts and reads, the
     comments naming f's lines; reverse_forward and reverse_sweep write the two functions from it."""
 
-    def __init__(self, norm: Any, active_params: Iterable[str | int], ctx: Any) -> None:
+    def __init__(
+        self, norm: Any, active_params: Iterable[str | int], ctx: Any, for_numba: bool = False
+    ) -> None:
         self.norm, self.ctx = norm, ctx
+        self.for_numba = (
+            for_numba  # in-place writes as f writes them (set_at, for traced values, is not numba's)
+        )
         self.params = signature_params(norm)
         wanted = [self.params[a] if isinstance(a, int) else a for a in active_params]
         self.active = [p for p in self.params if p in wanted]

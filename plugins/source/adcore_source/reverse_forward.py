@@ -106,6 +106,17 @@ def _statement(em: Any, stmt: ast.stmt, rec: flow.Record) -> list[ast.stmt]:
             )
         )
     code = [copy.deepcopy(s) for s in em.parts(stmt).fwd] if em.simple_active(stmt) else [copy.deepcopy(stmt)]
+    x = flow.in_place_target(stmt)
+    if isinstance(stmt, ast.Assign) and x is not None and em.is_active(x) and not em.for_numba:
+        code = [
+            _assign(
+                x,
+                _call(
+                    em.ctx.bind("set_at", reverse_runtime.set_at),
+                    [_name(x), index_expr(stmt.targets[0].slice), copy.deepcopy(stmt.value)],
+                ),
+            )
+        ]
     if isinstance(stmt, ast.Assign) and isinstance(stmt.value, (ast.Subscript, ast.Attribute)):
         source = stmt.value.value
         if isinstance(source, ast.Name) and source.id in em.written and isinstance(stmt.targets[0], ast.Name):
@@ -212,6 +223,16 @@ def _is_comment(stmt: ast.stmt) -> bool:
         and isinstance(stmt.value, ast.Constant)
         and isinstance(stmt.value.value, str)
     )
+
+
+def index_expr(node: ast.expr) -> ast.expr:
+    """A subscript's index as an expression (slices as slice(...) calls)."""
+    if isinstance(node, ast.Slice):
+        parts = [node.lower, node.upper, node.step]
+        return _call("slice", [copy.deepcopy(p) if p is not None else ast.Constant(None) for p in parts])
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple([index_expr(e) for e in node.elts], ast.Load())
+    return copy.deepcopy(node)
 
 
 def _is_break(stmt: ast.stmt) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from adcore_reverse.zeros import Masked, plain
 
+import adcore.numpy as anp
 from adcore import ops
 from adcore.core import Tracer
 from adcore.extend.rules import unbroadcast
@@ -114,6 +115,19 @@ def cleared_at(adjoint: Any, index: Any) -> Any:
     return adjoint
 
 
+def set_at(x: Any, index: Any, v: Any) -> Any:
+    """`x[index] = v` as f does it, in place; on a traced value (the sweeps run under an outer
+    derivative: a hessian, or another backend over the generated code) the new value is built
+    instead, with x's other entries and v's bit for bit."""
+    if not (isinstance(v, Tracer) or isinstance(x, Tracer)) or isinstance(x, (list, dict)):
+        x[index] = v
+        return x
+    mask = np.zeros(np.shape(x), bool)
+    mask[index] = True
+    placed = ops.scatter_add(anp.broadcast_to(v, mask[index].shape), index=index, shape=mask.shape)
+    return anp.where(mask, placed, x)
+
+
 def pop_adjoint(adjoint: Any) -> Any:
     """After `l.append(v)`: v's adjoint, the last entry of l's adjoint, taken off it."""
     return adjoint.pop()
@@ -138,7 +152,7 @@ def snapshot(v: Any) -> Any:
     """A copy of v that no later write reaches: arrays copied, containers rebuilt around copies."""
     cls = v.__class__
     if cls is np.ndarray:
-        return v.copy()
+        return v.copy(order="K")  # in its memory layout: NumPy's sums over it depend on the layout
     if cls is list:
         return [snapshot(e) for e in v]
     if cls is tuple:
@@ -184,6 +198,7 @@ __all__ = [
     "owned",
     "param_adjoint",
     "pop_adjoint",
+    "set_at",
     "popped_extension",
     "snapshot",
     "take_at",

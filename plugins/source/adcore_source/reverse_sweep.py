@@ -13,6 +13,7 @@ from typing import Any
 
 from adcore_source import reverse_flow as flow
 from adcore_source import reverse_runtime
+from adcore_source.reverse_forward import index_expr
 from adcore_source.reverse_parts import ANS, Contribution, G
 from adcore_source.reverse_state import MAYBE, SOME, AdjointState, joined, materialised
 
@@ -185,7 +186,7 @@ class _Sweep:
                 inner.set(x, SOME, owned=True, masked=x in masked)
             if isinstance(stmt, ast.Assign):
                 v = stmt.value
-                index = _index_expr(stmt.targets[0].slice)
+                index = index_expr(stmt.targets[0].slice)
                 taken = _call(em.ctx.bind("take_at", reverse_runtime.take_at), [bx, index, copy.deepcopy(v)])
             else:
                 (v,) = stmt.value.args
@@ -211,9 +212,17 @@ class _Sweep:
 
     def restore(self, stmt: ast.stmt, x: str) -> list[ast.stmt]:
         if isinstance(stmt, ast.Assign):
+            popped = self.popped(self.em.stack(f"{x}_items"))
+            if self.em.is_active(x) and not self.em.for_numba:  # (a traced x is built anew)
+                set_at = self.em.ctx.bind("set_at", reverse_runtime.set_at)
+                return [
+                    _assign(
+                        x, _call(set_at, [ast.Name(x, ast.Load()), index_expr(stmt.targets[0].slice), popped])
+                    )
+                ]
             target = copy.deepcopy(stmt.targets[0])
             target.ctx = ast.Store()
-            return [ast.Assign([target], self.popped(self.em.stack(f"{x}_items")))]
+            return [ast.Assign([target], popped)]
         call = stmt.value
         if call.func.attr == "append":
             return [ast.Expr(ast.Call(ast.Attribute(ast.Name(x, ast.Load()), "pop", ast.Load()), [], []))]
@@ -316,15 +325,6 @@ class _Sweep:
     @staticmethod
     def popped(stack: str) -> ast.expr:
         return ast.Call(ast.Attribute(ast.Name(stack, ast.Load()), "pop", ast.Load()), [], [])
-
-
-def _index_expr(node: ast.expr) -> ast.expr:
-    if isinstance(node, ast.Slice):
-        parts = [node.lower, node.upper, node.step]
-        return _call("slice", [copy.deepcopy(p) if p is not None else ast.Constant(None) for p in parts])
-    if isinstance(node, ast.Tuple):
-        return ast.Tuple([_index_expr(e) for e in node.elts], ast.Load())
-    return copy.deepcopy(node)
 
 
 def _renamed(node: Any, renames: dict[str, str]) -> Any:
