@@ -294,6 +294,15 @@ def test_an_array_written_after_an_op_read_it(dtype):
     check(written_after_an_op, *cast(dtype, X, np.ones((4, 2)) * 0.3), argnums=(0, 1), tape=False)
 
 
+def test_the_sweeps_of_an_in_place_function_run_under_an_outer_derivative():
+    # forward over the source backend's reverse: the writes take traced values (set_at)
+    v = np.array([0.3, -0.2, 0.5, 1.0])
+    got = adcore.hvp(in_place_parameter, inner="source")(X.copy(), v)
+    first = adcore.grad(in_place_parameter, backend="source")
+    estimate = adcore.jacobian(first, backend="numeric", method="richardson", return_error=True)(X.copy())
+    assert_within_estimate(got, (estimate.derivative @ v, np.abs(estimate.error) @ np.abs(v)), "hvp")
+
+
 def appended(x, a):
     values = []
     for i in range(len(x)):
