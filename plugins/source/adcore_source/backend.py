@@ -7,6 +7,7 @@ both answer jvp and vjp. `compile=True` (or "numba") jits the generated code whe
 from __future__ import annotations
 
 import functools
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from adcore_forward.backend import ForwardBackend
 from adcore_reverse.backend import ReverseBackend
 
+import adcore
 from adcore.backend import Backend
 from adcore.errors import InvalidInputError
 from adcore_source.resolve import callee_kind
@@ -98,8 +100,19 @@ def swapped(f: Callable[..., Any], compile: Any, records: bool) -> Callable[...,
         return functools.partial(swapped(f.func, compile, records), *f.args, **f.keywords)
     if hasattr(f, "with_user_function"):
         fn = f.user_function
-        return f if _is_one_op(fn) else f.with_user_function(source_function(fn, compile, records))
-    return f if _is_one_op(f) else source_function(f, compile, records)
+        return f if _left_to_the_tape(fn) else f.with_user_function(source_function(fn, compile, records))
+    return f if _left_to_the_tape(f) else source_function(f, compile, records)
+
+
+def _left_to_the_tape(fn: Callable[..., Any]) -> bool:
+    """Whether fn is run as it is by the mode's tape or dual numbers: an op (below), or adcore's own
+    code, e.g. grad(f, backend="source") differentiated again: its rules, f's generated code, run on
+    the outer derivative's tracers, so the outer derivative is of the generated code."""
+    code = getattr(fn, "__code__", None)
+    return _is_one_op(fn) or (code is not None and code.co_filename.startswith(_ADCORE_DIR))
+
+
+_ADCORE_DIR = os.path.dirname(adcore.__file__) + os.sep
 
 
 def _is_one_op(fn: Callable[..., Any]) -> bool:

@@ -149,10 +149,12 @@ def _is_float(x: Any) -> bool:
 def _forward_sweep(*leaves: Any, call: GeneratedCall) -> Any:
     """The impl: the generated forward sweep; what the adjoint sweep needs is kept on the call (in
     forward mode, f itself: nothing to keep)."""
+    from adcore_source import generate  # (lazily: it loads the transformation's modules)
+
     if not call.function.records:  # on copies: f may write into its parameters, which the engine froze
+        generate.forward_function(call.function.fn, call.active, call.function.compile)  # refuses first
         copies = tuple(x.copy(order="K") if x.__class__ is np.ndarray else x for x in leaves)
         return _one_array(call.function.fn(*call.args_of(copies), **call.kwargs), call)
-    from adcore_source import generate  # (lazily: it loads the transformation's modules)
 
     fwd, _ = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
     out, call.saved = fwd(*call.args_of(leaves), **call.kwargs)

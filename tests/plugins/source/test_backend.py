@@ -173,3 +173,26 @@ def test_data_passed_as_an_argument_is_a_constant_and_either_argument_can_be_dif
         want = adcore.grad(f, argnums=argnums, backend="reverse")(params, X, 2)
         for g, w in zip(adcore.tree.leaves(got), adcore.tree.leaves(want)):
             np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+@pytest.mark.parametrize("inner", MODES)
+@pytest.mark.parametrize("outer", MODES)
+def test_source_over_source_differentiates_the_generated_code(inner, outer):
+    def f(x):
+        return np.sum(np.sin(x) * x * x)
+
+    gradient = adcore.grad(f, backend="source", mode=inner)
+    got = adcore.jacobian(gradient, backend="source", mode=outer)(X)
+    x = X
+    want = np.diag(-np.sin(x) * x * x + 4 * x * np.cos(x) + 2 * np.sin(x))  # d²/dx² of sin(x) x²
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_a_generator_is_refused_in_forward_mode_before_it_runs():
+    from adcore_source.errors import SourceTransformError
+
+    def f(x):
+        yield x
+
+    with pytest.raises(SourceTransformError, match="generator|yield"):
+        adcore.grad(f, backend="source", mode="forward")(0.5)
