@@ -34,6 +34,7 @@ from adcore_source.reverse_scan import (
     methods_of,
     names_in,
     names_of,
+    sequences,
     signature_params,
     useful,
     walk_statements,
@@ -79,6 +80,7 @@ class Emitter:
         self.methods = methods_of(self.body, self.activity)
         self.written = {flow.in_place_target(s) for s in walk_statements(self.body)} - {None}
         self.useful = useful(self.body, self.activity, self.methods)
+        self.sequences = sequences(self.body)
         assigned = {n for s in walk_statements(self.body) for n in flow.assigned_names(s)} | self.written
         self.fixed_params = {p for p in self.active if p not in assigned}  # read anywhere in the sweep
         self.namer = Namer(self.taken | {G, ANS})

@@ -71,6 +71,10 @@ def assignment_parts(em: Any, stmt: ast.Assign, seed_masked: bool) -> Parts:
             if em.is_active(value.operand.id if isinstance(value.operand, ast.Name) else ""):
                 plain.contribs.append(Contribution(value.operand.id, _g(), masked=seed_masked))
             return plain
+        if isinstance(value.op, ast.Add) and any(
+            isinstance(a, ast.Name) and a.id in em.sequences for a in operand
+        ):
+            return _concatenation(em, value, plain, seed_masked)
         callee = resolve.operator_callee(value.op, len(operand))
         return _operation(em, y, stmt, callee, operand, plain, seed_masked)
     if isinstance(value, ast.Call):
@@ -96,6 +100,17 @@ def _attribute(em: Any, y: str, value: ast.Attribute, plain: Parts, seed_masked:
         getter = ast.Name(em.ctx.bind(f"attribute_{attr}", _attribute_getter(attr)), ast.Load())
         return _tier_two(em, y, getter, [ast.Name(x, ast.Load())], [], plain, masked=False)
     return plain  # a method: its call goes through call_vjp with x first (em.methods)
+
+
+def _concatenation(em: Any, value: ast.BinOp, plain: Parts, seed_masked: bool) -> Parts:
+    """`y = a + b` of lists or tuples: a's adjoint is the first len(a) entries of y's, b's the rest."""
+    left, right = value.left, value.right
+    cut = ast.Call(ast.Name("len", ast.Load()), [copy.deepcopy(left)], [])
+    for atom, part in ((left, ast.Slice(None, cut)), (right, ast.Slice(copy.deepcopy(cut), None))):
+        if isinstance(atom, ast.Name) and em.is_active(atom.id):
+            entries = ast.Subscript(_g(), part, ast.Load())
+            plain.contribs.append(Contribution(atom.id, entries, masked=seed_masked))
+    return plain
 
 
 def _display(em: Any, value: ast.Tuple | ast.List | ast.Dict, plain: Parts, seed_masked: bool) -> Parts:

@@ -115,3 +115,31 @@ def names_of(stmts: list[ast.stmt]) -> set[str]:
 
 def local_names(node: ast.AST, locals_: set[str]) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in locals_}
+
+
+def sequences(body: list[ast.stmt]) -> set[str]:
+    """The names that hold lists or tuples wherever they are assigned: appended to, or assigned a
+    display or a concatenation of such names (their `+` is a concatenation, not arithmetic)."""
+    stmts = list(walk_statements(body))
+    appended = {flow.in_place_target(s) for s in stmts if isinstance(s, ast.Expr)} - {None}
+    assigned: dict[str, list[ast.expr]] = {}
+    for s in stmts:
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            assigned.setdefault(s.targets[0].id, []).append(s.value)
+    out = set(appended)
+    changed = True
+    while changed:
+        changed = False
+        for name, values in assigned.items():
+            if name not in out and all(_sequence_value(v, out) for v in values):
+                out.add(name)
+                changed = True
+    return out
+
+
+def _sequence_value(value: ast.expr, known: set[str]) -> bool:
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return any(isinstance(a, ast.Name) and a.id in known for a in (value.left, value.right))
+    return False

@@ -316,6 +316,20 @@ def test_a_list_of_active_values_made_an_array(dtype):
     check(appended, *cast(dtype, X, 0.6), argnums=(0, 1), tape=False)
 
 
+def concatenated(x, a):
+    firsts = [np.sin(v) * a for v in x]
+    squares = [v * v for v in x[:2]]
+    total = 0.0
+    for k, t in enumerate(firsts + squares + [a]):
+        total = total + t * (k + 1)
+    return total
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lists_concatenated(dtype):
+    check(concatenated, *cast(dtype, X, 0.6), argnums=(0, 1))
+
+
 def containers(p, x):
     pair = (p["w"] * x, p["b"])
     table = {"first": pair[0], "second": np.cos(pair[1])}
