@@ -14,10 +14,10 @@ def smoothed_jvp(x, alpha, dalpha):
     level = x[0]
     # test_snapshots.py:51  total = 0.0
     total = 0.0
+    # test_snapshots.py:52  for v in x:
     dlevel = zero_tangent(level)
     dtotal = zero_tangent(total)
     for v in x:
-        # test_snapshots.py:52  for v in x:
         v_gt_level = v > level
         if v_gt_level:
             alpha_times_v = alpha * v
@@ -29,9 +29,13 @@ def smoothed_jvp(x, alpha, dalpha):
             level = alpha_times_v + product
             dlevel = dalpha_times_v + dproduct
         else:
-            level = level * 0.5
-            dlevel = dlevel * 0.5
-        total = total + level
-        dtotal = dtotal + dlevel
+            level_new = level * 0.5
+            dlevel_new = dlevel * 0.5
+            level = level_new
+            dlevel = dlevel_new
+        total_new = total + level
+        dtotal_new = dtotal + dlevel
+        total = total_new
+        dtotal = dtotal_new
     # test_snapshots.py:58  return total
     return (total, dtotal)
