@@ -13,6 +13,12 @@ from typing import Any
 from adcore_source.errors import Origin, refuse
 from adcore_source.naming import ATOMS, Names, describe
 
+# builtins that run code, read frames or do I/O: the transformation cannot see through them
+REFUSED_CALLEES = tuple(
+    getattr(builtins, n)
+    for n in ("eval", "exec", "compile", "globals", "locals", "vars", "open", "input", "breakpoint", "__import__",
+              "setattr", "delattr")
+)  # fmt: skip
 APPEND_METHODS = frozenset({"append", "extend"})
 # methods that change the value they are called on (list, dict, set, ndarray): not taken
 MUTATING_METHODS = frozenset(
@@ -292,6 +298,12 @@ class ExpressionLowerer:
             name = self.renamed.get(f.id, f.id)
             if name in self.lifted:
                 return ast.Name(name, ast.Load())
+            if name not in self.locals and any(self.namespace.get(name) is r for r in REFUSED_CALLEES):
+                self.refuse(
+                    e,
+                    f"a call of {name}()",
+                    "generated code runs f's operations only: no eval, I/O or frames",
+                )
             return self.expr_Name(f, None)
         if isinstance(f, ast.Attribute):
             hoisted = self.hoisted(f)

@@ -7,7 +7,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from adcore_source.aliases import check_aliases, copy_written_params
+from adcore_source.aliases import check_aliases, copy_written_params, walk_statements, written_in_place
 from adcore_source.errors import refuse
 from adcore_source.jumps import without_jumps
 from adcore_source.lowering import located
@@ -43,6 +43,9 @@ class Normalized:
     `lifted` holds every nested def / lambda of f and of its nested functions (one flat dict, names
     unique): each a Normalized whose `params` end with `extra_params`, the locals of the function
     defining it that it reads. `defaults` maps a parameter to its default value (the object).
+    `copied_params` are the parameters written in place, copied first: a caller never sees the write
+    (Python's f would: a caller passing a name it reads afterwards must refuse, as normalize does for
+    calls of lifted functions).
     """
 
     name: str
@@ -56,6 +59,7 @@ class Normalized:
     first_line: int
     lifted: dict[str, Normalized] = field(default_factory=dict)
     extra_params: list[str] = field(default_factory=list)
+    copied_params: list[str] = field(default_factory=list)
 
     def function_def(self) -> ast.FunctionDef:
         """The normalized function as a def (defaults left out: they are objects, in `defaults`)."""
@@ -96,10 +100,10 @@ def _normalize(
     extra: list[str],
     lifted: dict[str, Normalized],
     outer_extras: dict[str, list[str]],
+    enclosing: str = "",
 ) -> Normalized:
-    where = _Origin(
-        node.name if isinstance(node, ast.FunctionDef) else "<lambda>", origin.filename, node.lineno
-    )
+    fn_name = node.name if isinstance(node, ast.FunctionDef) else "<lambda>"
+    where = _Origin(f"{enclosing}.{fn_name}" if enclosing else fn_name, origin.filename, node.lineno)
     args = node.args
     if args.kwarg is not None:
         refuse(node, f"a **{args.kwarg.arg} parameter", "name the keyword parameters", where)
@@ -123,17 +127,22 @@ def _normalize(
     for name, fn_node in nested.items():
         reads = {n.id for n in ast.walk(fn_node) if isinstance(n, ast.Name)}
         inner_namespace = {k: v for k, v in namespace.items() if k in reads}
-        lifted[name] = _normalize(origin, fn_node, inner_namespace, {}, extras[name], lifted, visible)
+        lifted[name] = _normalize(
+            origin, fn_node, inner_namespace, {}, extras[name], lifted, visible, where.name
+        )
     lowerer = StatementLowerer(where, own, namespace, names, visible)
     lowered = lowerer.statements(without_jumps(body, names, node.lineno))
     if not lowered or not isinstance(lowered[-1], ast.Return):
         lowered.append(
             located(ast.Return(ast.Constant(None)), lowered[-1].lineno if lowered else node.lineno)
         )
+    _refuse_writes_into_enclosing_locals(lowered, extra, where)
+    _refuse_lifted_calls_that_would_lose_a_write(lowered, lifted, lowerer.temporaries, where)
+    copied = [p for p in params if p in written_in_place(lowered)]
     lowered = copy_written_params(lowered, params, lowerer, node.lineno)
     check_aliases(lowered, lowerer, where)
     return Normalized(
-        name=where.name,
+        name=fn_name,
         params=params,
         vararg=args.vararg.arg if args.vararg else None,
         kwonly=[a.arg for a in args.kwonlyargs],
@@ -144,7 +153,37 @@ def _normalize(
         first_line=node.lineno,
         lifted=lifted,
         extra_params=list(extra),
+        copied_params=copied,
     )
+
+
+def _refuse_writes_into_enclosing_locals(body: list[ast.stmt], extra: list[str], where: _Origin) -> None:
+    """A nested function writing x[i] = v or xs.append(v) into a local of the function around it."""
+    for s in walk_statements(body):
+        owner = None
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
+            owner = s.targets[0].value.id
+        elif isinstance(s, ast.Expr):
+            owner = s.value.func.value.id
+        if owner in extra:
+            what = f"the nested function {where.name!r} changing {owner!r} of the function around it in place"
+            refuse(s, what, "return the new value from the nested function instead", where)
+
+
+def _refuse_lifted_calls_that_would_lose_a_write(
+    body: list[ast.stmt], lifted: dict[str, Normalized], temporaries: set[str], where: _Origin
+) -> None:
+    """g(x) where g writes into its parameter in place: g works on a copy, so f must not read x again."""
+    for s in walk_statements(body):
+        call = s.value if isinstance(s, ast.Assign) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in lifted):
+            continue
+        g = lifted[call.func.id]
+        passed = list(zip(g.params, call.args, strict=False)) + [(k.arg, k.value) for k in call.keywords]
+        for param, arg in passed:
+            if param in g.copied_params and isinstance(arg, ast.Name) and arg.id not in temporaries:
+                what = f"{g.name}({arg.id}), which writes into its parameter {param!r} in place"
+                refuse(s, what, f"return the changed value from {g.name} and assign it", where)
 
 
 @dataclass
