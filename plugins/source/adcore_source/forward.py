@@ -25,6 +25,7 @@ from adcore_source.activity import active_names
 from adcore_source.errors import refuse
 from adcore_source.forward_runtime import tangent_into
 from adcore_source.forward_state import State, joined
+from adcore_source.reverse_runtime import set_at
 
 # attributes of arrays that are values, not methods
 LINEAR_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
@@ -329,17 +330,22 @@ class _Emitter:
             )
         v, a = target.value.id, stmt.value
         da = self.tangent_of(a, state)
-        out: list[ast.stmt] = [copy.deepcopy(stmt)]
         if da is None and v not in state.bound:
-            return out
+            return [copy.deepcopy(stmt)]
+        # x = set_at(x, i, a): in place as f writes, but built anew where x or a is an outer
+        # derivative's tracer (this code differentiated again), which cannot be written into
+        set_at_ = self.ctx.bind("set_at", set_at)
+        index = _index_value(target.slice)
+        out = [syntax.assign(v, syntax.call(set_at_, [syntax.name(v), index, copy.deepcopy(a)]))]
         out += self.materialise(v, state)
         out += self.owned(v, state)
-        dv_i = ast.Subscript(syntax.name(self.d(v)), copy.deepcopy(target.slice), ast.Store())
         if da is None:
-            out.append(ast.Assign([dv_i], self.zero(a)))
+            dv_i = self.zero(a)
         else:  # into an integer array the written value is rounded: no tangent flows
             into = self.ctx.bind("tangent_into", tangent_into)
-            out.append(ast.Assign([dv_i], syntax.call(into, [syntax.name(v), da])))
+            dv_i = syntax.call(into, [syntax.name(v), da])
+        dv = self.d(v)
+        out.append(syntax.assign(dv, syntax.call(set_at_, [syntax.name(dv), copy.deepcopy(index), dv_i])))
         return out
 
     def owned(self, name: str, state: State) -> list[ast.stmt]:
@@ -444,3 +450,13 @@ class _Emitter:
         value = stmt.value if stmt.value is not None else ast.Constant(None)
         dout = self.tangent_or_zero(value, state)
         return [ast.Return(ast.Tuple([copy.deepcopy(value), dout], ast.Load()))]
+
+
+def _index_value(index: ast.expr) -> ast.expr:
+    """A subscript's index as a value to pass: `1:n` as slice(1, n), `i, :` as (i, slice(None))."""
+    if isinstance(index, ast.Slice):
+        parts = [p if p is not None else ast.Constant(None) for p in (index.lower, index.upper, index.step)]
+        return ast.Call(ast.Name("slice", ast.Load()), [copy.deepcopy(p) for p in parts], [])
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple([_index_value(e) for e in index.elts], ast.Load())
+    return copy.deepcopy(index)
