@@ -89,10 +89,13 @@ def check_aliases(body: list[ast.stmt], lowerer: ExpressionLowerer, origin: Orig
         return order[id(a)] > order[id(b)] or bool(loops[id(a)] & loops[id(b)])
 
     def read_stale(r: ast.stmt, w: ast.stmt, at: ast.stmt) -> bool:
-        """r may run after w with no new run of `at` between (`at` first in every iteration of r's loop)."""
-        if order[id(r)] > order[id(w)]:
+        """r may run after w with no new run of `at` between them."""
+        o_r, o_w, o_at = order[id(r)], order[id(w)], order[id(at)]
+        if parent[id(at)] == parent[id(r)] and o_at < o_r and not o_at < o_w < o_r:
+            return False  # at runs before r whenever r runs, and w does not come between
+        if o_r > o_w:
             return True
-        rerun = parent[id(at)] in loops[id(r)] and order[id(at)] < order[id(r)]
+        rerun = parent[id(at)] in loops[id(r)] and o_at < o_r
         return bool(loops[id(r)] & loops[id(w)]) and not rerun
 
     def stale(written: str, other: str, at: ast.stmt) -> bool:
