@@ -28,11 +28,17 @@ MUTATING_METHODS = frozenset(
 
 
 def located(node: ast.AST, line: int) -> ast.AST:
-    """node and everything in it placed on `line` of f (columns are not kept)."""
-    for sub in ast.walk(node):
+    """node and its expressions placed on `line` of f (columns are not kept); the statements nested in
+    it keep their own lines, unless they have none yet."""
+    todo = [node]
+    while todo:
+        sub = todo.pop()
+        if isinstance(sub, ast.stmt) and sub is not node and hasattr(sub, "lineno"):
+            continue
         if isinstance(sub, ast.stmt | ast.expr | ast.excepthandler | ast.arg | ast.keyword):
             sub.lineno = sub.end_lineno = line
             sub.col_offset = sub.end_col_offset = 0
+        todo.extend(ast.iter_child_nodes(sub))
     return node
 
 

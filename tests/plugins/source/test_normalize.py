@@ -291,6 +291,13 @@ def test_statements_keep_the_line_of_f_they_come_from():
     assert lines[0] == first + 1 and lines[-1] == first + 2
 
 
+def test_statements_in_loops_and_branches_keep_their_own_lines():
+    norm = normalized(loops)
+    first = loops.__code__.co_firstlineno
+    loop = next(s for s in norm.body if isinstance(s, ast.For))
+    assert loop.lineno == first + 2 and {s.lineno for s in loop.body} == {first + 3}
+
+
 def test_comprehension_variables_do_not_clobber_fs_names():
     def f(x):
         v = 10.0

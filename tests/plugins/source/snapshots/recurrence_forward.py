@@ -13,6 +13,7 @@ def recurrence_jvp(x, a, b, dx):
     # test_snapshots.py:28  for _ in range(1000):
     range_1000 = range(1000)
     for _ in range_1000:
+        # test_snapshots.py:29  x = np.sin(x) * a + x * b
         sin_x = np_sin(x)
         dsin_x = dx * cos(x)
         sin_x_times_a = sin_x * a

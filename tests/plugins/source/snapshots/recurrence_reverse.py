@@ -25,6 +25,7 @@ def recurrence_fwd(x, a, b):
     trips = 0
     for _ in range_1000:
         trips = trips + 1
+        # test_snapshots.py:29  x = np.sin(x) * a + x * b
         sin_x = np_sin(x)
         sin_x_times_a = sin_x * a
         x_times_b = x * b
@@ -44,6 +45,7 @@ def recurrence_bwd(saved, bx):
         x_times_b = x_times_b_stack.pop()
         sin_x_times_a = sin_x_times_a_stack.pop()
         sin_x = sin_x_stack.pop()
+        # test_snapshots.py:29  x = np.sin(x) * a + x * b
         bsin_x_times_a = unbroadcast(bx, sin_x_times_a)
         bx_times_b = unbroadcast(bx, x_times_b)
         x = x_stack.pop()

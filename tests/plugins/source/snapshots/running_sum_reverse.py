@@ -34,6 +34,7 @@ def running_sum_fwd(x):
     i_trips = 0
     for i in range_1:
         i_trips = i_trips + 1
+        # test_snapshots.py:45  s[i] = s[i - 1] + x[i] * x[i]
         i_minus_1 = i - 1
         s_i_minus_1 = snapshot(s[i_minus_1])
         x_i = x[i]
@@ -69,6 +70,7 @@ def running_sum_bwd(saved, bsum_s):
         sum_ = sum__stack.pop()
         s_i_minus_1 = s_i_minus_1_stack.pop()
         i_minus_1 = i_minus_1_stack.pop()
+        # test_snapshots.py:45  s[i] = s[i - 1] + x[i] * x[i]
         bsum_ = take_at(bs, i, sum_)
         bs = cleared_at(bs, i)
         s = set_at(s, i, s_items.pop())

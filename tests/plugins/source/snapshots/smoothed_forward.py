@@ -18,8 +18,10 @@ def smoothed_jvp(x, alpha, dalpha):
     dlevel = zero_tangent(level)
     dtotal = zero_tangent(total)
     for v in x:
+        # test_snapshots.py:53  if v > level:
         v_gt_level = v > level
         if v_gt_level:
+            # test_snapshots.py:54  level = alpha * v + (1.0 - alpha) * level
             alpha_times_v = alpha * v
             dalpha_times_v = dalpha * v
             v1_0_minus_alpha = 1.0 - alpha
@@ -29,10 +31,12 @@ def smoothed_jvp(x, alpha, dalpha):
             level = alpha_times_v + product
             dlevel = dalpha_times_v + dproduct
         else:
+            # test_snapshots.py:56  level = level * 0.5
             level_new = level * 0.5
             dlevel_new = dlevel * 0.5
             level = level_new
             dlevel = dlevel_new
+        # test_snapshots.py:57  total = total + level
         total_new = total + level
         dtotal_new = dtotal + dlevel
         total = total_new

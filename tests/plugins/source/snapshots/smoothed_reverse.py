@@ -32,8 +32,10 @@ def smoothed_fwd(x, alpha):
     v_trips = 0
     for v in x:
         v_trips = v_trips + 1
+        # test_snapshots.py:53  if v > level:
         v_gt_level = v > level
         if v_gt_level:
+            # test_snapshots.py:54  level = alpha * v + (1.0 - alpha) * level
             alpha_times_v_stack.append(alpha_times_v)
             alpha_times_v = alpha * v
             v1_0_minus_alpha_stack.append(v1_0_minus_alpha)
@@ -43,8 +45,10 @@ def smoothed_fwd(x, alpha):
             level_stack.append(level)
             level = alpha_times_v + product
         else:
+            # test_snapshots.py:56  level = level * 0.5
             level_stack.append(level)
             level = level * 0.5
+        # test_snapshots.py:57  total = total + level
         total_stack.append(total)
         total = total + level
         v_stack.append(v)
@@ -61,10 +65,13 @@ def smoothed_bwd(saved, btotal):
     for _ in range(v_trips):
         v = v_stack.pop()
         v_gt_level = v_gt_level_stack.pop()
+        # test_snapshots.py:57  total = total + level
         total = total_stack.pop()
         blevel = add_adjoint(blevel, unbroadcast(btotal, level))
         btotal = unbroadcast(btotal, total)
+        # test_snapshots.py:53  if v > level:
         if v_gt_level:
+            # test_snapshots.py:54  level = alpha * v + (1.0 - alpha) * level
             balpha_times_v = unbroadcast(blevel, alpha_times_v)
             bproduct = unbroadcast(blevel, product)
             level = level_stack.pop()
@@ -76,6 +83,7 @@ def smoothed_bwd(saved, btotal):
             balpha = balpha + unbroadcast(balpha_times_v * v, alpha)
             alpha_times_v = alpha_times_v_stack.pop()
         else:
+            # test_snapshots.py:56  level = level * 0.5
             level = level_stack.pop()
             blevel = unbroadcast(blevel * 0.5, level)
     return (param_adjoint(balpha, alpha),)
