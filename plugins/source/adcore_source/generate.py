@@ -208,6 +208,15 @@ class Context:
         from adcore_source.normalize import normalized
 
         norm = target if hasattr(target, "body") and hasattr(target, "namespace") else normalized(target)
+        if norm.copied_params and target is not self.targets[0][0] and not hasattr(target, "body"):
+            # a callee's write into its parameter reaches its caller's array in NumPy, and the
+            # generated callee writes into a copy: the caller would read the old values
+            raise SourceTransformError(
+                f"the source transformation cannot take {norm.name}, called from the function being "
+                f"differentiated, writing into its parameter {norm.copied_params[0]!r} in place "
+                f"({norm.filename}:{norm.first_line}): its caller would see the change, which the "
+                f"derivative code does not follow; return the changed value from {norm.name} and assign it"
+            )
         self.local_names = module_text.identifiers(norm)
         for _ in range(8):  # a helper bound to a name the emitter then gave a local: bind it anew
             self.bound_now = set()

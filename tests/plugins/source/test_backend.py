@@ -196,3 +196,22 @@ def test_a_generator_is_refused_in_forward_mode_before_it_runs():
 
     with pytest.raises(SourceTransformError, match="generator|yield"):
         adcore.grad(f, backend="source", mode="forward")(0.5)
+
+
+def _doubles_its_first_entry(v):
+    v[0] = v[0] * 2.0
+    return np.sum(v)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_callee_writing_into_its_parameter_is_refused_not_differentiated_wrong(mode):
+    # in NumPy the caller's `a` changes too; a callee transformed on a copy would hide that
+    from adcore_source.errors import SourceTransformError
+
+    def f(x):
+        a = x * 1.0
+        s = _doubles_its_first_entry(a)
+        return s + np.sum(a * a)
+
+    with pytest.raises(SourceTransformError, match="_doubles_its_first_entry.*'v' in place"):
+        adcore.grad(f, backend="source", mode=mode)(X)
