@@ -58,7 +58,8 @@ class Callee:
 # ops whose reverse rules return structural zeros (adcore_reverse's defvjp_steps and where)
 MASKING_OPS = frozenset(
     {"abs", "fabs", "maximum", "minimum", "fmax", "fmin", "clip", "copysign", "heaviside", "nan_to_num",
-     "where", "relu", "max", "min", "amax", "amin", "ptp", "nanmax", "nanmin", "nansum", "nanmean"}
+     "where", "relu", "max", "min", "amax", "amin", "ptp", "nanmax", "nanmin", "nansum", "nanmean",
+     "median", "quantile", "percentile", "solve_triangular", "cho_solve"}
 )  # fmt: skip
 
 _PYTHON_OPERATORS: dict[type, str] = {

@@ -58,9 +58,22 @@ def unbroadcast(g: Any, x: Any) -> Any:
         if x.__class__ is list or x.__class__ is tuple:
             raise _sequence_arithmetic()
         shape = ()
+    if g.__class__ is Masked:  # a tier-2 pullback's structural zeros: summed as the tape sums them
+        return _unbroadcast_masked(g, x, shape)
     if getattr(g, "shape", ()) == shape:  # the common case, at the cost of two lookups (loops of scalars)
         return g
     return rules.unbroadcast(g, x)
+
+
+def _unbroadcast_masked(g: Masked, x: Any, shape: tuple) -> Any:
+    """A Masked g summed back to x's shape: a position of x stays a structural zero only where every
+    broadcast copy of it is one (adcore_reverse.zeros.unbroadcast_mask, as on the tape)."""
+    cotangent_shape = np.shape(g.cotangent)
+    if cotangent_shape == shape:
+        return g
+    zeros = unbroadcast_mask(np.broadcast_to(g.zeros, cotangent_shape), shape)
+    summed = rules.unbroadcast(g.cotangent, x)
+    return Masked(summed, zeros) if zeros.any() else summed
 
 
 def broadcast_like(t: Any, y: Any) -> Any:

@@ -26,29 +26,30 @@ from adcore_source.tier2_arguments import Arguments
 
 def call_vjp(callee: Any, args: tuple, kwargs: dict, active: tuple | None = None) -> tuple[Any, Any]:
     """(callee(*args, **kwargs), pullback): pullback(g) is one cotangent per argument, positional then
-    keyword in kwargs' order, None for one with no float value (or not `active[k]`), a container's
-    in its structure. Give `active` (a flag per argument, in that order): without it, the params of
-    an op (np.nan_to_num(x, nan=0.0)'s nan) are taken as the constants they must be, and every other
-    float is differentiated; with it, an active param is refused by the tape, as in f. g may be None (zero), Masked, or a container with None entries (zero). The
+    keyword in kwargs' order, None for one not `active[k]`, zeros for an active one nothing reaches
+    (generated code uses it), a container's in its structure. `active` (a flag per argument, in that
+    order) defaults to every argument with a float value: generated code leaves it out only when
+    every argument is active. An active param (np.nan_to_num(x, nan=a)'s a) is refused by the tape
+    (a typed error naming op and param), as in f, never taken as a constant: that would drop its
+    derivative. g may be None (zero), Masked, or a container with None entries (zero). The
     cotangents of `where` and of steps come Masked with their structural zeros, and a Masked g's
     zeros pass on to the cotangents of an elementwise op or one that only moves entries, as on
     the tape."""
     fn = _differentiable(callee)
     arguments = Arguments(args, kwargs)
-    inputs = _input_count(fn, args, kwargs) if active is None else None
     positions = [
-        i
-        for i, leaf in enumerate(arguments.leaves)
-        if leaf.float and (active[leaf.arg] if active is not None else inputs is None or leaf.arg < inputs)
+        i for i, leaf in enumerate(arguments.leaves) if leaf.float and (active is None or active[leaf.arg])
     ]
     if not positions:
         return callee(*args, **kwargs), lambda g: (None,) * (len(args) + len(kwargs))
+    wanted = _wanted(arguments, positions, active)
     direct = _direct(fn, args, kwargs) if arguments.leaves[positions[-1]].arg < len(args) else None
     if direct is not None:  # the op's rules, applied here
         out = callee(*args, **kwargs)
-        return out, _rule_pullback(
-            direct, out, arguments, positions, lambda: _taped(fn, arguments, positions)
+        pullback = _rule_pullback(
+            direct, out, arguments, positions, wanted, lambda: _taped(fn, arguments, positions)
         )
+        return out, pullback if _masking(fn) == "makes" else _unmasked_for_plain_g(pullback)
     out, vjp_fn = _taped(fn, arguments, positions)
     if fn is not callee:
         out = callee(*args, **kwargs)  # f's own function gives f's value (math.fabs's float)
@@ -59,9 +60,46 @@ def call_vjp(callee: Any, args: tuple, kwargs: dict, active: tuple | None = None
         cts = list(vjp_fn(_filled(g, out)))
         if masking is not None and not isinstance(out, tuple | list | dict):
             cts = _with_structure(cts, masking, vjp_fn, out, g_masked)
-        return arguments.per_argument(positions, cts)
+        return _zeros_for_unreached(arguments.per_argument(positions, cts), arguments, wanted)
 
     return out, pullback
+
+
+def _unmasked_for_plain_g(pullback: Any) -> Any:
+    """pullback, its cotangents plain when g is: generated code treats the cotangents of a callee
+    resolve does not list as masking (MASKING_OPS) as plain arrays, and arithmetic on a Masked (a
+    tuple) would raise or repeat it. A rule's own structural zeros (a triangle solve_triangular
+    does not read) are dropped so, where resolve does not know of them."""
+
+    def unmasked(g: Any) -> tuple:
+        cts = pullback(g)
+        if g.__class__ is Masked or not any(ct.__class__ is Masked for ct in cts):
+            return cts
+        return tuple(plain(ct) for ct in cts)
+
+    return unmasked
+
+
+def _wanted(arguments: Arguments, positions: list[int], active: tuple | None) -> list[bool]:
+    """Per argument, whether generated code reads its cotangent: flagged active, or (no flags)
+    holding a float."""
+    if active is not None:
+        return [bool(a) for a in active]
+    floats = {arguments.leaves[i].arg for i in positions}
+    return [k in floats for k in range(len(arguments.values))]
+
+
+def _zeros_for_unreached(cts: tuple, arguments: Arguments, wanted: list[bool]) -> tuple:
+    """The cotangents with zeros for a wanted argument the derivative does not reach (an input the
+    op does not differentiate, an int): the tape gives zeros there, and generated code computes
+    with the cotangent of every active argument (None would raise, or read as an empty product)."""
+    if not any(ct is None and w for ct, w in zip(cts, wanted)):
+        return cts
+    from adcore_source.runtime import zero_tangent
+
+    return tuple(
+        zero_tangent(v) if ct is None and w else ct for ct, w, v in zip(cts, wanted, arguments.values)
+    )
 
 
 def call_jvp(callee: Any, args: tuple, tangents: tuple, kwargs: dict) -> tuple[Any, Any]:
@@ -116,25 +154,6 @@ def _direct(fn: Any, args: tuple, kwargs: dict) -> _Direct | None:
     return _Direct(op, args, kwargs)
 
 
-def _input_count(fn: Any, args: tuple, kwargs: dict) -> int | None:
-    """How many leading arguments of a call of fn are an op's inputs (the rest, its params, are
-    static), or None if fn is not an op called so."""
-    op = _OPS_ANY.get(fn, False) if _hashable(fn) else None
-    if op is False:
-        op = _OPS_ANY[fn] = fn if isinstance(fn, OpSpec) else _numpy_op(fn)
-    if op is None or not set(kwargs) <= set(op.params):
-        return None
-    return 1 if op.variadic else op.nin
-
-
-def _hashable(fn: Any) -> bool:
-    try:
-        hash(fn)
-    except TypeError:
-        return False
-    return True
-
-
 def _numpy_op(fn: Any) -> OpSpec | None:
     if isinstance(fn, np.ufunc) or (getattr(fn, "__module__", None) or "").startswith("numpy"):
         try:
@@ -144,7 +163,6 @@ def _numpy_op(fn: Any) -> OpSpec | None:
     return None
 
 
-_OPS_ANY: dict[Any, Any] = {}
 _OPS: dict[Any, Any] = {}
 
 
@@ -172,7 +190,9 @@ def _has_rules(op: OpSpec, kind: str) -> bool:
     return rules.__class__ is tuple or rules.__class__ is JointRules
 
 
-def _rule_pullback(call: _Direct, ans: Any, arguments: Arguments, positions: list[int], taped: Any) -> Any:
+def _rule_pullback(
+    call: _Direct, ans: Any, arguments: Arguments, positions: list[int], wanted_args: list[bool], taped: Any
+) -> Any:
     """The pullback applying the op's vjp rules as adcore_reverse's backward pass does."""
     op, inputs, params = call.op, call.inputs, call.params
     rules = ops.registry().rules["vjp"][op.name]
@@ -186,7 +206,8 @@ def _rule_pullback(call: _Direct, ans: Any, arguments: Arguments, positions: lis
         g_plain = plain(g)
         if not _plain(g_plain):  # a traced cotangent (an outer transformation): through the tape
             out, vjp_fn = taped()
-            return arguments.per_argument(positions, list(vjp_fn(g_plain)))
+            cts = arguments.per_argument(positions, list(vjp_fn(g_plain)))
+            return _zeros_for_unreached(cts, arguments, wanted_args)
         zeros = (
             _input_zeros(op, rules, g.zeros, ans, inputs, params, wanted) if g.__class__ is Masked else None
         )
@@ -204,7 +225,7 @@ def _rule_pullback(call: _Direct, ans: Any, arguments: Arguments, positions: lis
             if getattr(gi, "dtype", None) is not dtype:
                 gi = cotangent_of(gi, dtype)
             cts.append(gi)
-        return arguments.per_argument(positions, cts)
+        return _zeros_for_unreached(arguments.per_argument(positions, cts), arguments, wanted_args)
 
     return pullback
 
