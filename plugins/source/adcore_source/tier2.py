@@ -18,6 +18,7 @@ from adcore_reverse.backward import cotangent_of
 from adcore_reverse.zeros import MOVES, Masked, moved_zeros, plain, unbroadcast_mask, with_zeros, zero_at
 
 from adcore import numpy_dispatch, ops
+from adcore.core import concrete
 from adcore.errors import AdcoreError
 from adcore.registry import JointRules
 from adcore.spec import OpSpec
@@ -358,7 +359,7 @@ def _with_structure(cts: list, masking: str, vjp_fn: Any, out: Any, g: Masked | 
 
 
 def _masked_where_zero(ct: Any, reach: Any) -> Any:
-    zeros = np.asarray(reach) == 0
+    zeros = np.asarray(concrete(reach)) == 0  # reach is traced under an outer transformation
     if not zeros.any():
         return ct
     return Masked(zero_at(ct, zeros), zeros)

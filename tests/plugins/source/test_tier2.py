@@ -146,3 +146,20 @@ def test_a_rules_structural_zeros_are_dropped_only_for_a_callee_not_known_to_mas
     assert ga.__class__.__name__ == "Masked" and ga.zeros[0, 2]
     _, pullback = call_vjp(lambda m, v: adcore.ops.solve_triangular(m, v, lower=True), (a, b), {})
     assert all(ct.__class__ is np.ndarray for ct in pullback(np.ones(3)))  # through the tape: plain
+
+
+def cho_solve_lower(a, b):
+    return adcore.ops.cho_solve(a, b, lower=True)
+
+
+def test_a_masking_callees_structural_zeros_are_found_under_an_outer_transformation():
+    # forward over the source backend's reverse: the pullback of ones is traced (it was np.asarray'd)
+    a, b = np.tril(RNG.normal(size=(3, 3))) + 3 * np.eye(3), RNG.normal(size=3)
+    directions = (np.ones((3, 3)), np.ones(3))
+
+    def gradient_of_a(backend):
+        return lambda a, b: adcore.vjp(cho_solve_lower, a, b, backend=backend)[1](np.ones(3))[0]
+
+    _, got = adcore.jvp(gradient_of_a("source"), (a, b), directions, backend="forward")
+    _, want = adcore.jvp(gradient_of_a("reverse"), (a, b), directions, backend="forward")
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
