@@ -181,9 +181,9 @@ class Context:
         raise AssertionError("candidates are endless")  # pragma: no cover
 
     def runtime(self, name: str) -> str:
-        from adcore_source import runtime
+        from adcore_source import runtime, tier2
 
-        return self.bind(name, getattr(runtime, name))
+        return self.bind(name, getattr(tier2 if name in ("call_vjp", "call_jvp") else runtime, name))
 
     def taken(self, name: str) -> bool:
         return name in self.objects or name in self.norms

@@ -5,7 +5,7 @@ Python operator stands for (`operator_op`).
 Tier 1 ("template"): an op whose partial derivatives adcore.extend.elementwise_partials.PARTIALS
 states; its derivative is written inline as an expression (templates.py). Tier 2 ("op"): any other
 op, NumPy function adcore maps to ops, or Python function over ops; the generated code calls it
-through the tape or the dual numbers at run time (runtime.call_vjp / call_jvp), so its derivative
+through the tape or the dual numbers at run time (tier2.call_vjp / call_jvp), so its derivative
 is the registered rules' by construction. A dynamic callee (a local holding a function or a bound
 method) is resolved at run time the same way.
 """

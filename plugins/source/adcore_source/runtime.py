@@ -1,5 +1,5 @@
 """What generated derivative code calls, imported into every generated module as plain names
-(tier 2 lives in tier2.py).
+(tier 2, `call_vjp`/`call_jvp`, lives in tier2.py).
 
 - `unbroadcast(g, x)`: g summed back to x's shape (the rules' own helper; refused for a list x).
 - `broadcast_like(t, y)`: t broadcast to y's shape (a tangent of one input of add, say).
@@ -32,15 +32,12 @@ from adcore_reverse.zeros import Masked, plain, total, unbroadcast_mask, zero_at
 from adcore import ops
 from adcore.extend import rules
 from adcore_source.errors import SourceTransformError
-from adcore_source.tier2 import call_jvp, call_vjp
 
 __all__ = [
     "Masked",
     "add_adjoint",
     "attribute",
     "broadcast_like",
-    "call_jvp",
-    "call_vjp",
     "keep_zeros",
     "method",
     "plain",

@@ -12,8 +12,6 @@ from adcore_source.runtime import (
     Masked,
     add_adjoint,
     broadcast_like,
-    call_jvp,
-    call_vjp,
     keep_zeros,
     method,
     plain,
@@ -22,6 +20,7 @@ from adcore_source.runtime import (
     zero_tangent,
 )
 from adcore_source.templates import vjp_expression
+from adcore_source.tier2 import call_jvp, call_vjp
 
 import adcore
 
