@@ -96,10 +96,11 @@ def _attribute(em: Any, y: str, value: ast.Attribute, plain: Parts, seed_masked:
         g = ast.Call(ast.Name(em.ctx.runtime("plain"), ast.Load()), [_g()], []) if seed_masked else _g()
         plain.contribs.append(Contribution(x, ast.Attribute(g, attr, ast.Load())))  # (its zeros dropped)
         return plain
-    if attr in VALUE_ATTRIBUTES:
-        getter = ast.Name(em.ctx.bind(f"attribute_{attr}", _attribute_getter(attr)), ast.Load())
-        return _tier_two(em, y, getter, [ast.Name(x, ast.Load())], [], plain, masked=False)
-    return plain  # a method: its call goes through call_vjp with x first (em.methods)
+    if y in em.methods:
+        return plain  # a method: its call goes through call_vjp with x first (em.methods)
+    # a value (x.real, a named tuple's field): read through the tape
+    getter = ast.Name(em.ctx.bind(f"attribute_{attr}", _attribute_getter(attr)), ast.Load())
+    return _tier_two(em, y, getter, [ast.Name(x, ast.Load())], [], plain, masked=False)
 
 
 def _concatenation(em: Any, value: ast.BinOp, plain: Parts, seed_masked: bool) -> Parts:

@@ -64,7 +64,14 @@ def methods_of(body: list[ast.stmt], activity: frozenset[str]) -> dict[str, tupl
                     out[m] = (value.value.id, value.attr)
             elif isinstance(value, ast.Name) and value.id in out:
                 out[m] = out[value.id]
-    return out
+    # only what is called is a method: another attribute (eigh(m).eigenvalues) is a value
+    called = {
+        c.func.id
+        for c in (n for s in walk_statements(body) for n in ast.walk(s))
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+    }
+    methods = {out[m] for m in out if m in called}
+    return {m: xa for m, xa in out.items() if xa in methods}
 
 
 def useful(body: list[ast.stmt], activity: frozenset[str], methods: dict) -> set[str]:
