@@ -114,8 +114,13 @@ class _Sweep:
             for c in own:
                 code += self.accumulate(c.to, c, renames, inner)
             inner.zero(y)
+            ours = renames
+            if len(mine) > 1:  # y = op(y, y): each contribution reads y's adjoint from before the first
+                g = em.temp(f"{em.b(y)}_out")
+                code.append(_assign(g, ast.Name(em.b(y), ast.Load())))
+                ours = {**renames, G: g}
             for c in mine:
-                code += self.accumulate(y, c, renames, inner)
+                code += self.accumulate(y, c, ours, inner)
             return code
 
         return pre + self.guarded(y, state, body) + pops

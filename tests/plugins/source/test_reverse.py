@@ -442,3 +442,29 @@ def test_the_saved_state_is_independent_of_the_callers_arrays():
     got = bwd(saved, 1.0)
     assert_tape_close(got[0], want[0], "x")
     assert_tape_close(got[1], want[1], "w")
+
+
+# --- a statement reading its own target twice -------------------------------------------------------
+
+
+def squares_itself(x):
+    x = x * x
+    return np.sum(x)
+
+
+def hypot_of_itself(x):
+    x = np.hypot(x, x)
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f", [squares_itself, hypot_of_itself])
+@pytest.mark.parametrize("x", [np.float64(3.0), X])
+def test_each_input_of_y_eq_op_y_y_takes_ys_adjoint_from_before_the_statement(f, x):
+    # the first contribution assigned bx and the second read that: 12 for 6 at x = 3
+    check(f, x)
+    text = bwd_text(f)
+    assert "bx_out = bx" in text, text
+
+
+def test_x_times_x_at_3_is_6():
+    assert adjoints(squares_itself, np.float64(3.0))[1] == (6.0,)
