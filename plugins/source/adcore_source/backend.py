@@ -118,5 +118,14 @@ _ADCORE_DIR = os.path.dirname(adcore.__file__) + os.sep
 def _is_one_op(fn: Callable[..., Any]) -> bool:
     """Whether fn is an op or a NumPy function adcore maps to ops (np.sin, adcore.ops.sin): it has no
     source to read, and its generated derivative would be one call of its rules, which the tape or
-    the dual numbers make as they run it."""
-    return callee_kind(fn).kind in ("template", "op")
+    the dual numbers make as they run it. Remembered per function (asking reads its source)."""
+    try:
+        known = _one_op.get(fn)
+    except TypeError:  # not weakly referable: asked each time
+        return callee_kind(fn).kind in ("template", "op")
+    if known is None:
+        known = _one_op[fn] = callee_kind(fn).kind in ("template", "op")
+    return known
+
+
+_one_op: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
