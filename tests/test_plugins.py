@@ -793,7 +793,9 @@ def _source_recurrence() -> None:
             x = np.sin(x)
         return x
 
-    assert adcore.grad(f, backend="source")(0.5) == pytest.approx(np.cos(np.sin(0.5)) * np.cos(0.5), rel=1e-12)
+    assert adcore.grad(f, backend="source")(0.5) == pytest.approx(
+        np.cos(np.sin(0.5)) * np.cos(0.5), rel=1e-12
+    )
 
 
 # every first-party plugin, with a call that needs it and an analytic answer
