@@ -13,6 +13,7 @@ import pytest
 from adcore_reverse.vjps import VJPS
 
 import adcore
+from adcore.conformance import abilities
 import adcore.numpy as anp
 from adcore import cli
 from adcore.plugins import PluginWarning
@@ -123,7 +124,9 @@ REAL_DTYPES = ["--dtype", "float64", "--dtype", "float32"]
 def test_conformance_prints_the_matrix_and_the_summary_and_exits_0(capsys, clean_plugins):
     assert cli.main(["conformance", "--op", "sin", "--op", "matmul", "--jobs", "2", *REAL_DTYPES]) == 0
     out = capsys.readouterr().out
-    n = len(adcore.backends())  # a pattern backend (sparsity) has its own column, checked as patterns
+    # one column per backend (per variant for a backend with variants, source); a pattern backend
+    # (sparsity) has its own column, checked as patterns
+    n = len(abilities.columns(adcore.backends()))
     assert re.search(rf"^. sin {'+. +✓ ' * (n + 1)}+.$", out, re.MULTILINE)  # then the vmap column
     assert re.search(
         rf"^PASSED: {4 * n} agree, 0 disagree, 0 errors, 0 unsupported \(2 ops × {n} backends",
@@ -190,9 +193,12 @@ def test_conformance_exits_1_naming_the_wrong_rule_and_greys_a_missing_one(regis
     out = capsys.readouterr().out
     # forward, numeric, reverse, sparsity, symbolic: half has a VJP only (no JVP, sympy or sparsity rule);
     # then vmap, which batches it by the loop rule (vmap(grad) on reverse, the backend with its rule)
-    assert re.search(r"^. half +. +n/a +. +✓ +. +✓ +. +n/a +. +n/a +. +✓ +.$", out, re.MULTILINE)
+    # (source needs both: its two columns n/a)
+    assert re.search(
+        r"^. half +. +n/a +. +✓ +. +✓ +. +n/a +. +n/a +. +n/a +. +n/a +. +✓ +.$", out, re.MULTILINE
+    )
     assert "✗ wrong_sin · reverse · float64" in out
-    assert out.strip().splitlines()[-1].startswith("FAILED: 3 agree, 1 disagree, 0 errors, 6 unsupported")
+    assert out.strip().splitlines()[-1].startswith("FAILED: 3 agree, 1 disagree, 0 errors, 10 unsupported")
 
 
 @pytest.mark.parametrize(
@@ -245,7 +251,7 @@ def test_rules_marks_missing_rules_and_missing_lists_them(register_plugin, capsy
     )
     assert cli.main(["rules", "--missing"]) == 0
     missing = capsys.readouterr().out
-    assert re.search(r"^. half +. jvp +. forward +.$", missing, re.MULTILINE)
+    assert re.search(r"^. half +. jvp +. forward, source +.$", missing, re.MULTILINE)
     assert re.search(r"^. wrong_sin +. sympy +. symbolic +.$", missing, re.MULTILINE)
     # no batch rule (and not flagged elementwise): no backend needs one, vmap loops over the batch instead
     for name in ("half", "wrong_sin"):

@@ -38,6 +38,8 @@ ALLOWED = {
     ("sparse.py", "reverse"): "prepare_jacobian's default backend, as jacobian's",
     # NumPy's own word: np.fft's norm="forward", not the backend
     ("ops/fft.py", "forward"): "np.fft's norm='forward'",
+    # NumPy's own word: np.moveaxis's `source` parameter, not the backend
+    ("ops/rearrangements.py", "source"): "np.moveaxis's source=",
 }
 
 
