@@ -105,6 +105,7 @@ class SourceFunction:
             impl=_forward_sweep,
             variadic=True,
             params=("call",),
+            traceable=True,  # a backend with no rule of its kinds (symbolic) differentiates the impl
             doc=f"{getattr(fn, '__name__', fn)!r} differentiated by adcore-source",
         )
         plugins.add_user_op(self.op, {"vjp": Joint(_adjoint_sweep), "jvp": Joint(_tangents)})
