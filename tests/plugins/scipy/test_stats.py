@@ -404,7 +404,8 @@ def test_the_conformance_suite_finds_the_stats_ops_and_cases_agreeing():
     failures = [(c.subject, c.backend, c.dtype, c.message) for c in report.cells if c.failed]
     assert report.ok, failures
     agreeing = {(c.subject, c.backend) for c in report.cells if c.status == "agrees"}
-    every = ("reverse", "forward", "numeric", "symbolic", "sparsity")  # sparsity: patterns hold the non-zeros
+    # sparsity: patterns hold the non-zeros; source: a column per mode
+    every = ("reverse", "forward", "numeric", "symbolic", "sparsity", "source/forward", "source/reverse")
     expected = {(name, b) for name in names + cases for b in every}
     # spd_inverse (LAPACK's potri) has no sympy rule: symbolic refuses it, and the mvn_logpdf case
     # covers the symbolic backend on the density through multivariate_normal_logpdf's body
