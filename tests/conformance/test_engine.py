@@ -52,6 +52,8 @@ def test_the_full_report_over_every_op_passes():
     # see whether the loss depends on it); their real dtypes agree
     for name in ("eigh_packed", "svd_packed"):
         assert "e^{i phi}" in unsupported.pop((name, "forward"))
+        # source's forward mode applies forward's rules: the same refusal, typed, through the source column
+        assert "complex singular or eigen" in unsupported.pop((name, "source/forward"))
     # the others: ops symbolic cannot express (decompositions), without a sympy rule or refused typed
     assert {backend for _, backend in unsupported} <= {"symbolic"}
     assert all("'sympy' rule" in m or m.startswith("declined every sample") for m in unsupported.values())
