@@ -13,9 +13,9 @@ import pytest
 from adcore_reverse.vjps import VJPS
 
 import adcore
-from adcore.conformance import abilities
 import adcore.numpy as anp
 from adcore import cli
+from adcore.conformance import abilities
 from adcore.plugins import PluginWarning
 from adcore.spec import REAL, elementwise_samples
 
