@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -19,6 +20,25 @@ class Derivatives(NamedTuple):
     value: Any
     jacobians: tuple
     errors: tuple | None = None
+
+
+class Running(NamedTuple):
+    """A derivative the engine is computing: its backend, and whether it evaluates f more than
+    once for it (finite differences, a Jacobian from several passes of tangents)."""
+
+    backend: Backend
+    repeats: bool
+
+
+# The derivatives in progress in this context, outermost first: adcore.derivatives sets it around a
+# backend's run of f (not around a pullback run later). Library code reads it with `running()` to
+# refuse what cannot be right on a backend (adcore_nn: a module's backward hooks where no VJP runs).
+RUNNING: ContextVar[tuple[Running, ...]] = ContextVar("adcore_running", default=())
+
+
+def running() -> tuple[Running, ...]:
+    """The derivatives whose f is running now in this context (thread, task), outermost first."""
+    return RUNNING.get()
 
 
 class Backend:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops
-from adcore.backend import Backend, Derivatives, check_output, check_scalar
+from adcore.backend import RUNNING, Backend, Derivatives, Running, check_output, check_scalar
 from adcore.core import Tracer
 from adcore.errors import (
     BatchedConversionError,
@@ -157,8 +157,12 @@ def jvp(be: Backend, f: Callable[..., Any], args: tuple, tangents: tuple, option
             total = term if total is None else total + term
         return _fresh(value), _like(total, _dtyped(value))
     batched = tuple(ops.reshape(t, shape=(1,) + np.shape(x)) for t, x in zip(tangents, args))
-    with typed_errors_of_f(be):
-        out, tangent_out = be.jvp(f, args, batched, **options)
+    token = RUNNING.set((*RUNNING.get(), Running(be, False)))
+    try:
+        with typed_errors_of_f(be):
+            out, tangent_out = be.jvp(f, args, batched, **options)
+    finally:
+        RUNNING.reset(token)
     check_output(out, be.name, scalar=False)
     if tangent_out is None:
         return _fresh(out), np.zeros(np.shape(out), dtype=_dtype(out))
@@ -189,8 +193,12 @@ def vjp(be: Backend, f: Callable[..., Any], args: tuple, options: dict) -> tuple
     # the pullback runs later, after the caller may have changed its arrays: keep copies, in their
     # memory layout (order K): NumPy's sums depend on it, and the traced value must be f(x)'s bits
     copies = tuple(a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args)
-    with typed_errors_of_f(be):
-        out, pullback_ = be.vjp(f, copies, every, **options)
+    token = RUNNING.set((*RUNNING.get(), Running(be, False)))
+    try:
+        with typed_errors_of_f(be):
+            out, pullback_ = be.vjp(f, copies, every, **options)
+    finally:
+        RUNNING.reset(token)
     check_output(out, be.name, scalar=False)
 
     def pullback(cotangent: Any) -> tuple:
@@ -283,7 +291,11 @@ def _thaw(held: list) -> None:
 def _by_vjp(be: Backend, f, args: tuple, argnums: tuple, scalar: bool, options: dict) -> tuple:
     """One pullback per output element (one for a scalar loss: one trace, one sweep), or of all of
     them at once, vmapped, on a backend that `batches`."""
-    out, pullback = be.vjp(f, args, argnums, **options)
+    token = RUNNING.set((*RUNNING.get(), Running(be, False)))  # f runs once; the pullbacks later
+    try:
+        out, pullback = be.vjp(f, args, argnums, **options)
+    finally:
+        RUNNING.reset(token)
     if not _valid_float_output(out, scalar):
         check_output(out, be.name, scalar)
     shape = getattr(out, "shape", ())  # a number or an array: check_output says so
@@ -402,18 +414,22 @@ def _by_jvp(
             f"got {chunk_size!r}"
         )
     value, columns = None, []
-    for start in range(0, n, chunk) if n else [0]:
-        stop = min(start + chunk, n)
-        tangents, offset = [None] * len(args), 0
-        for i, size in zip(argnums, sizes):
-            tangents[i] = _identity_rows(start, stop, offset, size, args[i])
-            offset += size
-        out, tangent = be.jvp(f, args, tuple(tangents), **options)
-        if start == 0:
-            if not _valid_float_output(out, scalar):
-                check_output(out, be.name, scalar)
-            value = out
-        columns.append(tangent if tangent is not None else _zeros((stop - start,), _dtyped(out)))
+    token = RUNNING.set((*RUNNING.get(), Running(be, n > chunk)))  # f runs once per chunk
+    try:
+        for start in range(0, n, chunk) if n else [0]:
+            stop = min(start + chunk, n)
+            tangents, offset = [None] * len(args), 0
+            for i, size in zip(argnums, sizes):
+                tangents[i] = _identity_rows(start, stop, offset, size, args[i])
+                offset += size
+            out, tangent = be.jvp(f, args, tuple(tangents), **options)
+            if start == 0:
+                if not _valid_float_output(out, scalar):
+                    check_output(out, be.name, scalar)
+                value = out
+            columns.append(tangent if tangent is not None else _zeros((stop - start,), _dtyped(out)))
+    finally:
+        RUNNING.reset(token)
     tangents = columns[0] if len(columns) == 1 else ops.concatenate(*columns, axis=0)
     jacobians, offset = [], 0
     for i, size in zip(argnums, sizes):
@@ -436,10 +452,14 @@ def _identity_rows(start: int, stop: int, offset: int, size: int, arg: Any) -> n
 
 def _direct(be: Backend, f, args, argnums, scalar, want_value, options, purpose) -> tuple:
     """A backend's own value_and_jacobian, its results checked: shapes out.shape + arg.shape."""
-    if want_value or not _takes_want_value(type(be)):
-        result = be.value_and_jacobian(f, args, argnums, **options)
-    else:
-        result = be.value_and_jacobian(f, args, argnums, want_value=False, **options)
+    token = RUNNING.set((*RUNNING.get(), Running(be, be.estimates)))  # finite differences run f again
+    try:
+        if want_value or not _takes_want_value(type(be)):
+            result = be.value_and_jacobian(f, args, argnums, **options)
+        else:
+            result = be.value_and_jacobian(f, args, argnums, want_value=False, **options)
+    finally:
+        RUNNING.reset(token)
     value, jacobians, *rest = result
     errors = rest[0] if rest else None
     if errors is not None and purpose != "jacobian":

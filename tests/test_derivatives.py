@@ -11,6 +11,7 @@ from adcore_reverse.backend import ReverseBackend
 import adcore
 import adcore.numpy as anp
 from adcore import derivatives
+from adcore.backend import running
 
 RNG = np.random.default_rng(16)
 A = RNG.normal(size=(3, 4))
@@ -312,3 +313,54 @@ def test_a_derivative_under_vmap_has_its_arguments_dtype_where_the_rule_computes
     batched = adcore.vmap(jac)(xs)
     assert batched.dtype == np.float32
     np.testing.assert_allclose(batched, np.stack([jac(x) for x in xs]), rtol=1e-6)
+
+
+# --- the record of the derivatives in progress (adcore.backend.running) ---------------------
+
+
+def _recording(seen):
+    def g(x):
+        seen.append(tuple((r.backend.name, r.backend.builds, r.repeats) for r in running()))
+        return anp.sum(anp.sin(x))
+
+    return g
+
+
+def test_running_names_the_derivative_whose_f_runs_and_whether_f_runs_again():
+    assert running() == ()
+    for backend, options, expected in [
+        ("reverse", {}, ("reverse", "vjp", False)),
+        ("forward", {}, ("forward", "jvp", False)),
+        ("forward", {"chunk_size": 1}, ("forward", "jvp", True)),  # one pass of f per input element
+        ("numeric", {}, ("numeric", "jacobian", True)),  # finite differences evaluate f again
+        ("symbolic", {}, ("symbolic", "jacobian", False)),
+    ]:
+        seen = []
+        adcore.grad(_recording(seen), backend=backend, **options)(X0[:3])
+        assert seen and all(s == (expected,) for s in seen), (backend, seen)
+    assert running() == ()
+
+
+def test_running_nests_outermost_first_and_is_left_clean_when_f_raises():
+    seen = []
+    adcore.hessian(_recording(seen))(X0[:2])  # forward over reverse
+    assert seen[0] == (("forward", "jvp", False), ("reverse", "vjp", False))
+
+    def fails(x):
+        assert running()
+        raise RuntimeError("f failed")
+
+    for backend in ("reverse", "forward", "numeric"):
+        with pytest.raises(RuntimeError, match="f failed"):
+            adcore.grad(fails, backend=backend)(X0)
+        assert running() == ()
+
+
+def test_running_covers_f_not_a_pullback_run_later():
+    seen = []
+    out, pullback = adcore.vjp(_recording(seen), X0)
+    assert seen == [(("reverse", "vjp", False),)] and running() == ()
+    assert np.allclose(pullback(1.0)[0], np.cos(X0))
+    seen.clear()
+    adcore.jvp(_recording(seen), (X0,), (V,))
+    assert seen == [(("forward", "jvp", False),)]
