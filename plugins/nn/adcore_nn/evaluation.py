@@ -17,7 +17,14 @@ from adcore.backend import Backend, running
 from adcore.core import Trace, Tracer
 from adcore.errors import AdcoreError
 
-__all__ = ["backend_label", "backend_without_vjp", "batched", "differentiated", "repeats_f"]
+__all__ = [
+    "backend_label",
+    "backend_without_vjp",
+    "batched",
+    "batched_inside_derivative",
+    "differentiated",
+    "repeats_f",
+]
 
 
 def backend_label(backend: Backend) -> str:
@@ -75,6 +82,18 @@ def batched(values: Any) -> bool:
                 return True
             leaf = leaf.value
     return False
+
+
+def batched_inside_derivative(values: Any) -> bool:
+    """Whether a vmap nested inside a derivative batches one of the values (`grad(vmap(f))`): a
+    custom rule's backward pass then runs on the batch, apart from the forward that ran it."""
+    batch_level, differentiating = -1, _innermost_differentiating(values)
+    for leaf in _leaves(values):
+        while isinstance(leaf, Tracer):
+            if leaf.concrete_itself:
+                batch_level = max(batch_level, leaf._trace.level)
+            leaf = leaf.value
+    return differentiating is not None and batch_level > differentiating.level
 
 
 def _trace_backend(trace: Trace) -> str | None:

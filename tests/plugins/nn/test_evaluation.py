@@ -107,3 +107,17 @@ def test_a_variant_is_labelled_as_adcore_backends_names_it():
     assert evaluation.backend_label(source.for_options({"mode": "forward"})) == "source/forward"
     assert evaluation.backend_label(source.for_options({"mode": "reverse"})) == "source/reverse"
     assert evaluation.backend_label(adcore.get_backend("reverse")) == "reverse"
+
+
+def test_a_vmap_inside_a_derivative_is_told_from_one_outside():
+    seen = []
+
+    def f(x):
+        seen.append(evaluation.batched_inside_derivative(x))
+        return anp.sum(anp.sin(x))
+
+    xs = np.stack([X, X])
+    adcore.vmap(adcore.grad(f))(xs)  # the derivative inside the vmap: per-example gradients
+    adcore.grad(lambda x: anp.sum(adcore.vmap(f)(x)))(xs)  # the vmap inside the derivative
+    adcore.vmap(f)(xs)  # no derivative
+    assert seen == [False, True, False]
