@@ -2,8 +2,11 @@
 
 A `Row` says what one optimizer does differently (its kernel, torch's hyperparameters with
 their defaults and bounds, its switches, its state, the kernel's scalars, its formula);
-`Optimizer` does the rest once: param groups, parameters (arrays or eager Tensors), the
-checks, per-parameter state and step counts, `step`, `zero_grad` and torch's state dicts.
+`Optimizer` does the rest once: param groups, parameters (arrays or eager Tensors, given as
+torch's list, `model.parameters()`, or any pytree of arrays: a dict, nested lists/tuples,
+namedtuples, an adcore_nn Module), the checks, per-parameter state and step counts, `step`
+(its grads torch's flat list or a pytree of the params' structure), `zero_grad` and torch's
+state dicts (parameters numbered in the pytree's leaf order).
 Every check runs before anything changes and raises an InvalidInputError (a TypeError) or an
 InvalidValueError (a ValueError) naming the class and what is wrong.
 """
@@ -20,12 +23,14 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+import adcore
 from adcore.core import Tracer
 from adcore.errors import InvalidInputError, InvalidValueError
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 REAL_TYPES = (int, float, np.integer, np.floating)
-Params = Iterable[Any]  # arrays or eager Tensors, or dicts {"params": [...], hyperparameter: value}
+# arrays or eager Tensors (model.parameters()), dicts {"params": [...], hyperparameter: value}, or a pytree
+Params = Any
 # torch's implementation switches and the values accepted: the kernel is always one fused CPU loop
 SWITCH_VALUES = {"foreach": (None, True, False), "fused": (None, True, False), "capturable": (False,)}
 SWITCH_VALUES["differentiable"] = (False,)
@@ -90,16 +95,15 @@ class Optimizer:
         self.param_groups: list[dict[str, Any]] = []
         self.state: dict[int, dict[str, Any]] = {}  # by the parameter's index in the groups' flat order
         self._params: list[tuple[Any, np.ndarray]] = []  # (what the group holds, the array updated)
-        if isinstance(params, np.ndarray | Tracer | dict) or not isinstance(params, Iterable):
-            raise InvalidInputError(
-                f"{me}: params must be an iterable of arrays (or eager Tensors) or of param group dicts, "
-                f"e.g. {me}([w, b]), got {type(params).__name__}"
-            )
-        items = list(params)
-        if not items:
+        self._names: list[str] = []  # how messages call each parameter (its pytree path where nested)
+        self._trees: list[GroupTree] = []  # each group's structure, for step(grads) in that structure
+        groups, self._grouped = _groups_of(params, me)
+        if not groups:
             raise InvalidValueError(f"{me}: got an empty parameter list")
-        for group in items if all(isinstance(g, dict) for g in items) else [{"params": items}]:
+        for group in groups:
             self.add_param_group(group)
+        if not self._params:
+            raise InvalidValueError(f"{me}: got an empty parameter list (a pytree with no array leaf)")
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add {"params": [...], hyperparameter: value, ...}; the hyperparameters left out are the
@@ -107,10 +111,7 @@ class Optimizer:
         me, gi = type(self).__name__, len(self.param_groups)
         if not isinstance(param_group, dict) or "params" not in param_group:
             raise InvalidInputError(f"{me}: a param group is a dict with 'params', got {param_group!r}")
-        params = param_group["params"]
-        params = [params] if isinstance(params, np.ndarray | Tracer) else params
-        if not isinstance(params, Iterable) or isinstance(params, dict | str):
-            raise InvalidInputError(f"{me}: a param group's 'params' is a list, got {type(params).__name__}")
+        tree = _tree_of(param_group["params"], me)
         extra = {k: v for k, v in param_group.items() if k != "params"}
         for key in extra.keys() - {*self.row.hyper, *self.row.switches, *SCHEDULER_KEYS}:
             if near := difflib.get_close_matches(str(key), self.row.hyper, n=1, cutoff=0.8):
@@ -118,17 +119,25 @@ class Optimizer:
                     f"{me}: param_groups[{gi}] has {key!r}, not a hyperparameter of {me}: did you mean "
                     f"{near[0]!r}? (other keys are kept and ignored)"
                 )
-        group = {"params": list(params), **self.defaults, **extra}
+        leaves, treedef = adcore.tree.flatten(tree)
+        group = {"params": leaves, **self.defaults, **extra}
         group.update(self._hyper(group, f"{me}: param_groups[{gi}]"))
         for name, default in self.row.switches.items():
             _checked_switch(group[name], name, default, f"{me}: param_groups[{gi}]")
         start, where = len(self._params), f" (param group {gi})" if gi else ""
-        new = [
-            (p, _array_of(p, f"{me}: parameter {start + j}{where}")) for j, p in enumerate(group["params"])
+        flat = isinstance(tree, list | tuple) and treedef.num_nodes == len(tree) + 1 == len(leaves) + 1
+        prefix = f"param_groups[{gi}]['params']" if self._grouped or gi else "params"
+        paths = adcore.tree.paths(treedef, prefix)
+        names = [
+            f"parameter {start + j}{where}" + ("" if flat else f" ({path})") for j, path in enumerate(paths)
         ]
-        _check_no_shared_memory([a for _, a in self._params + new], me)
+        new = [(p, _array_of(p, f"{me}: {name}")) for p, name in zip(leaves, names)]
+        _check_no_shared_memory([a for _, a in self._params + new], self._names + names, me)
         self.param_groups.append(group)
         self._params += new
+        self._names += names
+        root = None if isinstance(tree, list | tuple) else tree  # lists are copied, as torch's
+        self._trees.append(GroupTree(treedef, flat, root, leaves))
         if self.row.at_construction:
             self.state |= {start + j: self._new_state(a, group, {}) for j, (_, a) in enumerate(new)}
 
@@ -149,6 +158,7 @@ class Optimizer:
             )
         if any(p is not a and p.value is not a for p, a in self._params):
             raise InvalidValueError(f"{me}: a Tensor parameter's array was replaced since it was added")
+        self._check_roots(me)
         grads = self._checked_grads(grads, me)
         kernels = importlib.import_module("adcore_kernels._optim_kernels")  # numba, on the first step
         owners = (h for g, h in zip(self.param_groups, hypers) for _ in g["params"])
@@ -324,8 +334,64 @@ class Optimizer:
             raise InvalidValueError(f"{where}: {problem}")
         return h
 
+    def _check_roots(self, me: str) -> None:
+        """A dict or registered pytree (a Module) given as params is read again: an array replaced in it
+        since would no longer be what the optimizer updates (silently untrained), so it is an error."""
+        for gi, tree in enumerate(self._trees):
+            if tree.root is None:
+                continue
+            leaves, treedef = adcore.tree.flatten(tree.root)
+            same = treedef == tree.treedef and all(p is q for p, q in zip(leaves, tree.leaves))
+            if not same:
+                was = dict(zip(adcore.tree.paths(tree.treedef), tree.leaves))
+                now = dict(zip(adcore.tree.paths(treedef), leaves))
+                path = next((k for k in {**was, **now} if was.get(k) is not now.get(k)), "")
+                prefix = f"param_groups[{gi}]['params']" if self._grouped or gi else "params"
+                raise InvalidValueError(
+                    f"{me}: {prefix}{path} was replaced (or added, or removed) since the optimizer was made; "
+                    "it updates the arrays it was given, in place: write into them (p[...] = new, "
+                    "load_state_dict) instead of assigning new arrays, or make a new optimizer"
+                )
+
+    def _leaf_grads(self, grads: Any, me: str) -> tuple[list, list[str]]:
+        """The gradients in the parameters' order, and how messages call each: `grads` in the params'
+        pytree structure (with several param groups, a list of one such tree per group), or torch's
+        flat list of one array (or None: skip) per parameter. Otherwise an error naming the path."""
+        trees = self._trees
+        parts = [(grads, trees[0].treedef, "grads")] if len(trees) == 1 else None
+        if len(trees) > 1 and isinstance(grads, list | tuple) and len(grads) == len(trees):
+            parts = [(g, t.treedef, f"grads[{k}]") for k, (g, t) in enumerate(zip(grads, trees))]
+        if parts is not None:
+            flat = [adcore.tree.flatten(g) for g, _, _ in parts]
+            if all(td == want for (_, td), (_, want, _) in zip(flat, parts)):
+                names = [n for (_, td), (_, _, w) in zip(flat, parts) for n in adcore.tree.paths(td, w)]
+                return [leaf for leaves, _ in flat for leaf in leaves], names
+        all_flat = all(t.flat for t in trees)
+        if isinstance(grads, list | tuple) and (
+            all_flat or all(g is None or isinstance(g, np.ndarray) for g in grads)
+        ):
+            return list(grads), [f"gradient {i}" for i in range(len(grads))]
+        if (
+            parts is None
+            or not isinstance(grads, list | tuple | dict)
+            and adcore.tree.is_leaf(adcore.tree.structure(grads))
+        ):
+            raise InvalidInputError(
+                f"{me}: grads must be a list of one array (or None) per parameter"
+                + ("" if all_flat else ", or a pytree of the params' structure")
+                + f", got {type(grads).__name__}"
+            )
+        for g, want, where in parts:
+            if (problem := _mismatch(g, want, where)) is not None:
+                raise InvalidValueError(f"{me}: {problem}")
+        raise AssertionError("unreachable: the structures differ")
+
     def _checked_grads(self, grads: Any, me: str) -> list[np.ndarray | None]:
         """One C-contiguous gradient (or None) per parameter; raises naming the first wrong one."""
+        names = [f"gradient {i}" for i in range(len(self._params))]
+        if grads is not None:
+            grads, paths = self._leaf_grads(grads, me)
+            names = [n if n.startswith("gradient") else f"gradient {i} ({n})" for i, n in enumerate(paths)]
         if grads is None:
             if arrays := [i for i, (p, a) in enumerate(self._params) if p is a]:
                 raise InvalidInputError(
@@ -341,13 +407,13 @@ class Optimizer:
             )
         if len(grads) != len(self._params):
             raise InvalidValueError(f"{me}: got {len(grads)} gradients for {len(self._params)} parameters")
-        for i, ((_, p), g) in enumerate(zip(self._params, grads)):
+        for i, ((_, p), g, name) in enumerate(zip(self._params, grads, names)):
             if g is not None and not isinstance(g, np.ndarray):
-                raise InvalidInputError(f"{me}: gradient {i} is a {type(g).__name__}, not a NumPy array")
+                raise InvalidInputError(f"{me}: {name} is a {type(g).__name__}, not a NumPy array")
             if g is not None and (g.shape != p.shape or g.dtype != p.dtype):
                 raise InvalidValueError(
-                    f"{me}: gradient {i} has shape {g.shape} and dtype {g.dtype}; "
-                    f"parameter {i} has shape {p.shape} and dtype {p.dtype}"
+                    f"{me}: {name} has shape {g.shape} and dtype {g.dtype}; "
+                    f"{self._names[i]} has shape {p.shape} and dtype {p.dtype}"
                 )
         return [None if g is None else np.ascontiguousarray(g) for g in grads]
 
@@ -363,7 +429,12 @@ def _array_of(p: Any, what: str) -> np.ndarray:
             raise InvalidValueError(f"{what} is a {type(p).__name__}, not a leaf with requires_grad=True")
         p = p.numpy()  # raises unless p is an eager Tensor
     if not isinstance(p, np.ndarray):
-        raise InvalidInputError(f"{what} is a {type(p).__name__}, not a NumPy array or an eager Tensor")
+        why = (
+            " (a number, or a list of numbers, cannot be updated in place)"
+            if isinstance(p, REAL_TYPES)
+            else ""
+        )
+        raise InvalidInputError(f"{what} is a {type(p).__name__}, not a NumPy array or an eager Tensor{why}")
     if p.dtype not in FLOAT_DTYPES:
         raise InvalidInputError(f"{what} has dtype {p.dtype}; only float32 and float64 are updated")
     if not p.flags.c_contiguous:
@@ -376,12 +447,90 @@ def _array_of(p: Any, what: str) -> np.ndarray:
     return p
 
 
-def _check_no_shared_memory(arrays: list[np.ndarray], me: str) -> None:
-    """Two parameters over the same memory would be updated twice per step with mixed-up state."""
+def _check_no_shared_memory(arrays: list[np.ndarray], names: list[str], me: str) -> None:
+    """Two parameters over the same memory would be updated twice per step with mixed-up state (a
+    pytree holding one array twice, tied weights, is one of them: torch would sum their gradients)."""
     spans = sorted((a.__array_interface__["data"][0], a.nbytes, i) for i, a in enumerate(arrays) if a.nbytes)
     for (start, size, i), (next_start, _, j) in zip(spans, spans[1:]):
         if next_start < start + size:  # C-contiguous: each is exactly [start, start + nbytes)
-            raise InvalidValueError(f"{me}: parameters {min(i, j)} and {max(i, j)} share memory")
+            first, second = sorted((i, j))
+            raise InvalidValueError(
+                f"{me}: {names[first]} and {names[second]} share memory (the same array twice, or views "
+                "of one): each parameter must be its own array"
+            )
+
+
+class GroupTree(NamedTuple):
+    """A param group's structure: its treedef, whether it is a flat list of parameters (torch's form),
+    the container to read again at each step (a dict or a registered pytree; lists are copied), and
+    the leaves it held."""
+
+    treedef: Any
+    flat: bool
+    root: Any
+    leaves: list
+
+
+def _groups_of(params: Any, me: str) -> tuple[list[dict[str, Any]], bool]:
+    """The param groups `params` stands for, and whether it was torch's list of group dicts."""
+    usage = (
+        f"{me}: params must be an iterable of arrays (or eager Tensors), of param group dicts, or a pytree "
+        f"of arrays (a dict, nested lists/tuples, a Module), e.g. {me}([w, b]), got {type(params).__name__}"
+    )
+    if isinstance(params, np.ndarray | Tracer | str):
+        raise InvalidInputError(usage)
+    if isinstance(params, dict):
+        if "params" in params:
+            raise InvalidInputError(f"{me}: one param group goes in a list, {me}([{{'params': ...}}])")
+        return [{"params": params}], False
+    if not isinstance(params, list | tuple) and adcore.tree.is_leaf(adcore.tree.structure(params)):
+        if not isinstance(params, Iterable):
+            raise InvalidInputError(usage)
+        params = list(params)  # model.parameters(), or any other iterator
+    if isinstance(params, list | tuple):
+        groups = [isinstance(item, dict) and "params" in item for item in params]
+        if params and all(groups):
+            return list(params), True
+        if any(groups):
+            raise InvalidInputError(
+                f"{me}: params mixes param group dicts (with 'params') and parameters: give a list of "
+                "param groups, or the parameters alone"
+            )
+        if not params:
+            return [], False
+    return [{"params": params}], False
+
+
+def _tree_of(params: Any, me: str) -> Any:
+    """A param group's 'params' as a pytree: a single array is a one-item list, an iterator a list."""
+    if isinstance(params, np.ndarray | Tracer):
+        return [params]
+    if isinstance(params, list | tuple | dict) or not adcore.tree.is_leaf(adcore.tree.structure(params)):
+        return params
+    if isinstance(params, str) or not isinstance(params, Iterable):
+        raise InvalidInputError(
+            f"{me}: a param group's 'params' is a list (or a pytree) of arrays, got {type(params).__name__}"
+        )
+    return list(params)
+
+
+def _mismatch(grads: Any, want: Any, where: str) -> str | None:
+    """What differs between the structure of `grads` and `want` (the params'), naming a path; None if alike."""
+    _, got = adcore.tree.flatten(grads)
+    if got == want:
+        return None
+    have, need = adcore.tree.paths(got), adcore.tree.paths(want)
+    if missing := [p for p in need if p not in set(have)]:
+        return (
+            f"{where}{missing[0]} is missing: the params have a parameter there (grads must have the "
+            "params' structure; to skip a parameter, pass torch's flat list with None in its place)"
+        )
+    if extra := [p for p in have if p not in set(need)]:
+        return f"{where}{extra[0]} is a leaf where the params have none"
+    return (
+        f"{where} has the params' leaves but other containers: {where} is {got}, the params are {want} "
+        "(a tuple for a list, another class, or other dict keys)"
+    )
 
 
 def _checked_switch(value: Any, name: str, default: Any, where: str) -> Any:
