@@ -128,8 +128,8 @@ class Optimizer:
         flat = isinstance(tree, list | tuple) and treedef.num_nodes == len(tree) + 1 == len(leaves) + 1
         prefix = f"param_groups[{gi}]['params']" if self._grouped or gi else "params"
         paths = adcore.tree.paths(treedef, prefix)
-        names = [
-            f"parameter {start + j}{where}" + ("" if flat else f" ({path})") for j, path in enumerate(paths)
+        names = [  # a nested tree's path names its group
+            f"parameter {start + j}" + (where if flat else f" ({path})") for j, path in enumerate(paths)
         ]
         new = [(p, _array_of(p, f"{me}: {name}")) for p, name in zip(leaves, names)]
         _check_no_shared_memory([a for _, a in self._params + new], self._names + names, me)
@@ -368,7 +368,7 @@ class Optimizer:
                 return [leaf for leaves, _ in flat for leaf in leaves], names
         all_flat = all(t.flat for t in trees)
         if isinstance(grads, list | tuple) and (
-            all_flat or all(g is None or isinstance(g, np.ndarray) for g in grads)
+            all_flat or all(g is None or isinstance(g, np.ndarray | np.generic) for g in grads)
         ):
             return list(grads), [f"gradient {i}" for i in range(len(grads))]
         if (
@@ -407,6 +407,8 @@ class Optimizer:
             )
         if len(grads) != len(self._params):
             raise InvalidValueError(f"{me}: got {len(grads)} gradients for {len(self._params)} parameters")
+        # a NumPy scalar is a 0-d gradient (what NumPy's ufuncs return for a 0-d parameter)
+        grads = [np.asarray(g) if isinstance(g, np.generic) else g for g in grads]
         for i, ((_, p), g, name) in enumerate(zip(self._params, grads, names)):
             if g is not None and not isinstance(g, np.ndarray):
                 raise InvalidInputError(f"{me}: {name} is a {type(g).__name__}, not a NumPy array")
