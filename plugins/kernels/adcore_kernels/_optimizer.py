@@ -142,7 +142,8 @@ class Optimizer:
             self.state |= {start + j: self._new_state(a, group, {}) for j, (_, a) in enumerate(new)}
 
     def step(self, grads: Sequence[Any] | None = None) -> None:
-        """Update every parameter with its gradient: `grads[i]` for the i-th of the groups' params in
+        """Update every parameter with its gradient: `grads` in the params' pytree structure (with several
+        groups, a list of one tree per group), or `grads[i]` for the i-th of the groups' params in leaf
         order (None skips it), or without grads each eager Tensor's `.grad`. Nothing changes on an error."""
         me = f"{type(self).__name__}.step"
         if callable(grads):

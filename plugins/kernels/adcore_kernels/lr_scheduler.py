@@ -11,7 +11,9 @@
 
 A scheduler only reads and writes `optimizer.param_groups`, a list of dicts with an "lr"
 (and, for OneCycleLR's cycle_momentum, a "momentum" or a "betas"), so it drives any
-adcore_kernels optimizer, several param groups each with its own lr. As in torch:
+adcore_kernels optimizer, several param groups each with its own lr, over a list or a pytree,
+and the functional form's state (`StepLR(state, ...)`: `optim_functional` update reads
+`state.param_groups`, which the states it returns share). As in torch:
 - Construction is step 0: each group gets "initial_lr" (its lr, unless it has one;
   OneCycleLR sets its own with "max_lr" and "min_lr"), `base_lrs` are those, and the lr of
   epoch 0 is written. `last_epoch=k >= 0` resumes a run: every group must hold "initial_lr".

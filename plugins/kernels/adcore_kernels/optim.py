@@ -4,7 +4,9 @@
 
     opt = SGD([w, b], lr=1e-2, momentum=0.9, nesterov=True)     # torch's names, defaults and checks
     opt = Adam([{"params": [w]}, {"params": [b], "lr": 1e-3}])  # param groups, as in torch
-    opt.step([grad_w, grad_b])     # one gradient (or None: skip) per parameter, updated in place
+    opt = Adam(model.parameters())  # or any pytree: Adam({"w": w, "b": [b]}), Adam(model)
+    opt.step(grads_tree)           # grads in the params' structure (adcore.grad's), updated in place
+    opt.step([grad_w, grad_b])     # or one gradient (or None: skip) per parameter, in leaf order
     opt.step()                     # with eager Tensors (adcore_reverse.Tensor): reads each .grad
     opt.param_groups[1]["lr"] = 1e-4                   # read, and checked, at every step
     torch_optimizer.load_state_dict(opt.state_dict())  # torch's layout, both ways
@@ -16,6 +18,7 @@ count, and its formula, which is the class's docstring: torch 2.13's update, in 
 of operations (float64 agrees with torch to rounding), and how seed 001's differs. `_optimizer`
 holds the class that runs a row and its checks; each class here spells out torch's signature.
 Importing this module imports no numba: the kernels compile (cache=True) on the first step.
+`optim_functional` has the same optimizers in optax's form (init, update, apply_updates).
 """
 
 from __future__ import annotations
