@@ -370,3 +370,34 @@ def test_a_wrong_call_to_update_raises_naming_the_leaf_and_changes_nothing():
         tx.init({"w": "weights"})
     with pytest.raises(InvalidValueError, match="empty"):
         tx.init({})
+
+
+# ----------------------------------------------------------------------------- adcore_nn modules
+def test_a_module_is_a_functional_optimizers_params_and_is_not_changed():
+    nn = pytest.importorskip("adcore_nn.module", reason="adcore_nn.module (issue 36) is not in this tree yet")
+
+    class Affine(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(np.linspace(-1, 1, 6).reshape(2, 3))
+            self.bias = nn.Parameter(np.zeros(2))
+
+        def forward(self, x):
+            return x @ anp.transpose(self.weight) + self.bias
+
+    def loss(model, x, y):
+        return anp.mean((model(x) - y) ** 2)
+
+    model, twin, x = Affine(), Affine(), np.ones((4, 3))
+    y = np.linspace(0, 1, 8).reshape(4, 2)
+    before = [p.copy() for p in model.parameters()]
+    opt, tx = optim.AdamW(list(twin.parameters()), lr=0.1), optf.adamw(lr=0.1)  # the list form
+    state, new = tx.init(model), model
+    for _ in range(3):
+        updates, state = tx.update(adcore.grad(loss)(new, x, y), state, new)
+        new = optf.apply_updates(new, updates)
+        opt.step(adcore.tree.leaves(adcore.grad(loss)(twin, x, y)))
+    assert type(new) is Affine and new is not model
+    assert all(np.array_equal(p, q) for p, q in zip(model.parameters(), before))  # the model is not changed
+    assert all(np.array_equal(p, q) for p, q in zip(new.parameters(), twin.parameters()))
+    assert not np.array_equal(new.weight, model.weight)

@@ -352,3 +352,81 @@ def test_tied_weights_twice_in_a_tree_are_refused_not_stepped_twice():
         InvalidValueError, match=r"params\['embed'\]\) and parameter 1 \(params\['out'\]\) share"
     ):
         optim.Adam({"embed": w, "out": w})
+
+
+# ----------------------------------------------------------------------------- adcore_nn modules
+def nn_module():
+    """adcore_nn's Module and Parameter, or a skip while adcore_nn.module is not in this tree."""
+    nn = pytest.importorskip("adcore_nn.module", reason="adcore_nn.module (issue 36) is not in this tree yet")
+    return nn.Module, nn.Parameter
+
+
+def tiny_model(dtype):
+    Module, Parameter = nn_module()
+
+    class Affine(Module):
+        def __init__(self, n_in, n_out, bias=True, seed=0):
+            super().__init__()
+            rng = np.random.default_rng(seed)
+            self.weight = Parameter(rng.uniform(-1, 1, (n_out, n_in)).astype(dtype))
+            self.bias = Parameter(rng.uniform(-1, 1, n_out).astype(dtype)) if bias else None
+
+        def forward(self, x):
+            y = x @ anp.transpose(self.weight)
+            return y if self.bias is None else y + self.bias
+
+    class MLP(Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = Affine(3, 5, seed=1)
+            self.fc2 = Affine(5, 2, bias=False, seed=2)
+
+        def forward(self, x):
+            return self.fc2(anp.tanh(self.fc1(x)))
+
+    return MLP()
+
+
+def mse(model, x, y):
+    return anp.mean((model(x) - y) ** 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_a_module_and_its_parameters_take_the_list_forms_steps_bit_for_bit(name, dtype):
+    cls, hyper = optim.OPTIMIZERS[name], CONFIGS[name]
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((8, 3)).astype(dtype), rng.standard_normal((8, 2)).astype(dtype)
+    models = [tiny_model(dtype) for _ in range(3)]
+    weight = models[0].fc1.weight
+    opts = [
+        cls(models[0], **hyper),
+        cls(models[1].parameters(), **hyper),
+        cls(list(models[2].parameters()), **hyper),
+    ]
+    for _ in range(4):
+        for model, opt in zip(models, opts):
+            g = adcore.grad(mse)(model, x, y)  # a model-shaped gradient
+            assert type(g) is type(model) and g.fc2.bias is None
+            opt.step(g if opt is opts[0] else adcore.tree.leaves(g))
+    assert models[0].fc1.weight is weight  # updated in place
+    for leaves in zip(*(list(m.parameters()) for m in models)):
+        assert leaves[0].dtype == dtype and all(np.array_equal(leaves[0], p) for p in leaves[1:])
+    assert not np.array_equal(weight, tiny_model(dtype).fc1.weight)
+    assert state_arrays_equal(opts[0].state_dict(), opts[2].state_dict())
+
+
+def test_a_module_whose_parameter_is_replaced_or_whose_grads_are_misshapen_is_refused():
+    model = tiny_model(np.float64)
+    opt = optim.SGD(model, lr=0.1)
+    x, y = np.ones((2, 3)), np.zeros((2, 2))
+    g = adcore.grad(mse)(model, x, y)
+    with pytest.raises(InvalidValueError, match=r"grads\.fc1\.weight is missing|grads.*other containers"):
+        opt.step({"fc1": g.fc1.weight})
+    kept = model.fc1.weight
+    model.fc1.weight = kept.copy()  # a new array: the optimizer would update the old one
+    with pytest.raises(InvalidValueError, match=r"params\.fc1\.weight was replaced"):
+        opt.step(g)
+    model.fc1.weight = kept
+    opt.step(g)
+    np.testing.assert_array_equal(model.fc1.weight, tiny_model(np.float64).fc1.weight - 0.1 * g.fc1.weight)
