@@ -8,7 +8,8 @@ to a closure). Its body runs the forward once, under reverse mode, and keeps the
 backward rule runs, in torch's order:
 
 1. the backward pre-hooks, `hook(module, grad_output) -> None | grad_output`, global ones first;
-   grad_output is a tuple with one cotangent per array of the output (the output as a pytree);
+   grad_output is a tuple with one entry per leaf of the output (a pytree): the cotangent of a
+   float array, None for any other leaf (an index array, a string), as torch's for a non-Tensor;
 2. the pullback of (the possibly replaced) grad_output through the forward: every input's and
    every parameter's cotangent, so a pre-hook's replacement reaches the parameters too, as torch's;
 3. the hooks, `hook(module, grad_input, grad_output) -> None | grad_input`, global ones first;
@@ -222,7 +223,7 @@ class _Call:
 
     def backward(self, pullback: Callable, g: Any) -> list:
         """The hooks around the pullback of g: one cotangent per op input (None: zero)."""
-        grad_output = tuple(p for p, e in zip(self.pieces(g), self.layout) if _is_layout(e))
+        grad_output = tuple(p if _is_layout(e) else None for p, e in zip(self.pieces(g), self.layout))
         for hook in self.pre_hooks:
             result = hook(self.module, grad_output)
             if result is not None:
@@ -243,7 +244,7 @@ class _Call:
 
     def pack_cotangent(self, grad_output: tuple) -> Any:
         floats = [e for e in self.layout if _is_layout(e)]
-        parts = [np.zeros(s, d) if g is None else g for g, (s, d) in zip(grad_output, floats)]
+        parts = [np.zeros(*e) if g is None else g for g, e in zip(grad_output, self.layout) if _is_layout(e)]
         if len(self.layout) == 1:
             return parts[0]
         dtype = np.result_type(*[d for _, d in floats])
