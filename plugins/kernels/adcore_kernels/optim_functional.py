@@ -151,6 +151,8 @@ def _update(
             f"{me}: state must be the OptState init or update returned (or OptState(**state_dict)), "
             f"got {type(state).__name__}"
         )
+    if params is None:  # optax allows it for some transformations; these kernels compute from params
+        raise InvalidInputError(f"{me}: params is None; give the params: the step computes their new values")
     leaves, treedef = _float_leaves(params, me)
     copies = [np.array(p, order="C") for p in leaves]  # the new params: the step writes into them
     opt = cls(adcore.tree.unflatten(treedef, copies), **hyper)

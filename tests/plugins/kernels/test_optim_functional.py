@@ -337,6 +337,7 @@ def wrong_calls(params, grads, state):
         ("state", (grads, state._asdict(), params), InvalidInputError, r"state must be the OptState"),
         ("other optimizer's state", (grads, optf.sgd().init(params), params), InvalidValueError, r"lacks hyperparameter"),
         ("lr", (grads, state._replace(param_groups=[{**state.param_groups[0], "lr": -1.0}]), params), InvalidValueError, r"lr"),
+        ("no params", (grads, state, None), InvalidInputError, r"adam.update: params is None"),
         ("fewer params", (grads["enc"], state, params["enc"]), InvalidValueError, r"3 parameter"),
     ]  # fmt: skip
 
