@@ -98,9 +98,13 @@ def _forward(module: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _refusal(module: Any, hooks: list, backend: str) -> str:
+    try:
+        estimates = adcore.get_backend(backend.partition("/")[0]).estimates
+    except adcore.AdcoreError:  # a transformation named by its class
+        estimates = False
     how = (
-        "evaluates f more than once for one derivative, so they would fire once per evaluation, on perturbed values"
-        if backend == evaluation.repeats_f()
+        "estimates by evaluating f again at perturbed values, where they would fire once per evaluation"
+        if estimates
         else "differentiates it without a VJP, so they cannot fire"
     )
     return (

@@ -113,12 +113,13 @@ def backend_without_vjp(values: Any = ()) -> str | None:
     (reverse; forward-over-reverse's inner sweep) runs the call's VJP rule; any other (forward,
     symbolic, sparsity, adcore.jvp's forward) differentiates the call's body instead. Where no value
     is traced, the innermost derivative in progress decides (source/forward and numeric run f on
-    plain values). A derivative that evaluates f more than once (`repeats_f`) counts too: the hooks
-    would fire once per evaluation, on perturbed values.
+    plain values). An estimating derivative (finite differences) counts too: the hooks would fire
+    once per evaluation, on perturbed values. (A Jacobian built in several exact passes fires them
+    once per pass, on the same values, as one built from several pullbacks does.)
     """
-    repeating = repeats_f()
-    if repeating is not None:
-        return repeating
+    for entry in running():
+        if entry.backend.estimates:
+            return backend_label(entry.backend)
     trace = _innermost_differentiating(values)
     if trace is not None:
         name = _trace_backend(trace)
