@@ -20,6 +20,7 @@ into one NumPy byte buffer, the items are bytes that reads never write: workers 
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import pickle
@@ -34,7 +35,7 @@ try:  # POSIX shared memory, as multiprocessing.shared_memory uses it (without i
 except ImportError:  # Windows: batches travel pickled through the pipe
     _posixshmem = None
 
-__all__ = ["SerializedList", "from_shared", "to_shared", "unlink", "unlink_leftovers"]
+__all__ = ["SerializedList", "dumps_sharing_arrays", "from_shared", "to_shared", "unlink", "unlink_leftovers"]
 
 SHM_DIR = "/dev/shm"
 _ALIGN = 64
@@ -149,6 +150,51 @@ def unlink_leftovers(prefix: str) -> list[str]:
     for n in names:
         unlink(n)
     return names
+
+
+SHARE_FROM = 1 << 20  # bytes: smaller arrays are pickled with the dataset as they are
+
+
+class _SharingPickler(pickle.Pickler):
+    """Pickles NumPy arrays of SHARE_FROM bytes or more as references to shared-memory blocks."""
+
+    def __init__(self, file, prefix: str):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.prefix, self.names = prefix, []
+
+    def reducer_override(self, obj):
+        if not (_shareable(obj) and obj.nbytes >= SHARE_FROM) or _posixshmem is None:
+            return NotImplemented
+        name = f"{self.prefix}{len(self.names)}"
+        self.names.append(name)
+        to_shared(obj, name)
+        return _attach, (name, obj.dtype, obj.shape)
+
+
+def dumps_sharing_arrays(obj: Any, prefix: str) -> tuple[bytes, list[str]]:
+    """(obj pickled, the blocks made): its large arrays copied once into shared memory, so that
+    every process unpickling it maps the same block instead of receiving a copy. The blocks are
+    named prefix0, prefix1, ...; whoever made them removes them (`unlink_leftovers(prefix)`)."""
+    buffer = io.BytesIO()
+    pickler = _SharingPickler(buffer, prefix)
+    try:
+        pickler.dump(obj)
+    except BaseException:
+        for name in pickler.names:
+            unlink(name)
+        raise
+    return buffer.getvalue(), pickler.names
+
+
+def _attach(name: str, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only view of shared block `name` (a write raises: other processes read it too)."""
+    fd = _posixshmem.shm_open("/" + name, os.O_RDONLY, mode=0o600)
+    try:
+        block = mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+    count = int(np.prod(shape, dtype=np.int64))
+    return np.frombuffer(block, dtype, count).reshape(shape)
 
 
 class SerializedList(Sequence):

@@ -78,6 +78,8 @@ def worker_seed(seed: int, epoch: int, worker_id: int) -> int:
 def _work(worker_id: int, config: dict, tasks, results, stop) -> None:
     """A worker's life: receive (generation, epoch, batch index, indices), send the batch back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    if isinstance(config, bytes):  # spawned: the dataset's large arrays arrive as shared blocks
+        config = pickle.loads(config)
     from adcore_nn.data import fetch as fetching
     from adcore_nn.data import worker_info
 
@@ -125,6 +127,7 @@ def _work(worker_id: int, config: dict, tasks, results, stop) -> None:
                 source, indices, config["collate_fn"], config["seed"], epoch, k, config["auto_collation"]
             )
             name, descriptor = shared.to_shared(batch, f"{prefix}{serial}")
+            del batch, source  # the batch lives on in shared memory only, the worker idles lean
             results.send((generation, k, "batch", (name, descriptor)))
         except Exception as error:  # the user's code failed: the main process re-raises it
             shared.unlink(name)
@@ -160,7 +163,7 @@ def _portable(error: Exception, worker_id: int, k: int) -> tuple:
 class _Worker:
     """One worker process and the main process's ends of its two pipes."""
 
-    def __init__(self, context, worker_id: int, config: dict, stop):
+    def __init__(self, context, worker_id: int, config: dict | bytes, stop):
         self.id = worker_id
         worker_tasks, self.tasks = context.Pipe(duplex=False)  # (reader, writer)
         self.results, worker_results = context.Pipe(duplex=False)
@@ -194,6 +197,9 @@ class _Pool:
         self.context, self.config = context, config
         self.stop = context.Event()
         self.workers: list[_Worker | None] = [None] * config["num_workers"]
+        if context.get_start_method() != "fork":  # pickled once: the workers map its arrays
+            config, _ = shared.dumps_sharing_arrays(config, f"{config['prefix']}d")
+        self.payload = config
         self.closed = False
 
     def start_missing(self) -> None:
@@ -208,7 +214,7 @@ class _Pool:
                 gc.collect()
                 gc.freeze()  # the child's garbage collector never walks (and so copies) our objects
             try:
-                self.workers[i] = _Worker(self.context, i, self.config, self.stop)
+                self.workers[i] = _Worker(self.context, i, self.payload, self.stop)
             finally:
                 if frozen:
                     gc.unfreeze()

@@ -138,3 +138,24 @@ def test_serialized_list_reads_back_equal_items():
         s[len(items)]
     assert pickle.loads(pickle.dumps(s))[5] == items[5]
     assert len(shared.SerializedList([])) == 0
+
+
+def test_pickling_shares_large_arrays_once_and_keeps_small_ones_inline():
+    prefix = name() + "_d"
+    big, small = np.arange(3 * shared.SHARE_FROM // 8, dtype=np.float64), np.arange(10)
+    data = {"x": big, "x again": big, "y": small, "view": big[::2]}
+    pickled, names = shared.dumps_sharing_arrays(data, prefix)
+    try:
+        assert names == [f"{prefix}0", f"{prefix}1"], "one block per large array (a view is one)"
+        assert len(pickled) < 4096, "the data itself is not in the pickle"
+        got = pickle.loads(pickled)
+        assert_same(got["x"], big)
+        assert_same(got["view"], big[::2])
+        assert_same(got["y"], small)
+        assert got["x"] is got["x again"], "pickle's memo keeps shared references shared"
+        assert not got["x"].flags.writeable, "another process reads the block: a write raises"
+        with pytest.raises(ValueError):
+            got["x"][0] = 1.0
+        assert got["y"].flags.writeable
+    finally:
+        assert sorted(shared.unlink_leftovers(prefix)) == names
