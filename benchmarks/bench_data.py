@@ -201,16 +201,21 @@ N_OBJECTS, MEMORY_EPOCHS = 1_000_000, 3
 
 
 class PythonObjects:
-    """10^6 Python tuples (an int and a float each) in a list: the dataset of pytorch#13246."""
+    """10^6 Python tuples (an int and a float each): the dataset of pytorch#13246, in a list or
+    in adcore_nn.data.SerializedList (the items pickled into one byte buffer no read writes)."""
 
-    def __init__(self, n: int):
-        self.items = [(i, i / 3.0) for i in range(n)]
+    def __init__(self, items):
+        self.items = items
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __getitem__(self, i):
         return self.items[i]
+
+
+def python_objects(n: int) -> list:
+    return [(i, i / 3.0) for i in range(n)]
 
 
 def smaps_rollup(pid: int) -> dict:
@@ -261,41 +266,53 @@ def memory_growth(make_loader, worker_pids) -> dict:
 def bench_memory():
     print(
         f"\n2. memory: {N_OBJECTS:,} Python objects, {MEMORY_EPOCHS} shuffled epochs, batch {BATCH}, "
-        f"{WORKERS} persistent workers   [the workers' memory, MB at their first batch -> end, growth %]"
+        f"{WORKERS} persistent workers   [the workers' memory summed, MB at their first batch -> "
+        f"at the end of epoch {MEMORY_EPOCHS}, growth %]"
     )
-    dataset = PythonObjects(N_OBJECTS)
+    items = python_objects(N_OBJECTS)
     kw = dict(batch_size=BATCH, shuffle=True, num_workers=WORKERS, persistent_workers=True)
 
-    def ours():
-        from adcore_nn.data import DataLoader
+    def ours(serialized: bool):
+        from adcore_nn.data import DataLoader, SerializedList
 
-        return DataLoader(dataset, seed=SEED, **kw)
+        return DataLoader(PythonObjects(SerializedList(items) if serialized else items), seed=SEED, **kw)
 
     def theirs():
-        return torch.utils.data.DataLoader(dataset, generator=torch.Generator().manual_seed(SEED), **kw)
+        return torch.utils.data.DataLoader(
+            PythonObjects(items), generator=torch.Generator().manual_seed(SEED), **kw
+        )
 
     results = {
-        "adcore_nn": guarded("adcore_nn memory", lambda: memory_growth(ours, adcore_worker_pids)),
-        "torch": guarded("torch memory", lambda: memory_growth(theirs, torch_worker_pids), bool(torch)),
+        "adcore SerializedList": guarded(
+            "adcore_nn SerializedList", lambda: memory_growth(lambda: ours(True), adcore_worker_pids)
+        ),
+        "adcore list": guarded(
+            "adcore_nn list", lambda: memory_growth(lambda: ours(False), adcore_worker_pids)
+        ),
+        "torch list": guarded("torch list", lambda: memory_growth(theirs, torch_worker_pids), bool(torch)),
     }
     row(
-        "loader",
-        *(cell(f"{k.upper()} MB", width=20) for k in ("rss", "pss", "uss")),
-        *(cell(f"{k.upper()} +%", width=9) for k in ("rss", "pss", "uss")),
+        "dataset",
+        cell("RSS MB", 16),
+        cell("RSS +%", 9),
+        cell("PSS MB", 16),
+        cell("PSS +%", 9),
+        cell("USS MB", 16),
         "   target",
     )
     for name, got in results.items():
         if not isinstance(got, dict):
-            row(name, cell(got, width=20))
+            row(name, cell(got, 16))
             continue
-        mb = [cell(f"{got[k][0]:.0f} -> {got[k][1]:.0f}", width=20) for k in ("rss", "pss", "uss")]
-        pct = [cell(got[k][2], width=9, fmt="{:+.1f}") for k in ("rss", "pss", "uss")]
+        cells = []
+        for k in ("rss", "pss", "uss"):
+            cells.append(cell(f"{got[k][0]:.0f} -> {got[k][1]:.0f}", 16))
+            if k != "uss":
+                cells.append(cell(got[k][2], 9, fmt="{:+.1f}"))
         target = ""
-        if name == "adcore_nn":
-            target = "   ≤ 5%: " + "  ".join(
-                f"{k.upper()} {at_most(got[k][2], 5.0)}" for k in ("rss", "pss", "uss")
-            )
-        row(name, *mb, *pct, target)
+        if name == "adcore SerializedList":
+            target = f"   ≤ 5%: RSS {at_most(got['rss'][2], 5.0)}, PSS {at_most(got['pss'][2], 5.0)}"
+        row(name, *cells, target)
 
 
 # ----------------------------------------------------------------------------- 4. module
