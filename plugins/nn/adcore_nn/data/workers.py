@@ -30,6 +30,7 @@ worker, which is stopped. A dead worker is started again at the next epoch.
 
 from __future__ import annotations
 
+import collections
 import gc
 import itertools
 import multiprocessing
@@ -87,18 +88,7 @@ def _work(worker_id: int, config: dict, tasks, results, stop) -> None:
     prefix = f"{config['prefix']}{worker_id}_"
     epoch_now = generation_now = items = None
     initialised = False
-    for serial in itertools.count():
-        while not tasks.poll(_PARENT_CHECK):
-            if os.getppid() != parent:  # the main process died: leave nothing behind
-                shared.unlink_leftovers(prefix)
-                return
-        try:
-            task = tasks.recv()
-        except (EOFError, OSError):
-            return
-        if task is None or stop.is_set():
-            return
-        generation, epoch, k, indices = task
+    for serial, (generation, epoch, k, indices) in enumerate(_received(tasks, stop, parent, prefix)):
         name = None
         try:
             if epoch != epoch_now:
@@ -134,6 +124,33 @@ def _work(worker_id: int, config: dict, tasks, results, stop) -> None:
             results.send((generation, k, "error", _portable(error, worker_id, k)))
             if not initialised:  # worker_init_fn raised: this worker is unusable
                 return
+
+
+def _received(tasks, stop, parent: int, prefix: str) -> Iterator[tuple]:
+    """The tasks sent to this worker, but those of an abandoned epoch once a newer one's arrive
+    (after a `break`, the next epoch's first batch waits for no stale batch)."""
+    backlog: collections.deque = collections.deque()
+    newest = 0
+    while True:
+        try:
+            while not backlog or tasks.poll(0):
+                if not backlog and not tasks.poll(_PARENT_CHECK):
+                    if os.getppid() != parent:  # the main process died: leave nothing behind
+                        shared.unlink_leftovers(prefix)
+                        return
+                    continue
+                task = tasks.recv()
+                if task is None:
+                    return
+                backlog.append(task)
+                newest = max(newest, task[0])
+        except (EOFError, OSError):
+            return
+        if stop.is_set():
+            return
+        task = backlog.popleft()
+        if task[0] == newest:
+            yield task
 
 
 def _next_items(items: Iterator, config: dict) -> tuple[list | None, Any]:
@@ -394,6 +411,11 @@ class _Epoch:
         k = 0
         try:
             while k < self.sent:
+                if self.generation != self.owner._generation:
+                    raise InvalidValueError(
+                        "DataLoader: this iterator was replaced by a newer one over the same persistent "
+                        "workers (iter(loader) was called again); iterate the new one"
+                    )
                 kind, payload = self.result(k)
                 k += 1
                 if kind == "end":  # that worker's IterableDataset copy is exhausted
@@ -405,11 +427,6 @@ class _Epoch:
                 batch = shared.from_shared(*payload)
                 self.send_next()
                 yield batch
-                if self.generation != self.owner._generation:
-                    raise InvalidValueError(
-                        "DataLoader: this iterator was replaced by a newer one over the same persistent "
-                        "workers (iter(loader) was called again); iterate the new one"
-                    )
         finally:
             for name, payload in self.arrived.values():  # batches never yielded: free their blocks
                 if name == "batch":
@@ -453,6 +470,11 @@ class _Epoch:
         for w in self.pool.workers:
             if w is not None and not w.process.is_alive():
                 self.receive(w)
+                failed = [
+                    k for k, (kind, _) in self.arrived.items() if kind == "error" and self.assigned[k] is w
+                ]
+                if failed:  # it reported why it ended (its worker_init_fn raised): that is the error
+                    raise_worker_error(self.arrived[min(failed)][1], w.id, min(failed))
                 if any(x is w for k, x in self.assigned.items() if k not in self.arrived):
                     raise self.died(w)
 
