@@ -447,7 +447,7 @@ class _Epoch:
                     f"(batch {k} of epoch {self.epoch}); it was stopped. Raise the DataLoader's "
                     "timeout if a batch takes longer, or find where the dataset blocks."
                 )
-            live = [x for x in self.pool.workers if x is not None]
+            live = [x for x in self.pool.workers if self.expected_from(x) or x.process.is_alive()]
             wait([x.results for x in live] + [x.process.sentinel for x in live], left)
             for x in live:
                 self.receive(x)
@@ -475,8 +475,12 @@ class _Epoch:
                 ]
                 if failed:  # it reported why it ended (its worker_init_fn raised): that is the error
                     raise_worker_error(self.arrived[min(failed)][1], w.id, min(failed))
-                if any(x is w for k, x in self.assigned.items() if k not in self.arrived):
+                if self.expected_from(w):
                     raise self.died(w)
+
+    def expected_from(self, w: _Worker) -> bool:
+        """Whether this epoch may still need w (a dead worker it needs not is left out of waits)."""
+        return self.active[w.id] or any(x is w for k, x in self.assigned.items() if k not in self.arrived)
 
     def died(self, w: _Worker) -> WorkerError:
         return WorkerError(
