@@ -146,7 +146,7 @@ class Optimizer:
         groups, a list of one tree per group), or `grads[i]` for the i-th of the groups' params in leaf
         order (None skips it), or without grads each eager Tensor's `.grad`. Nothing changes on an error."""
         me = f"{type(self).__name__}.step"
-        if callable(grads):
+        if callable(grads) and adcore.tree.is_leaf(adcore.tree.structure(grads)):  # a Module is callable too
             raise InvalidInputError(
                 f"{me}: step(closure) is not supported: compute the loss and its gradients before the step, "
                 "then call step(grads), or step() after loss.backward() with eager Tensors"
