@@ -163,6 +163,26 @@ def test_a_registered_class_is_updated_in_place_and_a_replaced_leaf_is_refused()
     assert np.array_equal(pair.u, flat[0]) and np.array_equal(pair.v, flat[1])
 
 
+class Model(Pair):
+    """Callable, as a Module is: its gradient (the same class) is not a step(closure)."""
+
+    def __call__(self, x):
+        return self.u.sum() * x
+
+
+adcore.tree.register(Model, lambda p: ((p.u, p.v), None, ("u", "v")), lambda _, kids: Model(*kids))
+
+
+def test_a_callable_pytree_gradient_is_not_taken_for_a_closure():
+    model = Model(np.ones(3), np.ones(2))
+    opt = optim.SGD(model, lr=0.5)
+    opt.step(Model(np.ones(3), np.full(2, 2.0)))
+    np.testing.assert_array_equal(model.u, 0.5)
+    np.testing.assert_array_equal(model.v, 0.0)
+    with pytest.raises(InvalidInputError, match="step\\(closure\\) is not supported"):
+        opt.step(lambda: 1.0)
+
+
 def test_a_dict_whose_leaf_is_replaced_or_added_is_refused():
     params = {"w": np.ones(3)}
     opt = optim.SGD(params, lr=0.1)
