@@ -400,7 +400,7 @@ class _Epoch:
             return
         w = self.pool.workers[i]
         try:
-            w.tasks.send((self.generation, self.epoch, self.sent, None if indices is None else list(indices)))
+            w.tasks.send((self.generation, self.epoch, self.sent, indices))
         except OSError:  # its process is gone
             w.process.join(_STOP_GRACE)
             raise self.died(w) from None

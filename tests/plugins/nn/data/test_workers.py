@@ -432,3 +432,11 @@ def test_spawned_workers_map_the_datasets_large_arrays_instead_of_copies(tmp_pat
     # reading the mapped block adds nothing private
     assert private_mib < 2 * size_mib, f"spawned workers hold {private_mib} MiB privately: copies"
     assert grown_mib < size_mib / 2, f"spawned workers' private memory grew {grown_mib} MiB"
+
+
+def test_batch_size_none_sends_single_indices_and_collates_each_item():
+    pool = pool_of(Rows(6), 2, auto_collation=False, batch_size=None, collate_fn=lambda item: item[1])
+    try:
+        assert [int(b) for b in pool.epoch(0, iter([5, 0, 3]))] == [5, 0, 3]
+    finally:
+        pool.shutdown()
