@@ -92,18 +92,23 @@ def to_shared(batch: Any, name: str) -> tuple[str | None, Any]:
     fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
     try:
         os.ftruncate(fd, size)
-        with mmap.mmap(fd, size) as block:
-            buffer = np.frombuffer(block, np.uint8)
-            for a, slot in zip(arrays, _slots(descriptor)):
-                view = buffer[slot.offset : slot.offset + a.nbytes].view(a.dtype).reshape(a.shape)
-                np.copyto(view, a, casting="no")
-            del buffer, view
+        for a, slot in zip(arrays, _slots(descriptor)):
+            _write(fd, np.ascontiguousarray(a).reshape(-1).view(np.uint8), slot.offset)
     except BaseException:
         unlink(name)
         raise
     finally:
         os.close(fd)
     return name, descriptor
+
+
+def _write(fd: int, data: np.ndarray, offset: int) -> None:
+    """data's bytes at offset: pwrite, twice as fast as writing through a fresh mapping (whose
+    every page is a fault)."""
+    view = memoryview(data)
+    while view.nbytes:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def _slots(descriptor: Any) -> list[_Slot]:
