@@ -77,7 +77,8 @@ def arrays() -> tuple[np.ndarray, np.ndarray]:
 
 
 class TransformedArrays:
-    """torch's side of dataset 1: (transform(x[i]), y[i]), as a torch user writes it over NumPy arrays."""
+    """Dataset 1, the same class for both loaders: (transform(x[i]), y[i]), a map-style dataset as a
+    torch user writes one over NumPy arrays (an ArrayDataset has no transform, as TensorDataset)."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray):
         self.x, self.y = x, y
@@ -90,9 +91,9 @@ class TransformedArrays:
 
 
 def adcore_loader(x, y, **kw):
-    from adcore_nn.data import ArrayDataset, DataLoader
+    from adcore_nn.data import DataLoader
 
-    return DataLoader(ArrayDataset(x, y, transform=standardise), **kw)
+    return DataLoader(TransformedArrays(x, y), **kw)
 
 
 def torch_loader(x, y, **kw):
@@ -238,11 +239,11 @@ def summed(pids) -> dict:
     return {k: sum(m[k] for m in per) for k in ("rss", "pss", "uss")}
 
 
-def adcore_worker_pids(iterator) -> list[int]:
-    return [w.pid for w in iterator._workers]  # TODO: the name H6's iterator gives its processes
+def adcore_worker_pids(loader, iterator) -> list[int]:
+    return loader._pool.pids  # the persistent workers' pool (adcore_nn.data.workers.WorkerPool)
 
 
-def torch_worker_pids(iterator) -> list[int]:
+def torch_worker_pids(loader, iterator) -> list[int]:
     return [w.pid for w in iterator._workers]
 
 
@@ -254,7 +255,7 @@ def memory_growth(make_loader, worker_pids) -> dict:
         iterator = iter(loader)
         for batch in iterator:
             if start is None:
-                pids = worker_pids(iterator)
+                pids = worker_pids(loader, iterator)
                 start = summed(pids)
             del batch
         end = summed(pids)  # persistent workers: the same processes, still alive
