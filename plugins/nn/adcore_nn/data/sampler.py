@@ -123,7 +123,9 @@ class RandomSampler(_EpochSeeded):
             return iter(rng.integers(0, n, size=count).tolist())
         if n == 0:
             return iter([])
-        order = [rng.permutation(n) for _ in range(count // n)] + [rng.permutation(n)[: count % n]]
+        order = [rng.permutation(n) for _ in range(count // n)]
+        if count % n:
+            order.append(rng.permutation(n)[: count % n])
         return iter(np.concatenate(order).tolist())
 
     def __len__(self) -> int:
