@@ -6,8 +6,9 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 import pytest
-from adcore.errors import InvalidInputError, InvalidValueError
 from adcore_nn.data import default_collate, default_convert
+
+from adcore.errors import InvalidInputError, InvalidValueError
 
 Point = namedtuple("Point", "x y")
 

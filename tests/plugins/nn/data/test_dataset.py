@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from adcore.errors import InvalidInputError, InvalidValueError
 from adcore_nn.data import ArrayDataset, ConcatDataset, Dataset, IterableDataset, Subset, random_split
+
+from adcore.errors import InvalidInputError, InvalidValueError
 
 
 class Squares(Dataset):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from adcore.errors import InvalidInputError, InvalidValueError
 from adcore_nn.data import BatchSampler, RandomSampler, SequentialSampler, SubsetRandomSampler
+
+from adcore.errors import InvalidInputError, InvalidValueError
 
 DATA = list(range(10))
 

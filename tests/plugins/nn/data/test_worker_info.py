@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from adcore.errors import InvalidValueError
 from adcore_nn.data import WorkerInfo, default_collate, get_worker_info
 from adcore_nn.data import worker_info as module
 from adcore_nn.data.fetch import fetch
+
+from adcore.errors import InvalidValueError
 
 
 def test_main_process_has_no_worker_info():
