@@ -11,3 +11,24 @@ Parameters are plain NumPy arrays; a module is a pytree whose leaves are its par
 """
 
 from __future__ import annotations
+
+from adcore_nn.functional_call import functional_call
+from adcore_nn.hooks import (
+    RemovableHandle,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
+from adcore_nn.module import Module, Parameter
+
+__all__ = [
+    "Module",
+    "Parameter",
+    "RemovableHandle",
+    "functional_call",
+    "register_module_forward_hook",
+    "register_module_forward_pre_hook",
+    "register_module_full_backward_hook",
+    "register_module_full_backward_pre_hook",
+]
