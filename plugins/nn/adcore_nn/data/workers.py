@@ -17,8 +17,12 @@ objects should keep them in a `SerializedList` (see shared.py). fork copies the 
 only: a lock another thread of the main process holds at that moment stays held in the worker.
 adcore's own code holds none while loading; OpenBLAS and numba's workqueue layer (the one
 adcore_kernels selects) restart their threads in the child; numba's GNU OpenMP layer does not:
-use multiprocessing_context="forkserver" if workers must run such kernels. A spawned worker
-receives the dataset pickled, a copy per worker (torch's behaviour on macOS and Windows).
+use multiprocessing_context="forkserver" if workers must run such kernels. A spawned (or
+forkserver) worker receives the dataset pickled, except its NumPy arrays of 1 MiB or more: those
+are copied once into shared memory that every worker maps read-only (a dataset that writes into
+its own arrays in a worker gets an error there, where torch's spawned workers write private
+copies). Either way the workers see the dataset as it was when they started (persistent workers:
+at the first epoch), as torch's: a change the main process makes later does not reach them.
 
 Errors: a worker's exception re-raises in the main process as its own type (when it can be
 pickled; else `WorkerError`) with the worker id and the worker's traceback in a note; the pool
@@ -227,9 +231,9 @@ class _Pool:
             if w is not None:
                 self.retire(w)
             frozen = self.context.get_start_method() == "fork"
-            if frozen:
-                gc.collect()
-                gc.freeze()  # the child's garbage collector never walks (and so copies) our objects
+            if frozen:  # the child's garbage collector never walks (and so never copies) our objects;
+                # no collection first: it would cost every non-persistent epoch's start a full pass
+                gc.freeze()
             try:
                 self.workers[i] = _Worker(self.context, i, self.payload, self.stop)
             finally:
