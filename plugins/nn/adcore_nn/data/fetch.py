@@ -7,8 +7,10 @@ seeded from `numpy.random.SeedSequence((seed, epoch, batch_index))`: a transform
 the batch, never on the process that fetched it or on the batches fetched before, so num_workers
 0, 1, 2 and 4 give bit-identical batches. Afterwards the previous states are put back: the main
 process's global RNGs are not disturbed by loading in-process. The whole batch shares one stream
-(item j of a batch draws after items 0..j-1), seeding once per batch rather than per item keeps
-the cost off the per-item path.
+(item j of a batch draws after items 0..j-1): seeding once per batch rather than per item keeps
+the cost off the per-item path. A transform calling `np.random.default_rng()` without a seed is
+not reproducible: draw from `item_rng()` instead. These are process-wide globals: loaders
+iterated in-process by several threads at once interleave their draws (use workers instead).
 """
 
 from __future__ import annotations

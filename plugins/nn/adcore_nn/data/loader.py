@@ -6,7 +6,9 @@ The epoch's order comes from `SeedSequence((seed, epoch))` (the loader calls `se
 sampler / batch_sampler when they have one: adcore's RandomSampler, or a DistributedSampler-like
 one); batch k's randomness from `SeedSequence((seed, epoch, k))` (see fetch.py), so the batches
 are bit-identical for every num_workers and differ between epochs and between seeds.
-`seed=None` draws one from OS entropy at construction: read it from `loader.seed` to replay.
+`seed=None` draws one at construction from adcore_nn's default generator, which is seeded from OS
+entropy unless `adcore_nn.manual_seed(s)` reseeded it (then a script's loaders are reproducible,
+as torch.manual_seed makes torch's); read it from `loader.seed` to replay.
 
 The contract with workers.py (H5/H6):
     WorkerPool(dataset, collate_fn, num_workers, worker_init_fn, prefetch_factor, timeout, seed,

@@ -3,7 +3,8 @@
 The random samplers differ from torch's in how they are seeded when given no `generator`: the
 order of epoch e comes from `numpy.random.SeedSequence((seed, e))`, so an epoch's order depends
 only on (seed, e) (torch's draws a seed from its global RNG at every `iter`). `seed=None` draws
-one from OS entropy at construction (`sampler.seed`). Each `iter(sampler)` is the next epoch;
+one at construction from adcore_nn's default generator (random unless `adcore_nn.manual_seed`
+was called; `sampler.seed` keeps it). Each `iter(sampler)` is the next epoch;
 `set_epoch(e)` (DistributedSampler's name) makes the next one epoch e. DataLoader calls it at the
 start of each of its epochs. Given a numpy `generator`, they draw from it as torch's do.
 """
@@ -26,9 +27,16 @@ def _is_int(x: Any) -> bool:
 
 
 def check_seed(seed: int | None, owner: str) -> int:
-    """`seed` as an int >= 0; None draws one from OS entropy."""
+    """`seed` as an int >= 0; None draws one from adcore_nn's default generator.
+
+    That generator is seeded from OS entropy unless `adcore_nn.manual_seed(s)` reseeded it, so
+    after manual_seed, loaders and samplers made in the same order get the same seeds (torch's
+    torch.manual_seed makes its shuffles reproducible the same way).
+    """
     if seed is None:
-        return int(np.random.SeedSequence().entropy)
+        from adcore_nn.init import default_generator
+
+        return int(default_generator().integers(2**63))
     if not _is_int(seed) or seed < 0:
         raise InvalidValueError(f"{owner}: seed must be an int >= 0 or None, got {seed!r}")
     return int(seed)

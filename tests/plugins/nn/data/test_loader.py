@@ -232,6 +232,17 @@ def test_seed_none_draws_one_and_keeps_it():
         np.testing.assert_array_equal(a, b)
 
 
+def test_manual_seed_makes_seed_none_reproducible():
+    import adcore_nn.init as init
+
+    init.manual_seed(3)
+    first = DataLoader(rows(6), shuffle=True)
+    init.manual_seed(3)
+    second = DataLoader(rows(6), shuffle=True)
+    assert first.seed == second.seed == first.sampler.seed
+    assert [b[1].tolist() for b in first] == [b[1].tolist() for b in second]
+
+
 def test_generator_drives_the_shuffle_as_torchs():
     loader = DataLoader(rows(8), batch_size=8, shuffle=True, generator=np.random.default_rng(4))
     rng = np.random.default_rng(4)
