@@ -48,6 +48,17 @@ def _call(em: Any, y: str, call: ast.Call, state: State) -> tuple[Any, bool]:
     keyword_tangents = [em.tangent_of(k.value, state) for k in call.keywords]
     receiver = em.methods.get(c)
     receiver_tangent = em.tangent_of(ast.Name(receiver[0], ast.Load()), state) if receiver else None
+    callee_tangent = em.tangent_of(call.func, state) if c in em.locals and not receiver else None
+    if callee_tangent is not None:  # a callee with a derivative (a Module): its leaves are inputs too
+        args = [call.func, *call.args]
+        return _statement(
+            em,
+            y,
+            _runtime(em, "called"),
+            args,
+            [callee_tangent, *_starred(em, call, tangents)],
+            call.keywords,
+        ), False
     if all(t is None for t in [*tangents, *keyword_tangents, receiver_tangent]):
         return None, False
     if c not in em.locals and not _has_starred(call):
@@ -232,3 +243,7 @@ def _binds_positionally(fn: Any, call: ast.Call) -> bool:
         return False
     plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return all(p.kind in plain for p in params) and len(params) == len(call.args)
+
+
+def _runtime(em: Any, name: str) -> ast.Name:
+    return ast.Name(em.ctx.runtime(name), ast.Load())

@@ -165,6 +165,9 @@ def _call(em: Any, y: str, stmt: ast.Assign, call: ast.Call, plain: Parts, seed_
     if c in getattr(em.norm, "lifted", {}):
         lifted = em.norm.lifted[c]
         return _user(em, y, _positionally(em, call, lifted.params), lifted, plain)
+    if c in em.locals and em.is_active(c):  # a callee with a derivative (a Module): its leaves are inputs too
+        called = ast.Name(em.ctx.runtime("called"), ast.Load())
+        return _tier_two(em, y, called, [call.func, *call.args], call.keywords, plain, masked=seed_masked)
     if c in em.locals:  # a dynamic callee: resolved at run time
         return _tier_two(em, y, call.func, call.args, call.keywords, plain, masked=seed_masked)
     obj = em.norm.namespace[c]

@@ -168,6 +168,13 @@ def attribute(attr: str) -> Any:
     return get
 
 
+def called(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs), for a callee that has a derivative itself (an adcore_nn Module, a callable
+    pytree): the call goes through the tape with the callee as its first argument, so the derivative
+    reaches its leaves too."""
+    return fn(*args, **kwargs)
+
+
 @functools.cache
 def method(attr: str) -> Any:
     """The function calling method `attr` of its first argument (x.sum(axis=0) is method("sum")(x, axis=0))."""
