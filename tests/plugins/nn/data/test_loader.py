@@ -466,3 +466,19 @@ def test_iterable_dataset_with_workers_split_by_worker_info():
         for b in torch.utils.data.DataLoader(torch_counting(torch, 10), batch_size=2, num_workers=2)
     ]
     assert got == theirs
+
+
+@forking
+def test_persistent_workers_stop_with_the_loader_and_an_old_iterator_is_refused():
+    loader = DataLoader(rows(12), batch_size=2, num_workers=2, persistent_workers=True, timeout=GUARD)
+    old = iter(loader)
+    next(old)
+    new = iter(loader)
+    assert [b[1].tolist() for b in new] == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 11]]
+    with pytest.raises(InvalidValueError, match="replaced by a newer one"):
+        next(old)
+    pids = loader._pool.pids
+    assert len(pids) == 2 and not any(_gone(p) for p in pids)
+    del loader, old, new
+    gc.collect()
+    assert all(_gone(p) for p in pids), "a collected loader's persistent workers stop"
