@@ -34,7 +34,6 @@ worker, which is stopped. A dead worker is started again at the next epoch.
 
 from __future__ import annotations
 
-import collections
 import gc
 import itertools
 import multiprocessing
@@ -43,22 +42,19 @@ import pickle
 import signal
 import sys
 import time
-import traceback
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import wait
 from typing import Any
 
-import numpy as np
-
 from adcore.errors import AdcoreError, InvalidValueError
 from adcore_nn.data import shared
+from adcore_nn.data.worker_process import run_worker, worker_seed
 
-__all__ = ["WorkerError", "WorkerPool", "WorkerTimeoutError"]
+__all__ = ["WorkerError", "WorkerPool", "WorkerTimeoutError", "worker_seed"]
 
 _POOL_NUMBERS = itertools.count()
 _STOP_GRACE = 5.0  # seconds a worker gets to finish its batch and exit before it is terminated
-_PARENT_CHECK = 1.0  # seconds between an idle worker's checks that the main process is alive
 
 
 class WorkerError(AdcoreError, RuntimeError):
@@ -74,113 +70,6 @@ def default_context() -> str:
     return "fork" if sys.platform == "linux" else "spawn"
 
 
-def worker_seed(seed: int, epoch: int, worker_id: int) -> int:
-    """The seed `get_worker_info().seed` reports: derived from (seed, epoch, worker id)."""
-    return int(np.random.SeedSequence((seed, epoch, worker_id)).generate_state(1, np.uint64)[0])
-
-
-# ----------------------------------------------------------------------------- the worker process
-def _work(worker_id: int, config: dict, tasks, results, stop) -> None:
-    """A worker's life: receive (generation, epoch, batch index, indices), send the batch back."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    if isinstance(config, bytes):  # spawned: the dataset's large arrays arrive as shared blocks
-        config = pickle.loads(config)
-    from adcore_nn.data import fetch as fetching
-    from adcore_nn.data import worker_info
-
-    dataset, parent = config["dataset"], os.getppid()
-    prefix = f"{config['prefix']}{worker_id}_"
-    epoch_now = generation_now = items = None
-    initialised = False
-    for serial, (generation, epoch, k, indices) in enumerate(_received(tasks, stop, parent, prefix)):
-        name = None
-        try:
-            if epoch != epoch_now:
-                info = worker_info.WorkerInfo(
-                    id=worker_id,
-                    num_workers=config["num_workers"],
-                    seed=worker_seed(config["seed"], epoch, worker_id),
-                    dataset=dataset,
-                )
-                worker_info._set(info)
-                epoch_now = epoch
-                if not initialised:
-                    initialised = True
-                    if config["worker_init_fn"] is not None:
-                        config["worker_init_fn"](worker_id)
-            if indices is None:  # an IterableDataset: this worker's own copy, from its start
-                if generation != generation_now:
-                    generation_now, items = generation, iter(dataset)
-                source, indices = _next_items(items, config)
-                if source is None:
-                    results.send((generation, k, "end", None))
-                    continue
-            else:
-                source = dataset
-            batch = fetching.fetch(
-                source, indices, config["collate_fn"], config["seed"], epoch, k, config["auto_collation"]
-            )
-            name, descriptor = shared.to_shared(batch, f"{prefix}{serial}")
-            del batch, source  # the batch lives on in shared memory only, the worker idles lean
-            results.send((generation, k, "batch", (name, descriptor)))
-        except Exception as error:  # the user's code failed: the main process re-raises it
-            shared.unlink(name)
-            results.send((generation, k, "error", _portable(error, worker_id, k)))
-            if not initialised:  # worker_init_fn raised: this worker is unusable
-                return
-
-
-def _received(tasks, stop, parent: int, prefix: str) -> Iterator[tuple]:
-    """The tasks sent to this worker, but those of an abandoned epoch once a newer one's arrive
-    (after a `break`, the next epoch's first batch waits for no stale batch)."""
-    backlog: collections.deque = collections.deque()
-    newest = 0
-    while True:
-        try:
-            while not backlog or tasks.poll(0):
-                if not backlog and not tasks.poll(_PARENT_CHECK):
-                    if os.getppid() != parent:  # the main process died: leave nothing behind
-                        shared.unlink_leftovers(prefix)
-                        return
-                    continue
-                task = tasks.recv()
-                if task is None:
-                    return
-                backlog.append(task)
-                newest = max(newest, task[0])
-        except (EOFError, OSError):
-            return
-        if stop.is_set():
-            return
-        task = backlog.popleft()
-        if task[0] == newest:
-            yield task
-
-
-def _next_items(items: Iterator, config: dict) -> tuple[list | None, Any]:
-    """(the next batch's items as a list, their indices in it), or (None, None) at the end."""
-    if not config["auto_collation"]:
-        for item in items:
-            return [item], 0
-        return None, None
-    taken = list(itertools.islice(items, config["batch_size"]))
-    if not taken or (config["drop_last"] and len(taken) < config["batch_size"]):
-        return None, None
-    return taken, list(range(len(taken)))
-
-
-def _portable(error: Exception, worker_id: int, k: int) -> tuple:
-    """What the main process needs to raise `error` again: (pickled or None, type, text, traceback)."""
-    try:
-        pickled = pickle.dumps(error)
-        pickle.loads(pickled)
-    except Exception:
-        pickled = None
-    text = "".join(traceback.format_exception(error))
-    return pickled, f"{type(error).__module__}.{type(error).__qualname__}", str(error), text
-
-
-# ----------------------------------------------------------------------------- the main process
 class _Worker:
     """One worker process and the main process's ends of its two pipes."""
 
@@ -189,7 +78,7 @@ class _Worker:
         worker_tasks, self.tasks = context.Pipe(duplex=False)  # (reader, writer)
         self.results, worker_results = context.Pipe(duplex=False)
         self.process = context.Process(
-            target=_work,
+            target=run_worker,
             args=(worker_id, config, worker_tasks, worker_results, stop),
             name=f"adcore_nn DataLoader worker {worker_id}",
             daemon=True,

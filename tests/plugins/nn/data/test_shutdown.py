@@ -25,32 +25,10 @@ pytestmark = pytest.mark.skipif(
 )
 GUARD = 60.0
 
-STUBS = """
-import sys, types
-try:
-    import adcore_nn.data.fetch, adcore_nn.data.worker_info
-except ImportError:  # the contract's two modules, until loader.py's helper lands them
-    info = types.ModuleType("adcore_nn.data.worker_info")
-    info.WorkerInfo = types.SimpleNamespace
-    info._set = lambda value: setattr(info, "current", value)
-    fetch = types.ModuleType("adcore_nn.data.fetch")
-    fetch.fetch = lambda d, idx, c, s, e, k, auto: c([d[i] for i in idx]) if auto else c(d[idx])
-    sys.modules.update({"adcore_nn.data.worker_info": info, "adcore_nn.data.fetch": fetch})
-"""
-
 
 @pytest.fixture(autouse=True)
-def contract(monkeypatch):
-    import adcore_nn.data as data
-
-    scope: dict = {}
-    before = dict(sys.modules)
-    exec(STUBS, scope)
-    for name in ("adcore_nn.data.worker_info", "adcore_nn.data.fetch"):
-        if before.get(name) is not sys.modules.get(name):  # stubbed now: undone after the test
-            module = sys.modules.pop(name)
-            monkeypatch.setitem(sys.modules, name, module)
-            monkeypatch.setattr(data, name.rsplit(".", 1)[1], module, raising=False)
+def watchdog():
+    """Ends the test process (with every thread's traceback) if anything still blocks."""
     faulthandler.dump_traceback_later(2 * GUARD, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
@@ -146,10 +124,8 @@ def test_blocks_a_killed_worker_left_behind_are_removed_at_shutdown():
 
 
 def run_script(body: str) -> tuple[list[int], str, subprocess.CompletedProcess]:
-    script = (
-        STUBS
-        + textwrap.dedent(
-            """
+    script = textwrap.dedent(
+        """
         import os, signal, sys
         import numpy as np
         from adcore_nn.data.workers import WorkerPool
@@ -159,9 +135,7 @@ def run_script(body: str) -> tuple[list[int], str, subprocess.CompletedProcess]:
         batch = next(it)
         print(*pool.pids, pool.shm_prefix, flush=True)
         """
-        )
-        + textwrap.dedent(body)
-    )
+    ) + textwrap.dedent(body)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=GUARD)
     *pids, prefix = done.stdout.split()
     return [int(p) for p in pids], prefix, done

@@ -11,58 +11,27 @@ import gc
 import os
 import signal
 import sys
-import types
 
 import numpy as np
 import pytest
 from adcore_nn.data import workers
+from adcore_nn.data.worker_info import get_worker_info
 from adcore_nn.data.workers import WorkerError, WorkerPool, WorkerTimeoutError
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the tests fork (Linux)")
 GUARD = 60.0  # seconds: the pools' timeout and the watchdog's, far beyond any honest wait
 
 
-def _stub_modules() -> dict:
-    """fetch and worker_info as the contract with loader.py says, where those modules are absent."""
-    info = types.ModuleType("adcore_nn.data.worker_info")
-
-    class WorkerInfo(types.SimpleNamespace):
-        pass
-
-    def _set(value):
-        info.current = value
-
-    info.WorkerInfo, info._set, info.current = WorkerInfo, _set, None
-    info.get_worker_info = lambda: info.current
-    fetch = types.ModuleType("adcore_nn.data.fetch")
-
-    def fetch_(dataset, indices, collate_fn, seed, epoch, batch_index, auto_collation):
-        if auto_collation:
-            return collate_fn([dataset[i] for i in indices])
-        return collate_fn(dataset[indices])
-
-    fetch.fetch = fetch_
-    return {"adcore_nn.data.worker_info": info, "adcore_nn.data.fetch": fetch}
-
-
 @pytest.fixture(autouse=True)
-def contract(monkeypatch):
-    """H5's fetch/worker_info where they exist, else stubs; a watchdog against any hang."""
-    import adcore_nn.data as data
-
-    for name, module in _stub_modules().items():
-        try:
-            __import__(name)
-        except ImportError:
-            monkeypatch.setitem(sys.modules, name, module)
-            monkeypatch.setattr(data, name.rsplit(".", 1)[1], module, raising=False)
+def watchdog():
+    """Ends the test process (with every thread's traceback) if anything still blocks."""
     faulthandler.dump_traceback_later(2 * GUARD, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
 
 
 def info():
-    return sys.modules["adcore_nn.data.worker_info"].get_worker_info()
+    return get_worker_info()
 
 
 def stack(items):
@@ -375,17 +344,7 @@ def _uss(pid):
 
 
 SPAWNED = """
-import os, sys, types
-try:
-    import adcore_nn.data.fetch, adcore_nn.data.worker_info
-except ImportError:  # the contract's two modules until loader.py's helper lands them; spawned
-    # workers run this file's top level again (as __mp_main__), so they get the stubs too
-    info = types.ModuleType("adcore_nn.data.worker_info")
-    info.WorkerInfo = types.SimpleNamespace
-    info._set = lambda value: setattr(info, "current", value)
-    fetch = types.ModuleType("adcore_nn.data.fetch")
-    fetch.fetch = lambda d, idx, c, s, e, k, auto: c([d[i] for i in idx]) if auto else c(d[idx])
-    sys.modules.update({"adcore_nn.data.worker_info": info, "adcore_nn.data.fetch": fetch})
+import os, sys
 import numpy as np
 from adcore_nn.data.workers import WorkerPool
 
