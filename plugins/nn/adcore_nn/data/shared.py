@@ -20,6 +20,7 @@ into one NumPy byte buffer, the items are bytes that reads never write: workers 
 
 from __future__ import annotations
 
+import errno
 import io
 import mmap
 import os
@@ -94,8 +95,14 @@ def to_shared(batch: Any, name: str) -> tuple[str | None, Any]:
         os.ftruncate(fd, size)
         for a, slot in zip(arrays, _slots(descriptor)):
             _write(fd, np.ascontiguousarray(a).reshape(-1).view(np.uint8), slot.offset)
-    except BaseException:
+    except BaseException as error:
         unlink(name)
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            raise OSError(
+                errno.ENOSPC,
+                f"no space left in shared memory ({SHM_DIR}) for a batch of {size} bytes: enlarge it "
+                "(docker: --shm-size), or use smaller batches, fewer workers or a smaller prefetch_factor",
+            ) from error
         raise
     finally:
         os.close(fd)

@@ -159,3 +159,17 @@ def test_pickling_shares_large_arrays_once_and_keeps_small_ones_inline():
         assert got["y"].flags.writeable
     finally:
         assert sorted(shared.unlink_leftovers(prefix)) == names
+
+
+def test_full_shared_memory_is_an_error_that_says_what_to_do_and_leaves_no_block(monkeypatch):
+    import errno
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shared.os, "pwrite", full)
+    n = name()
+    with pytest.raises(OSError, match="no space left in shared memory.*--shm-size") as caught:
+        shared.to_shared(np.ones(1000), n)
+    assert caught.value.errno == errno.ENOSPC
+    assert not in_shm(n)
