@@ -60,9 +60,12 @@ def _unsupported(elem: Any, path: tuple) -> InvalidInputError:
 def _collate(batch: list, path: tuple) -> Any:
     elem = batch[0]
     kind = _kind(elem)
+    same_type = type(elem)
     for i, x in enumerate(batch):
+        if type(x) is same_type:  # the common case, cheap: same type, same rule
+            continue
         other = _kind(x)
-        if other != kind or (kind in ("mapping", "namedtuple") and type(x) is not type(elem)):
+        if other != kind or kind in ("mapping", "namedtuple"):
             raise InvalidInputError(
                 f"default_collate: item {i} of the batch has a {type(x).__name__} at {_where(path)} where "
                 f"item 0 has a {type(elem).__name__}; every item must have the same structure"
@@ -97,11 +100,10 @@ def _collate(batch: list, path: tuple) -> Any:
 
 
 def _stack(batch: list, path: tuple) -> np.ndarray:
-    first = np.asarray(batch[0])
+    first = batch[0]  # an ndarray or a NumPy scalar: both have .shape and .dtype
     if first.dtype.kind in "SUO":  # torch's rule: no strings or objects in a stacked batch
-        raise _unsupported(batch[0], path) from None
-    for i, x in enumerate(batch):
-        a = np.asarray(x)
+        raise _unsupported(first, path) from None
+    for i, a in enumerate(batch):
         if a.shape != first.shape or a.dtype != first.dtype:
             raise InvalidValueError(
                 f"default_collate: item {i} of the batch has an array of shape {a.shape} and dtype "
