@@ -1,0 +1,123 @@
+"""A Module is a pytree of its parameters: model-shaped gradients on every backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from adcore_nn import Module, Parameter
+
+import adcore
+import adcore.numpy as anp
+from adcore.conformance import abilities
+
+X = np.linspace(-1.0, 1.0, 10).reshape(5, 2)
+Y = np.array([0.3, -0.2, 0.5, 0.1, -0.4])
+
+
+class Layer(Module):
+    def __init__(self, n_in: int, n_out: int, seed: int) -> None:
+        super().__init__()
+        rng = np.random.default_rng(seed)
+        self.weight = Parameter(rng.standard_normal((n_out, n_in)))
+        self.bias = Parameter(rng.standard_normal(n_out))
+
+    def forward(self, x):
+        return anp.matmul(x, anp.transpose(self.weight)) + self.bias
+
+
+class Net(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = Layer(2, 3, seed=1)
+        self.out = Layer(3, 1, seed=2)
+        self.register_buffer("shift", np.array(0.25))
+
+    def forward(self, x):
+        return self.out(anp.tanh(self.hidden(x)))[:, 0] + self.shift
+
+
+def loss(model, x, y):
+    return anp.sum((model(x) - y) ** 2)
+
+
+def loss_of_arrays(w1, b1, w2, b2, x, y):
+    h = np.tanh(x @ w1.T + b1)
+    return np.sum(((h @ w2.T + b2)[:, 0] + 0.25 - y) ** 2)
+
+
+def analytic(net: Net) -> dict:
+    """The gradient of `loss` by hand (backpropagation written out)."""
+    w1, b1, w2, b2 = net.hidden.weight, net.hidden.bias, net.out.weight, net.out.bias
+    h = np.tanh(X @ w1.T + b1)
+    r = 2 * ((h @ w2.T + b2)[:, 0] + 0.25 - Y)
+    dh = np.outer(r, w2[0]) * (1 - h**2)
+    return {
+        "hidden.weight": dh.T @ X,
+        "hidden.bias": dh.sum(0),
+        "out.weight": (r @ h)[None, :],
+        "out.bias": np.array([r.sum()]),
+    }
+
+
+def test_flatten_and_unflatten_round_trip_with_paths():
+    net = Net()
+    leaves, treedef = adcore.tree.flatten(net)
+    assert [leaf is p for leaf, p in zip(leaves, net.parameters(), strict=True)] == [True] * 4
+    assert adcore.tree.paths(treedef) == [".hidden.weight", ".hidden.bias", ".out.weight", ".out.bias"]
+    rebuilt = adcore.tree.unflatten(treedef, [leaf * 2 for leaf in leaves])
+    assert type(rebuilt) is Net and rebuilt.shift is net.shift  # buffers shared
+    np.testing.assert_array_equal(rebuilt.out.bias, net.out.bias * 2)
+    assert adcore.tree.structure(rebuilt) == treedef  # a gradient has the model's structure
+
+
+@pytest.mark.parametrize("backend", abilities.columns(adcore.backends()))
+def test_grad_of_a_loss_of_a_model_is_model_shaped_on_every_backend(backend):
+    name, _, variant = backend.partition("/")
+    options = {"mode": variant} if variant else {}
+    if name == "sparsity":
+        pytest.skip("sparsity's Jacobians are dependency patterns, not derivatives: checked below")
+    net = Net()
+    g = adcore.grad(loss, backend=name, **options)(net, X, Y)
+    assert type(g) is Net
+    rtol = 1e-6 if name == "numeric" else 1e-10
+    for path, want in analytic(net).items():
+        got = g.get_parameter(path)
+        assert got is not net.get_parameter(path)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-9, err_msg=f"{backend}: {path}")
+
+
+def test_a_sparsity_pattern_of_a_model_is_model_shaped():
+    if "sparsity" not in adcore.backends():
+        pytest.skip("adcore-sparsity is not installed")
+    g = adcore.grad(loss, backend="sparsity")(Net(), X, Y)
+    assert type(g) is Net and all(np.all(p == 1) for p in g.parameters())
+
+
+def test_the_gradient_equals_the_network_written_as_a_function_of_arrays():
+    net = Net()
+    g = adcore.grad(loss)(net, X, Y)
+    want = adcore.grad(loss_of_arrays, argnums=(0, 1, 2, 3))(*net.parameters(), X, Y)
+    for got, w in zip(g.parameters(), want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-13)
+
+
+def test_writing_into_the_gradient_does_not_change_the_model():
+    net = Net()
+    g = adcore.grad(loss)(net, X, Y)
+    before = net.hidden.weight.copy()
+    g.hidden.weight[...] = 0
+    np.testing.assert_array_equal(net.hidden.weight, before)
+
+
+def test_argnums_has_aux_value_and_grad_hessian_and_vmap_over_a_model():
+    net = Net()
+    g_net, g_x = adcore.grad(loss, argnums=(0, 1))(net, X, Y)
+    assert type(g_net) is Net and g_x.shape == X.shape
+    (value, aux), g = adcore.value_and_grad(lambda m: (loss(m, X, Y), m(X)), has_aux=True)(net)
+    assert value == pytest.approx(loss_of_arrays(*net.parameters(), X, Y), rel=1e-14)
+    np.testing.assert_array_equal(aux, net(X))
+    h = adcore.hessian(lambda m: loss(m, X, Y))(net)
+    assert h.out.bias.out.bias.shape == (1, 1)  # a model of models
+    np.testing.assert_allclose(h.out.bias.out.bias, [[2 * len(Y)]], rtol=1e-12)
+    per_example = adcore.vmap(adcore.grad(loss), in_axes=(None, 0, 0))(net, X[:, None, :], Y[:, None])
+    np.testing.assert_allclose(per_example.out.bias.sum(0), g.out.bias, rtol=1e-12)
