@@ -26,7 +26,8 @@ persistent_workers=True one pool serves every epoch until the loader is garbage-
 
 Where adcore differs from torch: `seed` and `set_epoch` are additions; `generator` is a
 numpy.random.Generator (given, the shuffle order draws from it, as torch's, not from (seed,
-epoch)); pin_memory is accepted and does nothing (there is no GPU memory to pin into);
+epoch)), and with seed=None the loader's seed is drawn from it, so a seeded generator makes the
+per-item randomness reproducible as in torch; pin_memory is accepted and does nothing (there is no GPU memory to pin into);
 worker_init_fn is ignored with num_workers=0, as torch's; batches arrive as NumPy arrays, not
 tensors, collated with torch's rules (tuples become lists). With workers, batch arrays are views
 of shared memory (see shared.py): keep them as long as you like, each batch has its own block.
@@ -137,6 +138,8 @@ class DataLoader:
         if not isinstance(drop_last, bool):
             raise InvalidValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
 
+        if seed is None and generator is not None:  # torch draws its workers' base seed from it
+            seed = int(generator.integers(2**63))
         self.seed = check_seed(seed, "DataLoader")
         if sampler is None and not iterable:
             sampler = (

@@ -246,8 +246,13 @@ def test_manual_seed_makes_seed_none_reproducible():
 def test_generator_drives_the_shuffle_as_torchs():
     loader = DataLoader(rows(8), batch_size=8, shuffle=True, generator=np.random.default_rng(4))
     rng = np.random.default_rng(4)
+    assert loader.seed == rng.integers(2**63), "with seed=None, the seed is drawn from the generator"
     assert next(iter(loader))[1].tolist() == rng.permutation(8).tolist()
     assert next(iter(loader))[1].tolist() == rng.permutation(8).tolist()
+    a = list(DataLoader(Augmented(6), batch_size=3, generator=np.random.default_rng(1)))
+    b = list(DataLoader(Augmented(6), batch_size=3, generator=np.random.default_rng(1)))
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_per_item_randomness_is_reproducible_and_differs_between_epochs():
