@@ -399,3 +399,25 @@ def test_batch_size_none_sends_single_indices_and_collates_each_item():
         assert [int(b) for b in pool.epoch(0, iter([5, 0, 3]))] == [5, 0, 3]
     finally:
         pool.shutdown()
+
+
+def test_a_batch_kept_from_step_3_still_holds_step_3s_numbers_at_the_end():
+    data = Rows(64)
+    pool = pool_of(data, 2, prefetch_factor=2)
+    try:
+        kept = None
+        for k, (x, i, _) in enumerate(pool.epoch(0, chunks(64, 4))):
+            x += 1000.0  # the user's in-place edit of a batch touches that batch only
+            if k == 3:
+                kept = (x, i)
+        for _ in pool.epoch(1, chunks(64, 4)):  # and another epoch's worth of blocks
+            pass
+        assert kept[1].tolist() == list(range(12, 16))
+        assert np.array_equal(kept[0], data.x[12:16] + 1000.0)
+        assert np.array_equal(data.x[12:16], np.arange(36, 48, dtype=np.float32).reshape(4, 3))
+        del kept, x, i
+        gc.collect()
+        left = [n for n in os.listdir("/dev/shm") if n.startswith(pool.shm_prefix)]
+        assert left == [], "after the epochs, with the batches released, no block remains"
+    finally:
+        pool.shutdown()
