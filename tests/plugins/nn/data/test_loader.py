@@ -56,7 +56,7 @@ class Records(Dataset):
 
 
 class Augmented(Dataset):
-    """A per-item transform drawing from the legacy global RNG, item_rng() and the worker's rng."""
+    """A per-item transform drawing from the legacy global RNG, `random`, item_rng() and the worker's rng."""
 
     def __init__(self, n=23):
         self.x = np.arange(n, dtype=np.float64)
@@ -64,7 +64,7 @@ class Augmented(Dataset):
     def __getitem__(self, i):
         info = get_worker_info()
         rng = info.rng if info is not None else item_rng()
-        noise = np.random.rand(2)
+        noise = np.random.rand(2) + random.random()
         return np.array(
             [self.x[i], noise[0], noise[1], rng.normal(), np.random.default_rng(rng.integers(2**32)).random()]
         )
