@@ -119,7 +119,8 @@ class _Pool:
                 continue
             if w is not None:
                 self.retire(w)
-            frozen = self.context.get_start_method() == "fork"
+            # (a program that froze objects itself keeps its own freeze: unfreezing would undo it)
+            frozen = self.context.get_start_method() == "fork" and gc.get_freeze_count() == 0
             if frozen:  # the child's garbage collector never walks (and so never copies) our objects;
                 # no collection first: it would cost every non-persistent epoch's start a full pass
                 gc.freeze()

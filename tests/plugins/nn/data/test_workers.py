@@ -421,3 +421,33 @@ def test_a_batch_kept_from_step_3_still_holds_step_3s_numbers_at_the_end():
         assert left == [], "after the epochs, with the batches released, no block remains"
     finally:
         pool.shutdown()
+
+
+class FreezeCount:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return np.int64(gc.get_freeze_count())
+
+
+def test_forked_workers_keep_the_main_processs_objects_out_of_their_collector():
+    assert gc.get_freeze_count() == 0
+    pool = pool_of(FreezeCount(), 2, collate_fn=np.asarray)
+    try:
+        counts = [int(b[0]) for b in pool.epoch(0, [[0], [1]])]
+        assert min(counts) > 1000, "the objects inherited at the fork are frozen in the workers"
+        assert gc.get_freeze_count() == 0, "and back under the main process's collector"
+    finally:
+        pool.shutdown()
+    gc.freeze()  # a program that froze its own objects keeps them frozen
+    try:
+        frozen = gc.get_freeze_count()
+        pool = pool_of(FreezeCount(), 1, collate_fn=np.asarray)
+        try:
+            assert int(next(pool.epoch(0, [[0]]))[0]) >= frozen
+            assert gc.get_freeze_count() == frozen
+        finally:
+            pool.shutdown()
+    finally:
+        gc.unfreeze()
