@@ -445,7 +445,7 @@ def test_forked_workers_keep_the_main_processs_objects_out_of_their_collector():
         frozen = gc.get_freeze_count()
         pool = pool_of(FreezeCount(), 1, collate_fn=np.asarray)
         try:
-            assert int(next(pool.epoch(0, [[0]]))[0]) >= frozen
+            assert int(next(pool.epoch(0, [[0]]))[0]) > 1000
             assert gc.get_freeze_count() == frozen
         finally:
             pool.shutdown()
