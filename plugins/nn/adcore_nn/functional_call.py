@@ -31,9 +31,9 @@ def functional_call(
     Keys are `named_parameters()`/`named_buffers()` names ("0.weight"). tie_weights: an array
     registered under several names (tied weights) is replaced under all of them by one entry.
     strict: every parameter and buffer must be given."""
-    me = f"functional_call({module._get_name()})"
     if not isinstance(module, Module):
         raise InvalidInputError(f"functional_call: expected an adcore_nn.Module, got {type(module).__name__}")
+    me = f"functional_call({module._get_name()})"
     given = _merged(parameter_and_buffer_dicts, me)
     names = _registered_names(module)
     if unknown := [k for k in given if k not in names]:
