@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import wait
 from typing import Any
 
-from adcore.errors import AdcoreError, InvalidValueError
+from adcore.errors import AdcoreError, InvalidInputError, InvalidValueError
 from adcore_nn.data import shared
 from adcore_nn.data.worker_process import run_worker, worker_seed
 
@@ -108,7 +108,15 @@ class _Pool:
         self.stop = context.Event()
         self.workers: list[_Worker | None] = [None] * config["num_workers"]
         if context.get_start_method() != "fork":  # pickled once: the workers map its arrays
-            config, _ = shared.dumps_sharing_arrays(config, f"{config['prefix']}d")
+            try:
+                config, _ = shared.dumps_sharing_arrays(config, f"{config['prefix']}d")
+            except (pickle.PicklingError, AttributeError, TypeError) as error:
+                raise InvalidInputError(
+                    f"DataLoader workers started by {context.get_start_method()!r} receive the dataset, "
+                    f"collate_fn and worker_init_fn pickled, and one of them cannot be: {error}. Define "
+                    "them at module level (no lambdas or local classes), or use "
+                    "multiprocessing_context='fork' where available"
+                ) from error
         self.payload = config
         self.closed = False
 

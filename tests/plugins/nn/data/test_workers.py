@@ -374,7 +374,7 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("method", ["spawn"])
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_spawned_workers_map_the_datasets_large_arrays_instead_of_copies(tmp_path, method):
     script = tmp_path / "spawned.py"
     script.write_text(SPAWNED)
@@ -451,3 +451,13 @@ def test_forked_workers_keep_the_main_processs_objects_out_of_their_collector():
             pool.shutdown()
     finally:
         gc.unfreeze()
+
+
+def test_a_dataset_spawned_workers_cannot_receive_is_a_typed_error_naming_the_way_out():
+    from adcore.errors import InvalidInputError
+
+    big = np.ones((300, 1000))  # 2.4 MB: shared before the lambda stops the pickling
+    with pytest.raises(InvalidInputError, match="cannot be.*module level") as caught:
+        WorkerPool([big, lambda: 0], stack, 2, multiprocessing_context="spawn")
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"adnn{os.getpid():x}_")]
+    assert caught.value.__cause__ is not None
