@@ -55,7 +55,8 @@ class _IncompatibleKeys(NamedTuple):
 
 class _Skeleton:
     """A module's pytree node data: the module to rebuild from, equal to another skeleton when the
-    class and the parameter and submodule names are (the gradient of a model has its structure)."""
+    class and the parameter and submodule names are, of the same model or its rebuilt copies (the
+    gradient of a model has its structure; another model of the same architecture has not)."""
 
     __slots__ = ("key", "module")
 
@@ -64,7 +65,15 @@ class _Skeleton:
         self.key = (type(module), tuple(module._parameters), tuple(module._modules))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Skeleton) and self.key == other.key
+        # and the same model: adcore caches a function's flat form by its arguments' structure and
+        # rebuilds later calls from the cached skeleton's module, so two models of one architecture
+        # must differ, or one would run with the other's hooks, buffers and attributes. A model's
+        # rebuilt copies (its gradient too) share its hook dicts, so they stay equal to it.
+        return (
+            isinstance(other, _Skeleton)
+            and self.key == other.key
+            and self.module._forward_pre_hooks is other.module._forward_pre_hooks
+        )
 
     def __hash__(self) -> int:
         return hash(self.key)
