@@ -30,6 +30,12 @@ stays usable for the next epoch. A worker that dies (e.g. SIGKILL) is a `WorkerE
 noticed at once (the main process waits on the workers' pipes and their process sentinels
 together); with timeout > 0, a batch not delivered in time is a `WorkerTimeoutError` naming the
 worker, which is stopped. A dead worker is started again at the next epoch.
+
+Shutdown: `shutdown()`, the pool's garbage collection and interpreter exit (one weakref.finalize)
+stop the workers (a stop message; SIGTERM after 5 s; then SIGKILL; all reaped) and remove every
+block not yet read. A worker whose main process died removes its blocks and exits within a
+second. The batches an abandoned epoch (a `break`) still had in flight are freed as they arrive
+during the next epoch, or at shutdown; the tasks it had queued are skipped by the workers.
 """
 
 from __future__ import annotations
