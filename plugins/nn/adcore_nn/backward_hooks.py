@@ -21,22 +21,27 @@ So grad_input is the gradient with respect to the module's own inputs, never an 
 (torch's old register_backward_hook, pytorch#598). A replacement of the wrong type, length, shape or
 dtype is a typed error naming the module and the hook, raised in the backward pass.
 
-The hooks fire wherever a VJP runs through the module: reverse mode, adcore.vjp, Jacobians by
-pullbacks (once per pullback: a Jacobian of k outputs without vmap's batching fires them k times),
-checkpoint, vmap, and the inner reverse sweep of a forward-over-reverse Hessian (once per sweep,
+The hooks fire wherever a VJP runs through the module: reverse mode (backend="reverse", and
+"source" with mode="reverse"), adcore.vjp, Jacobians by pullbacks (once per pullback, or once for a
+vmapped batch of them), checkpoint, vmap(grad(f)), and the inner reverse sweep of a forward-over-reverse Hessian (once per sweep,
 on traced cotangents). Where a derivative would go through the module without a VJP (forward,
 numeric, symbolic, sparsity, source/forward, a reverse-over-forward Hessian), or evaluates it more
 than once (finite differences), the call is an UnsupportedByBackendError, never a silent skip
-(`adcore_nn.evaluation.backend_without_vjp`).
+(`adcore_nn.evaluation.backend_without_vjp`); so is a vmap inside the derivative (`grad(vmap(f))`,
+where the backward pass would run apart from its forward): `vmap(grad(f))` fires them once, on the
+batch. Hooks get read-only arrays (torch: a hook must not modify its arguments; a cotangent may be
+the array the backward pass hands on elsewhere), and a write is a typed error.
 
 Where adcore differs from torch: forward runs on the module rebuilt from its traced leaves (as the
 engine's pytree does), so the module the hooks receive is that one; outputs may be any pytree of
 arrays (torch's hooks see Tensors and tuples of them only); hooks see an output's cotangent as an
-array of zeros where nothing flows into it (torch: None).
+array of zeros where nothing flows into it (torch: None); a hook writing into its arguments is an
+error (torch only says not to).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -201,8 +206,11 @@ class _Call:
                 full[i] = value
             return self.output(full)
 
-        packed, pullback = adcore.vjp(f, *[values[i] for i in wanted], backend="reverse")
-        self.kept = (list(values), packed, pullback)
+        # the reverse backend's own contract, not adcore.vjp: the engine's copies of the arguments and
+        # cotangents (for a caller who keeps them) would copy every parameter on every call
+        primals = tuple(values[i] for i in wanted)
+        packed, pullback = adcore.get_backend("reverse").vjp(f, primals, range(len(primals)))
+        self.kept = (list(values), packed, functools.partial(_cotangents, pullback, primals))
         return packed
 
     def pullback(self, values: list) -> tuple[Any, Callable]:
@@ -227,24 +235,39 @@ class _Call:
 
     def backward(self, pullback: Callable, g: Any) -> list:
         """The hooks around the pullback of g: one cotangent per op input (None: zero)."""
-        grad_output = tuple(p if _is_layout(e) else None for p, e in zip(self.pieces(g), self.layout))
+        grad_output = tuple(
+            _readonly(p) if _is_layout(e) else None for p, e in zip(self.pieces(g), self.layout)
+        )
         for hook in self.pre_hooks:
-            result = hook(self.module, grad_output)
+            result = self.run_hook(hook, "pre-hook", grad_output)
             if result is not None:
                 grad_output = self.checked(hook, "grad_output", result, grad_output, "pre-hook")
         cotangents = pullback(self.pack_cotangent(grad_output))
         found: list = [None] * len(self.traced)
         for i, ct in zip(self.wanted, cotangents):
             found[i] = ct
-        grad_input = tuple(None if i is None else found[i] for i in self.inputs)
+        grad_input = tuple(None if i is None else _readonly(found[i]) for i in self.inputs)
         for hook in self.hooks:
-            result = hook(self.module, grad_input, grad_output)
+            result = self.run_hook(hook, "hook", grad_input, grad_output)
             if result is not None:
                 grad_input = self.checked(hook, "grad_input", result, grad_input, "hook")
         for i, value in zip(self.inputs, grad_input):
             if i is not None:
                 found[i] = value  # None: no gradient flows on, as torch's
         return found
+
+    def run_hook(self, hook: Any, kind: str, *grads: tuple) -> Any:
+        try:
+            return hook(self.module, *grads)
+        except ValueError as e:
+            if "read-only" not in str(e):
+                raise
+            # (the message must not say "read-only": the engine takes that for f writing into an input)
+            raise InvalidValueError(
+                f"module {_name(self.module)}: backward {kind} {_name(hook)} wrote into one of its gradient "
+                f"arguments in place ({type(e).__name__}), which could change another gradient; as in torch, "
+                "a hook must not modify its arguments: return new arrays instead"
+            ) from e
 
     def pack_cotangent(self, grad_output: tuple) -> Any:
         floats = [e for e in self.layout if _is_layout(e)]
@@ -283,6 +306,29 @@ class _Call:
                     f"keep the shape {np.shape(old)} and dtype {np.dtype(old.dtype)} of the one it replaces"
                 )
         return tuple(result)
+
+
+def _readonly(value: Any) -> Any:
+    """A read-only view for a hook (torch: hooks must not modify their arguments): a cotangent may be
+    the very array the backward pass hands on elsewhere, so a write in place would change another
+    gradient; here it raises instead."""
+    if isinstance(value, np.ndarray):
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
+def _cotangents(pullback: Callable | None, primals: tuple, g: Any) -> list:
+    """One cotangent per primal, in its dtype (zeros where none flows)."""
+    found = [None] * len(primals) if pullback is None else pullback(g)
+    out = []
+    for ct, x in zip(found, primals):
+        if ct is None:
+            ct = np.zeros(np.shape(x), x.dtype)
+        elif ct.dtype != x.dtype:
+            ct = ops.astype(ct, dtype=x.dtype)
+        out.append(ct)
+    return out
 
 
 def _is_layout(entry: Any) -> bool:

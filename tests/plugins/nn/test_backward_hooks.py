@@ -396,28 +396,41 @@ def test_a_jacobian_by_pullbacks_and_vjp_fire_them():
 
 
 def test_every_backend_fires_them_with_the_right_values_or_refuses_typed():
-    want = None
+    outcome = {}
     for name in adcore.backends():
         backend = adcore.get_backend(name)
-        modes = [{}] if not backend.variants else list(backend.variants.values())
-        for options in modes:
+        for variant, options in (backend.variants or {None: {}}).items():
+            label = name if variant is None else f"{name}/{variant}"
             net = Net()
             want = by_hand(net, X)
             seen = []
             net.fc2.register_full_backward_hook(lambda m, gi, go, seen=seen: seen.append(gi))
-            label = "/".join([name, *options.values()])
             try:
                 got = grads(net, backend=name, **options)
             except adcore.UnsupportedByBackendError as e:
-                assert "Affine" in str(e) and "backend='reverse'" in str(e), label
-                assert seen == [], label
-                continue
-            except adcore.AdcoreError:  # a backend that cannot take the module call at all, typed
+                message = str(e)
+                assert "module Affine" in message and f"backend {label!r}" in message, label
+                assert "backend='reverse'" in message and seen == [], label
+                outcome[label] = "refused"
                 continue
             assert len(seen) == 1 and np.allclose(seen[0][0], want["g_a"]), label
-            for key in ("fc1.weight", "fc2.bias"):
-                assert np.allclose(got[key], want[key]), label
+            for key in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+                assert np.allclose(got[key], want[key]), (label, key)
             assert np.allclose(got["x"], want["g_x"]), label
+            outcome[label] = "fired"
+    expected = {
+        "reverse": "fired",
+        "source/reverse": "fired",
+        "source/forward": "refused",
+        "forward": "refused",
+        "numeric": "refused",
+        "symbolic": "refused",
+        "sparsity": "refused",
+    }
+    assert {k: v for k, v in outcome.items() if k in expected} == {
+        k: v for k, v in expected.items() if k in outcome
+    }
+    assert outcome.get("reverse") == "fired"
 
 
 @pytest.mark.parametrize(
@@ -468,3 +481,23 @@ def test_two_models_of_one_architecture_keep_their_own_hooks_and_attributes():
     assert fired == ["tenfold", "plain"]
     gradient = adcore.grad(total)(plain, x)
     assert adcore.tree.structure(gradient) == adcore.tree.structure(plain)  # a model's gradient is its shape
+
+
+def test_hooks_may_not_write_into_their_arguments_and_the_next_call_works():
+    """torch: a hook must not modify its arguments. A cotangent may be the array the backward pass
+    hands on elsewhere, so a write in place would change another gradient: a typed error instead."""
+    net = Net()
+    want = by_hand(net, X)
+
+    def doubles_in_place(m, gi, go):
+        gi[0][...] *= 2
+
+    handle = net.fc2.register_full_backward_hook(doubles_in_place)
+    with pytest.raises(adcore.InvalidValueError, match="Affine: backward hook .*doubles_in_place wrote into"):
+        grads(net)
+    handle.remove()
+    handle = net.fc2.register_full_backward_pre_hook(lambda m, go: go[0].fill(0.0))
+    with pytest.raises(adcore.InvalidValueError, match="backward pre-hook .* must not modify its arguments"):
+        grads(net)
+    handle.remove()
+    assert np.allclose(grads(net)["x"], want["g_x"])
