@@ -490,6 +490,11 @@ def _groups_of(params: Any, me: str) -> tuple[list[dict[str, Any]], bool]:
         if not isinstance(params, Iterable):
             raise InvalidInputError(usage)
         params = list(params)  # model.parameters(), or any other iterator
+        if params and all(isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], str) for i in params):
+            raise InvalidInputError(
+                f"{me}: got (name, parameter) pairs (torch's named_parameters()); pass model.parameters(), "
+                "or the model itself (a pytree), instead: the state dict numbers parameters as torch's"
+            )
     if isinstance(params, list | tuple):
         groups = [isinstance(item, dict) and "params" in item for item in params]
         if params and all(groups):

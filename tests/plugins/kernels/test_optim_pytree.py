@@ -340,6 +340,7 @@ def bad_trees():
         ({}, InvalidValueError, r"empty"),
         ({"a": None}, InvalidValueError, r"empty"),
         (np.ones(3), InvalidInputError, r"pytree of arrays"),
+        (((n, p) for n, p in [("w", np.ones(2))]), InvalidInputError, r"named_parameters\(\)\); pass model"),
     ]
 
 
