@@ -501,3 +501,16 @@ def test_hooks_may_not_write_into_their_arguments_and_the_next_call_works():
         grads(net)
     handle.remove()
     assert np.allclose(grads(net)["x"], want["g_x"])
+
+
+def test_grad_output_is_of_what_the_call_returns_after_forward_hooks_as_torchs():
+    layer = Affine(3, 2)
+    seen = []
+    layer.register_forward_hook(lambda m, args, out: out * 3)
+    layer.register_full_backward_hook(lambda m, gi, go: seen.append((gi, go)))
+    value, g_x = adcore.value_and_grad(lambda x: anp.sum(layer(x) ** 2))(X)
+    y = 3 * (X @ layer.weight + layer.bias)
+    ((grad_input, grad_output),) = seen
+    assert np.allclose(grad_output[0], 2 * y)  # the cotangent of the hooked output
+    assert np.allclose(grad_input[0], 2 * y @ layer.weight.T * 3)  # through the forward hook's * 3
+    assert np.allclose(g_x, grad_input[0]) and np.isclose(value, np.sum(y**2))

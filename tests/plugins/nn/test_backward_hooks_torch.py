@@ -232,3 +232,20 @@ def test_the_order_of_global_module_and_prepended_hooks_is_torchs():
     # torch's Sequential and our Net are both hooked (global hooks) around the same three layers
     assert orders["ours"] == orders["torch"]
     assert orders["ours"][:5] == ["global pre", "global pre", "pre 0", "pre 1", "global hook"]
+
+
+def test_a_forward_hook_replacing_the_output_is_inside_the_hooked_call_as_in_torch():
+    ours, theirs = [], []
+    layer = Affine(WEIGHTS[0], WEIGHTS[1])
+    layer.register_forward_hook(lambda m, args, out: out * 3)
+    layer.register_full_backward_hook(lambda m, gi, go: ours.append(numpy_of(gi) + numpy_of(go)))
+    g_x = adcore.grad(lambda x: anp.sum(layer(x) ** 2))(X)
+    linear = torch_net()[0]
+    linear.register_forward_hook(lambda m, args, out: out * 3)
+    linear.register_full_backward_hook(lambda m, gi, go: theirs.append(numpy_of(gi) + numpy_of(go)))
+    x = torch.from_numpy(X.copy()).requires_grad_()
+    (linear(x) ** 2).sum().backward()
+    (mine,), (torchs,) = ours, theirs
+    for u, v in zip(mine, torchs):
+        assert np.allclose(u, v, rtol=1e-12, atol=1e-12)
+    assert np.allclose(g_x, x.grad.numpy())
