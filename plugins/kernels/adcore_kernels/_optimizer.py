@@ -17,7 +17,7 @@ import difflib
 import importlib
 import inspect
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, ClassVar, NamedTuple
 
@@ -26,6 +26,7 @@ import numpy as np
 import adcore
 from adcore.core import Tracer
 from adcore.errors import InvalidInputError, InvalidValueError
+from adcore_kernels._param_trees import GroupTree, groups_of, mismatch, tree_of
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 REAL_TYPES = (int, float, np.integer, np.floating)
@@ -97,7 +98,7 @@ class Optimizer:
         self._params: list[tuple[Any, np.ndarray]] = []  # (what the group holds, the array updated)
         self._names: list[str] = []  # how messages call each parameter (its pytree path where nested)
         self._trees: list[GroupTree] = []  # each group's structure, for step(grads) in that structure
-        groups, self._grouped = _groups_of(params, me)
+        groups, self._grouped = groups_of(params, me)
         if not groups:
             raise InvalidValueError(f"{me}: got an empty parameter list")
         for group in groups:
@@ -111,7 +112,7 @@ class Optimizer:
         me, gi = type(self).__name__, len(self.param_groups)
         if not isinstance(param_group, dict) or "params" not in param_group:
             raise InvalidInputError(f"{me}: a param group is a dict with 'params', got {param_group!r}")
-        tree = _tree_of(param_group["params"], me)
+        tree = tree_of(param_group["params"], me)
         extra = {k: v for k, v in param_group.items() if k != "params"}
         for key in extra.keys() - {*self.row.hyper, *self.row.switches, *SCHEDULER_KEYS}:
             if near := difflib.get_close_matches(str(key), self.row.hyper, n=1, cutoff=0.8):
@@ -354,10 +355,11 @@ class Optimizer:
                     "load_state_dict) instead of assigning new arrays, or make a new optimizer"
                 )
 
-    def _leaf_grads(self, grads: Any, me: str) -> tuple[list, list[str]]:
-        """The gradients in the parameters' order, and how messages call each: `grads` in the params'
-        pytree structure (with several param groups, a list of one such tree per group), or torch's
-        flat list of one array (or None: skip) per parameter. Otherwise an error naming the path."""
+    def _leaf_grads(self, grads: Any, me: str) -> tuple[list, Callable[[], list[str]] | None]:
+        """The gradients in the parameters' order, and (for messages, made only if one is needed) their
+        paths: `grads` in the params' pytree structure (with several param groups, a list of one such
+        tree per group), or torch's flat list of one array (or None: skip) per parameter (no paths).
+        Otherwise an error naming the path."""
         trees = self._trees
         parts = [(grads, trees[0].treedef, "grads")] if len(trees) == 1 else None
         if len(trees) > 1 and isinstance(grads, list | tuple) and len(grads) == len(trees):
@@ -365,13 +367,16 @@ class Optimizer:
         if parts is not None:
             flat = [adcore.tree.flatten(g) for g, _, _ in parts]
             if all(td == want for (_, td), (_, want, _) in zip(flat, parts)):
-                names = [n for (_, td), (_, _, w) in zip(flat, parts) for n in adcore.tree.paths(td, w)]
-                return [leaf for leaves, _ in flat for leaf in leaves], names
+
+                def paths() -> list[str]:
+                    return [n for (_, td), (_, _, w) in zip(flat, parts) for n in adcore.tree.paths(td, w)]
+
+                return [leaf for leaves, _ in flat for leaf in leaves], paths
         all_flat = all(t.flat for t in trees)
         if isinstance(grads, list | tuple) and (
             all_flat or all(g is None or isinstance(g, np.ndarray | np.generic) for g in grads)
         ):
-            return list(grads), [f"gradient {i}" for i in range(len(grads))]
+            return list(grads), None
         if (
             parts is None
             or not isinstance(grads, list | tuple | dict)
@@ -383,16 +388,19 @@ class Optimizer:
                 + f", got {type(grads).__name__}"
             )
         for g, want, where in parts:
-            if (problem := _mismatch(g, want, where)) is not None:
+            if (problem := mismatch(g, want, where)) is not None:
                 raise InvalidValueError(f"{me}: {problem}")
         raise AssertionError("unreachable: the structures differ")
 
     def _checked_grads(self, grads: Any, me: str) -> list[np.ndarray | None]:
         """One C-contiguous gradient (or None) per parameter; raises naming the first wrong one."""
-        names = [f"gradient {i}" for i in range(len(self._params))]
+        paths = None
         if grads is not None:
             grads, paths = self._leaf_grads(grads, me)
-            names = [n if n.startswith("gradient") else f"gradient {i} ({n})" for i, n in enumerate(paths)]
+
+        def name(i: int) -> str:
+            return f"gradient {i}" + (f" ({paths()[i]})" if paths else "")
+
         if grads is None:
             if arrays := [i for i, (p, a) in enumerate(self._params) if p is a]:
                 raise InvalidInputError(
@@ -410,12 +418,12 @@ class Optimizer:
             raise InvalidValueError(f"{me}: got {len(grads)} gradients for {len(self._params)} parameters")
         # a NumPy scalar is a 0-d gradient (what NumPy's ufuncs return for a 0-d parameter)
         grads = [np.asarray(g) if isinstance(g, np.generic) else g for g in grads]
-        for i, ((_, p), g, name) in enumerate(zip(self._params, grads, names)):
+        for i, ((_, p), g) in enumerate(zip(self._params, grads)):
             if g is not None and not isinstance(g, np.ndarray):
-                raise InvalidInputError(f"{me}: {name} is a {type(g).__name__}, not a NumPy array")
+                raise InvalidInputError(f"{me}: {name(i)} is a {type(g).__name__}, not a NumPy array")
             if g is not None and (g.shape != p.shape or g.dtype != p.dtype):
                 raise InvalidValueError(
-                    f"{me}: {name} has shape {g.shape} and dtype {g.dtype}; "
+                    f"{me}: {name(i)} has shape {g.shape} and dtype {g.dtype}; "
                     f"{self._names[i]} has shape {p.shape} and dtype {p.dtype}"
                 )
         return [None if g is None else np.ascontiguousarray(g) for g in grads]
@@ -461,84 +469,6 @@ def _check_no_shared_memory(arrays: list[np.ndarray], names: list[str], me: str)
                 f"{me}: {names[first]} and {names[second]} share memory (the same array twice, or views "
                 "of one): each parameter must be its own array"
             )
-
-
-class GroupTree(NamedTuple):
-    """A param group's structure: its treedef, whether it is a flat list of parameters (torch's form),
-    the container to read again at each step (a dict or a registered pytree; lists are copied), and
-    the leaves it held."""
-
-    treedef: Any
-    flat: bool
-    root: Any
-    leaves: list
-
-
-def _groups_of(params: Any, me: str) -> tuple[list[dict[str, Any]], bool]:
-    """The param groups `params` stands for, and whether it was torch's list of group dicts."""
-    usage = (
-        f"{me}: params must be an iterable of arrays (or eager Tensors), of param group dicts, or a pytree "
-        f"of arrays (a dict, nested lists/tuples, a Module), e.g. {me}([w, b]), got {type(params).__name__}"
-    )
-    if isinstance(params, np.ndarray | Tracer | str):
-        raise InvalidInputError(usage)
-    if isinstance(params, dict):
-        if "params" in params:
-            raise InvalidInputError(f"{me}: one param group goes in a list, {me}([{{'params': ...}}])")
-        return [{"params": params}], False
-    if not isinstance(params, list | tuple) and adcore.tree.is_leaf(adcore.tree.structure(params)):
-        if not isinstance(params, Iterable):
-            raise InvalidInputError(usage)
-        params = list(params)  # model.parameters(), or any other iterator
-        if params and all(isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], str) for i in params):
-            raise InvalidInputError(
-                f"{me}: got (name, parameter) pairs (torch's named_parameters()); pass model.parameters(), "
-                "or the model itself (a pytree), instead: the state dict numbers parameters as torch's"
-            )
-    if isinstance(params, list | tuple):
-        groups = [isinstance(item, dict) and "params" in item for item in params]
-        if params and all(groups):
-            return list(params), True
-        if any(groups):
-            raise InvalidInputError(
-                f"{me}: params mixes param group dicts (with 'params') and parameters: give a list of "
-                "param groups, or the parameters alone"
-            )
-        if not params:
-            return [], False
-    return [{"params": params}], False
-
-
-def _tree_of(params: Any, me: str) -> Any:
-    """A param group's 'params' as a pytree: a single array is a one-item list, an iterator a list."""
-    if isinstance(params, np.ndarray | Tracer):
-        return [params]
-    if isinstance(params, list | tuple | dict) or not adcore.tree.is_leaf(adcore.tree.structure(params)):
-        return params
-    if isinstance(params, str) or not isinstance(params, Iterable):
-        raise InvalidInputError(
-            f"{me}: a param group's 'params' is a list (or a pytree) of arrays, got {type(params).__name__}"
-        )
-    return list(params)
-
-
-def _mismatch(grads: Any, want: Any, where: str) -> str | None:
-    """What differs between the structure of `grads` and `want` (the params'), naming a path; None if alike."""
-    _, got = adcore.tree.flatten(grads)
-    if got == want:
-        return None
-    have, need = adcore.tree.paths(got), adcore.tree.paths(want)
-    if missing := [p for p in need if p not in set(have)]:
-        return (
-            f"{where}{missing[0]} is missing: the params have a parameter there (grads must have the "
-            "params' structure; to skip a parameter, pass torch's flat list with None in its place)"
-        )
-    if extra := [p for p in have if p not in set(need)]:
-        return f"{where}{extra[0]} is a leaf where the params have none"
-    return (
-        f"{where} has the params' leaves but other containers: {where} is {got}, the params are {want} "
-        "(a tuple for a list, another class, or other dict keys)"
-    )
 
 
 def _checked_switch(value: Any, name: str, default: Any, where: str) -> Any:

@@ -44,7 +44,8 @@ import numpy as np
 import adcore
 from adcore.errors import InvalidInputError, InvalidValueError
 from adcore_kernels import optim
-from adcore_kernels._optimizer import FLOAT_DTYPES, Optimizer, _mismatch
+from adcore_kernels._optimizer import FLOAT_DTYPES, Optimizer
+from adcore_kernels._param_trees import mismatch
 
 
 class OptState(NamedTuple):
@@ -98,7 +99,7 @@ def apply_updates(params: Any, updates: Updates) -> Any:
             f"are new values, not deltas), got {type(updates).__name__}"
         )
     leaves, treedef = adcore.tree.flatten(params)
-    if (problem := _mismatch(params, updates.treedef, "params")) is not None:
+    if (problem := mismatch(params, updates.treedef, "params")) is not None:
         raise InvalidValueError(f"{me}: {problem} (the updates were computed for other params)")
     paths = None
     for i, (p, q) in enumerate(zip(leaves, updates._old)):
