@@ -36,6 +36,7 @@ from adcore_nn import hooks as global_hooks
 from adcore_nn.hooks import RemovableHandle, add_hook
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_LEAF_DICTS = ("_parameters", "_modules")  # what a rebuilt copy holds anew: the pytree's children
 
 
 class Parameter:
@@ -65,14 +66,16 @@ class _Skeleton:
         self.key = (type(module), tuple(module._parameters), tuple(module._modules))
 
     def __eq__(self, other: object) -> bool:
-        # and the same model: adcore caches a function's flat form by its arguments' structure and
-        # rebuilds later calls from the cached skeleton's module, so two models of one architecture
-        # must differ, or one would run with the other's hooks, buffers and attributes. A model's
-        # rebuilt copies (its gradient too) share its hook dicts, so they stay equal to it.
-        return (
-            isinstance(other, _Skeleton)
-            and self.key == other.key
-            and self.module._forward_pre_hooks is other.module._forward_pre_hooks
+        # and the same model in the same state: adcore caches a function's flat form by its arguments'
+        # structure and rebuilds later calls from the cached skeleton's module, so every attribute
+        # but the leaves (hooks, buffers, the training flag, settings) must be the same objects, or a
+        # call would run with another model's, or a stale copy's (training after model.eval()). A
+        # model's rebuilt copies (its gradient too) hold its attributes, so they stay equal to it.
+        if not (isinstance(other, _Skeleton) and self.key == other.key):
+            return False
+        mine, theirs = self.module.__dict__, other.module.__dict__
+        return mine.keys() == theirs.keys() and all(
+            value is theirs[name] for name, value in mine.items() if name not in _LEAF_DICTS
         )
 
     def __hash__(self) -> int:

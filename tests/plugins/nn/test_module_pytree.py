@@ -121,3 +121,39 @@ def test_argnums_has_aux_value_and_grad_hessian_and_vmap_over_a_model():
     np.testing.assert_allclose(h.out.bias.out.bias, [[2 * len(Y)]], rtol=1e-12)
     per_example = adcore.vmap(adcore.grad(loss), in_axes=(None, 0, 0))(net, X[:, None, :], Y[:, None])
     np.testing.assert_allclose(per_example.out.bias.sum(0), g.out.bias, rtol=1e-12)
+
+
+class Scaled(Module):
+    """A forward that reads non-leaf state: the training flag and a plain attribute."""
+
+    def __init__(self, factor: float) -> None:
+        super().__init__()
+        self.w = Parameter(np.ones(2))
+        self.factor = factor
+
+    def forward(self, x):
+        return self.w * x * (self.factor if self.training else 1.0)
+
+
+def test_a_cached_derivative_runs_each_model_with_its_own_current_state():
+    # adcore caches f's flat form by the arguments' structure and rebuilds modules from the cached
+    # skeleton: a second model, or the model after eval(), must not run with the first one's state
+    g = adcore.grad(lambda m: anp.sum(m(np.ones(2))))
+    np.testing.assert_array_equal(g(Scaled(2.0)).w, [2.0, 2.0])
+    np.testing.assert_array_equal(g(Scaled(5.0)).w, [5.0, 5.0])
+    model = Scaled(3.0)
+    copy = adcore.tree.map(lambda p: p, model)  # a rebuilt copy (as a functional update makes)
+    np.testing.assert_array_equal(g(copy).w, [3.0, 3.0])
+    model.eval()
+    np.testing.assert_array_equal(g(model).w, [1.0, 1.0])
+    model.train()
+    model.factor = 7.0
+    np.testing.assert_array_equal(g(model).w, [7.0, 7.0])
+
+
+def test_a_model_and_its_gradient_and_copies_have_one_structure_another_model_not():
+    net = Net()
+    g = adcore.grad(loss)(net, X, Y)
+    copy = adcore.tree.map(lambda p, d: p - 0.1 * d, net, g)
+    assert adcore.tree.structure(g) == adcore.tree.structure(net) == adcore.tree.structure(copy)
+    assert adcore.tree.structure(Net()) != adcore.tree.structure(net)
