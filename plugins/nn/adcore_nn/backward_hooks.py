@@ -125,6 +125,11 @@ def _name(thing: Any) -> str:
     return getattr(thing, "__qualname__", None) or getattr(thing, "__name__", None) or repr(thing)
 
 
+def _is_float(value: Any) -> bool:
+    """An output leaf with a gradient: a float array or number."""
+    return isinstance(value, (np.ndarray, np.generic, Tracer)) and np.dtype(value.dtype).kind == "f"
+
+
 def _is_input(value: Any) -> bool:
     """A positional argument torch's hooks report a gradient for: one float array."""
     return isinstance(value, (np.ndarray, Tracer)) and np.dtype(value.dtype).kind == "f"
@@ -163,8 +168,15 @@ class _Call:
     def pack(self, out: Any) -> Any:
         """The output's float arrays as one array (the custom function returns one), the layout kept."""
         leaves, self.out_def = adcore.tree.flatten(out)
-        self.layout = [(np.shape(x), np.dtype(x.dtype)) if _is_input(x) else x for x in leaves]
-        floats = [x for x in leaves if _is_input(x)]
+        for x in leaves:
+            if isinstance(x, Tracer) and np.dtype(x.dtype).kind == "c":  # would pass through underived
+                raise InvalidOutputError(
+                    f"module {_name(self.module)} has backward hooks and its forward returned a complex array "
+                    f"({x.dtype}); the hooks' gradients are of real outputs: return its real and imaginary "
+                    "parts (anp.real, anp.imag) as two outputs"
+                )
+        self.layout = [(np.shape(x), np.dtype(x.dtype)) if _is_float(x) else x for x in leaves]
+        floats = [x for x in leaves if _is_float(x)]
         if not floats:
             raise InvalidOutputError(
                 f"module {_name(self.module)} has backward hooks but its forward returned no float array "

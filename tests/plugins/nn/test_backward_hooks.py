@@ -514,3 +514,23 @@ def test_grad_output_is_of_what_the_call_returns_after_forward_hooks_as_torchs()
     assert np.allclose(grad_output[0], 2 * y)  # the cotangent of the hooked output
     assert np.allclose(grad_input[0], 2 * y @ layer.weight.T * 3)  # through the forward hook's * 3
     assert np.allclose(g_x, grad_input[0]) and np.isclose(value, np.sum(y**2))
+
+
+class Complex(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = Parameter(RNG.normal(size=3))
+
+    def forward(self, x):
+        return anp.exp(1j * x * self.weight)
+
+
+def test_a_complex_output_is_refused_not_passed_through_underived():
+    module = Complex()
+    before = adcore.grad(lambda m, x: anp.sum(anp.real(m(x))))(module, X[0])
+    module.register_full_backward_hook(lambda m, gi, go: None)
+    with pytest.raises(
+        adcore.InvalidOutputError, match=r"module Complex .* complex array .*anp.real, anp.imag"
+    ):
+        adcore.grad(lambda m, x: anp.sum(anp.real(m(x))))(module, X[0])
+    assert np.allclose(before.weight, -np.sin(X[0] * module.weight) * X[0])
