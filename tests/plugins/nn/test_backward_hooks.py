@@ -534,3 +534,19 @@ def test_a_complex_output_is_refused_not_passed_through_underived():
     ):
         adcore.grad(lambda m, x: anp.sum(anp.real(m(x))))(module, X[0])
     assert np.allclose(before.weight, -np.sin(X[0] * module.weight) * X[0])
+
+
+def test_hooks_fire_under_functional_call_with_the_parameters_given():
+    net = Net()
+    params = dict(net.named_parameters())
+
+    def f(p, x):
+        return anp.sum(adcore_nn.functional_call(net, p, (x,)) ** 2)
+
+    before = adcore.grad(f)(params, X)
+    net.fc2.register_full_backward_hook(lambda m, gi, go: tuple(2 * g for g in gi))
+    after = adcore.grad(f)(params, X)
+    for name in ("fc1.weight", "fc1.bias"):
+        assert np.allclose(after[name], 2 * before[name]), name
+    for name in ("fc2.weight", "fc2.bias"):
+        assert np.allclose(after[name], before[name]), name
