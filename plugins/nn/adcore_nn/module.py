@@ -481,7 +481,9 @@ class Module:
         """Parameters and persistent buffers under torch's keys ("features.0.weight"), as copies
         (keep_vars=True: the arrays themselves)."""
         out = OrderedDict() if destination is None else destination
-        for module_prefix, module in self.named_modules(prefix=prefix.rstrip(".")):
+        # every name of a shared submodule or parameter, as torch lists them (a tied model's state
+        # dict from torch has them all)
+        for module_prefix, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
             dot = f"{module_prefix}." if module_prefix else ""
             entries = [*module._parameters.items()]
             entries += [
@@ -532,7 +534,7 @@ class Module:
 
     def _state_targets(self) -> dict[str, tuple[Module, str, str]]:
         targets = {}
-        for module_prefix, module in self.named_modules():
+        for module_prefix, module in self.named_modules(remove_duplicate=False):
             dot = f"{module_prefix}." if module_prefix else ""
             for name, value in module._parameters.items():
                 if value is not None:

@@ -201,3 +201,43 @@ def test_a_torch_state_dict_loads():
     with torch.no_grad():
         want = torch_net[1](torch.tanh(torch_net[0](torch.from_numpy(x)))).numpy()
     np.testing.assert_allclose(net(x), want, rtol=1e-12)
+
+
+def test_a_shared_submodule_is_in_the_state_dict_under_every_name_as_torch_s():
+    # torch's state_dict does not drop shared submodules: a tied torch model's state dict has both
+    net = Net()
+    net.again = net.fc1
+    keys = list(net.state_dict())
+    assert keys == ["scale", "fc1.weight", "fc1.bias", "fc1.calls", "fc2.weight", "fc2.bias", "fc2.calls",
+                    "again.weight", "again.bias", "again.calls"]  # fmt: skip
+    state = net.state_dict()
+    state["again.weight"] = state["again.weight"] + 1
+    result = net.load_state_dict(state)  # strict: every name matches
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    np.testing.assert_array_equal(net.fc1.weight, state["again.weight"])  # the last name wins, as torch's
+
+
+def test_a_tied_torch_state_dict_loads_strictly():
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed: the hand-built tied state dict above still runs"
+    )
+
+    class TorchTied(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = torch.nn.Linear(3, 4).double()
+            self.again = self.fc1
+
+    class Tied(Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = Affine(3, 4)
+            self.again = self.fc1
+
+    torch_state = {k: v.detach().numpy() for k, v in TorchTied().state_dict().items()}
+    tied = Tied()
+    tied.fc1._buffers.pop("calls")  # torch's Linear has no buffer
+    assert list(tied.state_dict()) == list(torch_state)
+    result = tied.load_state_dict(torch_state)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    np.testing.assert_array_equal(tied.again.weight, torch_state["fc1.weight"])
