@@ -23,6 +23,7 @@ values are NumPy's bit for bit); gradients are returned, not stored (no `.grad`,
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -155,26 +156,32 @@ class Module:
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
-        args, kwargs = self._run_pre_hooks(args, kwargs)
-        if (
-            self._backward_pre_hooks
-            or self._backward_hooks
-            or global_hooks._global_backward_pre_hooks
-            or (global_hooks._global_backward_hooks)
-        ):
-            from adcore_nn.backward_hooks import call_with_backward_hooks  # it imports this module
+        call = _HookedCall(self, args, kwargs)
+        try:
+            self._run_pre_hooks(call)
+            if (
+                self._backward_pre_hooks
+                or self._backward_hooks
+                or global_hooks._global_backward_pre_hooks
+                or global_hooks._global_backward_hooks
+            ):
+                from adcore_nn.backward_hooks import call_with_backward_hooks  # it imports this module
 
-            return call_with_backward_hooks(self, args, kwargs, forward=_forward_then_hooks)
-        return _forward_then_hooks(self, *args, **kwargs)
+                return call_with_backward_hooks(self, call.args, call.kwargs, forward=call.forward_then_hooks)
+            return call.forward_then_hooks(self, *call.args, **call.kwargs)
+        except Exception:
+            call.run_always_called()  # torch's: also when a pre-hook or a forward hook raised
+            raise
 
-    def _run_pre_hooks(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    def _run_pre_hooks(self, call: _HookedCall) -> None:
+        """The global then the module's forward pre-hooks, each replacing call.args (and call.kwargs)."""
         with_kwargs = self._forward_pre_hooks_with_kwargs
         for hook_id, hook in (
             *global_hooks._global_forward_pre_hooks.items(),
             *self._forward_pre_hooks.items(),
         ):
             if hook_id in with_kwargs:
-                result = hook(self, args, kwargs)
+                result = hook(self, call.args, call.kwargs)
                 if result is None:
                     continue
                 if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
@@ -182,13 +189,12 @@ class Module:
                         f"{self._get_name()}: forward pre-hook {_hook_name(hook)} registered with_kwargs=True "
                         f"must return None or a tuple (args, kwargs), got {type(result).__name__}"
                     )
-                args, kwargs = result
-                args = args if isinstance(args, tuple) else (args,)
+                args, call.kwargs = result
+                call.args = args if isinstance(args, tuple) else (args,)
             else:
-                result = hook(self, args)
+                result = hook(self, call.args)
                 if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        return args, kwargs
+                    call.args = result if isinstance(result, tuple) else (result,)
 
     # -- registration --------------------------------------------------------------------------
 
@@ -576,22 +582,52 @@ class Module:
 adcore.tree.register(Module, _flatten, _unflatten)
 
 
-def _forward_then_hooks(module: Module, *args: Any, **kwargs: Any) -> Any:
-    """The forward, then the global and the module's forward hooks (always_call ones also on an error)."""
-    registered = (*global_hooks._global_forward_hooks.items(), *module._forward_hooks.items())
-    always = (global_hooks._global_forward_hooks_always_called, module._forward_hooks_always_called)
-    try:
-        output = module.forward(*args, **kwargs)
-    except BaseException:
-        for hook_id, hook in registered:
-            if any(hook_id in flags for flags in always):
-                _run_forward_hook(module, hook_id, hook, args, kwargs, None)
-        raise
-    for hook_id, hook in registered:
-        result = _run_forward_hook(module, hook_id, hook, args, kwargs, output)
-        if result is not None:
-            output = result
-    return output
+class _HookedCall:
+    """One module call with hooks: what its hooks have seen so far, so that the always_call forward
+    hooks not yet run can run when any part of the call raised (torch's _call_impl)."""
+
+    __slots__ = ("args", "called", "kwargs", "module", "output")
+
+    def __init__(self, module: Module, args: tuple, kwargs: dict) -> None:
+        self.module, self.args, self.kwargs = module, args, kwargs
+        self.output: Any = None
+        self.called: set[int] = set()
+
+    def forward_then_hooks(self, module: Module, *args: Any, **kwargs: Any) -> Any:
+        """The forward, then the global and the module's forward hooks (backward_hooks may call it with
+        the module rebuilt from traced parameters, which the hooks then see)."""
+        self.module, self.args, self.kwargs = module, args, kwargs
+        self.output = module.forward(*args, **kwargs)
+        always = (global_hooks._global_forward_hooks_always_called, module._forward_hooks_always_called)
+        for hook_id, hook in (*global_hooks._global_forward_hooks.items(), *module._forward_hooks.items()):
+            if hook_id in always[0] or hook_id in always[1]:
+                self.called.add(hook_id)
+            result = _run_forward_hook(module, hook_id, hook, args, kwargs, self.output)
+            if result is not None:
+                self.output = result
+        return self.output
+
+    def run_always_called(self) -> None:
+        """The always_call forward hooks not run yet, after an error (which the caller re-raises): the
+        output they see is None if the forward raised. One that raises too is a warning, as in torch,
+        so the original error is the one that propagates."""
+        module = self.module
+        always = (global_hooks._global_forward_hooks_always_called, module._forward_hooks_always_called)
+        for hook_id, hook in (*global_hooks._global_forward_hooks.items(), *module._forward_hooks.items()):
+            if hook_id in self.called or not (hook_id in always[0] or hook_id in always[1]):
+                continue
+            try:
+                result = _run_forward_hook(module, hook_id, hook, self.args, self.kwargs, self.output)
+            except Exception as e:
+                warnings.warn(
+                    f"{module._get_name()}: forward hook {_hook_name(hook)} registered with always_call=True "
+                    f"raised {type(e).__name__}: {e} while the call was failing; the call's own error follows",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+                continue
+            if result is not None:
+                self.output = result
 
 
 def _run_forward_hook(

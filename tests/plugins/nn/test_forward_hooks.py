@@ -148,3 +148,85 @@ def test_the_order_and_arguments_match_torch_s():
             h.remove()
         logs.append(log)
     assert logs[0] == logs[1]
+
+
+def _always_call_log(module, raise_in: str, args_of) -> list:
+    """What always_call hooks see when a pre-hook, the forward or a forward hook raises."""
+    log = []
+
+    def pre(mod, args):
+        if raise_in == "pre":
+            raise RuntimeError("pre")
+        return (args[0] * 10,)  # a replacement the always_call hooks then see
+
+    def hook(mod, args, out):
+        log.append(("hook", args_of(args), out is None))
+        if raise_in == "hook":
+            raise RuntimeError("hook")
+
+    def always(mod, args, out):
+        log.append(("always", args_of(args), out is None))
+
+    def always_raising(mod, args, out):
+        log.append(("always_raising", args_of(args)))
+        raise ValueError("also broken")
+
+    handles = [
+        module.register_forward_pre_hook(pre),
+        module.register_forward_hook(hook),
+        module.register_forward_hook(always_raising, always_call=True),
+        module.register_forward_hook(always, always_call=True),
+    ]
+    return log, handles
+
+
+@pytest.mark.parametrize("raise_in", ["pre", "forward", "hook"])
+def test_always_call_hooks_run_once_when_any_part_of_the_call_raises(raise_in):
+    calls = []
+
+    class Maybe(Scale):
+        def forward(self, x, shift=0.0):
+            calls.append(x)
+            if raise_in == "forward" and len(calls) == 1:
+                raise RuntimeError("forward")
+            return super().forward(x, shift)
+
+    m = Maybe()
+    log, handles = _always_call_log(m, raise_in, lambda args: float(args[0][0]))
+    with pytest.warns(RuntimeWarning, match="always_call=True raised ValueError"):
+        with pytest.raises(RuntimeError, match=raise_in):  # the call's own error, not the hook's
+            m(np.array([1.0]))
+    want = {
+        "pre": [("always_raising", 1.0), ("always", 1.0, True)],  # the args as given, no output yet
+        "forward": [("always_raising", 10.0), ("always", 10.0, True)],  # the pre-hook's args
+        # the hook before the raising one ran; the always_call ones not yet run see the output
+        "hook": [("hook", 10.0, False), ("always_raising", 10.0), ("always", 10.0, False)],
+    }[raise_in]
+    assert log == want
+    for h in handles:
+        h.remove()
+    assert m(np.array([1.0])).tolist() == [2.0]  # the module is usable after the error
+
+
+@pytest.mark.parametrize("raise_in", ["pre", "forward", "hook"])
+def test_always_call_on_errors_matches_torch_s(raise_in):
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed: the hand-written expectations above still run"
+    )
+
+    def make(base):
+        class Maybe(base):
+            def forward(self, x, shift=0.0):
+                if raise_in == "forward":
+                    raise RuntimeError("forward")
+                return x * 2 + shift
+
+        return Maybe()
+
+    logs = []
+    for module, x in ((make(Scale), np.array([1.0])), (make(torch.nn.Module), torch.ones(1))):
+        log, _ = _always_call_log(module, raise_in, lambda args: float(args[0][0]))
+        with pytest.warns(Warning), pytest.raises(RuntimeError, match=raise_in):
+            module(x)
+        logs.append(log)
+    assert logs[0] == logs[1]
