@@ -46,7 +46,15 @@ class Parameter:
 
     __slots__ = ("data",)
 
-    def __init__(self, data: Any) -> None:
+    def __init__(self, data: Any, requires_grad: bool = True) -> None:
+        if requires_grad is not True:
+            # a frozen parameter would still get a gradient and an optimizer over the model's pytree
+            # would update it: a silent difference from torch
+            raise InvalidValueError(
+                "Parameter(requires_grad=False): adcore differentiates every parameter of a module; "
+                "register a frozen array with register_buffer(name, array) instead (buffers are not "
+                "differentiated), or apply adcore.stop_gradient to it in forward"
+            )
         self.data = data
 
 

@@ -118,6 +118,14 @@ def test_bad_registrations_are_typed_errors_and_leave_the_module_as_it_was():
     assert net(np.ones((1, 3))).shape == (1, 2)  # the next call works
 
 
+def test_a_frozen_parameter_is_refused_not_silently_trained():
+    # torch's Parameter(requires_grad=False) gets no gradient; here it would get one, and an optimizer
+    # over the model would update it
+    with pytest.raises(InvalidValueError, match="register_buffer"):
+        Parameter(np.zeros(2), requires_grad=False)
+    assert Parameter(np.zeros(2), requires_grad=True).data.shape == (2,)
+
+
 def test_assigning_none_and_deleting():
     net = Net()
     net.fc1.bias = None
