@@ -157,3 +157,23 @@ def test_a_model_and_its_gradient_and_copies_have_one_structure_another_model_no
     copy = adcore.tree.map(lambda p, d: p - 0.1 * d, net, g)
     assert adcore.tree.structure(g) == adcore.tree.structure(net) == adcore.tree.structure(copy)
     assert adcore.tree.structure(Net()) != adcore.tree.structure(net)
+
+
+def test_jacobian_jvp_vjp_and_vmap_over_stacked_models():
+    net = Net()
+    jac = adcore.jacobian(lambda m: m(X))(net)
+    assert type(jac) is Net and jac.hidden.weight.shape == (len(X), 3, 2)
+    np.testing.assert_allclose(jac.out.bias[:, 0], np.ones(len(X)), rtol=1e-14)  # d out / d its bias
+    g = adcore.grad(loss)(net, X, Y)
+    ones = adcore.tree.map(np.ones_like, net)
+    _, directional = adcore.jvp(lambda m: loss(m, X, Y), (net,), (ones,))
+    assert directional == pytest.approx(sum(np.sum(leaf) for leaf in adcore.tree.leaves(g)), rel=1e-12)
+    _, pullback = adcore.vjp(lambda m: loss(m, X, Y), net)
+    (pulled,) = pullback(np.array(1.0))
+    np.testing.assert_allclose(pulled.hidden.weight, g.hidden.weight, rtol=1e-14)
+    # an ensemble: the same model with stacked parameters, one row per member
+    doubled = adcore.tree.map(lambda p: 2 * p, net)
+    stacked = adcore.tree.map(lambda a, b: np.stack([a, b]), net, doubled)
+    outputs = adcore.vmap(lambda m: m(X))(stacked)
+    np.testing.assert_allclose(outputs[0], net(X), rtol=1e-14)
+    np.testing.assert_allclose(outputs[1], doubled(X), rtol=1e-14)
