@@ -95,8 +95,26 @@ class _Skeleton:
 
 
 def _flatten(module: Module) -> tuple:
+    _refuse_tied(module)
     names = (*module._parameters, *module._modules)
     return (*module._parameters.values(), *module._modules.values()), _Skeleton(module), names
+
+
+def _refuse_tied(module: Module) -> None:
+    """A parameter held under two names (tied weights, a shared submodule) would be two leaves, each
+    with its own partial gradient where torch gives the array one (their sum): refused."""
+    seen: dict[int, str] = {}
+    for name, value in module.named_parameters(remove_duplicate=False):
+        first = seen.setdefault(id(value), name)
+        if first != name:
+            raise InvalidValueError(
+                f"{module._get_name()}: parameters {first!r} and {name!r} are one array (tied weights or a "
+                "shared submodule); as a pytree each name would be its own leaf with its own partial "
+                "gradient, not torch's one gradient of the array. Differentiate a dict of the parameters "
+                "instead, adcore.grad(lambda p: loss(adcore_nn.functional_call(model, p, x)))"
+                "(dict(model.named_parameters())) (tied names share one entry), or hold the array in one "
+                "module and use it from the other's forward"
+            )
 
 
 def _unflatten(skeleton: _Skeleton, children: Any) -> Module:

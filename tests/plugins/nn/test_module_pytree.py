@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from adcore_nn import Module, Parameter
+from adcore_nn import Module, Parameter, functional_call
 
 import adcore
 import adcore.numpy as anp
 from adcore.conformance import abilities
+from adcore.errors import InvalidValueError
 
 X = np.linspace(-1.0, 1.0, 10).reshape(5, 2)
 Y = np.array([0.3, -0.2, 0.5, 0.1, -0.4])
@@ -177,3 +178,45 @@ def test_jacobian_jvp_vjp_and_vmap_over_stacked_models():
     outputs = adcore.vmap(lambda m: m(X))(stacked)
     np.testing.assert_allclose(outputs[0], net(X), rtol=1e-14)
     np.testing.assert_allclose(outputs[1], doubled(X), rtol=1e-14)
+
+
+class Gain(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = Parameter(np.array([1.0, 2.0]))
+
+    def forward(self, x):
+        return self.w * x
+
+
+class TiedGains(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = Gain()
+        self.b = self.a  # one submodule under two names: one parameter, torch's tied weights
+
+    def forward(self, x):
+        return self.b(anp.tanh(self.a(x)))
+
+
+def test_tied_parameters_are_refused_as_a_pytree_and_a_parameter_dict_gives_torch_s_gradient():
+    model, x = TiedGains(), np.array([0.5, -1.0])
+
+    def loss_of(m):
+        return anp.sum(m(x) ** 2)
+
+    # as leaves, a.w and b.w would each get a partial gradient, not the array's one gradient
+    with pytest.raises(InvalidValueError, match=r"TiedGains: parameters 'a.w' and 'b.w' are one array"):
+        adcore.grad(loss_of)(model)
+    with pytest.raises(InvalidValueError, match="tied weights"):
+        adcore.tree.leaves(model)
+    grads = adcore.grad(lambda p: loss_of_params(model, p, x))(dict(model.named_parameters()))
+    assert list(grads) == ["a.w"]
+    w = model.a.w  # by hand: L = sum((w * tanh(w x))^2), dL/dw = 2 y (tanh(wx) + w x (1 - tanh(wx)^2))
+    t = np.tanh(w * x)
+    np.testing.assert_allclose(grads["a.w"], 2 * w * t * (t + w * x * (1 - t**2)), rtol=1e-14)
+    assert np.array_equal(model(x), functional_call(model, dict(model.named_parameters()), (x,)))
+
+
+def loss_of_params(model, params, x):
+    return anp.sum(functional_call(model, params, (x,)) ** 2)
