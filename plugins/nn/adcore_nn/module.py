@@ -495,14 +495,31 @@ class Module:
     def double(self) -> Module:
         return self._cast(np.float64)
 
-    def _cast(self, dtype: Any) -> Module:
+    def type(self, dst_type: Any) -> Module:
+        """Cast every parameter and buffer to dst_type (float32 or float64), as torch's .type(): integer
+        buffers too (torch's num_batches_tracked becomes a float there as well)."""
+        dtype = np.dtype(dst_type)
+        if dtype not in FLOATS:
+            raise InvalidValueError(
+                f"{self._get_name()}.type: parameters are float32 or float64 arrays, got {dtype}"
+            )
+        return self._cast(dtype, every_buffer=True)
+
+    def _cast(self, dtype: Any, every_buffer: bool = False) -> Module:
+        cast: dict[int, Any] = {}  # one new array per old one, so tied parameters stay tied
+
+        def new(value: Any) -> Any:
+            if id(value) not in cast:
+                cast[id(value)] = value.astype(dtype, copy=False)
+            return cast[id(value)]
+
         for module in self.modules():
             for name, value in module._parameters.items():
                 if isinstance(value, np.ndarray):
-                    module._parameters[name] = value.astype(dtype, copy=False)
+                    module._parameters[name] = new(value)
             for name, value in module._buffers.items():
-                if isinstance(value, np.ndarray) and value.dtype in FLOATS:
-                    module._buffers[name] = value.astype(dtype, copy=False)
+                if isinstance(value, np.ndarray) and (every_buffer or value.dtype in FLOATS):
+                    module._buffers[name] = new(value)
         return self
 
     # -- state dicts ---------------------------------------------------------------------------

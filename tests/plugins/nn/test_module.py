@@ -95,6 +95,18 @@ def test_float_and_double_cast_parameters_and_float_buffers():
     assert {p.dtype for p in net.double().parameters()} == {np.dtype(np.float64)}
 
 
+def test_type_casts_every_buffer_and_casts_keep_tied_parameters_tied():
+    net = Net().type(np.float32)
+    assert net.fc1.calls.dtype == np.float32 and net.fc1.weight.dtype == np.float32  # as torch's .type()
+    with pytest.raises(InvalidValueError, match="Net.type: parameters are float32 or float64"):
+        net.type(np.int32)
+    assert net.fc1.weight.dtype == np.float32  # unchanged by the refused cast
+    net = Net()
+    net.fc2.scale = Parameter(net.fc1.bias)  # one array, a parameter of two modules
+    net.float()
+    assert net.fc1.bias is net.fc2.scale and net.fc1.bias.dtype == np.float32
+
+
 def test_bad_registrations_are_typed_errors_and_leave_the_module_as_it_was():
     net = Net()
     with pytest.raises(InvalidInputError, match="'weight' must be a float32 or float64"):
