@@ -574,9 +574,13 @@ class Module:
                     f"{me}: {key} must be float32 or float64 to be assigned, got {value.dtype}"
                 )
             loads.append((module, registry, name, current, value))
+        # assign: one new array per old one (its last key's value, as the in-place copies leave it),
+        # so tied parameters stay tied
+        fresh = {id(current): value for _, _, _, current, value in loads} if assign else {}
+        fresh = {key: np.array(value, copy=True) for key, value in fresh.items()}
         for module, registry, name, current, value in loads:
             if assign:
-                getattr(module, registry)[name] = np.array(value, copy=True)
+                getattr(module, registry)[name] = fresh[id(current)]
             else:
                 np.copyto(current, value, casting="unsafe")
         return _IncompatibleKeys(missing, unexpected)

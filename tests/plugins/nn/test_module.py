@@ -235,6 +235,12 @@ def test_a_shared_submodule_is_in_the_state_dict_under_every_name_as_torch_s():
     result = net.load_state_dict(state)  # strict: every name matches
     assert result.missing_keys == [] and result.unexpected_keys == []
     np.testing.assert_array_equal(net.fc1.weight, state["again.weight"])  # the last name wins, as torch's
+    net.fc2.tied = Parameter(net.fc1.bias)  # one array, a parameter of two modules
+    state = net.state_dict()
+    state["fc2.tied"] = state["fc2.tied"] + 1
+    net.load_state_dict(state, assign=True)
+    assert net.fc2.tied is net.fc1.bias and net.fc1.bias is not state["fc2.tied"]  # a copy, kept tied
+    np.testing.assert_array_equal(net.fc1.bias, state["fc2.tied"])  # the last key's value
 
 
 def test_a_tied_torch_state_dict_loads_strictly():
