@@ -235,6 +235,7 @@ def test_a_shared_submodule_is_in_the_state_dict_under_every_name_as_torch_s():
     result = net.load_state_dict(state)  # strict: every name matches
     assert result.missing_keys == [] and result.unexpected_keys == []
     np.testing.assert_array_equal(net.fc1.weight, state["again.weight"])  # the last name wins, as torch's
+    del net.again
     net.fc2.tied = Parameter(net.fc1.bias)  # one array, a parameter of two modules
     state = net.state_dict()
     state["fc2.tied"] = state["fc2.tied"] + 1
