@@ -15,7 +15,12 @@
 A module is a pytree whose leaves are its parameters (its own, in registration order, then its
 submodules'); buffers, hooks and the training flag ride along in the rebuilt module, shared with
 the original (so hooks registered on `model` fire when a derivative calls the rebuilt copy, and a
-running statistic updated in a traced forward lands in `model`'s buffer, as in torch).
+running statistic updated in a traced forward lands in `model`'s buffer, as in torch). Two modules
+have one pytree structure when they are one model in one state (the model, its gradient, its rebuilt
+copies; not another model of the same class, nor the model after eval() or an attribute change), so
+a derivative cached for one never runs another with stale attributes. A parameter held under two
+names (tied weights) is refused as a pytree: differentiate dict(model.named_parameters()) through
+functional_call instead, which gives torch's one gradient per array.
 Where adcore differs from torch: `model.weight` is the np.ndarray itself (never a subclass, so
 values are NumPy's bit for bit); gradients are returned, not stored (no `.grad`, `zero_grad`,
 `requires_grad_`); `state_dict()` returns copies.
