@@ -155,6 +155,47 @@ def test_repr_is_torch_s_layout():
     )
 
 
+def test_repr_nests_and_indents_as_torch_s():
+    class Linear(Affine):  # torch's name and extra_repr, so the reprs can be compared
+        def extra_repr(self) -> str:
+            return super().extra_repr() + ", bias=True"
+
+    class Multi(Module):  # a multi-line extra_repr is indented under the name
+        def extra_repr(self) -> str:
+            return "a=1\nb=2"
+
+    class Block(Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = Net()
+            self.proj = Linear(2, 2)
+            self.multi = Multi()
+            self.add_module("empty", None)
+
+    want = (
+        "Block(\n"
+        "  (inner): Net(\n"
+        "    (fc1): Affine(in_features=3, out_features=4)\n"
+        "    (fc2): Affine(in_features=4, out_features=2)\n"
+        "  )\n"
+        "  (proj): Linear(in_features=2, out_features=2, bias=True)\n"
+        "  (multi): Multi(\n    a=1\n    b=2\n  )\n"
+        "  (empty): None\n"
+        ")"
+    )
+    assert repr(Block()) == want
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed: the hand-written repr above still runs"
+    )
+    nested = torch.nn.Module()
+    nested.proj = torch.nn.Linear(2, 2)
+    nested.register_module("empty", None)
+    mine = Module()
+    mine.proj = Linear(2, 2)
+    mine.add_module("empty", None)
+    assert repr(mine) == repr(nested)
+
+
 def test_state_dict_has_torch_s_keys_as_copies_without_non_persistent_buffers():
     net = Net()
     state = net.state_dict()
