@@ -109,9 +109,17 @@ def _refuse_tied(module: Module) -> None:
     """A parameter held under two names (tied weights, a shared submodule) would be two leaves, each
     with its own partial gradient where torch gives the array one (their sum): refused."""
     seen: dict[int, str] = {}
-    for name, value in module.named_parameters(remove_duplicate=False):
-        first = seen.setdefault(id(value), name)
-        if first != name:
+    queue, k = [("", module)], 0
+    while k < len(queue):  # every node checks its subtree (it may be a root): a plain walk, no generators
+        prefix, node = queue[k]
+        k += 1
+        for own, value in node._parameters.items():
+            if value is None:
+                continue
+            name = prefix + own
+            first = seen.setdefault(id(value), name)
+            if first == name:
+                continue
             raise InvalidValueError(
                 f"{module._get_name()}: parameters {first!r} and {name!r} are one array (tied weights or a "
                 "shared submodule); as a pytree each name would be its own leaf with its own partial "
@@ -120,6 +128,7 @@ def _refuse_tied(module: Module) -> None:
                 "(dict(model.named_parameters())) (tied names share one entry), or hold the array in one "
                 "module and use it from the other's forward"
             )
+        queue += [(f"{prefix}{name}.", child) for name, child in node._modules.items() if child is not None]
 
 
 def _unflatten(skeleton: _Skeleton, children: Any) -> Module:
