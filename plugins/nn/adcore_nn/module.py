@@ -96,7 +96,12 @@ class _Skeleton:
         return hash(self.key)
 
     def __repr__(self) -> str:
-        return f"{self.key[0].__name__}(parameters={list(self.key[1])}, modules={list(self.key[2])})"
+        # the training flag and which model (its hook dicts' id, shared by its copies): what tells two
+        # skeletons of one class apart in a structure-mismatch message
+        return (
+            f"{self.key[0].__name__}(parameters={list(self.key[1])}, modules={list(self.key[2])}, "
+            f"training={self.module.training}, model=0x{id(self.module._forward_hooks):x})"
+        )
 
 
 def _flatten(module: Module) -> tuple:
