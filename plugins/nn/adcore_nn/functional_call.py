@@ -96,7 +96,7 @@ def _replaced(module: Module, given: dict[str, Any], prefix: str) -> Module:
     new = module._rebuilt([*module._parameters.values(), *module._modules.values()])
     for name in new._parameters:
         if dot + name in given:
-            new._parameters[name] = _checked_parameter(module, name, given[dot + name])
+            new._parameters[name] = _checked_parameter(module, dot + name, given[dot + name])
     if any(dot + name in given for name in module._buffers):
         new.__dict__["_buffers"] = {
             name: given.get(dot + name, value) for name, value in module._buffers.items()

@@ -94,5 +94,5 @@ def test_tied_weights_are_replaced_together():
 def test_a_bad_module_or_value_is_a_typed_error():
     with pytest.raises(InvalidInputError, match="expected an adcore_nn.Module"):
         functional_call(lambda x: x, {}, (X,))
-    with pytest.raises(InvalidInputError, match="'w' must be a float32 or float64"):
+    with pytest.raises(InvalidInputError, match="'inner.w' must be a float32 or float64"):
         functional_call(Outer(), {"inner.w": np.array([1, 2])}, (X,))
