@@ -77,6 +77,10 @@ PRINTED = {
         "SourceTransformError the source transformation cannot take try/except",
     ],
     "pytrees.md": ["(3, 4) float64 ()", "ndarray (5, 4) train"],
+    "data.md": [  # batches, a split, collation, SerializedList, the same batches with 2 workers, a worker's error
+        "3\n(4, 2) (4,) float32 int64\n(4, 2) (4,) float32 int64\n(2, 2) (2,) float32 int64\n8 2\n",
+        "(4, 2, 2) [3 3 3 3] ['a', 'a', 'a', 'a']\n1000 {'id': 7, 'text': 'item 7'}\nTrue\nKeyError 'no item 5'",
+    ],
     "symbolic.md": ["-0.11079377 -0.17937937]", "S0 (-exp(-x)*sin(x) + exp(-x)*cos(x),)"],
     "numeric.md": [
         "richardson 4.053427893898627\ncomplex 4.053427893898621",
