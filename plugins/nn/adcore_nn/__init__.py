@@ -20,9 +20,13 @@ from adcore_nn.hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
+from adcore_nn.loss import CrossEntropyLoss, MSELoss, NLLLoss
 from adcore_nn.module import Module, Parameter
 
 __all__ = [
+    "CrossEntropyLoss",
+    "MSELoss",
+    "NLLLoss",
     "Module",
     "Parameter",
     "RemovableHandle",
