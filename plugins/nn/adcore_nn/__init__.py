@@ -12,6 +12,11 @@ Parameters are plain NumPy arrays; a module is a pytree whose leaves are its par
 
 from __future__ import annotations
 
+from adcore_nn import init
+from adcore_nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from adcore_nn.container import ModuleDict, ModuleList, Sequential
+from adcore_nn.conv import AvgPool2d, Conv2d, MaxPool2d
+from adcore_nn.flatten import Flatten, Unflatten
 from adcore_nn.functional_call import functional_call
 from adcore_nn.hooks import (
     RemovableHandle,
@@ -20,10 +25,32 @@ from adcore_nn.hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
+from adcore_nn.init import manual_seed
+from adcore_nn.linear import Identity, Linear
 from adcore_nn.loss import CrossEntropyLoss, MSELoss, NLLLoss
 from adcore_nn.module import Module, Parameter
+from adcore_nn.sparse import Embedding
 
 __all__ = [
+    "GELU",
+    "AvgPool2d",
+    "Conv2d",
+    "Embedding",
+    "Flatten",
+    "Identity",
+    "Linear",
+    "LogSoftmax",
+    "MaxPool2d",
+    "ModuleDict",
+    "ModuleList",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "Unflatten",
+    "init",
+    "manual_seed",
     "CrossEntropyLoss",
     "MSELoss",
     "NLLLoss",
