@@ -163,3 +163,19 @@ def test_sequential_matches_torch(dtype):
     )
     x = np.random.default_rng(0).standard_normal((4, 3)).astype(dtype)
     assert_matches_torch(model, torch_model, x)
+
+
+def test_layers_compose_under_vmap_as_a_loop():
+    model = Sequential(lin(3, 4), ReLU(), lin(4, 2, 1))
+    x = np.random.default_rng(0).standard_normal((5, 3))
+    np.testing.assert_allclose(adcore.vmap(model)(x), np.stack([model(v) for v in x]), rtol=1e-14)
+
+
+def test_a_torch_state_dict_loads_and_gives_torchs_output():
+    torch = torch_or_skip()
+    torch.manual_seed(0)
+    torch_model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2)).double()
+    model = Sequential(lin(3, 5), Tanh(), lin(5, 2, 1))
+    model.load_state_dict({k: v.numpy() for k, v in torch_model.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    np.testing.assert_allclose(model(x), torch_model(torch.from_numpy(x)).detach().numpy(), rtol=1e-12)
