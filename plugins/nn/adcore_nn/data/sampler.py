@@ -175,8 +175,13 @@ class BatchSampler(Sampler):
             self.sampler.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[list[int]]:
+        # the sampler's iterator now, not at the first next(): its epoch's order is drawn when the
+        # loader starts the epoch, so a second live iterator (the next epoch) cannot take it
+        return self._batches(iter(self.sampler))
+
+    def _batches(self, indices: Iterator[int]) -> Iterator[list[int]]:
         batch: list[int] = []
-        for index in self.sampler:
+        for index in indices:
             batch.append(index)
             if len(batch) == self.batch_size:
                 yield batch

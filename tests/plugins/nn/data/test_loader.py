@@ -224,6 +224,18 @@ def test_shuffle_orders_come_from_seed_and_epoch():
     assert [b[1].tolist() for b in other] != first
 
 
+def test_two_live_iterators_each_get_their_own_epochs_order():
+    # torch allows a second iter(loader) while one is alive (num_workers=0); each iter is the next
+    # epoch, so the first must keep epoch 0's order even if the second is made before its first next()
+    expected = [
+        [b.tolist() for b in epoch] for epoch in epochs(DataLoader(range(10), 3, shuffle=True, seed=1), 2)
+    ]
+    loader = DataLoader(range(10), batch_size=3, shuffle=True, seed=1)
+    first, second = iter(loader), iter(loader)
+    assert [b.tolist() for b in second] == expected[1]
+    assert [b.tolist() for b in first] == expected[0]
+
+
 def test_seed_none_draws_one_and_keeps_it():
     loader = DataLoader(Augmented(6), batch_size=3, shuffle=True)
     assert isinstance(loader.seed, int) and loader.seed >= 0
