@@ -23,7 +23,10 @@ names (tied weights) is refused as a pytree: differentiate dict(model.named_para
 functional_call instead, which gives torch's one gradient per array.
 Where adcore differs from torch: `model.weight` is the np.ndarray itself (never a subclass, so
 values are NumPy's bit for bit); gradients are returned, not stored (no `.grad`, `zero_grad`,
-`requires_grad_`); `state_dict()` returns copies.
+`requires_grad_`); `state_dict()` returns copies. As in torch, a plain array assigned to a new
+attribute is neither a parameter nor a buffer: not differentiated, not in state_dict (wrap it in
+Parameter, or register_buffer it). train()/eval() inside a derivative (on the rebuilt copy) that
+would change the mode is an error (the user's model would keep its old mode): call them before.
 """
 
 from __future__ import annotations
@@ -500,7 +503,19 @@ class Module:
             raise InvalidInputError(
                 f"{self._get_name()}.train: mode must be a bool, got {type(mode).__name__}"
             )
-        for module in self.modules():
+        modules = list(self.modules())
+        if any(m.training != mode for m in modules) and any(
+            isinstance(p, Tracer) for m in modules for p in m._parameters.values()
+        ):
+            # a derivative calls a rebuilt copy of the model: the copy's mode would change and the
+            # user's model would silently keep its old one (Dropout still on in a later evaluation)
+            raise InvalidValueError(
+                f"{self._get_name()}.{'train()' if mode else 'eval()'} inside a derivative (adcore.grad, "
+                "functional_call under a transformation, ...): the model being differentiated is a rebuilt "
+                "copy, so the change would not reach your model. Call model.train()/model.eval() before "
+                "the call instead"
+            )
+        for module in modules:
             object.__setattr__(module, "training", mode)
         return self
 

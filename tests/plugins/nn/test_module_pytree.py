@@ -152,6 +152,27 @@ def test_a_cached_derivative_runs_each_model_with_its_own_current_state():
     np.testing.assert_array_equal(g(model).w, [7.0, 7.0])
 
 
+def test_eval_inside_a_derivative_is_refused_not_lost_and_the_next_call_works():
+    # the derivative calls a rebuilt copy: eval() there would leave the user's model in training
+    # mode without a word (torch's model.eval() inside a function changes the model)
+    net = Net()
+
+    def evaluated(m, x, y):
+        m.eval()
+        return loss(m, x, y)
+
+    with pytest.raises(InvalidValueError, match=r"Net\.eval\(\) inside a derivative"):
+        adcore.grad(evaluated)(net, X, Y)
+    assert net.training
+    keeps_mode = adcore.grad(lambda m, x, y: loss(m.train(), x, y))(net, X, Y)  # no change: allowed
+    np.testing.assert_allclose(keeps_mode.out.bias, analytic(net)["out.bias"], rtol=1e-10)
+    net.eval()
+    np.testing.assert_allclose(
+        adcore.grad(evaluated)(net, X, Y).out.bias, analytic(net)["out.bias"], rtol=1e-10
+    )
+    assert not net.training
+
+
 def test_a_model_and_its_gradient_and_copies_have_one_structure_another_model_not():
     net = Net()
     g = adcore.grad(loss)(net, X, Y)
