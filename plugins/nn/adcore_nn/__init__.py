@@ -16,6 +16,7 @@ from adcore_nn import init
 from adcore_nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from adcore_nn.container import ModuleDict, ModuleList, Sequential
 from adcore_nn.conv import AvgPool2d, Conv2d, MaxPool2d
+from adcore_nn.dropout import Dropout
 from adcore_nn.flatten import Flatten, Unflatten
 from adcore_nn.functional_call import functional_call
 from adcore_nn.hooks import (
@@ -29,6 +30,7 @@ from adcore_nn.init import manual_seed
 from adcore_nn.linear import Identity, Linear
 from adcore_nn.loss import CrossEntropyLoss, MSELoss, NLLLoss
 from adcore_nn.module import Module, Parameter
+from adcore_nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from adcore_nn.sparse import Embedding
 
 __all__ = [
@@ -54,6 +56,10 @@ __all__ = [
     "CrossEntropyLoss",
     "MSELoss",
     "NLLLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Dropout",
+    "LayerNorm",
     "Module",
     "Parameter",
     "RemovableHandle",

@@ -1,0 +1,74 @@
+"""Dropout (torch.nn.Dropout) with an explicit numpy Generator.
+
+In train mode each call draws one mask (keep with probability 1 - p) and scales the kept values
+by 1 / (1 - p), as torch; p = 1 gives zeros; eval mode is the identity. The mask is a constant of
+the call, so reverse, forward, source and symbolic differentiate the function with that mask.
+Refused (UnsupportedByBackendError) where one mask cannot be right: a backend that evaluates f
+several times for one derivative (numeric: every evaluation would draw another mask, the
+derivative of no function), and adcore.vmap (one draw for all examples; torch.func refuses too).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from adcore.core import Tracer
+from adcore.errors import InvalidInputError, InvalidValueError, UnsupportedByBackendError
+from adcore_nn import evaluation, init
+from adcore_nn.module import Module
+
+__all__ = ["Dropout"]
+
+
+class Dropout(Module):
+    """Zero each value with probability p in train mode, scale the rest by 1 / (1 - p).
+
+    `generator` (a numpy Generator) draws the masks; None draws from adcore_nn's default generator
+    (`adcore_nn.manual_seed`). `inplace=True` writes into a plain NumPy input as torch; a traced
+    input cannot be written, so it gets a new value (the same numbers).
+    """
+
+    def __init__(
+        self, p: float = 0.5, inplace: bool = False, *, generator: np.random.Generator | None = None
+    ) -> None:
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+            raise InvalidValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
+        if generator is not None and not isinstance(generator, np.random.Generator):
+            raise InvalidInputError(
+                f"Dropout: generator must be a numpy.random.Generator or None, got {type(generator).__name__}"
+            )
+        self.p = float(p)
+        self.inplace = inplace
+        self.generator = generator
+
+    def forward(self, input: Any) -> Any:
+        dtype = getattr(input, "dtype", None)
+        if dtype is None or np.dtype(dtype).kind != "f":
+            raise InvalidInputError(f"Dropout: the input must be a float array, got {type(input).__name__}")
+        if not self.training or self.p == 0:
+            return input
+        backend = evaluation.repeats_f()
+        if backend is not None:
+            raise UnsupportedByBackendError(
+                f"Dropout: backend {backend!r} evaluates the function several times for one derivative, "
+                "and each evaluation would draw another mask; call model.eval() or use backend='reverse'"
+            )
+        if evaluation.batched(input):
+            raise UnsupportedByBackendError(
+                "Dropout: under adcore.vmap one mask would be drawn for every example alike (torch.func "
+                "refuses it too); call model.eval(), or apply the model to the whole batch without vmap"
+            )
+        rng = self.generator if self.generator is not None else init.default_generator()
+        keep = rng.random(np.shape(input)) >= self.p
+        scale = 0.0 if self.p == 1 else 1.0 / (1.0 - self.p)
+        mask = (keep * scale).astype(dtype)
+        if self.inplace and isinstance(input, np.ndarray) and not isinstance(input, Tracer):
+            return np.multiply(input, mask, out=input)
+        return input * mask
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

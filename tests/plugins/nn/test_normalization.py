@@ -1,0 +1,114 @@
+"""BatchNorm1d/2d and LayerNorm: hand-computed values, torch's running-stat rule, one update per call
+on the backends that run f once, typed refusals where an update cannot be right, torch's numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from adcore_nn import BatchNorm1d, BatchNorm2d, LayerNorm, MSELoss
+
+import adcore
+from adcore.errors import InvalidInputError, InvalidValueError, UnsupportedByBackendError
+
+X = np.random.default_rng(0).normal(size=(5, 3))
+
+
+def test_batch_norm_train_by_hand():
+    bn = BatchNorm1d(3, dtype=np.float64)
+    y = bn(X)
+    mean, var = X.mean(0), X.var(0)
+    np.testing.assert_allclose(y, (X - mean) / np.sqrt(var + 1e-5), rtol=1e-12)
+    np.testing.assert_allclose(bn.running_mean, 0.1 * mean, rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var, 0.9 + 0.1 * X.var(0, ddof=1), rtol=1e-12)
+    assert bn.num_batches_tracked == 1 and bn.num_batches_tracked.dtype == np.int64
+    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    bn.eval()
+    np.testing.assert_allclose(bn(X), (X - bn.running_mean) / np.sqrt(bn.running_var + 1e-5), rtol=1e-12)
+    assert bn.num_batches_tracked == 1
+
+
+def test_cumulative_average_with_momentum_none():
+    bn = BatchNorm1d(3, momentum=None, dtype=np.float64)
+    bn(X)
+    bn(2 * X)
+    np.testing.assert_allclose(bn.running_mean, (X.mean(0) + 2 * X.mean(0)) / 2, rtol=1e-12)
+
+
+def test_without_running_stats_uses_batch_stats_in_eval():
+    bn = BatchNorm1d(3, track_running_stats=False, affine=False, dtype=np.float64).eval()
+    assert bn.running_mean is None and list(bn.state_dict()) == []
+    np.testing.assert_allclose(bn(X), (X - X.mean(0)) / np.sqrt(X.var(0) + 1e-5), rtol=1e-12)
+
+
+def test_layer_norm_by_hand():
+    x = X.astype(np.float32)
+    y = LayerNorm(3)(x)
+    assert y.dtype == np.float32
+    want = (X - X.mean(1, keepdims=True)) / np.sqrt(X.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    assert LayerNorm(3, bias=False).bias is None
+    assert list(LayerNorm((5, 3)).state_dict()) == ["weight", "bias"]
+
+
+def test_bad_inputs_are_typed_errors():
+    with pytest.raises(InvalidValueError, match="BatchNorm1d"):
+        BatchNorm1d(4, dtype=np.float64)(X)
+    with pytest.raises(InvalidValueError, match="more than 1 value"):
+        BatchNorm1d(3, dtype=np.float64)(X[:1])
+    with pytest.raises(InvalidInputError, match="BatchNorm2d"):
+        BatchNorm2d(3)(X)
+    with pytest.raises(InvalidValueError, match="LayerNorm"):
+        LayerNorm(4)(X.astype(np.float32))
+
+
+def _loss(model, x):
+    return MSELoss()(model(x), np.zeros_like(x))
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward", "source"])
+def test_one_update_per_derivative_and_the_gradient(backend):
+    bn = BatchNorm1d(3, dtype=np.float64)
+    bn.weight[...] = [1.0, 2.0, 0.5]
+    calls = []
+    bn.register_forward_hook(lambda m, a, o: calls.append(1))
+    _, g = adcore.value_and_grad(_loss, argnums=(0, 1), backend=backend)(bn, X)
+    assert len(calls) == 1 and bn.num_batches_tracked == 1
+    np.testing.assert_allclose(bn.running_var, 0.9 + 0.1 * X.var(0, ddof=1), rtol=1e-12)
+    ref = BatchNorm1d(3, dtype=np.float64)
+    ref.weight[...] = bn.weight
+    _, want = adcore.value_and_grad(_loss, argnums=(0, 1))(ref, X)
+    np.testing.assert_allclose(g[1], want[1], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(g[0].weight, want[0].weight, rtol=1e-9, atol=1e-12)
+
+
+def test_numeric_refuses_the_update_and_works_in_eval():
+    bn = BatchNorm1d(3, dtype=np.float64)
+    with pytest.raises(UnsupportedByBackendError, match=r"BatchNorm1d.*numeric.*eval\(\)"):
+        adcore.grad(_loss, argnums=1, backend="numeric")(bn, X)
+    bn.eval()
+    g = adcore.grad(_loss, argnums=1, backend="numeric")(bn, X)
+    want = adcore.grad(_loss, argnums=1)(bn, X)
+    np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-7)
+    bn.train()
+    adcore.grad(_loss, argnums=1)(bn, X)  # the next call works
+    assert bn.num_batches_tracked == 1
+
+
+def test_symbolic_refuses_the_update_and_works_in_eval():
+    bn = BatchNorm1d(3, dtype=np.float64)
+    with pytest.raises(UnsupportedByBackendError, match=r"BatchNorm1d.*eval\(\)"):
+        adcore.grad(_loss, argnums=1, backend="symbolic")(bn, X)
+    assert bn.num_batches_tracked == 0 and not bn.running_mean.any()
+    bn.eval()
+    g = adcore.grad(_loss, argnums=1, backend="symbolic")(bn, X)
+    np.testing.assert_allclose(g, adcore.grad(_loss, argnums=1)(bn, X), rtol=1e-10)
+
+
+def test_vmap_refuses_the_update():
+    bn = BatchNorm1d(3, dtype=np.float64)
+    xs = np.stack([X, X])
+    with pytest.raises(UnsupportedByBackendError, match="vmap"):
+        adcore.vmap(bn)(xs)
+    assert bn.num_batches_tracked == 0
+    out = adcore.vmap(BatchNorm1d(3, track_running_stats=False, dtype=np.float64))(xs)
+    np.testing.assert_allclose(out[1], (X - X.mean(0)) / np.sqrt(X.var(0) + 1e-5), rtol=1e-12)
