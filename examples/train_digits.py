@@ -1,14 +1,17 @@
 """Train a small CNN on scikit-learn's digits (8x8 handwritten digits, bundled: no download).
 
-    python examples/train_digits.py [--epochs 12] [--out digits_training.png] [--seed 0]
+    python examples/train_digits.py [--epochs 12] [--out digits_training.png] [--seed 0] [--quiet]
 
-conv 3x3 (1 -> 16) - relu - max pool 2 - conv 3x3 (16 -> 32) - relu - max pool 2 - dense
-(128 -> 10) - log_softmax, trained with Adam on the mean negative log-likelihood through
-adcore's reverse backend; the convolutions, pools and the Adam step are adcore-kernels'
-numba kernels. It prints the test accuracy after each epoch (a progress bar on the way)
-and saves the loss and accuracy curves as a PNG. It reaches about 97-98% test accuracy
-in well under a minute on 2 cores. Needs `pip install 'adcore-kernels[examples]'`
-(scikit-learn, matplotlib).
+The model is an `adcore_nn.Module`, written as a torch user writes one: conv 3x3 (1 -> 16) - ReLU -
+max pool 2 - conv 3x3 (16 -> 32) - ReLU - max pool 2 - flatten - linear (128 -> 10), with torch's
+default initialisation (`adcore_nn.manual_seed(seed)`). The batches come from an
+`adcore_nn.data.DataLoader` over an `ArrayDataset` (shuffled, seeded: the same batches every run).
+`adcore.value_and_grad` differentiates the mean cross-entropy (`CrossEntropyLoss`) with respect to the model itself, a
+pytree, and returns a model-shaped gradient; adcore-kernels' Adam takes the model and that gradient
+and updates the parameters in place. A forward hook on each ReLU records the mean and standard
+deviation of its output at every training step (a dead or exploding layer shows there first); the
+script plots them beside the loss and the test accuracy. It reaches about 96% test accuracy in a
+few seconds on 2 cores. Needs `pip install 'adcore-kernels[examples]'` (scikit-learn, matplotlib).
 """
 
 from __future__ import annotations
@@ -18,14 +21,60 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import adcore_nn as nn
 import numpy as np
-from adcore_kernels import conv2d, max_pool2d
 from adcore_kernels.optim import Adam
+from adcore_nn.data import ArrayDataset, DataLoader
 
 import adcore
-import adcore.numpy as anp
 
-PARAM_NAMES = ("conv1_w", "conv1_b", "conv2_w", "conv2_b", "dense_w", "dense_b")
+
+class DigitsCNN(nn.Module):
+    """Two convolution blocks and a linear classifier: (N, 1, 8, 8) images -> (N, 10) logits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # (N, 16, 4, 4)
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # (N, 32, 2, 2)
+        )
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(128, 10))
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class ActivationStats:
+    """Forward hooks on every ReLU of a model: the mean and std of its output at each training call.
+
+    `stats[name]` is a list of (mean, std) pairs, one per forward call in training mode (calls in
+    eval mode, such as measuring the test accuracy, are not training steps and are not recorded).
+    Under `adcore.value_and_grad` the hook sees the traced output: `adcore.concrete` is its value.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.stats: dict[str, list[tuple[float, float]]] = {}
+        self.handles = []
+        for name, module in model.named_modules():
+            if isinstance(module, nn.ReLU):
+                self.stats[name] = []
+                self.handles.append(module.register_forward_hook(self._recorder(name)))
+
+    def _recorder(self, name: str):
+        def hook(module, args, output):
+            if module.training:
+                value = np.asarray(adcore.concrete(output))
+                self.stats[name].append((float(value.mean()), float(value.std())))
+
+        return hook
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
 
 
 def load_digits_split(seed: int) -> tuple[np.ndarray, ...]:
@@ -41,93 +90,105 @@ def load_digits_split(seed: int) -> tuple[np.ndarray, ...]:
     return x_train, y_train, x_test, y_test
 
 
-def init_params(rng: np.random.Generator) -> list[np.ndarray]:
-    """He-initialised weights, zero biases, float32 and C-contiguous (as the optimizer requires)."""
-
-    def he(shape: tuple[int, ...], fan_in: int) -> np.ndarray:
-        return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
-
-    return [
-        he((16, 1, 3, 3), 9),
-        np.zeros(16, np.float32),
-        he((32, 16, 3, 3), 16 * 9),
-        np.zeros(32, np.float32),
-        he((128, 10), 128),
-        np.zeros(10, np.float32),
-    ]
+def build_model(seed: int, dtype: type = np.float32) -> DigitsCNN:
+    """The CNN with torch's default initialisation, drawn from `adcore_nn.manual_seed(seed)`, in dtype."""
+    nn.manual_seed(seed)
+    model = DigitsCNN()
+    return model.double() if np.dtype(dtype) == np.float64 else model
 
 
-def log_probs(params: Sequence, images: np.ndarray):
-    """The network: log-probabilities of the ten classes, (N, 10)."""
-    conv1_w, conv1_b, conv2_w, conv2_b, dense_w, dense_b = params
-    h = anp.relu(conv2d(images, conv1_w, padding=1) + anp.reshape(conv1_b, (1, -1, 1, 1)))
-    h = max_pool2d(h, 2)  # (N, 16, 4, 4)
-    h = anp.relu(conv2d(h, conv2_w, padding=1) + anp.reshape(conv2_b, (1, -1, 1, 1)))
-    h = max_pool2d(h, 2)  # (N, 32, 2, 2)
-    h = anp.reshape(h, (images.shape[0], -1))
-    return anp.log_softmax(anp.matmul(h, dense_w) + dense_b, axis=1)
+def make_loader(x: np.ndarray, y: np.ndarray, batch_size: int, seed: int) -> DataLoader:
+    """Shuffled batches of (images, labels), the same for a given seed (and for any num_workers)."""
+    return DataLoader(ArrayDataset(x, y), batch_size=batch_size, shuffle=True, seed=seed)
 
 
-def loss(*args):
-    """Mean negative log-likelihood of the labels: loss(*params, images, one_hot)."""
-    *params, images, one_hot = args
-    return -anp.mean(anp.sum(log_probs(params, images) * one_hot, axis=1))
+def loss_fn(model: nn.Module, images, labels):
+    """The mean cross-entropy of the model's logits: a function of the model, a pytree."""
+    return nn.CrossEntropyLoss()(model(images), labels)
 
 
-def accuracy(params: Sequence, images: np.ndarray, labels: np.ndarray) -> float:
-    return float(np.mean(np.argmax(log_probs(params, images), axis=1) == labels))
+def accuracy(model: nn.Module, images: np.ndarray, labels: np.ndarray) -> float:
+    model.eval()
+    try:
+        return float(np.mean(np.argmax(model(images), axis=1) == labels))
+    finally:
+        model.train()
 
 
 def train(
-    epochs: int = 12, batch_size: int = 32, lr: float = 3e-3, seed: int = 0, progress: bool = True
+    epochs: int = 12,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    seed: int = 0,
+    progress: bool = True,
+    max_steps: int | None = None,
+    dtype: type = np.float32,
 ) -> dict:
-    """Train and return the history: per-step losses, per-epoch test accuracies, seconds."""
+    """Train and return the history: per-step losses and ReLU statistics, per-epoch test accuracies,
+    seconds, and the trained model. max_steps stops early (after that many steps) and dtype=np.float64
+    trains in double precision: the tests compare those runs with torch's."""
     from rich.progress import Progress
 
-    x_train, y_train, x_test, y_test = load_digits_split(seed)
-    rng = np.random.default_rng(seed)
-    params = init_params(rng)
-    optimizer = Adam(params, lr=lr)
-    value_and_grad = adcore.value_and_grad(loss, argnums=tuple(range(len(params))))
-    one_hot = np.eye(10, dtype=np.float32)[y_train]
-    steps_per_epoch = -(-len(x_train) // batch_size)
-    history: dict = {"loss": [], "test_accuracy": [], "steps_per_epoch": steps_per_epoch}
+    x_train, y_train, x_test, y_test = (
+        a.astype(dtype) if a.dtype.kind == "f" else a for a in load_digits_split(seed)
+    )
+    model = build_model(seed, dtype)
+    loader = make_loader(x_train, y_train, batch_size, seed)
+    optimizer = Adam(model, lr=lr)  # the model is a pytree of its parameters: updated in place
+    recorder = ActivationStats(model)
+    value_and_grad = adcore.value_and_grad(loss_fn)
+    history: dict = {"loss": [], "test_accuracy": [], "steps_per_epoch": len(loader)}
 
     start = time.perf_counter()
     with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("training", total=epochs * steps_per_epoch)
+        task = bar.add_task("training", total=epochs * len(loader))
         for epoch in range(epochs):
-            order = rng.permutation(len(x_train))
-            for first in range(0, len(order), batch_size):
-                batch = order[first : first + batch_size]
-                value, grads = value_and_grad(*params, x_train[batch], one_hot[batch])
+            for images, labels in loader:
+                value, grads = value_and_grad(model, images, labels)  # grads: a DigitsCNN of arrays
                 optimizer.step(grads)
                 history["loss"].append(float(value))
                 bar.update(
                     task, advance=1, description=f"epoch {epoch + 1}/{epochs}  loss {float(value):.3f}"
                 )
-            history["test_accuracy"].append(accuracy(params, x_test, y_test))
+                if max_steps is not None and len(history["loss"]) == max_steps:
+                    break
+            history["test_accuracy"].append(accuracy(model, x_test, y_test))
             if progress:
-                bar.console.print(f"epoch {epoch + 1:2d}  test accuracy {history['test_accuracy'][-1]:.2%}")
+                relus = "  ".join(f"{s[-1][0]:.2f}/{s[-1][1]:.2f}" for s in recorder.stats.values())
+                bar.console.print(
+                    f"epoch {epoch + 1:2d}  test accuracy {history['test_accuracy'][-1]:.2%}  "
+                    f"ReLU mean/std {relus}"
+                )
+            if max_steps is not None and len(history["loss"]) == max_steps:
+                break
     history["seconds"] = time.perf_counter() - start
+    history["activations"] = recorder.stats
+    history["model"] = model
+    recorder.remove()
     return history
 
 
 def plot(history: dict, out: Path) -> None:
-    """The loss per step and the test accuracy per epoch, side by side, as a PNG."""
+    """The loss per step, the ReLUs' statistics per step and the test accuracy per epoch, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4))
     left.plot(history["loss"], linewidth=0.8)
-    left.set(title="training loss (mean NLL per batch)", xlabel="step", yscale="log")
+    left.set(title="training loss (mean cross-entropy per batch)", xlabel="step", yscale="log")
+    for name, stats in history["activations"].items():
+        mean, std = np.array(stats).T
+        (line,) = middle.plot(mean, linewidth=0.8, label=f"ReLU {name} mean")
+        middle.plot(std, linewidth=0.8, linestyle="--", color=line.get_color(), label=f"ReLU {name} std")
+    middle.set(title="activations (forward hooks)", xlabel="step")
+    middle.legend(fontsize="small")
     epochs = np.arange(1, len(history["test_accuracy"]) + 1)
     right.plot(epochs, np.array(history["test_accuracy"]) * 100, marker="o")
     right.set(title="test accuracy", xlabel="epoch", ylabel="%")
     right.axhline(95, color="grey", linestyle=":", linewidth=1)
-    fig.suptitle(f"CNN on sklearn digits with adcore-kernels ({history['seconds']:.1f} s)")
+    fig.suptitle(f"CNN on sklearn digits with adcore_nn ({history['seconds']:.1f} s)")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)
