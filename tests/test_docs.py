@@ -77,6 +77,12 @@ PRINTED = {
         "SourceTransformError the source transformation cannot take try/except",
     ],
     "pytrees.md": ["(3, 4) float64 ()", "ndarray (5, 4) train"],
+    "nn.md": [  # a model-shaped gradient, names and keys, backends agree, functional_call, hooks (pytorch#598's case)
+        "Sequential (8, 4)\nndarray float32\n['scale', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']\n"
+        "['scale', 'calls', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']\nTrue\n[(8, 4), (8,), (3, 8), (3,)]\n"
+        "forward True\nsymbolic True\nsource True\n['0.bias', '0.weight', '2.bias', '2.weight']\nTrue\nTrue\n2 True\n",
+        "(array([3., 4.]), array([1., 2.]), array([1., 1.]))\n[6. 8.]\nUnsupportedByBackendError\nTrue\nTrue",
+    ],
     "data.md": [  # batches, a split, collation, SerializedList, the same batches with 2 workers, a worker's error
         "3\n(4, 2) (4,) float32 int64\n(4, 2) (4,) float32 int64\n(2, 2) (2,) float32 int64\n8 2\n",
         "(4, 2, 2) [3 3 3 3] ['a', 'a', 'a', 'a']\n1000 {'id': 7, 'text': 'item 7'}\nTrue\nKeyError 'no item 5'",

@@ -37,6 +37,8 @@ def test_readme_examples_run_and_print_the_commented_values():
     assert "(array(-1.6), array(2.3))" in printed and "0.1554202632022" in printed
     # vmap of grad: 3 w**2 for each row
     assert "[[ 3. 12.]\n [27. 48.]]" in printed
+    # adcore_nn: a model trained from a DataLoader's batches, its gradient shaped like the model
+    assert "Sequential (16, 3)" in printed
 
 
 def quickstart_commands(readme: str) -> list[str]:
