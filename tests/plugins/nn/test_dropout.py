@@ -1,0 +1,62 @@
+"""Dropout: torch's scaling, eval identity, p=1 zeros, one mask per call from the explicit generator,
+the gradient with that mask on the backends that run f once, typed refusals on numeric and vmap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from adcore_nn import Dropout
+
+import adcore
+from adcore.errors import InvalidInputError, InvalidValueError, UnsupportedByBackendError
+
+X = np.arange(1.0, 13.0).reshape(3, 4)
+
+
+def test_mask_scaling_and_generator():
+    y = Dropout(0.25, generator=np.random.default_rng(7))(X)
+    keep = np.random.default_rng(7).random(X.shape) >= 0.25
+    np.testing.assert_array_equal(y, np.where(keep, X * (1 / 0.75), 0.0))  # torch: x * (mask / (1-p))
+    assert Dropout(0.25)(X.astype(np.float32)).dtype == np.float32
+
+
+def test_eval_identity_p1_zeros_and_inplace():
+    assert Dropout().eval()(X) is X
+    np.testing.assert_array_equal(Dropout(1.0)(X), np.zeros_like(X))
+    x = X.copy()
+    out = Dropout(0.5, inplace=True, generator=np.random.default_rng(1))(x)
+    assert out is x and (x == 0).any()
+    assert repr(Dropout(0.1)) == "Dropout(p=0.1, inplace=False)"
+
+
+def test_bad_arguments():
+    with pytest.raises(InvalidValueError, match="Dropout"):
+        Dropout(1.5)
+    with pytest.raises(InvalidInputError, match="generator"):
+        Dropout(generator=np.random.RandomState(0))
+    with pytest.raises(InvalidInputError, match="Dropout"):
+        Dropout()(np.arange(3))
+
+
+def _squares(x, drop):
+    return (drop(x) ** 2).sum()
+
+
+@pytest.mark.parametrize("backend", ["reverse", "forward", "source"])
+def test_one_mask_per_derivative(backend):
+    drop = Dropout(0.5, generator=np.random.default_rng(3))
+    g = adcore.grad(_squares, backend=backend)(X, drop)
+    keep = np.random.default_rng(3).random(X.shape) >= 0.5
+    np.testing.assert_allclose(g, np.where(keep, 2 * X * 4, 0.0), rtol=1e-12)
+
+
+def test_numeric_and_vmap_refuse_and_the_next_call_works():
+    drop = Dropout(0.5, generator=np.random.default_rng(3))
+    with pytest.raises(UnsupportedByBackendError, match=r"Dropout.*numeric.*eval\(\)"):
+        adcore.grad(lambda x: drop(x).sum(), backend="numeric")(X)
+    with pytest.raises(UnsupportedByBackendError, match="Dropout.*vmap"):
+        adcore.vmap(drop)(X)
+    drop.eval()
+    np.testing.assert_allclose(adcore.grad(lambda x: drop(x).sum(), backend="numeric")(X), np.ones_like(X))
+    drop.train()
+    assert (adcore.grad(lambda x: drop(x).sum())(X) == 0).any()
