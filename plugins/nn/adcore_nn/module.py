@@ -157,6 +157,20 @@ def _checked_parameter(owner: Module, name: str, value: Any) -> Any:
     return value
 
 
+def _checked_buffer(owner: Module, name: str, value: Any) -> Any:
+    """value as buffer `name`'s new value: a traced value may not replace a concrete array."""
+    if isinstance(value, Tracer) and isinstance(owner._buffers.get(name), np.ndarray):
+        # a derivative's rebuilt copy shares the model's buffers: the tracer would outlive the
+        # derivative in the user's model (torch updates such state under no_grad)
+        raise InvalidValueError(
+            f"{owner._get_name()}: buffer {name!r} was assigned a traced value (it depends on what is "
+            "being differentiated) and would keep it in your model after the derivative; assign "
+            "adcore.concrete(value) (state updated without a derivative, as torch's no_grad), or pass the "
+            "buffer to functional_call to differentiate it"
+        )
+    return value
+
+
 class Module:
     """The base class of every layer and model, with torch.nn.Module's surface (see the module doc)."""
 
@@ -273,7 +287,7 @@ class Module:
                     f"{self._get_name()}: cannot assign a {type(value).__name__} as buffer {name!r} "
                     "(an array or None expected)"
                 )
-            self._buffers[name] = value
+            self._buffers[name] = _checked_buffer(self, name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -333,7 +347,7 @@ class Module:
                 f"{self._get_name()}.register_buffer: buffer {name!r} must be an array or None, got "
                 f"{type(tensor).__name__}"
             )
-        self._buffers[name] = tensor
+        self._buffers[name] = _checked_buffer(self, name, tensor)
         (self._non_persistent_buffers_set.discard if persistent else self._non_persistent_buffers_set.add)(
             name
         )
