@@ -112,3 +112,72 @@ def test_vmap_refuses_the_update():
     assert bn.num_batches_tracked == 0
     out = adcore.vmap(BatchNorm1d(3, track_running_stats=False, dtype=np.float64))(xs)
     np.testing.assert_allclose(out[1], (X - X.mean(0)) / np.sqrt(X.var(0) + 1e-5), rtol=1e-12)
+
+
+TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-10, atol=1e-12)}
+
+
+def _torch_pair(cls, torch_cls, dtype, shape, **kwargs):
+    torch = pytest.importorskip("torch", reason="torch is not installed: comparing with it is skipped")
+    rng = np.random.default_rng(1)
+    c = shape[1]
+    ours = cls(c, dtype=dtype, **kwargs)
+    ours.weight[...] = rng.normal(size=c)
+    ours.bias[...] = rng.normal(size=c)
+    theirs = torch_cls(c, dtype=getattr(torch, np.dtype(dtype).name), **kwargs)
+    theirs.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ours.state_dict().items()})
+    return torch, ours, theirs, rng.normal(size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("name", "shape", "momentum"), [("1d", (6, 3), 0.1), ("2d", (4, 3, 2, 2), None)])
+def test_batch_norm_train_step_equals_torch(dtype, name, shape, momentum):
+    """One value_and_grad in train mode: the loss, the input's and parameters' gradients and the
+    running statistics equal torch's after one forward+backward."""
+    cls = {"1d": BatchNorm1d, "2d": BatchNorm2d}[name]
+    torch = pytest.importorskip("torch", reason="torch is not installed: comparing with it is skipped")
+    torch_cls = {"1d": torch.nn.BatchNorm1d, "2d": torch.nn.BatchNorm2d}[name]
+    torch, ours, theirs, x = _torch_pair(cls, torch_cls, dtype, shape, momentum=momentum)
+    target = np.random.default_rng(2).normal(size=shape).astype(dtype)
+
+    def loss(model, x):
+        return MSELoss()(model(x), target)
+
+    for _ in range(2):  # two steps: the second uses the first's running statistics nowhere, but counts
+        value, (g_model, g_x) = adcore.value_and_grad(loss, argnums=(0, 1))(ours, x)
+        tx = torch.from_numpy(x.copy()).requires_grad_()
+        t_value = torch.nn.functional.mse_loss(theirs(tx), torch.from_numpy(target))
+        t_value.backward()
+        assert value.dtype == dtype
+        np.testing.assert_allclose(value, t_value.item(), **TOL[dtype])
+        np.testing.assert_allclose(g_x, tx.grad.numpy(), **TOL[dtype])
+        np.testing.assert_allclose(g_model.weight, theirs.weight.grad.numpy(), **TOL[dtype])
+        np.testing.assert_allclose(g_model.bias, theirs.bias.grad.numpy(), **TOL[dtype])
+        theirs.zero_grad()
+        for key, value in theirs.state_dict().items():
+            np.testing.assert_allclose(ours.state_dict()[key], value.numpy(), **TOL[dtype], err_msg=key)
+    assert repr(ours) == repr(theirs)
+    ours.eval(), theirs.eval()
+    np.testing.assert_allclose(ours(x), theirs(torch.from_numpy(x)).detach().numpy(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_equals_torch(dtype):
+    torch = pytest.importorskip("torch", reason="torch is not installed: comparing with it is skipped")
+    rng = np.random.default_rng(3)
+    ours = LayerNorm((2, 3), dtype=dtype)
+    ours.weight[...] = rng.normal(size=(2, 3))
+    ours.bias[...] = rng.normal(size=(2, 3))
+    theirs = torch.nn.LayerNorm((2, 3), dtype=getattr(torch, np.dtype(dtype).name))
+    theirs.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ours.state_dict().items()})
+    x = rng.normal(size=(4, 2, 3)).astype(dtype)
+    w = rng.normal(size=(4, 2, 3)).astype(dtype)
+    g_model, g_x = adcore.grad(lambda m, x: (m(x) * w).sum(), argnums=(0, 1))(ours, x)
+    tx = torch.from_numpy(x.copy()).requires_grad_()
+    out = theirs(tx)
+    (out * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(ours(x), out.detach().numpy(), **TOL[dtype])
+    np.testing.assert_allclose(g_x, tx.grad.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(g_model.weight, theirs.weight.grad.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(g_model.bias, theirs.bias.grad.numpy(), **TOL[dtype])
+    assert repr(ours) == repr(theirs).replace("torch.", "")
