@@ -328,7 +328,9 @@ class Module:
                 f"{self._get_name()}.{what}: the name must be non-empty without '.', got {name!r}"
             )
         taken = name in self.__dict__ and name not in (*self._parameters, *self._buffers, *self._modules)
-        if taken or (hasattr(type(self), name) and not isinstance(getattr(type(self), name, None), property)):
+        # a class attribute, a property too (torch's rule): it would shadow the registered array, so
+        # self.name would silently read the class's value
+        if taken or hasattr(type(self), name):
             raise InvalidValueError(f"{self._get_name()}.{what}: attribute {name!r} already exists")
 
     def register_parameter(self, name: str, param: Any) -> None:

@@ -107,6 +107,24 @@ def test_type_casts_every_buffer_and_casts_keep_tied_parameters_tied():
     assert net.fc1.bias is net.fc2.scale and net.fc1.bias.dtype == np.float32
 
 
+def test_a_name_a_property_holds_is_refused_not_shadowed():
+    # torch's KeyError "attribute already exists": registered, the array would hide behind the
+    # property and self.scale would read the property's value
+    class Scaled(Module):
+        @property
+        def scale(self):
+            return 2.0
+
+    model = Scaled()
+    with pytest.raises(InvalidValueError, match="'scale' already exists"):
+        model.scale = Parameter(np.ones(2))
+    with pytest.raises(InvalidValueError, match="'scale' already exists"):
+        model.register_buffer("scale", np.ones(2))
+    assert model.scale == 2.0 and not model._parameters and not model._buffers
+    model.other = Parameter(np.ones(2))
+    assert list(model._parameters) == ["other"]
+
+
 def test_bad_registrations_are_typed_errors_and_leave_the_module_as_it_was():
     net = Net()
     with pytest.raises(InvalidInputError, match="'weight' must be a float32 or float64"):
