@@ -66,6 +66,8 @@ class _BatchNorm(Module):
         affine: bool = True,
         track_running_stats: bool = True,
         dtype: Any = np.float32,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         name = type(self).__name__
@@ -84,7 +86,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(np.ones(num_features, dt))
-            self.bias = Parameter(np.zeros(num_features, dt))
+            if bias:
+                self.bias = Parameter(np.zeros(num_features, dt))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -105,8 +110,9 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
+        if self.weight is not None:
             self.weight[...] = 1
+        if self.bias is not None:
             self.bias[...] = 0
 
     def _dtype(self) -> np.dtype:
@@ -177,7 +183,7 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
         )
 
 
