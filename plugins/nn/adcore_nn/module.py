@@ -619,6 +619,12 @@ class Module:
                     f"{me}: size mismatch for {key}: the state dict has shape {value.shape}, the module "
                     f"{current.shape}. Nothing was changed."
                 )
+            if not assign and not current.flags.writeable:
+                # found before any copy, so a read-only array cannot leave a half-loaded model
+                raise InvalidValueError(
+                    f"{me}: {key} is a read-only array and cannot be loaded in place; pass assign=True, "
+                    "or make it writeable. Nothing was changed."
+                )
             if registry == "_parameters" and assign and value.dtype not in FLOATS:
                 raise InvalidInputError(
                     f"{me}: {key} must be float32 or float64 to be assigned, got {value.dtype}"

@@ -125,6 +125,23 @@ def test_a_name_a_property_holds_is_refused_not_shadowed():
     assert list(model._parameters) == ["other"]
 
 
+def test_loading_into_a_read_only_array_is_refused_before_anything_changes():
+    class Two(Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Parameter(np.zeros(2))
+            self.b = Parameter(np.broadcast_to(np.zeros(1), (2,)))  # a read-only view
+
+    model = Two()
+    with pytest.raises(InvalidValueError, match="'?b'? is a read-only array.*Nothing was changed"):
+        model.load_state_dict({"a": np.ones(2), "b": np.ones(2)})
+    np.testing.assert_array_equal(model.a, [0.0, 0.0])
+    model.load_state_dict({"a": np.ones(2), "b": np.full(2, 2.0)}, assign=True)
+    np.testing.assert_array_equal(model.b, [2.0, 2.0])
+    model.load_state_dict({"a": np.ones(2), "b": np.full(2, 3.0)})
+    np.testing.assert_array_equal(model.b, [3.0, 3.0])
+
+
 def test_bad_registrations_are_typed_errors_and_leave_the_module_as_it_was():
     net = Net()
     with pytest.raises(InvalidInputError, match="'weight' must be a float32 or float64"):
