@@ -539,10 +539,15 @@ class Module:
         return self.train(False)
 
     def float(self) -> Module:
-        """Cast every parameter and floating buffer to float32 (new arrays), as torch's .float()."""
+        """Cast every parameter and floating buffer to float32, as torch's .float().
+
+        Where adcore differs: a NumPy array cannot change dtype in place, so each array whose dtype
+        changes is a new one and an optimizer made before over model.parameters() keeps updating
+        the old arrays; cast first, then make the optimizer (torch's advice for .cuda())."""
         return self._cast(np.float32)
 
     def double(self) -> Module:
+        """Cast every parameter and floating buffer to float64 (new arrays: see float())."""
         return self._cast(np.float64)
 
     def type(self, dst_type: Any) -> Module:
