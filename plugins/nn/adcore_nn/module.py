@@ -27,6 +27,10 @@ values are NumPy's bit for bit); gradients are returned, not stored (no `.grad`,
 attribute is neither a parameter nor a buffer: not differentiated, not in state_dict (wrap it in
 Parameter, or register_buffer it). train()/eval() inside a derivative (on the rebuilt copy) that
 would change the mode is an error (the user's model would keep its old mode): call them before.
+A traced value assigned over a concrete buffer is an error (it would stay in the model): assign
+adcore.concrete(value). Backends that evaluate f several times for one derivative (numeric's
+finite differences) run forward and the forward hooks once per evaluation: a hook or forward
+that records or counts sees every evaluation (BatchNorm and Dropout refuse there by name).
 """
 
 from __future__ import annotations
