@@ -766,6 +766,13 @@ def _kernels_adam_steps() -> None:
     np.testing.assert_allclose(w, [0.9, -1.9])  # Adam's first step is lr * sign(g) (bias-corrected)
 
 
+def _nn_batch_norm_case() -> None:
+    case = get_registry().cases["nn_batch_norm_cross_entropy"]  # BatchNorm1d then CrossEntropyLoss
+    x = np.arange(12.0).reshape(4, 3)
+    g = adcore.grad(case.fn, argnums=2)(x, np.zeros(3), np.zeros(3))  # logits = bias = 0: uniform softmax
+    np.testing.assert_allclose(g, np.full(3, 1 / 3) - np.array([1, 1, 2]) / 4, rtol=1e-12)  # labels 0,2,1,2
+
+
 def _scipy_erf() -> None:
     import scipy.special
 
@@ -806,6 +813,7 @@ FIRST_PARTY_CHECKS = {
     "symbolic": lambda: assert_cos(adcore.grad(np.sin, backend="symbolic")(0.5)),
     "sparsity": _sparsity_jacobian_is_diagonal,
     "kernels": _kernels_adam_steps,
+    "nn": _nn_batch_norm_case,
     "scipy": _scipy_erf,
     "special": _special_erfcx,  # the example plugin, examples/adcore-special
     "batching": _batching_matmul,
