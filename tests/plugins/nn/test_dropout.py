@@ -60,3 +60,16 @@ def test_numeric_and_vmap_refuse_and_the_next_call_works():
     np.testing.assert_allclose(adcore.grad(lambda x: drop(x).sum(), backend="numeric")(X), np.ones_like(X))
     drop.train()
     assert (adcore.grad(lambda x: drop(x).sum())(X) == 0).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scaling_equals_torch(dtype):
+    """torch's masks come from its own generator; the kept values' scale and the zeros are compared."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: comparing with it is skipped")
+    x = X.astype(dtype)
+    theirs = torch.nn.Dropout(0.3)(torch.from_numpy(x)).numpy()
+    ours = Dropout(0.3, generator=np.random.default_rng(0))(x)
+    assert ours.dtype == theirs.dtype == dtype
+    np.testing.assert_array_equal(ours[ours != 0], (x * dtype(1 / 0.7))[ours != 0])
+    np.testing.assert_array_equal(theirs[theirs != 0], (x * dtype(1 / 0.7))[theirs != 0])
+    np.testing.assert_array_equal(torch.nn.Dropout(1.0)(torch.from_numpy(x)).numpy(), Dropout(1.0)(x))
