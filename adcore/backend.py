@@ -41,6 +41,16 @@ def running() -> tuple[Running, ...]:
     return RUNNING.get()
 
 
+# True while adcore.checkpoint runs a function again for its backward pass: the call already ran
+# (and made its state updates) in the forward, so library code skips them (BatchNorm's running stats).
+RECOMPUTING: ContextVar[bool] = ContextVar("adcore_recomputing", default=False)
+
+
+def recomputing() -> bool:
+    """Whether this call is checkpoint's recomputation of a call that already ran."""
+    return RECOMPUTING.get()
+
+
 class Backend:
     """A differentiator. Subclasses set `name`, the rule `kinds` they need, and what they can
     do, as data; then implement the methods `builds` names.

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from adcore import ops, plugins, tree
+from adcore.backend import RECOMPUTING
 from adcore.core import concrete, plain_numbers
 from adcore.custom import _Call, _Custom
 from adcore.custom_values import dtype_of
@@ -137,9 +138,13 @@ def _recompute(call: _Call, g: Any, ans: Any, leaves: tuple) -> list:
         raise UnknownBackendError(
             f"{label}: recomputing it needs a backend that builds VJPs exactly; none is installed"
         )
-    found = grad(pairing, argnums=tuple(range(len(floats))), backend=backend.name)(
-        *(leaves[k] for k in floats)
-    )
+    token = RECOMPUTING.set(True)
+    try:
+        found = grad(pairing, argnums=tuple(range(len(floats))), backend=backend.name)(
+            *(leaves[k] for k in floats)
+        )
+    finally:
+        RECOMPUTING.reset(token)
     _check_same(label, concrete(outs[0]), concrete(ans))
     for k, ct in zip(floats, found):
         zeros[k] = ct

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import adcore
-from adcore.backend import Backend, running
+from adcore.backend import Backend, recomputing, running
 from adcore.core import Trace, Tracer
 from adcore.errors import AdcoreError
 
@@ -51,6 +51,12 @@ def repeats_f() -> str | None:
         if entry.repeats:
             return backend_label(entry.backend)
     return None
+
+
+def recomputed() -> bool:
+    """Whether this call is adcore.checkpoint running again, for the backward pass, a call that already
+    ran: its state updates were made then and must not be made twice."""
+    return recomputing()
 
 
 def _leaves(values: Any) -> list:

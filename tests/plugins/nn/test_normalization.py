@@ -81,6 +81,19 @@ def test_one_update_per_derivative_and_the_gradient(backend):
     np.testing.assert_allclose(g[0].weight, want[0].weight, rtol=1e-9, atol=1e-12)
 
 
+def test_checkpoint_updates_the_running_stats_once():
+    # checkpoint runs the forward again for the backward pass: that recomputation must not update the
+    # running statistics a second time (it did: num_batches_tracked 2, momentum applied twice)
+    bn, plain = BatchNorm1d(3, dtype=np.float64), BatchNorm1d(3, dtype=np.float64)
+    _, g = adcore.value_and_grad(adcore.checkpoint(_loss), argnums=(0, 1))(bn, X)
+    _, want = adcore.value_and_grad(_loss, argnums=(0, 1))(plain, X)
+    assert bn.num_batches_tracked == 1
+    np.testing.assert_array_equal(bn.running_mean, plain.running_mean)
+    np.testing.assert_array_equal(bn.running_var, plain.running_var)
+    np.testing.assert_allclose(g[1], want[1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(g[0].weight, want[0].weight, rtol=1e-12, atol=1e-14)
+
+
 def test_numeric_refuses_the_update_and_works_in_eval():
     bn = BatchNorm1d(3, dtype=np.float64)
     with pytest.raises(UnsupportedByBackendError, match=r"BatchNorm1d.*numeric.*eval\(\)"):
