@@ -214,6 +214,10 @@ class LayerNorm(Module):
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (int(normalized_shape),)
         self.normalized_shape = tuple(int(n) for n in normalized_shape)
+        if any(n < 0 for n in self.normalized_shape):
+            raise InvalidValueError(
+                f"LayerNorm: normalized_shape must hold non-negative sizes, got {self.normalized_shape}"
+            )
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         dt = float_dtype(dtype, "LayerNorm")

@@ -73,3 +73,28 @@ def test_scaling_equals_torch(dtype):
     np.testing.assert_array_equal(ours[ours != 0], (x * dtype(1 / 0.7))[ours != 0])
     np.testing.assert_array_equal(theirs[theirs != 0], (x * dtype(1 / 0.7))[theirs != 0])
     np.testing.assert_array_equal(torch.nn.Dropout(1.0)(torch.from_numpy(x)).numpy(), Dropout(1.0)(x))
+
+
+def test_gradient_is_the_output_mask_over_keep_probability():
+    """The pullback's gradient is the mask recovered from the output (out != 0) times 1 / (1 - p), exactly."""
+    drop = Dropout(0.25, generator=np.random.default_rng(7))
+    x = np.random.default_rng(1).uniform(1.0, 2.0, size=(50, 8))  # no zeros: out == 0 only where dropped
+    out, pullback = adcore.vjp(drop, x)
+    (g,) = pullback(np.ones_like(out))
+    kept = out != 0
+    assert 0 < kept.sum() < kept.size
+    np.testing.assert_array_equal(out, np.where(kept, x * (1 / 0.75), 0.0))
+    np.testing.assert_array_equal(g, np.where(kept, 1 / 0.75, 0.0))
+
+
+def test_chunked_forward_jacobian_refuses_and_checkpoint_is_a_typed_error():
+    """forward mode's Jacobian of a large input runs f once per chunk of tangents (one mask each); checkpoint
+    runs f again in the backward pass (another mask): both are typed errors, never a mixed-mask derivative."""
+    drop = Dropout(0.5, generator=np.random.default_rng(3))
+    big = np.ones(3000)
+    with pytest.raises(UnsupportedByBackendError, match="Dropout.*forward"):
+        adcore.jacobian(drop, backend="forward")(big)
+    with pytest.raises(adcore.AdcoreError):
+        adcore.grad(lambda x: adcore.checkpoint(drop)(x).sum())(X)
+    g = adcore.grad(lambda x: drop(x).sum())(X)  # the next call works
+    assert set(np.unique(g)) <= {0.0, 2.0}

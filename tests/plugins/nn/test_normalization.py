@@ -194,3 +194,21 @@ def test_layer_norm_equals_torch(dtype):
     np.testing.assert_allclose(g_model.weight, theirs.weight.grad.numpy(), **TOL[dtype])
     np.testing.assert_allclose(g_model.bias, theirs.bias.grad.numpy(), **TOL[dtype])
     assert repr(ours) == repr(theirs).replace("torch.", "")
+
+
+def test_layer_norm_negative_shape_is_a_typed_error():
+    with pytest.raises(InvalidValueError, match="LayerNorm.*normalized_shape"):
+        LayerNorm(-1)
+
+
+def test_eval_mode_under_vmap_and_chunked_forward_refusal():
+    bn = BatchNorm1d(3, dtype=np.float64)
+    big = np.random.default_rng(2).normal(size=(1000, 3))  # forward mode's Jacobian runs f per chunk here
+    with pytest.raises(UnsupportedByBackendError, match="BatchNorm1d.*forward"):
+        adcore.jacobian(bn, backend="forward")(big)
+    assert bn.num_batches_tracked == 0
+    np.testing.assert_array_equal(bn.running_mean, np.zeros(3))
+    bn.eval()  # the running statistics: no update, so vmap is fine
+    out = adcore.vmap(bn)(np.stack([X, X + 1]))
+    np.testing.assert_allclose(out[1], (X + 1) / np.sqrt(1 + 1e-5), rtol=1e-12)
+    assert bn.num_batches_tracked == 0
