@@ -5,7 +5,8 @@ by 1 / (1 - p), as torch; p = 1 gives zeros; eval mode is the identity. The mask
 the call, so reverse, forward, source and symbolic differentiate the function with that mask.
 Refused (UnsupportedByBackendError) where one mask cannot be right: a backend that evaluates f
 several times for one derivative (numeric: every evaluation would draw another mask, the
-derivative of no function), and adcore.vmap (one draw for all examples; torch.func refuses too).
+derivative of no function), adcore.vmap (one draw for all examples; torch.func refuses too), and
+sparsity detection (the pattern of one mask would be reused for calls drawing other masks).
 """
 
 from __future__ import annotations
@@ -21,6 +22,15 @@ from adcore_nn import evaluation, init
 from adcore_nn.module import Module
 
 __all__ = ["Dropout"]
+
+
+def _pattern_detected(input: Any) -> bool:
+    """Whether adcore's sparsity detection traces the input (through any vmap or derivative around it)."""
+    while isinstance(input, Tracer):
+        if evaluation._trace_backend(input._trace) == "sparsity":
+            return True
+        input = input.value
+    return False
 
 
 class Dropout(Module):
@@ -61,6 +71,12 @@ class Dropout(Module):
             raise UnsupportedByBackendError(
                 "Dropout: under adcore.vmap one mask would be drawn for every example alike (torch.func "
                 "refuses it too); call model.eval(), or apply the model to the whole batch without vmap"
+            )
+        if _pattern_detected(input):
+            raise UnsupportedByBackendError(
+                "Dropout: a sparsity pattern detected in train mode holds one mask's zeros only, and a "
+                "Jacobian prepared with it would miss the entries the next masks keep; call model.eval() "
+                "before detecting the pattern (or adcore.prepare_jacobian)"
             )
         rng = self.generator if self.generator is not None else init.default_generator()
         keep = rng.random(np.shape(input)) >= self.p

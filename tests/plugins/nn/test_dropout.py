@@ -98,3 +98,16 @@ def test_chunked_forward_jacobian_refuses_and_checkpoint_is_a_typed_error():
         adcore.grad(lambda x: adcore.checkpoint(drop)(x).sum())(X)
     g = adcore.grad(lambda x: drop(x).sum())(X)  # the next call works
     assert set(np.unique(g)) <= {0.0, 2.0}
+
+
+def test_sparsity_detection_refuses_in_train_mode():
+    """A pattern detected with one mask, reused by prepare_jacobian for calls with other masks, would miss
+    entries silently: refused; in eval mode the pattern is the identity's."""
+    drop = Dropout(0.5, generator=np.random.default_rng(0))
+    x = np.ones(30)
+    with pytest.raises(UnsupportedByBackendError, match="Dropout.*sparsity"):
+        adcore.prepare_jacobian(drop, x)
+    with pytest.raises(UnsupportedByBackendError, match="Dropout.*sparsity"):
+        adcore.jacobian_sparsity(drop)(x)
+    drop.eval()
+    assert adcore.jacobian_sparsity(drop)(x).nnz == 30
