@@ -2,11 +2,11 @@
 
 In train mode each call draws one mask (keep with probability 1 - p) and scales the kept values
 by 1 / (1 - p), as torch; p = 1 gives zeros; eval mode is the identity. The mask is a constant of
-the call, so reverse, forward, source and symbolic differentiate the function with that mask.
+the call, so reverse and forward (one evaluation) differentiate the function with that mask.
 Refused (UnsupportedByBackendError) where one mask cannot be right: a backend that evaluates f
 several times for one derivative (numeric: every evaluation would draw another mask, the
 derivative of no function), adcore.vmap (one draw for all examples; torch.func refuses too), and
-sparsity detection (the pattern of one mask would be reused for calls drawing other masks).
+sparsity detection and symbolic (both record f once and reuse the record: one mask for every call).
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ from adcore_nn.module import Module
 __all__ = ["Dropout"]
 
 
-def _pattern_detected(input: Any) -> bool:
-    """Whether adcore's sparsity detection traces the input (through any vmap or derivative around it)."""
+def _recording_backend(input: Any) -> str | None:
+    """The backend that records the input's ops once and reuses the record for later calls (sparsity
+    detection's pattern, symbolic's cached expression), so one mask would be reused; or None."""
     while isinstance(input, Tracer):
-        if evaluation._trace_backend(input._trace) == "sparsity":
-            return True
+        backend = evaluation._trace_backend(input._trace)
+        if backend in ("sparsity", "symbolic"):
+            return backend
         input = input.value
-    return False
+    return None
 
 
 class Dropout(Module):
@@ -72,11 +74,13 @@ class Dropout(Module):
                 "Dropout: under adcore.vmap one mask would be drawn for every example alike (torch.func "
                 "refuses it too); call model.eval(), or apply the model to the whole batch without vmap"
             )
-        if _pattern_detected(input):
+        recorder = _recording_backend(input)
+        if recorder is not None:
             raise UnsupportedByBackendError(
-                "Dropout: a sparsity pattern detected in train mode holds one mask's zeros only, and a "
-                "Jacobian prepared with it would miss the entries the next masks keep; call model.eval() "
-                "before detecting the pattern (or adcore.prepare_jacobian)"
+                f"Dropout: backend {recorder!r} records the function once and reuses the record for later "
+                "calls (a sparsity pattern, a symbolic derivative), so one mask would serve every call and "
+                "a pattern would miss the entries the next masks keep; call model.eval() or use "
+                "backend='reverse'"
             )
         rng = self.generator if self.generator is not None else init.default_generator()
         keep = rng.random(np.shape(input)) >= self.p

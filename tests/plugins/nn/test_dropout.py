@@ -111,3 +111,13 @@ def test_sparsity_detection_refuses_in_train_mode():
         adcore.jacobian_sparsity(drop)(x)
     drop.eval()
     assert adcore.jacobian_sparsity(drop)(x).nnz == 30
+
+
+def test_symbolic_refuses_in_train_mode():
+    """symbolic caches the derivative it built from the first call: its mask would serve every later call."""
+    drop = Dropout(0.5, generator=np.random.default_rng(0))
+    grad = adcore.grad(lambda x: drop(x).sum(), backend="symbolic")
+    with pytest.raises(UnsupportedByBackendError, match="Dropout.*symbolic"):
+        grad(X)
+    drop.eval()
+    np.testing.assert_array_equal(grad(X), np.ones_like(X))
