@@ -126,7 +126,16 @@ def map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """f applied to each leaf of `tree` (and the leaves at the same places in `rest`)."""
     import optree
 
-    return optree.tree_map(f, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)
+    try:
+        return optree.tree_map(f, tree, *rest, none_is_leaf=False, namespace=NAMESPACE)
+    except ValueError as e:  # optree's: the trees' structures differ (f's own errors pass through)
+        if rest and any(structure(other) != structure(tree) for other in rest):
+            raise InvalidValueError(
+                f"adcore.tree.map: the trees do not have one structure ({e}); give trees with the "
+                "same containers, keys and registered nodes (two models: map over dicts of their "
+                "parameters, e.g. dict(model.named_parameters()))"
+            ) from e
+        raise
 
 
 def children(tree: Any) -> tuple[list, tuple]:

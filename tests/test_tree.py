@@ -11,7 +11,7 @@ import pytest
 
 import adcore
 from adcore import tree
-from adcore.errors import InvalidInputError
+from adcore.errors import InvalidInputError, InvalidValueError
 
 Point = namedtuple("Point", "x y")
 
@@ -134,3 +134,10 @@ def test_an_int_leaf_of_the_two_item_form_is_a_typed_error_naming_its_position(b
     assert (grad.w, grad.b) == (12.0, 4.0)
     with pytest.raises(InvalidInputError, match=r"argument 0\[<child 0>\] is str"):
         adcore.grad(lambda p: p.b, backend=backend)(Pair("w", 3.0))
+
+
+def test_map_over_trees_of_other_structures_is_a_typed_error():
+    with pytest.raises(InvalidValueError, match=r"adcore.tree.map: the trees do not have one structure"):
+        tree.map(lambda x, y: x + y, {"a": 1.0}, {"b": 2.0})
+    with pytest.raises(ValueError, match="f's own"):  # an error of f itself is f's, untouched
+        tree.map(lambda x: (_ for _ in ()).throw(ValueError("f's own")), {"a": 1.0})
