@@ -87,6 +87,11 @@ class Dropout(Module):
         scale = 0.0 if self.p == 1 else 1.0 / (1.0 - self.p)
         mask = (keep * scale).astype(dtype)
         if self.inplace and isinstance(input, np.ndarray) and not isinstance(input, Tracer):
+            if not input.flags.writeable:
+                raise InvalidValueError(
+                    "Dropout(inplace=True): the input array is read-only; pass a writeable array or "
+                    "use inplace=False"
+                )
             return np.multiply(input, mask, out=input)
         return input * mask
 

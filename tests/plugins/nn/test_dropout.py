@@ -36,6 +36,11 @@ def test_bad_arguments():
         Dropout(generator=np.random.RandomState(0))
     with pytest.raises(InvalidInputError, match="Dropout"):
         Dropout()(np.arange(3))
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(InvalidValueError, match=r"Dropout\(inplace=True\): the input array is read-only"):
+        Dropout(inplace=True)(frozen)
+    np.testing.assert_array_equal(frozen, X)
 
 
 def _squares(x, drop):

@@ -141,8 +141,11 @@ def random_split(
             sizes[i % len(sizes)] += 1
         lengths = sizes
     if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 0 for x in lengths):
+        fractions = all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in lengths)
         raise InvalidValueError(
-            f"random_split: lengths must be non-negative ints or fractions, got {lengths}"
+            f"random_split: fractions must sum to 1, got {lengths} (sum {sum(lengths)})"
+            if fractions and all(x >= 0 for x in lengths)
+            else f"random_split: lengths must be non-negative ints or fractions, got {lengths}"
         )
     if sum(lengths) != n:
         raise InvalidValueError(

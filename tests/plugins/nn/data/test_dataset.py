@@ -120,6 +120,8 @@ def test_random_split_refuses_wrong_lengths():
         random_split(Squares(5), [2, 2], generator=np.random.default_rng(0))
     with pytest.raises(InvalidValueError, match="non-negative"):
         random_split(Squares(5), [6, -1], generator=np.random.default_rng(0))
+    with pytest.raises(InvalidValueError, match=r"fractions must sum to 1, got \[0.5, 0.3\]"):
+        random_split(Squares(5), [0.5, 0.3], generator=np.random.default_rng(0))
 
 
 def test_torch_agrees_on_concat_and_subset_and_split_sizes():
