@@ -41,7 +41,7 @@ def functional_call(
             f"{me}: {unknown} name no parameter or buffer of the module (it has {sorted(names)})"
         )
     if tie_weights:
-        given = _tied(module, given, me)
+        given = _tied(names, given, me)
     if strict and (missing := sorted(k for k in names if k not in given)):
         raise InvalidValueError(f"{me}: strict=True and no value was given for {missing}")
     args = () if args is None else args if isinstance(args, tuple) else (args,)
@@ -72,10 +72,9 @@ def _registered_names(module: Module) -> dict[str, int]:
     return names
 
 
-def _tied(module: Module, given: dict[str, Any], me: str) -> dict[str, Any]:
+def _tied(names: dict[str, int], given: dict[str, Any], me: str) -> dict[str, Any]:
     """`given` with each replaced array's other names added; two different values for one tied
     array are an error."""
-    names = _registered_names(module)
     by_array: dict[int, tuple[str, Any]] = {}
     for key, value in given.items():
         first = by_array.setdefault(names[key], (key, value))
