@@ -75,18 +75,23 @@ def test_pooling_gradients_match_central_differences(op, params, backend):
     )
 
 
+# every kernel op agreeing on every column in both dtypes is tests/conformance/test_engine.py's
+# full report (a kernel subject may not be unsupported anywhere there); here the command itself
+POOL_OPS = ["max_pool2d", "avg_pool2d"]
+
+
 @pytest.mark.slow
-def test_the_conformance_suite_finds_every_kernel_op_agreeing_on_every_backend():
-    # as the command line runs it, in a fresh process (a plugin's subjects are one batch for one
-    # process, so the kernel ops run in this one; the full run forks a worker for them)
-    command = ["adcore", "conformance", *(f"--op={op}" for op in KERNEL_OPS), "--jobs=2", "--format=json"]
+def test_the_conformance_command_finds_the_pooling_ops_agreeing_on_every_backend():
+    # as the command line runs it, in a fresh process: the plugin's numba kernels compiled or loaded there
+    assert set(POOL_OPS) <= set(KERNEL_OPS)
+    command = ["adcore", "conformance", *(f"--op={op}" for op in POOL_OPS), "--jobs=1", "--format=json"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     report = json.loads(result.stdout)
     failures = [c for c in report["cells"] if c["status"] != "agrees"]
     assert result.returncode == 0 and report["ok"] and not failures, failures or result.stderr
-    assert {c["subject"] for c in report["cells"]} == set(KERNEL_OPS)
+    assert {c["subject"] for c in report["cells"]} == set(POOL_OPS)
     columns = abilities.columns(adcore.backends())  # a backend with variants is a column per variant
-    assert len(report["cells"]) == len(KERNEL_OPS) * len(columns) * 2  # every column, both dtypes
+    assert len(report["cells"]) == len(POOL_OPS) * len(columns) * 2  # every column, both dtypes
     assert all(c["checks"] > 0 for c in report["cells"])
 
 
