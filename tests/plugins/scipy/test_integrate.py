@@ -1,8 +1,8 @@
 """adcore_scipy.integrate.odeint: SciPy's values; a damped oscillator's loss gradients by the adjoint
 (reverse) against forward sensitivities, finite differences (numeric) and the closed-form solution
 (differentiated by Richardson differences of its values); derivatives in every time of t; memory of the adjoint flat in the number
-of outputs (tracemalloc); second order on every pair of backends; the refusals; the conformance
-suite; scipy imported only when the op runs."""
+of outputs (tracemalloc); second order on every pair of backends; the refusals; scipy imported only when the op
+runs (its conformance: tests/conformance/test_engine.py's full report)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from adcore_scipy.integrate import odeint
 
 import adcore
 import adcore.numpy as anp
-from adcore.conformance import run
 from adcore.errors import (
     AdcoreError,
     InvalidInputError,
@@ -227,13 +226,8 @@ def test_refusals_are_typed():
 # --- conformance, lazy scipy ----------------------------------------------------------------------
 
 
-def test_the_conformance_suite_finds_odeint_agreeing_on_the_rule_backends_and_numeric():
-    report = run(ops=["odeint"], cases=["odeint_oscillator_loss"], dtypes=["float64"])
-    failures = [(c.subject, c.backend, c.dtype, c.message) for c in report.cells if c.failed]
-    assert report.ok, failures
-    agreeing = {(c.subject, c.backend) for c in report.cells if c.status == "agrees"}
-    for subject in ("odeint", "odeint_oscillator_loss"):
-        assert {(subject, b) for b in [*RULE_BACKENDS, "numeric"]} <= agreeing
+# odeint and odeint_oscillator_loss agreeing on reverse, forward and numeric (every column but
+# symbolic, in both real dtypes) is tests/conformance/test_engine.py's full report, one item a subject
 
 
 def test_importing_the_module_and_loading_the_registry_imports_no_scipy():
