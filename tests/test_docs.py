@@ -1,9 +1,9 @@
 """The docs site builds with no warning, and the code blocks of every docs page run as written.
 
-Each page's ```python blocks run in order in one fresh process (a script in a temporary
-directory, each block at its own line of the page, so a traceback's line is the page's), so
-pages cannot leak state (registered plugins) into each other or into pytest. A block with a
-title (```python title="pkg/mod.py"```) shows a file: it is written there first, not run.
+Each ```python block runs alone in a fresh process, as a new user pasting it would (tests/code_blocks.py):
+it imports and defines what it uses, and cannot leak state (registered plugins) into other blocks or
+into pytest. A block with a title (```python title="pkg/mod.py"```) shows a file: it is written there
+for the blocks after it, not run.
 ```bash blocks: the `adcore` commands run, `pip install` lines must name what exists here.
 """
 
@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import html
 import inspect
-import os
 import re
 import shlex
-import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from code_blocks import Block, run, run_alone
+from code_blocks import blocks as file_blocks
 
 import adcore
 from adcore import hookspecs
@@ -44,58 +43,91 @@ RUN_ELSEWHERE = {
 NOT_RUN = {
     ("check-grads.md", "adcore.check_grads(f, args, order=2,"): "a signature, not a call",
 }
-# What the pages' print calls must print (their `# comments` say so), a few per page.
+# What a block's print calls must print (its `# comments` say so), by block (page:n, the page's n-th
+# python block), a few per page.
 PRINTED = {
-    "index.md": [
+    "index.md:1": [
         "[0.         1.38177329 0.07700375]",  # sin x + x cos x at 0, 1, 2
         "(3, 3)\n[[1.0, 0.0], [0.0, 1.0]]",
+    ],
+    "index.md:2": [
         "forward [-0.010974 -0.171783  0.009198]\nnumeric [-0.010974 -0.171783  0.009198]",
         "reverse [-0.010974 -0.171783  0.009198]\nsource [-0.010974 -0.171783  0.009198]\n"
         "sparsity [1. 1. 1.]\nsymbolic [-0.010974 -0.171783  0.009198]",
-        "TracerConversionError",
     ],
-    "backends.md": [
+    "index.md:3": ["TracerConversionError"],
+    "backends.md:1": [
         "forward (array(5.5), array(1.71633781))\nnumeric (array(5.5), array(1.71633781))\n"
         "reverse (array(5.5), array(1.71633781))\nsource (array(5.5), array(1.71633781))\n"
         "sparsity (array(1.), array(1.))\n"
         "symbolic (array(5.5), array(1.71633781))",  # sparsity: a dependency pattern
-        "(array([1., 1., 1.]),)\n(100, 3)\n5.5\nTrue\n(x2 + 1/x1, x1 - cos(x2))\n",
+    ],
+    "backends.md:2": ["(array([1., 1., 1.]),)\n"],
+    "backends.md:3": ["(100, 3)\n5.5\n"],
+    "backends.md:4": ["True\n"],
+    "backends.md:5": ["(x2 + 1/x1, x1 - cos(x2))\n"],
+    "backends.md:6": [
         "-0.25 -0.9589242746631385\nreverse reverse -0.9589242746631385\nsymbolic forward -0.9589242746631385",
         "reverse numeric -0.95892427",  # numeric's outer derivative, to about 1e-10
-        "\n12.0\nInvalidInputError",
+        "\n12.0\n",
     ],
-    "custom-rules.md": ["[1. 1. 1.]\n[5. 5. 5.]\n1.0\n1.0\n"],  # the clipping rule, the body; log1pexp's rule
-    "vmap.md": [
-        "(8, 3, 2) (8, 2)\nTrue",
-        "VmapFallbackWarning",
-        "[0.5 1. ]",
-        "True\n(3, 4, 4)",
-    ],  # a doc op's rule
-    "source.md": [
-        "(array(0.92860417), array(1.47024732), array(1.54245301))\n" * 2,  # the source backend, the tape
-        "[0.16666667 0.5        1.         0.83333333 0.5       ]",  # in-place writes
-        "SourceTransformError the source transformation cannot take try/except",
+    "backends.md:7": ["InvalidInputError"],
+    "architecture.md:1": ["[1.  0.8]\n[1.  0.8]\n"],  # arcsinh' on reverse and forward
+    "complex.md:1": ["(6-8j)\n"],  # grad |z|^2 = 2 conj(z)
+    "complex.md:2": ["(1+1j)\n"],  # descent along the conjugate
+    "complex.md:3": ["(-1.1312043837568135+2.4717266720048188j)\nNotHolomorphicError\n"],
+    "complex.md:4": ["complex128\n"],
+    "complex.md:5": ["(-0.5-11j) (7.5-15j)\n"],  # jvp and vjp of a non-holomorphic f
+    "complex.md:7": ["complex128\nInvalidValueError\n"],  # svd: phase-free, then phase-dependent
+    "complex.md:8": [
+        "InvalidOutputError\nInvalidOutputError\nComplexValueError\nUnsupportedByBackendError\nSymbolicComplexError\n"
     ],
-    "pytrees.md": ["(3, 4) float64 ()", "ndarray (5, 4) train"],
-    "nn.md": [  # a model-shaped gradient, names and keys, backends agree, functional_call, hooks (pytorch#598's case)
-        "Sequential (8, 4)\nndarray float32\n['scale', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']\n"
-        "['scale', 'calls', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']\nTrue\n[(8, 4), (8,), (3, 8), (3,)]\n"
-        "forward True\nsymbolic True\nsource True\n['0.bias', '0.weight', '2.bias', '2.weight']\nTrue\nTrue\n2 True\n",
-        "(array([3., 4.]), array([1., 2.]), array([1., 1.]))\n[6. 8.]\nUnsupportedByBackendError\nTrue\nTrue",
+    "kernels.md:5": ["[1. 1. 1.] [-1.]\n0.95\n"],  # OneCycleLR over two param groups
+    "custom-rules.md:1": ["[1. 1. 1.]\n[5. 5. 5.]\n"],  # the clipping rule, the body
+    "custom-rules.md:2": ["1.0\n1.0\n"],  # log1pexp's rule
+    "vmap.md:2": ["(8, 3, 2) (8, 2)\nTrue"],
+    "vmap.md:5": ["VmapFallbackWarning"],
+    "vmap.md:8": ["[0.5 1. ]"],  # a doc op's rule
+    "vmap.md:9": ["True\n(3, 4, 4)"],
+    "source.md:1": [
+        "(array(0.92860417), array(1.47024732), array(1.54245301))\n" * 2
+    ],  # the source backend, the tape
+    "source.md:5": ["[0.16666667 0.5        1.         0.83333333 0.5       ]"],  # in-place writes
+    "source.md:6": ["SourceTransformError the source transformation cannot take try/except"],
+    "pytrees.md:1": ["(3, 4) float64 ()"],
+    "pytrees.md:2": ["ndarray (5, 4) train"],
+    # nn.md: a model-shaped gradient, names and keys, backends agree, functional_call, hooks (pytorch#598's case)
+    "nn.md:1": ["Sequential (8, 4)\nndarray float32\n"],
+    "nn.md:2": [
+        "['scale', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']\n"
+        "['scale', 'calls', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']\n"
     ],
-    "data.md": [  # batches, a split, collation, SerializedList, the same batches with 2 workers, a worker's error
-        "3\n(4, 2) (4,) float32 int64\n(4, 2) (4,) float32 int64\n(2, 2) (2,) float32 int64\n8 2\n",
-        "(4, 2, 2) [3 3 3 3] ['a', 'a', 'a', 'a']\n1000 {'id': 7, 'text': 'item 7'}\nTrue\nKeyError 'no item 5'",
+    "nn.md:3": ["True\n[(8, 4), (8,), (3, 8), (3,)]\n"],
+    "nn.md:4": ["forward True\nsymbolic True\nsource True\n"],
+    "nn.md:5": ["['0.bias', '0.weight', '2.bias', '2.weight']\n"],
+    "nn.md:6": ["True\nTrue\n"],
+    "nn.md:7": ["2 True\n"],
+    "nn.md:8": ["(array([3., 4.]), array([1., 2.]), array([1., 1.]))\n[6. 8.]\nUnsupportedByBackendError\n"],
+    "nn.md:9": ["True"],
+    "nn.md:10": ["True"],
+    # data.md: batches, a split, collation, SerializedList, the same batches with 2 workers, a worker's error
+    "data.md:1": ["3\n(4, 2) (4,) float32 int64\n(4, 2) (4,) float32 int64\n(2, 2) (2,) float32 int64\n"],
+    "data.md:2": ["8 2\n"],
+    "data.md:3": ["(4, 2, 2) [3 3 3 3] ['a', 'a', 'a', 'a']\n"],
+    "data.md:4": ["1000 {'id': 7, 'text': 'item 7'}\n"],
+    "data.md:5": ["True\n"],
+    "data.md:6": ["KeyError 'no item 5'"],
+    "symbolic.md:1": ["-0.11079377 -0.17937937]", "S0 (-exp(-x)*sin(x) + exp(-x)*cos(x),)"],
+    "numeric.md:1": ["richardson 4.053427893898627\ncomplex 4.053427893898621"],
+    "numeric.md:2": [
+        "4.053427893898627 2.5716299171720296e-12\n4.497780053946161 4.053427894005876 1.5515073271629374e-09"
     ],
-    "symbolic.md": ["-0.11079377 -0.17937937]", "S0 (-exp(-x)*sin(x) + exp(-x)*cos(x),)"],
-    "numeric.md": [
-        "richardson 4.053427893898627\ncomplex 4.053427893898621",
-        "4.053427893898627 2.5716299171720296e-12\n4.497780053946161 4.053427894005876 1.5515073271629374e-09",
-        "Estimate(derivative=array(20.), error=array(1.62652501e-11))",  # log'(0.05), steps below 0 skipped
-        "36.462854262572534",  # on a Dask cluster, the same bits as without it
-        "0.5 0.0",  # relu'(0): numeric's central difference, the convention
-    ],
-    "check-grads.md": [  # the report, as the page shows it
+    "numeric.md:3": [
+        "Estimate(derivative=array(20.), error=array(1.62652501e-11))"
+    ],  # log'(0.05), steps below 0 skipped
+    "numeric.md:6": ["36.462854262572534"],  # on a Dask cluster, the same bits as without it
+    "numeric.md:7": ["0.5 0.0"],  # relu'(0): numeric's central difference, the convention
+    "check-grads.md:2": [  # the report, as the page shows it
         "forward: jacobian, jvp, second by forward, second by reverse\n"
         "numeric: jacobian, second, numeric over numeric\n"
         "reverse: jacobian, vjp, second by forward, second by reverse\n"
@@ -107,45 +139,9 @@ PRINTED = {
 }
 
 
-@dataclass(frozen=True)
-class Block:
-    page: str
-    line: int  # the line of the block's first line of code in the page
-    lang: str
-    title: str
-    code: str
-
-    @property
-    def first_line(self) -> str:
-        return self.code.lstrip("\n").partition("\n")[0]
-
-
-FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<info>.*)$")
-
-
 def blocks(page: str) -> list[Block]:
-    """The fenced blocks of a page, indented ones (in a list item) dedented."""
-    lines = (DOCS / page).read_text().splitlines()
-    found, i = [], 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        i += 1
-        if not m:
-            continue
-        indent = len(m["indent"])
-        start, close = i, re.compile(rf"^ {{{indent}}}```\s*$")
-        while not close.match(lines[i]):
-            i += 1
-        title = re.search(r'title="([^"]+)"', m["info"])
-        code = "\n".join(line[indent:] for line in lines[start:i]) + "\n"
-        found.append(Block(page, start + 1, m["lang"], title[1] if title else "", code))
-        i += 1
-    return found
-
-
-def run(cmd: list[str] | str, cwd: Path, **kw) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MPLBACKEND": "Agg", "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, **kw)
+    """The fenced blocks of docs/page."""
+    return file_blocks(DOCS, page)
 
 
 def test_every_fenced_block_has_a_language():
@@ -178,23 +174,16 @@ def test_mkdocs_build_strict_passes_and_renders_the_docstrings(tmp_path):
             assert first_line in text, f"{obj.__qualname__}'s docstring is not on {page}: {first_line!r}"
 
 
-def page_script(page: str, tmp_path: Path) -> str:
-    """The page's python blocks as one script, each at its own line; titled blocks written as files."""
-    lines: list[str] = []
-    for b in blocks(page):
-        if b.lang != "python" or any(p == page and b.first_line.startswith(f) for p, f in NOT_RUN):
-            continue
-        if b.title:
-            (tmp_path / b.title).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / b.title).write_text(b.code)
-            continue
-        lines += [""] * (b.line - 1 - len(lines))
-        lines += b.code.splitlines()
-    return "\n".join(lines) + "\n"
+def runs_here(b: Block) -> bool:
+    """A python block this test runs: not a file's text (titled), not excused by NOT_RUN."""
+    excused = any(p == b.page and b.first_line.startswith(f) for p, f in NOT_RUN)
+    return b.lang == "python" and not b.title and not excused
 
 
-def python_pages() -> list[str]:
-    return [p for p in PAGES if p not in RUN_ELSEWHERE and any(b.lang == "python" for b in blocks(p))]
+def python_blocks() -> list:
+    """One param per python block run here, id page:n (the page's n-th python block)."""
+    pages = [p for p in PAGES if p not in RUN_ELSEWHERE]
+    return [pytest.param(b, id=b.id) for page in pages for b in blocks(page) if runs_here(b)]
 
 
 @pytest.mark.parametrize("page", RUN_ELSEWHERE)
@@ -204,16 +193,23 @@ def test_pages_not_run_here_are_run_by_their_test(page):
     )
 
 
-@pytest.mark.parametrize("page", python_pages())
-def test_python_blocks_run_and_print_what_they_say(page, tmp_path):
-    script = tmp_path / f"docs_{Path(page).stem.replace('-', '_')}.py"
-    script.write_text(page_script(page, tmp_path))
-    result = run([sys.executable, script.name], tmp_path)
+@pytest.mark.parametrize("block", python_blocks())
+def test_python_block_runs_alone_and_prints_what_it_says(block: Block, tmp_path):
+    result = run_alone(block, blocks(block.page), tmp_path)
     assert result.returncode == 0, (
-        f"docs/{page} (the script's line numbers are the page's):\n{result.stderr[-4000:]}"
+        f"docs/{block.page}'s block at line {block.line}, run alone in a fresh interpreter "
+        f"(the script's line numbers are the page's):\n{result.stderr[-4000:]}"
     )
-    for expected in PRINTED.get(page, []):
-        assert expected in result.stdout, f"docs/{page}: {expected!r} not printed:\n{result.stdout}"
+    for expected in PRINTED.get(block.id, []):
+        assert expected in result.stdout, (
+            f"docs/{block.page}:{block.line}: {expected!r} not printed:\n{result.stdout}"
+        )
+
+
+def test_every_printed_expectation_names_a_block_run_here():
+    # an expectation whose block was moved, merged or excused would check nothing: keep PRINTED honest
+    ids = {param.id for param in python_blocks()}
+    assert not set(PRINTED) - ids, f"PRINTED names blocks not run here: {sorted(set(PRINTED) - ids)}"
 
 
 def test_not_run_blocks_exist():

@@ -1,44 +1,73 @@
-"""The README's Python examples run as written and print what their comments say."""
+"""The README's Python examples run as written, each alone in a fresh interpreter, and print what their
+comments say; its Quickstart is the two commands CI runs."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 from pathlib import Path
 
+import pytest
+from code_blocks import Block, blocks, run_alone
+
 README = Path(__file__).resolve().parents[1] / "README.md"
+PYTHON_BLOCKS = [b for b in blocks(README.parent, README.name) if b.lang == "python"]
 
-
-def test_readme_examples_run_and_print_the_commented_values():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert len(blocks) >= 2
-    namespace: dict = {}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        for block in blocks:
-            exec(compile(block, str(README), "exec"), namespace)
-    printed = out.getvalue()
-    # the seed example's gradient, the eager Tensor gradients, the jvp's value and tangent
-    for expected in ["(array(5.5), array(1.71633781))", "500.0 1000.0", "11.652071455223084", "array(5.5)"]:
-        assert expected in printed, f"{expected!r} not in README output:\n{printed}"
-    # the Hessian of the seed example: d2f/dx1^2 = -1/x1^2, mixed = 1, d2f/dx2^2 = sin(x2)
-    assert "array(-0.25)" in printed and "array(-0.95892427)" in printed
+# What each block's print calls must print, by block (README.md:n, the n-th python block).
+PRINTED = {
+    # the seed example's gradient, the jvp's value and tangent, its Hessian (d2f/dx1^2 = -1/x1^2, mixed = 1,
+    # d2f/dx2^2 = sin(x2)), vmap of grad: 3 w**2 for each row
+    "README.md:1": [
+        "(array(5.5), array(1.71633781))",
+        "11.652071455223084",
+        "array(5.5)",
+        "array(-0.25)",
+        "array(-0.95892427)",
+        "[[ 3. 12.]\n [27. 48.]]",
+    ],
     # pytrees with has_aux, hvp of sum(v**4) at ones (12 v^2), a custom_jvp rule where the body overflows
-    assert "['b', 'w'] (3,)" in printed and "[12. 12.]" in printed and "1.0 1.0" in printed
+    "README.md:2": ["['b', 'w'] (3,)", "[12. 12.]", "1.0 1.0"],
     # plain NumPy linear algebra: the GP NLML's gradient (torch: -0.1654, 0.4729, 1.5823), einsum
-    assert "[-0.165432  0.472937  1.582275]" in printed and "\n1.0\n" in printed
+    "README.md:3": ["[-0.165432  0.472937  1.582275]", "\n1.0\n"],
     # numeric: Richardson to about 14 digits with its error estimate, the complex step exact
-    assert "4.05342789389862" in printed and "4.053427893898621" in printed
+    "README.md:4": ["4.05342789389862", "4.053427893898621"],
     # symbolic: the seed's derivatives as expressions, and a loss over a million points
-    assert "(x2 + 1/x1, x1 - cos(x2))" in printed and "[-1.00000e-06 -9.99998e-07]" in printed
-    # complex (JAX's convention): grad |z|^2 = 2 conj(z), exp holomorphic; a fit through scipy.stats
-    assert "(6.000000000000001-8j)" in printed and "(0.5403023058681398+0.8414709848078965j)" in printed
-    assert "(array(-1.6), array(2.3))" in printed and "0.1554202632022" in printed
-    # vmap of grad: 3 w**2 for each row
-    assert "[[ 3. 12.]\n [27. 48.]]" in printed
+    "README.md:5": [
+        "(x2 + 1/x1, x1 - cos(x2))",
+        "(array(5.5), array(1.71633781))",
+        "[-1.00000e-06 -9.99998e-07]",
+    ],
+    # complex (JAX's convention): grad |z|^2 = 2 conj(z), exp holomorphic, an fft filter's gradient
+    "README.md:6": ["(6.000000000000001-8j)", "(0.5403023058681398+0.8414709848078965j)", "(64,)"],
+    # a fit through scipy.stats, SciPy's ufuncs as written
+    "README.md:7": ["(array(-1.6), array(2.3))", "0.1554202632022"],
+    # a sparse Jacobian from 3 JVP directions, the stencil's pattern
+    "README.md:8": ["csr_array (998, 1000) 2994", "[1 1 1 0 0]"],
+    # the eager Tensor gradients
+    "README.md:9": ["500.0 1000.0"],
+    "README.md:10": ["(4, 3, 3, 3)"],
     # adcore_nn: a model trained from a DataLoader's batches, its gradient shaped like the model
-    assert "Sequential (16, 3)" in printed
+    "README.md:11": ["Sequential (16, 3)"],
+}
+
+
+def test_every_printed_expectation_names_a_block():
+    assert len(PYTHON_BLOCKS) >= 2
+    assert not set(PRINTED) - {b.id for b in PYTHON_BLOCKS}, sorted(
+        set(PRINTED) - {b.id for b in PYTHON_BLOCKS}
+    )
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in PYTHON_BLOCKS])
+def test_readme_block_runs_alone_and_prints_the_commented_values(block: Block, tmp_path: Path):
+    result = run_alone(block, PYTHON_BLOCKS, tmp_path)
+    assert result.returncode == 0, (
+        f"README.md's block at line {block.line}, run alone in a fresh interpreter "
+        f"(the script's line numbers are the README's):\n{result.stderr[-4000:]}"
+    )
+    for expected in PRINTED.get(block.id, []):
+        assert expected in result.stdout, (
+            f"README.md:{block.line}: {expected!r} not printed:\n{result.stdout}"
+        )
 
 
 def quickstart_commands(readme: str) -> list[str]:

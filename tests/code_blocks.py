@@ -1,0 +1,85 @@
+"""The fenced code blocks of a Markdown file, and one python block run alone as a new user would paste it.
+
+A python block runs in a fresh process of its own (a script in a temporary directory, the block at its
+own line of the file, so a traceback's line is the file's): it cannot use a name another block defined,
+and cannot leak state (registered plugins) into other blocks or into pytest. A block with a title
+(```python title="pkg/mod.py"```) shows a file: it is written there for the blocks after it, not run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str  # the file's name, as ids and messages show it
+    line: int  # the line of the block's first line of code in the file
+    lang: str
+    title: str
+    code: str
+    number: int = 0  # a python block's place among the file's python blocks, from 1; 0 for other languages
+
+    @property
+    def first_line(self) -> str:
+        return self.code.lstrip("\n").partition("\n")[0]
+
+    @property
+    def id(self) -> str:
+        """`page:n`, the n-th python block of the page."""
+        return f"{self.page}:{self.number}"
+
+
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<info>.*)$")
+
+
+def blocks(folder: Path, page: str) -> list[Block]:
+    """The fenced blocks of folder/page, indented ones (in a list item) dedented."""
+    lines = (folder / page).read_text().splitlines()
+    found, i, number = [], 0, 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        indent = len(m["indent"])
+        start, close = i, re.compile(rf"^ {{{indent}}}```\s*$")
+        while not close.match(lines[i]):
+            i += 1
+        title = re.search(r'title="([^"]+)"', m["info"])
+        code = "\n".join(line[indent:] for line in lines[start:i]) + "\n"
+        number += m["lang"] == "python"
+        found.append(
+            Block(
+                page,
+                start + 1,
+                m["lang"],
+                title[1] if title else "",
+                code,
+                number if m["lang"] == "python" else 0,
+            )
+        )
+        i += 1
+    return found
+
+
+def run(cmd: list[str] | str, cwd: Path, **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MPLBACKEND": "Agg", "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, **kw)
+
+
+def run_alone(block: Block, page_blocks: list[Block], tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run a python block by itself in a fresh interpreter, after writing the titled blocks above it."""
+    for shown in page_blocks:
+        if shown.title and shown.line < block.line:
+            (tmp_path / shown.title).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / shown.title).write_text(shown.code)
+    stem = re.sub(r"\W", "_", Path(block.page).stem)
+    script = tmp_path / f"block_{stem}_{block.number}.py"  # a name no import can mean
+    script.write_text("\n" * (block.line - 1) + block.code)
+    return run([sys.executable, script.name], tmp_path)
