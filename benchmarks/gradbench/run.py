@@ -30,10 +30,13 @@ for _path in (HERE, HERE / "upstream" / "python" / "gradbench"):  # relay and th
         sys.path.insert(0, str(_path))
 
 import manual  # noqa: E402
+import on_dask  # noqa: E402 (Dask itself is imported only when a run uses it)
 import workloads  # noqa: E402
 from adcore_tool.backends import BACKENDS  # noqa: E402
 from adcore_tool.run import EVALS  # noqa: E402
 from relay import UPSTREAM_PYTHON, Exchange, Session, relay  # noqa: E402
+
+from adcore.errors import MissingDependencyError  # noqa: E402
 
 ADCORE_TOOLS = tuple(f"adcore-{name}" for name in BACKENDS)  # adcore_tool.backends' tools
 PEERS = {
@@ -328,14 +331,32 @@ def run(
     log_dir: Path | None = None,
     progress: Any = None,
     jobs: int = 1,
+    scheduler: str | None = None,
 ) -> list[Row]:
-    """Every eval against every tool, `jobs` at a time (each on its own core); the rows, in table order."""
+    """Every eval against every tool, `jobs` at a time (each on its own core) or on the Dask `scheduler`'s
+    workers (an address, or local:N); the rows, in table order."""
     pairs = [
         (eval_name, tool)
         for eval_name in evals
         for tool in tools
         if not quick or tool in workloads.QUICK_TOOLS.get(eval_name, tools)
     ]
+
+    def rows_reported(session: Session, seconds: float, where: str = "") -> list[Row]:
+        made = rows_of(session)
+        if progress is not None:
+            good = sum(row.validated for row in made)
+            on = f" on {where}" if where else ""
+            progress(f"{session.eval} × {session.tool}: {good}/{len(made)} validated, {seconds:.1f} s{on}")
+        return made
+
+    if scheduler is not None:
+        arguments = [(e, t, eval_arguments(e, quick, min_seconds)) for e, t in pairs]
+        by_pair = {
+            (session.eval, session.tool): rows_reported(session, seconds, where)
+            for session, where, seconds in on_dask.sessions(scheduler, arguments, timeout, log_dir)
+        }
+        return ordered([row for pair in pairs for row in by_pair[pair]], tools)
     free_cores = queue.SimpleQueue()
     for core in range(jobs):
         free_cores.put(core)
@@ -354,13 +375,7 @@ def run(
             free_cores.put(core)
             if log is not None:
                 log.close()
-        made = rows_of(session)
-        if progress is not None:
-            good = sum(row.validated for row in made)
-            progress(
-                f"{eval_name} × {tool}: {good}/{len(made)} validated, {time.perf_counter() - started:.1f} s"
-            )
-        return made
+        return rows_reported(session, time.perf_counter() - started)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         done = list(pool.map(lambda pair: run_one(*pair), pairs))
@@ -380,10 +395,19 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--jobs", type=int, help="eval × tool runs side by side, each on its own core (1; quick: the cores)"
     )
+    parser.add_argument(
+        "--scheduler",
+        type=on_dask.scheduler_address,
+        metavar="ADDRESS",
+        help="run on this Dask scheduler's workers, or on a new LocalCluster of N workers (local:N)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the rows as JSON")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="one GradBench log per eval × tool")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="gradient time per workload, per eval")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.scheduler is not None and args.jobs is not None:
+        parser.error("--scheduler and --jobs exclude each other: on Dask, each worker runs one eval × tool")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,24 +426,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         notes.append("--quick times one run of each function: first-call costs (JAX's compilation) are in it")
         notes.append("--quick runs saddle and particle on the backends their functions name (r, f)")
-    if jobs > 1:
+    if args.scheduler is not None:
+        notes.append(
+            f"on Dask ({args.scheduler}): one run per worker, each tool on its own core of its machine"
+        )
+    elif jobs > 1:
         notes.append(f"{jobs} runs side by side, each tool on its own core: times are not for comparison")
     try:
         manual.ensure_built()
-    except manual.ManualBuildError as error:
+        started = time.perf_counter()
+        rows = run(
+            args.evals,
+            tools,
+            quick=args.quick,
+            min_seconds=args.min_seconds,
+            timeout=args.timeout,
+            log_dir=args.log_dir,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            jobs=jobs,
+            scheduler=args.scheduler,
+        )
+    except (manual.ManualBuildError, MissingDependencyError) as error:  # on a Dask worker's host too
         console.print(f"[red]{error}[/]")
         return 2
-    started = time.perf_counter()
-    rows = run(
-        args.evals,
-        tools,
-        quick=args.quick,
-        min_seconds=args.min_seconds,
-        timeout=args.timeout,
-        log_dir=args.log_dir,
-        progress=lambda line: print(line, file=sys.stderr, flush=True),
-        jobs=jobs,
-    )
     wall_s = time.perf_counter() - started
     console.print(table(rows, notes))
     console.print(summary(rows, tools, wall_s))
