@@ -73,13 +73,29 @@ def run(cmd: list[str] | str, cwd: Path, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, **kw)
 
 
+def write_script(block: Block, folder: Path) -> Path:
+    """The block as a script in folder, at its own lines of the file, under a name no import can mean."""
+    stem = re.sub(r"\W", "_", Path(block.page).stem)
+    script = folder / f"block_{stem}_{block.number}.py"
+    script.write_text("\n" * (block.line - 1) + block.code)
+    return script
+
+
 def run_alone(block: Block, page_blocks: list[Block], tmp_path: Path) -> subprocess.CompletedProcess:
     """Run a python block by itself in a fresh interpreter, after writing the titled blocks above it."""
     for shown in page_blocks:
         if shown.title and shown.line < block.line:
             (tmp_path / shown.title).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / shown.title).write_text(shown.code)
-    stem = re.sub(r"\W", "_", Path(block.page).stem)
-    script = tmp_path / f"block_{stem}_{block.number}.py"  # a name no import can mean
-    script.write_text("\n" * (block.line - 1) + block.code)
-    return run([sys.executable, script.name], tmp_path)
+    return run([sys.executable, write_script(block, tmp_path).name], tmp_path)
+
+
+def undefined_names(python_blocks: list[Block], tmp_path: Path) -> list[str]:
+    """`page:n line L: Undefined name ...` for each name a block uses but neither defines nor imports,
+    in code the run does not reach too (a function never called): ruff's F821 over all blocks at once."""
+    scripts = {write_script(b, tmp_path).name: b.id for b in python_blocks}
+    cmd = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "F821"]
+    result = run([*cmd, "--output-format", "concise", *scripts], tmp_path)
+    assert result.returncode in (0, 1) and not result.stderr, result.stderr
+    found = re.findall(r"^(\S+\.py):(\d+):\d+: F821 (.*)$", result.stdout, flags=re.M)
+    return list(dict.fromkeys(f"{scripts[name]} line {line}: {message}" for name, line, message in found))

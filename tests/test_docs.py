@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from code_blocks import Block, run, run_alone
+from code_blocks import Block, run, run_alone, undefined_names
 from code_blocks import blocks as file_blocks
 
 import adcore
@@ -204,6 +204,12 @@ def test_python_block_runs_alone_and_prints_what_it_says(block: Block, tmp_path)
         assert expected in result.stdout, (
             f"docs/{block.page}:{block.line}: {expected!r} not printed:\n{result.stdout}"
         )
+
+
+def test_no_block_uses_a_name_it_does_not_define_or_import(tmp_path):
+    # the fresh process proves it for the code a block runs; this, for the code it only defines
+    found = undefined_names([param.values[0] for param in python_blocks()], tmp_path)
+    assert not found, "a block pasted alone would raise NameError:\n" + "\n".join(found)
 
 
 def test_every_printed_expectation_names_a_block_run_here():
