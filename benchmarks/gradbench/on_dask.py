@@ -83,6 +83,7 @@ def relay_on_worker(
 def connected(scheduler: str) -> Iterator[Any]:
     """A Client of the scheduler at ADDRESS, or of a new LocalCluster of N single-threaded workers (local:N)."""
     try:
+        import dask
         from distributed import Client, LocalCluster
     except ImportError as error:
         raise MissingDependencyError(
@@ -92,6 +93,7 @@ def connected(scheduler: str) -> Iterator[Any]:
     if scheduler.startswith("local:"):
         workers = int(scheduler.removeprefix("local:"))
         with (
+            dask.config.set({"distributed.scheduler.worker-saturation": 1.0}),  # see `sessions`
             LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
             ) as cluster,
@@ -120,11 +122,13 @@ def sessions(
     With `log_dir`, each run's GradBench log comes back with it and is written there, as the thread
     path writes it. A pair whose worker dies is rerun by Dask on another (up to its scheduler's
     allowed-failures); one that still cannot run comes back as a session whose error says why, so
-    it is a failed row, never a missing one.
+    it is a failed row, never a missing one. A worker's death counts against every pair Dask has
+    given it, run or not yet; local:N's worker-saturation of 1.0 keeps a long list of pairs queued on
+    the scheduler instead, so each worker holds only the pair it runs.
     """
-    from distributed import as_completed
-
     with connected(scheduler) as client:
+        from distributed import as_completed
+
         client.wait_for_workers(1)
         one_per_host = {info["host"]: address for address, info in client.scheduler_info()["workers"].items()}
         client.run(manual.ensure_built, workers=list(one_per_host.values()))

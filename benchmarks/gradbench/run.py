@@ -412,6 +412,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     args = parse_arguments(argv)
     console = Console(width=None if sys.stdout.isatty() else 180)
@@ -447,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             scheduler=args.scheduler,
         )
     except (manual.ManualBuildError, MissingDependencyError) as error:  # on a Dask worker's host too
-        console.print(f"[red]{error}[/]")
+        console.print(f"[red]{escape(str(error))}[/]")  # escaped: adcore[distributed] is not markup
         return 2
     wall_s = time.perf_counter() - started
     console.print(table(rows, notes))

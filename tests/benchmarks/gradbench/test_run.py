@@ -240,6 +240,23 @@ def test_main_writes_json_notes_missing_peers_and_fails_when_adcore_reverse_fail
     assert "jax-jacfwd: not installed (jax does not import)" in printed
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--scheduler", "local:2", "--jobs", "2"], "--scheduler and --jobs exclude each other"),
+        (["--scheduler", "local:0"], "local:N needs a positive number of workers"),
+        (["--scheduler", "local:two"], "local:N needs a positive number of workers"),
+    ],
+)
+def test_scheduler_with_jobs_or_without_a_worker_count_is_a_usage_error(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture
+) -> None:
+    with pytest.raises(SystemExit) as exit:
+        runner.parse_arguments(argv)
+    assert exit.value.code == 2 and says in capsys.readouterr().err
+    assert runner.parse_arguments(["--scheduler", "tcp://10.0.0.1:8786"]).scheduler == "tcp://10.0.0.1:8786"
+
+
 def test_plot_draws_one_panel_per_eval(tmp_path: Path) -> None:
     rows = [row("adcore-reverse", 4e-3), row("adcore-reverse", 9e-3, size="n=20"), row("pytorch", 2e-3)]
     rows.append(runner.Row("saddle", "adcore-reverse", "rr", True, gradient_s=0.5))
