@@ -1,15 +1,15 @@
 """GradBench's eval × tool runs as Dask tasks: one per single-threaded worker, each tool on a core of its own.
 
-run.py imports this module only for --scheduler, so Dask is imported only then. A task runs
-relay on its worker and sends back the session (and the log, when asked); the client makes the
-rows, as the thread path does. The worker's machine needs this repository at the path its
-`benchmarks/gradbench` is importable from (PYTHONPATH); the tasks build its manual tool first.
-"""
+A task runs relay on its worker and sends back the session (and the log, when asked); the client
+makes the rows, as the thread path does. Dask is imported only inside the functions that use it,
+so run.py without --scheduler never imports it. The scheduler and the workers import this module
+(PYTHONPATH); each worker's machine has the repository, and its manual tool is built first."""
 
 from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib
 import io
 import os
 import socket
@@ -30,6 +30,7 @@ INSTALL_HINT = "pip install 'adcore[distributed]'"
 # runs of every worker on the machine take different cores; a worker that dies releases its lock with it
 CORE_LOCKS = Path(tempfile.gettempdir()) / f"adcore-gradbench-cores-{os.getuid()}"
 
+WAIT_FOR_A_WORKER_S = 120.0  # how long an ADDRESS's cluster has to bring its first worker
 Pair = tuple[str, str, list[str]]  # eval, tool, the eval's arguments
 
 
@@ -101,8 +102,46 @@ def connected(scheduler: str) -> Iterator[Any]:
         ):
             yield client
     else:
-        with Client(scheduler) as client:
+        try:
+            client = Client(scheduler)
+        except OSError as error:  # no scheduler there (Dask's connect timeout is 30 s)
+            raise ClusterNotReadyError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from error
+        with client:
             yield client
+
+
+class ClusterNotReadyError(RuntimeError):
+    """The Dask cluster cannot run GradBench: no scheduler or worker there, no importable checkout, no manual tool."""
+
+
+SETUP = (
+    "The scheduler and each worker need this repository's benchmarks/gradbench on PYTHONPATH (they "
+    "unpickle this module's tasks), and each worker's machine the manual tool's prerequisites "
+    f"(`{manual.INSTALL_HINT}`): PYTHONPATH=benchmarks/gradbench dask worker ADDRESS --nthreads 1"
+)
+
+
+def prepare_hosts(client: Any) -> None:
+    """Wait for a worker, check the scheduler can import this module and build the manual tool on each
+    worker's machine (once per host); raise, naming the scheduler or the worker, when one cannot."""
+    try:
+        client.run_on_scheduler(importlib.import_module, __name__)
+    except Exception as error:  # noqa: BLE001 (whatever stops it, the message says what it needs)
+        raise ClusterNotReadyError(
+            f"the Dask scheduler cannot import {__name__}: {type(error).__name__}: {error}\n{SETUP}"
+        ) from error
+    try:
+        client.wait_for_workers(1, timeout=WAIT_FOR_A_WORKER_S)
+    except TimeoutError as error:
+        raise ClusterNotReadyError(f"no Dask worker joined in {WAIT_FOR_A_WORKER_S:g} s\n{SETUP}") from error
+    workers = client.scheduler_info()["workers"]
+    one_per_host = {info["host"]: address for address, info in workers.items()}
+    built = client.run(manual.ensure_built, workers=list(one_per_host.values()), on_error="return")
+    for address, outcome in built.items():
+        if isinstance(outcome, BaseException):
+            raise ClusterNotReadyError(
+                f"the Dask worker at {address} cannot run GradBench: {type(outcome).__name__}: {outcome}\n{SETUP}"
+            )
 
 
 def failure(eval_name: str, tool: str, error: BaseException) -> str:
@@ -129,9 +168,7 @@ def sessions(
     with connected(scheduler) as client:
         from distributed import as_completed
 
-        client.wait_for_workers(1)
-        one_per_host = {info["host"]: address for address, info in client.scheduler_info()["workers"].items()}
-        client.run(manual.ensure_built, workers=list(one_per_host.values()))
+        prepare_hosts(client)
         futures = {
             client.submit(relay_on_worker, e, t, arguments, timeout, log_dir is not None, pure=False): (e, t)
             for e, t, arguments in pairs

@@ -447,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=jobs,
             scheduler=args.scheduler,
         )
-    except (manual.ManualBuildError, MissingDependencyError) as error:  # on a Dask worker's host too
+    except (manual.ManualBuildError, MissingDependencyError, on_dask.ClusterNotReadyError) as error:
         console.print(f"[red]{escape(str(error))}[/]")  # escaped: adcore[distributed] is not markup
         return 2
     wall_s = time.perf_counter() - started

@@ -116,6 +116,32 @@ def test_every_run_on_a_machine_holds_a_core_no_other_run_holds(
         assert again == first
 
 
+class WorkerWithoutCompiler:
+    """A client of a cluster whose one worker cannot build the manual tool (the parts prepare_hosts calls)."""
+
+    def run_on_scheduler(self, function: Any, *args: Any) -> Any:
+        return function(*args)
+
+    def wait_for_workers(self, n_workers: int, timeout: float) -> None:
+        pass
+
+    def scheduler_info(self) -> dict[str, Any]:
+        return {"workers": {"tcp://10.0.0.2:4000": {"host": "10.0.0.2"}}}
+
+    def run(self, function: Any, workers: list[str], on_error: str) -> dict[str, Any]:
+        return {workers[0]: manual.ManualBuildError("GradBench's manual tool needs g++ to build")}
+
+
+def test_a_worker_that_cannot_build_the_manual_tool_stops_the_run_naming_it() -> None:
+    with pytest.raises(on_dask.ClusterNotReadyError) as error:
+        on_dask.prepare_hosts(WorkerWithoutCompiler())
+    assert str(error.value).startswith(
+        "the Dask worker at tcp://10.0.0.2:4000 cannot run GradBench: ManualBuildError: "
+        "GradBench's manual tool needs g++ to build"
+    )
+    assert "PYTHONPATH=benchmarks/gradbench dask worker ADDRESS --nthreads 1" in str(error.value)
+
+
 def test_without_dask_the_scheduler_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
