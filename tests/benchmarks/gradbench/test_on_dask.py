@@ -17,8 +17,6 @@ import on_dask
 import pytest
 from relay import Session
 
-pytest.importorskip("distributed")
-
 CHEAP_EVALS = ["hello", "det"]  # the quick workloads that take well under a second per tool
 
 
@@ -26,6 +24,7 @@ CHEAP_EVALS = ["hello", "det"]  # the quick workloads that take well under a sec
 def scheduler() -> Iterator[str]:
     """One 2-worker LocalCluster for the module, as local:2 makes it; a task is given up after its second
     worker dies (Dask's default: its fourth)."""
+    pytest.importorskip("distributed")
     import dask
     from distributed import LocalCluster
 
