@@ -24,8 +24,9 @@ steps). The optimizer step runs once, on the client, on that gradient: the same 
 It is exact only if the loss of the batch is a sum of per-example terms each depending on one
 example and the parameters. BatchNorm in training mode normalises each shard by its own mean and
 variance (not the whole batch's), and its running statistics would be updated on the workers'
-copies and thrown away; Dropout in training mode draws its masks from each worker's copy of the
-generator (the same draws on every worker, none of them the draws one process makes). A model with
+copies and thrown away; Dropout in training mode draws its masks on the workers, from each one's
+own default generator (unseeded there) or from a copy of the `generator=` you gave it (the same masks
+on every worker, and yours never advances), none of them the draws one process makes. A model with
 either in training mode is refused with an `InvalidValueError` naming the layer: call `.eval()` on
 those layers (BatchNorm then uses its running statistics, per example: exact), use LayerNorm, or
 train in one process. Your own module that mixes examples in forward is in the same position.
@@ -64,7 +65,7 @@ def check_shardable(model: nn.Module) -> None:
         if isinstance(layer, nn.BatchNorm1d | nn.BatchNorm2d):
             why = "normalises each shard by the shard's own mean and variance, not the whole batch's"
         elif isinstance(layer, nn.Dropout) and layer.p > 0:
-            why = "draws its masks from each worker's copy of the generator, not the draws one process makes"
+            why = "draws its masks from the workers' generators, not the draws one process makes"
         else:
             continue
         raise InvalidValueError(
