@@ -2,6 +2,7 @@
 
     python benchmarks/gradbench/run.py --quick
     python benchmarks/gradbench/run.py --evals lse gmm --compare --json results.json --plot results.png
+    python benchmarks/gradbench/run.py --quick --scheduler local:2    # on Dask: a cluster's ADDRESS, or local:N
 
 Each eval × tool runs as GradBench's CLI runs it (relay.py: two subprocesses, the tool on one core);
 the eval validates every answer against GradBench's C++ `manual` tool, built first (manual.py).
