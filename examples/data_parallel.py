@@ -105,6 +105,10 @@ def data_parallel_gradient(client, model: nn.Module, shards: list) -> tuple[floa
     model_on_workers = client.scatter(model, broadcast=True, hash=False)
     results = client.gather(client.map(shard_gradient, [model_on_workers] * len(shards), shards))
     count = sum(n for _, _, n in results)
+    if count == 0:  # a mean over no example: nan, which Adam would write into every parameter
+        raise InvalidValueError(
+            "data-parallel training: the shards hold no example, so there is no mean loss"
+        )
     # in shard order, whichever worker finished first: the same rounding every run
     loss = sum(loss for loss, _, _ in results) / count
     grads = adcore.tree.map(lambda *parts: sum(parts) / count, *(g for _, g, _ in results))

@@ -118,6 +118,18 @@ def test_rows_of_x_without_labels_are_refused(example, client, data):
         example.shards_on_workers(client, da.from_array(x, chunks=40), da.from_array(y[:-1], chunks=40))
 
 
+def test_shards_without_an_example_are_refused_and_the_next_call_works(example, client, data):
+    x, y = data
+    model = example.make_model(seed=0)
+    empty = example.shards_on_workers(client, da.from_array(x[:0], chunks=4), da.from_array(y[:0], chunks=4))
+    with pytest.raises(InvalidValueError, match="no example"):
+        example.data_parallel_gradient(client, model, empty)
+    assert_equal_to_rounding(
+        example.data_parallel_gradient(client, model, shards(example, client, data))[1],
+        one_process_gradient(example, model, *data)[1],
+    )
+
+
 @pytest.mark.parametrize(
     ("layer", "name"),
     [(lambda: nn.BatchNorm1d(16), "BatchNorm1d"), (lambda: nn.Dropout(0.5), "Dropout")],
