@@ -5,6 +5,8 @@ uneven shards and labels chunked apart from x; BatchNorm and Dropout in training
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import adcore_nn as nn
@@ -167,3 +169,16 @@ def test_the_script_trains_on_a_given_scheduler_and_matches_one_process(client, 
     assert "step 2  mean loss" in printed and "largest difference" in printed
     for got, want in zip(result["model"].parameters(), result["alone"].parameters(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+def test_loading_the_example_imports_no_dask():
+    # Dask is imported by the functions that use it: the one-process parts need none of it
+    code = (
+        "import importlib.util, sys; "
+        f"spec = importlib.util.spec_from_file_location('data_parallel', {str(EXAMPLE)!r}); "
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec)); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[]\n"
