@@ -25,7 +25,7 @@ import functools
 import multiprocessing
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -37,6 +37,7 @@ from adcore.conformance.batching import VMAP, batched_calls, check_vmap
 from adcore.conformance.calls import case_calls, checks_complex, op_calls
 from adcore.conformance.checks import check_subject, op_support
 from adcore.conformance.results import Cell, Report, Subject
+from adcore.errors import InvalidValueError
 from adcore.plugins import ESSENTIAL, get_registry
 from adcore.registry import Registry
 
@@ -194,7 +195,7 @@ def run(
                 progress(unit)
     subjects, dtypes = list(work.subjects), list(work.dtypes)
     if fuzz:
-        from adcore.conformance.fuzz import run_fuzz
+        from adcore.conformance.fuzz_chunks import run_fuzz
 
         real = [d for d in dtypes if d in REAL_DTYPES] or list(REAL_DTYPES)  # random programs stay real
         subject, fuzz_cells = run_fuzz(fuzz, work.backends, real, work.seed)
@@ -256,3 +257,21 @@ def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterable[R]:
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         for future in as_completed([pool.submit(fn, task) for task in tasks]):
             yield future.result()
+
+def map_tasks(
+    fn: Callable[[T], R],
+    tasks: list[T],
+    jobs: int = 1,
+    scheduler: str | None = None,
+    describe: Callable[[T], str] | None = None,
+) -> Iterator[R]:
+    """fn(task) for each task as each finishes: here, in `jobs` forked processes, or on the Dask
+    cluster at `scheduler` (Dask is imported only then; `describe(task)` names a task in its errors).
+    The engine's units, the fuzzer's chunks and the pytest plugin's units all go through it."""
+    if scheduler is None:
+        return _map(fn, tasks, jobs)
+    if jobs != 1:
+        raise InvalidValueError(f"jobs={jobs} and scheduler={scheduler!r} exclude each other: give one")
+    from adcore.conformance.distributed import map_on_cluster
+
+    return map_on_cluster(fn, tasks, scheduler, describe)
