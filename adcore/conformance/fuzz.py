@@ -17,12 +17,14 @@ matrices). An op is skipped where its inputs come near a kink (OpSpec.kink_dista
 hypothesis draws the structure (ops, which earlier values feed them, signatures) and a seed for
 the input values and mixing matrices, and shrinks a failing program; `RandomProgram.source` can be
 pasted into a test.
+
+A run is cut into chunks of CHUNK programs, each checked by a FuzzRun, each a task of the engine's
+map, merged in chunk order: see fuzz_chunks.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,7 +46,7 @@ from adcore.conformance.fuzz_choices import (
     choices,
 )
 from adcore.conformance.random_program import Line, RandomProgram, in_dtype, is_value
-from adcore.conformance.results import Cell, Subject, merge
+from adcore.conformance.results import Cell
 from adcore.errors import MissingDependencyError
 from adcore.plugins import get_registry
 
@@ -53,7 +55,8 @@ SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (2, 1), (2, 3))  # inputs' shap
 INPUT_RANGE = (-3.0, 3.0)  # inputs are drawn wider than the ops' samples, so squashing is exercised
 MAX_STEPS = 5  # ops drawn per program (squashes come on top)
 KINK_MARGIN = 0.05  # least distance of an op's inputs from its kinks
-SHRINK_SECONDS = 20.0  # how long hypothesis may shrink a failing program
+CHUNK = 25  # programs a task checks
+SHRINK_CANDIDATES = 200  # smaller programs a failing one's chunk may check while hypothesis shrinks it
 OPERAND_DRAWS = 4  # how far back operands are drawn, cycled for ops of more operands
 
 
@@ -235,9 +238,12 @@ class Builder:
         return RandomProgram(self.inputs, tuple(lines))
 
 
-def programs(dtype: str = "float64", max_steps: int = MAX_STEPS, ops: Sequence[str] | None = None) -> Any:
+def programs(
+    dtype: str = "float64", max_steps: int = MAX_STEPS, ops: Sequence[str] | None = None, salt: int = 0
+) -> Any:
     """A hypothesis strategy of random programs calling `ops` (default: every op that fits, see
-    `choices`) and the core ops that fit and squash values into domains, inputs in `dtype`."""
+    `choices`) and the core ops that fit and squash values into domains, inputs in `dtype`; the
+    values' seeds are mixed with `salt` (a chunk's index)."""
     st = _hypothesis().strategies
     drawn = choices(ops)
 
@@ -250,7 +256,7 @@ def programs(dtype: str = "float64", max_steps: int = MAX_STEPS, ops: Sequence[s
     @st.composite
     def draw_program(draw: Callable[[Any], Any]) -> RandomProgram:
         shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=3))
-        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        rng = np.random.default_rng((salt, draw(st.integers(0, 2**32 - 1))))
         builder = Builder(
             [np.asarray(rng.uniform(*INPUT_RANGE, shape), dtype=dtype) for shape in shapes], rng
         )
@@ -293,6 +299,25 @@ class _ProgramFailed(Exception):
 
 
 @dataclass
+class Checked:
+    """A program as checked: its number in the run ("program #i"), its source and its cells (for a
+    failing program shrunk: its source in the dtype it fails in, and its failing cells)."""
+
+    number: int
+    source: str
+    cells: list[Cell]
+
+
+@dataclass
+class ChunkResult:
+    """A chunk's programs as checked, and its failing program (shrunk), if one failed."""
+
+    index: int
+    programs: list[Checked]
+    failure: Checked | None
+
+
+@dataclass
 class _Failure:
     program: RandomProgram
     number: int  # which program of the run
@@ -300,20 +325,26 @@ class _Failure:
 
 
 class FuzzRun:
-    """One run: n distinct programs checked on each backend in each dtype, their cells, and the
-    first failing program (shrunk by hypothesis), kept across hypothesis' calls."""
+    """One chunk's programs: n distinct ones checked on each backend in each dtype, numbered from
+    chunk * CHUNK + 1, and the first failing one (shrunk by hypothesis), kept across hypothesis' calls."""
 
-    def __init__(self, n: int, backends: Sequence[str], dtypes: Sequence[str], seed: int = 0) -> None:
+    def __init__(
+        self, n: int, backends: Sequence[str], dtypes: Sequence[str], seed: int = 0, chunk: int = 0
+    ) -> None:
         self.n, self.backends, self.dtypes, self.seed = n, columns(backends), list(dtypes), seed
-        self.sources: list[str] = []  # of the programs checked, in order
-        self.cells: dict[tuple[str, str], list[Cell]] = {(b, d): [] for d in dtypes for b in self.backends}
+        self.chunk = chunk
+        self.programs: list[Checked] = []  # in the order they were checked
         self.failure: _Failure | None = None  # the first failing program, then its smallest shrink
         self.outcomes: dict[str, bool] = {}  # program source -> whether it failed
-        self.shrink_until = math.inf
+        self.shrink_left = SHRINK_CANDIDATES
 
     @property
     def checked(self) -> int:
-        return len(self.sources)
+        return len(self.programs)
+
+    @property
+    def sources(self) -> list[str]:
+        return [p.source for p in self.programs]
 
     def run(self, strategy: Any) -> FuzzRun:
         """Draw programs from `strategy` until n distinct ones are checked or one fails."""
@@ -322,7 +353,7 @@ class FuzzRun:
             if self.checked >= self.n or self.failure is not None:
                 break
 
-            @hypothesis.seed(self.seed * 1000 + round_)
+            @hypothesis.seed(f"{self.seed}/{self.chunk}/{round_}")  # a str seeds the same in any process
             @hypothesis.settings(
                 max_examples=2 * (self.n - self.checked) + 10,
                 database=None,
@@ -352,7 +383,7 @@ class FuzzRun:
 
     def _fails(self, program: RandomProgram) -> bool:
         """Check a program not seen before: the run's next one, or, once one failed, a smaller
-        candidate of hypothesis' (while SHRINK_SECONDS last)."""
+        candidate of hypothesis' (the first SHRINK_CANDIDATES of them)."""
         source = program.source
         if source not in self.outcomes:
             if self.failure is None:
@@ -360,23 +391,22 @@ class FuzzRun:
                     return False
                 self.outcomes[source] = self._check_next(program)
             else:
-                self.outcomes[source] = time.monotonic() < self.shrink_until and self._still_fails(program)
+                self.outcomes[source] = self.shrink_left > 0 and self._still_fails(program)
         return self.outcomes[source]
 
     def _check_next(self, program: RandomProgram) -> bool:
-        self.sources.append(program.source)
-        label = f"program #{self.checked}"
+        number = self.chunk * CHUNK + self.checked + 1
+        label = f"program #{number}"
         cells = [c for d in self.dtypes for c in check_program(program, self.backends, d, label, self.seed)]
-        for cell in cells:
-            self.cells[cell.backend, cell.dtype].append(cell)
+        self.programs.append(Checked(number, program.source, cells))
         failed = [c for c in cells if c.failed]
         if failed:
-            self.failure = _Failure(program, self.checked, failed)
-            self.shrink_until = time.monotonic() + SHRINK_SECONDS
+            self.failure = _Failure(program, number, failed)
         return bool(failed)
 
     def _still_fails(self, program: RandomProgram) -> bool:
         """Whether a candidate fails where the failing program did (kept if it is smaller)."""
+        self.shrink_left -= 1
         failure = self.failure
         label = f"program #{failure.number}, shrunk"
         backends = list(dict.fromkeys(c.backend for c in failure.cells))
@@ -387,38 +417,14 @@ class FuzzRun:
             self.failure = _Failure(program, failure.number, cells)
         return bool(cells)
 
-    def subject_and_cells(self) -> tuple[Subject, list[Cell]]:
-        """One subject for the whole run and one cell per (backend, dtype): the programs' cells
-        merged, or where one failed, the failing program's verdict (its source is the subject's)."""
-        source, failing = "", {}
+    def result(self) -> ChunkResult:
+        """What the chunk's task sends back (plain data: a program's written function stays here)."""
+        failure = None
         if self.failure is not None:
-            header = (
-                f"# adcore conformance --fuzz {self.n} --seed {self.seed}: program #{self.failure.number}"
-            )
             program = self.failure.program.astype(self.failure.cells[0].dtype)  # the dtype it fails in
-            source = f"{header}\n{program.source}"
-            failing = {(c.backend, c.dtype): c for c in self.failure.cells}
-        cells = []
-        for (backend, dtype), found in self.cells.items():
-            cell = merge(found) or Cell(SUBJECT, backend, dtype, "unsupported", message="no program checked")
-            if (backend, dtype) in failing:
-                bad = failing[backend, dtype]
-                message = f"{bad.message}; that program is the fuzz subject's source"
-                cell = replace(cell, status=bad.status, worst=bad.worst, message=message)
-            elif cell.status == "agrees":
-                cell = replace(cell, message=f"{len(found)} programs")
-            cells.append(cell)
-        return Subject(SUBJECT, "fuzz", "core", source), cells
+            failure = Checked(self.failure.number, program.source, self.failure.cells)
+        return ChunkResult(self.chunk, self.programs, failure)
 
 
 def _size(program: RandomProgram) -> tuple[int, int]:
     return len(program.lines), len(program.source)
-
-
-def run_fuzz(
-    n: int, backends: Sequence[str], dtypes: Sequence[str], seed: int = 0, ops: Sequence[str] | None = None
-) -> tuple[Subject, list[Cell]]:
-    """Check `n` distinct random programs (drawn with `seed`, from `ops` or every op that fits)
-    on each backend in each dtype: one "fuzz" subject and one cell per (backend, dtype). The
-    first failing program ends the run; hypothesis shrinks it for at most SHRINK_SECONDS."""
-    return FuzzRun(n, backends, dtypes, seed).run(programs("float64", ops=ops)).subject_and_cells()

@@ -3,8 +3,11 @@ are drawn the same for the same seed, agree across the backends, and catch a wro
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,10 +18,12 @@ from throwaway_plugin import throwaway_plugin as _plugin
 import adcore
 import adcore.numpy as anp
 from adcore.conformance import abilities, engine
-from adcore.conformance.fuzz import KINK_MARGIN, Builder, FuzzRun, programs, run_fuzz
+from adcore.conformance.fuzz import CHUNK, KINK_MARGIN, Builder, Checked, ChunkResult, FuzzRun, programs
 from adcore.conformance.fuzz_choices import MAX_VALUE, SPD, SQUARE, choices, sampled_domains
+from adcore.conformance.fuzz_chunks import FuzzChunk, FuzzMerge, check_chunk, check_fuzz, run_fuzz
 from adcore.conformance.random_program import RandomProgram
-from adcore.errors import MissingDependencyError
+from adcore.conformance.results import Cell
+from adcore.errors import InvalidValueError, MissingDependencyError
 from adcore.spec import NONZERO, POSITIVE, REAL, OpSpec, Sample, elementwise_samples
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -31,7 +36,7 @@ def _source_function(program: RandomProgram):
     return namespace["f"], tuple(namespace[f"x{i}"] for i in range(len(program.inputs)))
 
 
-def _report(run: FuzzRun) -> str:
+def _report(run: FuzzMerge) -> str:
     subject, cells = run.subject_and_cells()
     return (
         "\n".join(f"{c.backend} {c.dtype}: {c.message} {c.worst}" for c in cells if c.failed)
@@ -48,7 +53,7 @@ def test_200_random_programs_agree_across_every_installed_backend_in_float64():
     # the first run of this found three bugs, all fixed: symbolic's sign(acos(x)) and its sum
     # over one argument beside another that does not broadcast, and the dot-product checks'
     # missing absolute floor (divide(x, x) has Jacobian 0, forward's rounding gave 5e-17)
-    run = FuzzRun(200, adcore.backends(), ["float64"], seed=0).run(programs())
+    run = check_fuzz(200, adcore.backends(), ["float64"], seed=0)  # 8 chunks, as the CLI runs them
     subject, cells = run.subject_and_cells()
     assert {c.backend: c.status for c in cells} == dict.fromkeys(
         abilities.columns(adcore.backends()), "agrees"
@@ -280,3 +285,132 @@ def test_a_constant_python_int_input_is_passed_as_a_number_not_read_as_a_values_
     assert builder.call(choice, [0], choice.signatures[0], positive=True)
     line = builder.lines[-1]
     assert line.op == "shifted" and type(line.args[0]) is np.int64 and line.args[0] == 0
+
+
+# --- a run in chunks, mapped as the engine maps units ------------------------------------------
+
+CHEAP = dict(backends=["reverse", "numeric"], dtypes=["float64"], ops=["sin", "tanh", "add", "multiply"])
+
+
+@pytest.fixture(scope="module")
+def cluster_address():
+    """One 2-worker LocalCluster for the module; its workers load the installed plugins."""
+    distributed = pytest.importorskip("distributed")
+    with contextlib.ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as env:  # the workers start with no plugin switch set
+            for name in [n for n in os.environ if n.startswith("ADCORE_")]:
+                env.delenv(name)
+            cluster = stack.enter_context(
+                distributed.LocalCluster(
+                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                )
+            )
+        yield cluster.scheduler_address
+
+
+def _merged(n: int, **options) -> tuple:
+    run = check_fuzz(n, CHEAP["backends"], CHEAP["dtypes"], seed=5, ops=CHEAP["ops"], **options)
+    return run.programs, run.subject_and_cells()
+
+
+def test_a_run_is_cut_into_chunks_numbered_on_from_chunk_to_chunk():
+    fuzz = FuzzMerge(2 * CHUNK + 3, ["numeric"], ["float64"], seed=2)
+    assert [(c.index, c.count) for c in fuzz.chunks] == [(0, CHUNK), (1, CHUNK), (2, 3)]
+    assert [c.text().split(" of ")[0] for c in fuzz.chunks][2] == (
+        f"the random programs #{2 * CHUNK + 1} to #{2 * CHUNK + 3}"
+    )
+    assert f"adcore conformance --fuzz {2 * CHUNK + 3} --seed 2 --jobs 1" in fuzz.chunks[0].text()
+
+
+def test_the_chunked_fuzz_is_the_same_to_the_bit_serially_and_in_two_processes():
+    n = CHUNK + 2  # two chunks, the second of 2 programs
+    programs, (subject, cells) = _merged(n)
+    assert [p.number for p in programs] == list(range(1, n + 1))
+    assert len({p.source for p in programs}) == n  # distinct across the chunks too
+    assert all(c.status == "agrees" and c.message == f"{n} programs" for c in cells)
+    assert _merged(n, jobs=2) == (programs, (subject, cells))
+
+
+def test_the_chunked_fuzz_is_the_same_to_the_bit_on_a_dask_cluster(cluster_address):
+    n = CHUNK + 2
+    assert _merged(n, scheduler=cluster_address) == _merged(n)
+
+
+def test_each_chunk_mixes_its_index_into_the_values_so_they_start_from_different_programs():
+    first, second = (
+        check_chunk(FuzzChunk(2 * CHUNK, k, 3, ("numeric",), ("float64",), 0, ("sin",))) for k in (0, 1)
+    )
+    assert [p.number for p in second.programs] == [CHUNK + 1, CHUNK + 2, CHUNK + 3]
+    assert not {p.source for p in first.programs} & {p.source for p in second.programs}
+    # the same chunk draws the same programs again
+    again = check_chunk(FuzzChunk(2 * CHUNK, 1, 3, ("numeric",), ("float64",), 0, ("sin",)))
+    assert again == second
+
+
+def _result(index: int, sources: list[str], failing: str | None = None) -> ChunkResult:
+    """A chunk's result as a task sends it back: one agreeing numeric cell per program (or failing)."""
+    programs = [
+        Checked(
+            index * CHUNK + i + 1,
+            source,
+            [Cell("fuzz", "numeric", "float64", "disagrees" if source == failing else "agrees", checks=1)],
+        )
+        for i, source in enumerate(sources)
+    ]
+    failure = next(
+        (Checked(p.number, f"shrunk {p.source}", p.cells) for p in programs if p.source == failing), None
+    )
+    return ChunkResult(index, programs, failure)
+
+
+def test_the_merge_takes_chunks_in_any_order_and_stops_at_the_lowest_failing_one():
+    fuzz = FuzzMerge(4 * CHUNK, ["numeric"], ["float64"], seed=7)
+    fuzz.add(_result(3, ["d"], failing="d"))
+    fuzz.add(_result(2, ["c1", "c2"], failing="c2"))
+    assert not fuzz.complete  # chunks 0 and 1 may fail first
+    with pytest.raises(InvalidValueError, match="no result for its chunk 0 of 4"):
+        fuzz.subject_and_cells()  # never a merge with a chunk left out
+    fuzz.add(_result(1, ["b"]))
+    fuzz.add(_result(0, ["a"]))
+    assert fuzz.complete
+    subject, (cell,) = fuzz.subject_and_cells()
+    assert fuzz.sources == ["a", "b", "c1", "c2"]  # chunk 3's programs are left out
+    assert (
+        subject.source
+        == f"# adcore conformance --fuzz {4 * CHUNK} --seed 7: program #{2 * CHUNK + 2}\nshrunk c2"
+    )
+    assert cell.status == "disagrees" and "that program is the fuzz subject's source" in cell.message
+
+
+def test_a_program_a_later_chunk_draws_again_is_counted_once():
+    fuzz = FuzzMerge(2 * CHUNK, ["numeric"], ["float64"])
+    fuzz.add(_result(1, ["b", "a"]))
+    fuzz.add(_result(0, ["a", "c"]))
+    assert [(p.number, p.source) for p in fuzz.programs] == [(1, "a"), (2, "c"), (CHUNK + 1, "b")]
+    (cell,) = fuzz.subject_and_cells()[1]
+    assert (cell.status, cell.checks, cell.message) == ("agrees", 3, "3 programs")
+
+
+def test_a_planted_wrong_vjp_is_found_and_reported_the_same_serially_and_in_two_processes(register_plugin):
+    register_plugin(_cube_plugin(), "cubes")  # (forked processes have it too)
+    ops = ["cube", "sin", "add", "multiply"]
+    serial = check_fuzz(2 * CHUNK, ["reverse", "forward"], ["float64"], ops=ops)
+    assert serial.failure is not None and serial.failure.number <= CHUNK
+    assert set(serial.results) == {0}  # the first failure ends the run: chunk 1 was never checked
+    subject, cells = serial.subject_and_cells()
+    assert subject.source.startswith(f"# adcore conformance --fuzz {2 * CHUNK} --seed 0: program #")
+    assert {c.backend: c.status for c in cells} == {"reverse": "disagrees", "forward": "agrees"}
+    parallel = check_fuzz(2 * CHUNK, ["reverse", "forward"], ["float64"], ops=ops, jobs=2)
+    assert parallel.subject_and_cells() == (subject, cells)
+    assert parallel.programs == serial.programs
+
+
+def test_the_engine_checks_the_fuzz_chunks_in_its_map_with_the_units():
+    def report(jobs: int):
+        result = engine.run(["numeric"], ops=["sin"], dtypes=["float64"], fuzz=CHUNK + 1, jobs=jobs)
+        return replace(result, seconds=0.0)
+
+    serial = report(1)
+    assert [s.name for s in serial.subjects] == ["sin", "fuzz"]
+    assert next(c for c in serial.cells if c.subject == "fuzz").message == f"{CHUNK + 1} programs"
+    assert report(2) == serial

@@ -16,7 +16,7 @@ from adcore.backend import Backend
 from adcore.conformance import engine, report
 from adcore.conformance.abilities import exact_for, outers, patterns
 from adcore.conformance.calls import CheckedCall
-from adcore.conformance.fuzz import FuzzRun, programs
+from adcore.conformance.fuzz_chunks import check_fuzz
 from adcore.conformance.pattern import check_kink_patterns, check_patterns, nonzeros
 from adcore.conformance.reference import Reference
 from adcore.conformance.results import Tally
@@ -268,7 +268,7 @@ def test_cases_get_the_superset_checks(register_plugin):
 def test_fuzzed_programs_get_the_superset_checks(register_plugin):
     right, wrong = TruePattern(), MissingGlobally()
     _register(register_plugin, right, wrong)
-    run = FuzzRun(3, [right.name, wrong.name, "reverse", "forward"], ["float64"], seed=0).run(programs())
+    run = check_fuzz(3, [right.name, wrong.name, "reverse", "forward"], ["float64"], seed=0)
     _, cells = run.subject_and_cells()
     status = {c.backend: c.status for c in cells}
     assert status[right.name] == "agrees" and status["reverse"] == "agrees"

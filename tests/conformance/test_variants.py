@@ -18,7 +18,7 @@ from adcore.conformance import report as rep
 from adcore.conformance.batching import batched_calls, check_vmap
 from adcore.conformance.calls import op_calls
 from adcore.conformance.checks import check_dot_products, check_jacobians, check_second
-from adcore.conformance.fuzz import run_fuzz
+from adcore.conformance.fuzz_chunks import run_fuzz
 from adcore.conformance.pytest_plugin import targets
 from adcore.conformance.reference import reference_for
 from adcore.conformance.results import Results, Tally
