@@ -13,11 +13,20 @@ Agrees passes, disagrees or errs fails with the worst comparison, unsupported (a
 rule) is a skip whose reason names the rule. pytest loads this module in every run of every
 project in the environment: until the option is given or a test asks for targets, it
 loads no adcore plugin and collects nothing.
+
+An item checks its unit (its subject in its dtype, every backend at once) when it runs, in the
+pytest process; `-n N` (pytest-xdist) spreads the items over N processes. With
+`--adcore-scheduler ADDRESS` (or `local:N`, N Dask workers here) every selected item's unit, from
+either way in, is checked on that Dask cluster before the first item runs, through the engine's
+map (engine.map_tasks) as `adcore conformance --scheduler` checks them, and the items read their
+cells: the same verdicts. Not with `-n`: xdist's processes would each check every unit. Without
+the option Dask is never imported.
 """
 
 from __future__ import annotations
 
 import os
+import time
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from adcore.errors import PluginError
+from adcore.errors import AdcoreError, PluginError
 
 if TYPE_CHECKING:
     from adcore.conformance.engine import Unit
@@ -115,7 +124,9 @@ def _plugin(registry: Registry, name: str) -> Any:
 
 # cells per unit, per registry: every backend of a unit is checked in one go, and a registry
 # rebuilt (a plugin registered by hand) forgets the cells of the old one
-_cells: weakref.WeakKeyDictionary[Registry, dict[Unit, dict[str, Cell]]] = weakref.WeakKeyDictionary()
+_cells: weakref.WeakKeyDictionary[Registry, dict[Unit, dict[str, Cell] | Exception]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def cell_of(target: Target) -> Cell:
@@ -126,7 +137,40 @@ def cell_of(target: Target) -> Cell:
     cells = _cells.setdefault(get_registry(), {})
     if target.unit not in cells:
         cells[target.unit] = {c.backend: c for c in engine.check_unit(target.unit)}
-    return cells[target.unit][target.backend]
+    found = cells[target.unit]
+    if isinstance(found, Exception):  # checking the unit on a Dask worker raised it
+        raise found.with_traceback(None)  # (each item of the unit raises it afresh, as if checked here)
+    return found[target.backend]
+
+
+def check_on_cluster(units: Iterable[Unit], scheduler: str) -> int:
+    """Check the units not checked yet on the Dask cluster at `scheduler` (or `local:N`), a subject's
+    units in one task, and keep their cells (or the exception one raised) for cell_of; how many."""
+    from adcore.conformance import engine
+    from adcore.plugins import get_registry
+
+    cells = _cells.setdefault(get_registry(), {})
+    by_subject: dict[tuple[str, str], list[Unit]] = {}
+    for unit in dict.fromkeys(u for u in units if u not in cells):
+        by_subject.setdefault((unit.kind, unit.name), []).append(unit)
+    tasks = list(by_subject.values())
+    for done in engine.map_tasks(_check_each, tasks, scheduler=scheduler):
+        cells.update(done)
+    return sum(len(task) for task in tasks)
+
+
+def _check_each(units: list[Unit]) -> dict[Unit, dict[str, Cell] | Exception]:
+    """Each unit's cells by backend, as engine.check_units makes them, or the exception it raised."""
+    from adcore.conformance import engine
+
+    found: dict[Unit, dict[str, Cell] | Exception] = {}
+    for unit in units:
+        try:
+            ((_, unit_cells),) = engine.check_units([unit])
+            found[unit] = {c.backend: c for c in unit_cells}
+        except Exception as e:  # that unit's items raise it; the others' are checked
+            found[unit] = e
+    return found
 
 
 def assert_conforms(target: Target) -> None:
@@ -194,11 +238,67 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DTYPES",
         help="with --adcore-conformance: only these dtypes (float64, float32, complex128, complex64)",
     )
+    group.addoption(
+        "--adcore-scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="check every selected conformance item's unit on this Dask cluster (a scheduler's "
+        "address, or local:N for N worker processes here) before the items run; needs "
+        "adcore[distributed]; not with -n",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("adcore_conformance") is not None:
         config.addinivalue_line("markers", "adcore_conformance: an item of adcore's conformance suite")
+    scheduler = config.getoption("adcore_scheduler")
+    if scheduler is not None:
+        from adcore.conformance.distributed import local_workers  # (no Dask in it until it runs)
+
+        try:
+            local_workers(scheduler)
+        except AdcoreError as e:
+            raise pytest.UsageError(f"--adcore-scheduler: {e}") from e
+        if config.getoption("numprocesses", None):  # pytest-xdist's -n
+            raise pytest.UsageError(
+                "--adcore-scheduler checks every conformance unit on Dask before the items run; -n "
+                "would have each of its processes check them all: give one of them (-n0 turns xdist off)"
+            )
+
+
+@pytest.hookimpl(tryfirst=True)  # before the items run (the default loop runs after this one)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    config = session.config
+    scheduler = config.getoption("adcore_scheduler")
+    if scheduler is None or config.option.collectonly:
+        return
+    if session.testsfailed and not config.option.continue_on_collection_errors:
+        return  # pytest stops for the collection errors
+    units = [t.unit for t in _collected_targets(session.items)]
+    if not units:
+        return
+    start = time.perf_counter()
+    try:
+        checked = check_on_cluster(units, scheduler)
+    except AdcoreError as e:  # no Dask, no cluster, workers that keep dying, other plugins there
+        pytest.exit(f"--adcore-scheduler: {e}", returncode=pytest.ExitCode.INTERRUPTED)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"adcore conformance: {checked} units checked on the Dask cluster at {scheduler} "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
+
+
+def _collected_targets(items: Iterable[pytest.Item]) -> list[Target]:
+    """The targets of the items: conformance items, and tests parametrized with conformance_params."""
+    found = []
+    for item in items:
+        if isinstance(item, ConformanceItem):
+            found.append(item.target)
+        elif (callspec := getattr(item, "callspec", None)) is not None:
+            found += [value for value in callspec.params.values() if isinstance(value, Target)]
+    return found
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

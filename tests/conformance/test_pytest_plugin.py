@@ -6,14 +6,17 @@ that run's own; the throwaway plugin is registered by the conftest.py the test w
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import os
 import re
 
 import pytest
 
+from adcore.conformance import pytest_plugin
 from adcore.conformance.calls import checks_complex
-from adcore.conformance.engine import DTYPES
+from adcore.conformance.engine import DTYPES, Unit
 from adcore.plugins import get_registry
 
 pytest_plugins = ["pytester"]
@@ -241,6 +244,7 @@ def test_without_the_option_nothing_is_collected_and_the_registry_is_not_loaded(
             assert request.config.pluginmanager.has_plugin("adcore")  # loaded through its entry point
             assert adcore.plugins._registry is None
             assert "adcore_symbolic" not in sys.modules
+            assert "dask" not in sys.modules and "distributed" not in sys.modules
         """
     )
     result = pytester.runpytest_subprocess("-v", *QUIET)
@@ -287,3 +291,99 @@ def test_the_vmap_column_is_an_item_per_subject_and_dtype_and_a_wrong_batch_rule
     failure = _section(result, "first_only-vmap-float64")
     assert "op 'first_only' on backend 'vmap' in float64 disagrees with the reference" in failure
     assert "rerun:   adcore conformance --op first_only --dtype float64" in failure
+
+
+# --- the units checked on a Dask cluster first (--adcore-scheduler) ----------------------------------
+
+# in the pytest process, checking a unit raises: the items' cells must come from the cluster
+NO_CHECKS_HERE = """
+from adcore.conformance import engine
+
+
+def refuse(unit):
+    raise AssertionError(f"{unit.name} was checked in the pytest process")
+
+
+engine.check_unit = refuse
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster_address():
+    """One 2-worker LocalCluster for the module; its workers load the installed plugins."""
+    distributed = pytest.importorskip("distributed")
+    with contextlib.ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as env:  # the workers start with no plugin switch set
+            for name in [n for n in os.environ if n.startswith("ADCORE_")]:
+                env.delenv(name)
+            cluster = stack.enter_context(
+                distributed.LocalCluster(
+                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                )
+            )
+        yield cluster.scheduler_address
+
+
+def test_the_scheduler_option_checks_every_selected_unit_on_dask_and_the_items_read_their_cells(
+    pytester, cluster_address
+):
+    selection = ("--adcore-conformance=core", "--adcore-backend=reverse,forward", "--adcore-dtype=float64")
+    here = pytester.runpytest_subprocess(*selection, "-k", "sin- or sort-", "-v", *QUIET)
+    pytester.makeconftest(NO_CHECKS_HERE)
+    pytester.makepyfile(
+        test_params="""
+        import pytest
+        from adcore.conformance.pytest_plugin import assert_conforms, conformance_params
+
+        @pytest.mark.parametrize("target", conformance_params("core", backends=["numeric"], dtypes=["float32"]))
+        def test_param(target):
+            assert_conforms(target)
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        *selection,
+        f"--adcore-scheduler={cluster_address}",
+        "-k",
+        "(sin- or sort-) and not param or param and tanh- and not arctanh",
+        "-v",
+        *QUIET,
+    )
+    outcomes = _outcomes(result)
+    assert outcomes.pop("tanh-numeric-float32") == "PASSED"  # a parametrized test's target too
+    assert outcomes == _outcomes(here)  # the same verdicts as checked in the pytest process
+    assert set(outcomes) == {
+        f"{op}-{b}-float64" for op in ("sin", "arcsin", "sort") for b in ("reverse", "forward")
+    }
+    result.stdout.fnmatch_lines(
+        [f"adcore conformance: 4 units checked on the Dask cluster at {cluster_address} in *"]
+    )
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_the_scheduler_option_is_a_usage_error_with_a_bad_address_or_with_xdist(pytester):
+    result = pytester.runpytest_subprocess("--adcore-scheduler=local:0", *QUIET)
+    result.stderr.fnmatch_lines(
+        ["*--adcore-scheduler: --scheduler local:0: a local cluster needs at least 1 worker*"]
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = pytester.runpytest_subprocess("--adcore-scheduler=local:2", "-n", "2", *QUIET)
+    result.stderr.fnmatch_lines(
+        ["*--adcore-scheduler checks every conformance unit on Dask*give one of them*"]
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_unit_that_raised_on_a_worker_raises_in_each_of_its_items_and_the_others_read_their_cells(
+    clean_plugins,
+):
+    units = [
+        Unit("case", "no_such_case", "float64", ("numeric",)),
+        Unit("op", "sin", "float64", ("numeric",)),
+    ]
+    found = pytest_plugin._check_each(units)  # what a worker sends back
+    assert isinstance(found[units[0]], KeyError) and found[units[1]]["numeric"].status == "agrees"
+    pytest_plugin._cells[get_registry()] = found
+    for _ in range(2):
+        with pytest.raises(KeyError, match="no_such_case"):
+            pytest_plugin.cell_of(pytest_plugin.Target(units[0], "numeric"))
+    assert pytest_plugin.cell_of(pytest_plugin.Target(units[1], "numeric")) is found[units[1]]["numeric"]
