@@ -21,14 +21,15 @@ engine names no backend and no op.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -40,6 +41,10 @@ from adcore.conformance.results import Cell, Report, Subject
 from adcore.errors import InvalidValueError
 from adcore.plugins import ESSENTIAL, get_registry
 from adcore.registry import Registry
+
+if TYPE_CHECKING:
+    from adcore.conformance.fuzz import ChunkResult
+    from adcore.conformance.fuzz_chunks import FuzzChunk
 
 # every subject is checked in the real dtypes; an op that accepts complex values (and has a
 # complex sample) in the complex ones too, on its split real function (calls.split_function)
@@ -181,24 +186,38 @@ def run(
 
     `work`, a Plan already made (the CLI makes it once), stands for the first four arguments
     and the seed. `jobs` > 1 checks units in that many worker processes; `progress(unit)` is
-    called as each unit finishes; `fuzz` > 0 adds that many random programs
-    (adcore.conformance.fuzz)."""
+    called as each unit finishes; `fuzz` > 0 adds that many random programs, in chunks that are
+    tasks of the same map (adcore.conformance.fuzz_chunks)."""
     start = time.perf_counter()
     work = work or plan(backends, ops, cases, dtypes, seed)
+    tasks: list[list[Unit] | FuzzChunk] = list(batches(work))
+    real = [d for d in work.dtypes if d in REAL_DTYPES] or list(REAL_DTYPES)  # random programs stay real
+    fuzzing = None
+    if fuzz:  # the fuzzer's chunks of programs are tasks too, after the units'
+        from adcore.conformance.fuzz_chunks import FuzzMerge
+
+        fuzzing = FuzzMerge(fuzz, work.backends, real, work.seed)
+        tasks += fuzzing.chunks
     cells: list[Cell] = []
     vmap: list[Cell] = []
-    for done in _map(check_units, batches(work), jobs):
-        for unit, unit_cells in done:
-            cells += [c for c in unit_cells if c.backend != VMAP]
-            vmap += [c for c in unit_cells if c.backend == VMAP]
-            if progress is not None:
-                progress(unit)
+    left = len(work.units)
+    results = map_tasks(check_task, tasks, jobs, describe=describe_task)
+    with contextlib.closing(results):  # ended early, a run waits for no queued task
+        for done in results:
+            if not isinstance(done, list):  # a chunk of the fuzzer's programs
+                fuzzing.add(done)
+                done = []
+            for unit, unit_cells in done:
+                cells += [c for c in unit_cells if c.backend != VMAP]
+                vmap += [c for c in unit_cells if c.backend == VMAP]
+                left -= 1
+                if progress is not None:
+                    progress(unit)
+            if fuzzing is not None and not left and fuzzing.complete:
+                break  # the fuzzer's first failure ends the run: the chunks after it are not waited for
     subjects, dtypes = list(work.subjects), list(work.dtypes)
-    if fuzz:
-        from adcore.conformance.fuzz_chunks import run_fuzz
-
-        real = [d for d in dtypes if d in REAL_DTYPES] or list(REAL_DTYPES)  # random programs stay real
-        subject, fuzz_cells = run_fuzz(fuzz, work.backends, real, work.seed)
+    if fuzzing is not None:
+        subject, fuzz_cells = fuzzing.subject_and_cells()
         subjects.append(subject)
         cells += fuzz_cells
         dtypes += [d for d in real if d not in dtypes]
@@ -209,6 +228,24 @@ def run(
     versions = {r.name: r.version for r in get_registry().plugins.values() if not r.error}
     seconds = time.perf_counter() - start
     return Report(subjects, work.backends, dtypes, cells, seconds, work.seed, versions, vmap)
+
+
+def check_task(task: list[Unit] | FuzzChunk) -> list[tuple[Unit, list[Cell]]] | ChunkResult:
+    """A task of a run (map_tasks): a batch of units, or a chunk of the fuzzer's programs."""
+    if isinstance(task, list):
+        return check_units(task)
+    from adcore.conformance.fuzz_chunks import check_chunk
+
+    return check_chunk(task)
+
+
+def describe_task(task: list[Unit] | FuzzChunk) -> str:
+    """A task named in a cluster's errors, with the command that checks it in one process."""
+    if isinstance(task, list):
+        from adcore.conformance.distributed import units_text
+
+        return units_text(task)
+    return task.text()
 
 
 def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:
@@ -245,7 +282,7 @@ def batches(work: Plan) -> list[list[Unit]]:
     return [batch for batch in [*by_plugin.values(), *spread] if batch]
 
 
-def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterable[R]:
+def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterator[R]:
     """fn(task) for each task as each finishes, in `jobs` forked processes (or here, for 1)."""
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
@@ -255,8 +292,12 @@ def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterable[R]:
     # macOS' default spawn would load the entry-point plugins afresh, which is fine too
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        for future in as_completed([pool.submit(fn, task) for task in tasks]):
-            yield future.result()
+        try:
+            for future in as_completed([pool.submit(fn, task) for task in tasks]):
+                yield future.result()
+        finally:  # a run ended early (the fuzzer's first failure, an error) waits for no queued task
+            pool.shutdown(cancel_futures=True)
+
 
 def map_tasks(
     fn: Callable[[T], R],
