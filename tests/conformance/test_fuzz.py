@@ -17,7 +17,7 @@ from throwaway_plugin import throwaway_plugin as _plugin
 
 import adcore
 import adcore.numpy as anp
-from adcore.conformance import abilities, engine
+from adcore.conformance import abilities, engine, fuzz_chunks
 from adcore.conformance.fuzz import CHUNK, KINK_MARGIN, Builder, Checked, ChunkResult, FuzzRun, programs
 from adcore.conformance.fuzz_choices import MAX_VALUE, SPD, SQUARE, choices, sampled_domains
 from adcore.conformance.fuzz_chunks import FuzzChunk, FuzzMerge, check_chunk, check_fuzz, run_fuzz
@@ -405,12 +405,34 @@ def test_a_planted_wrong_vjp_is_found_and_reported_the_same_serially_and_in_two_
     assert parallel.programs == serial.programs
 
 
-def test_the_engine_checks_the_fuzz_chunks_in_its_map_with_the_units():
-    def report(jobs: int):
-        result = engine.run(["numeric"], ops=["sin"], dtypes=["float64"], fuzz=CHUNK + 1, jobs=jobs)
-        return replace(result, seconds=0.0)
+def _engine_report(**options):
+    result = engine.run(["numeric"], ops=["sin"], dtypes=["float64"], fuzz=CHUNK + 1, **options)
+    return replace(result, seconds=0.0)
 
-    serial = report(1)
+
+def test_the_engine_checks_the_fuzz_chunks_in_its_map_with_the_units():
+    serial = _engine_report()
     assert [s.name for s in serial.subjects] == ["sin", "fuzz"]
     assert next(c for c in serial.cells if c.subject == "fuzz").message == f"{CHUNK + 1} programs"
-    assert report(2) == serial
+    assert _engine_report(jobs=2) == serial
+
+
+def test_the_engine_checks_the_fuzz_chunks_on_a_dask_cluster_to_the_same_report(cluster_address):
+    assert _engine_report(scheduler=cluster_address) == _engine_report()
+
+
+def test_the_engine_stops_at_the_first_failing_chunk_once_the_units_are_done(monkeypatch):
+    checked = []
+
+    def check_chunk(chunk: FuzzChunk) -> ChunkResult:  # chunk 0 fails, as a task would send it back
+        checked.append(chunk.index)
+        return _result(chunk.index, [f"p{chunk.index}"], failing="p0")
+
+    monkeypatch.setattr(fuzz_chunks, "check_chunk", check_chunk)
+    report = engine.run(["numeric"], ops=["sin"], dtypes=["float64"], fuzz=3 * CHUNK)
+    assert checked == [0]  # chunks 1 and 2 were never checked
+    assert (
+        report.subjects[-1].source
+        == f"# adcore conformance --fuzz {3 * CHUNK} --seed 0: program #1\nshrunk p0"
+    )
+    assert [c.status for c in report.cells] == ["agrees", "disagrees"]  # sin's, then the fuzz subject's
