@@ -60,7 +60,7 @@ SHRINK_CANDIDATES = 200  # smaller programs a failing one's chunk may check whil
 OPERAND_DRAWS = 4  # how far back operands are drawn, cycled for ops of more operands
 
 
-def _hypothesis() -> Any:
+def import_hypothesis() -> Any:
     try:
         import hypothesis
     except ImportError as e:
@@ -244,7 +244,7 @@ def programs(
     """A hypothesis strategy of random programs calling `ops` (default: every op that fits, see
     `choices`) and the core ops that fit and squash values into domains, inputs in `dtype`; the
     values' seeds are mixed with `salt` (a chunk's index)."""
-    st = _hypothesis().strategies
+    st = import_hypothesis().strategies
     drawn = choices(ops)
 
     # a step: the op (None: no op, so shrinking can delete steps), how far back each operand
@@ -348,7 +348,7 @@ class FuzzRun:
 
     def run(self, strategy: Any) -> FuzzRun:
         """Draw programs from `strategy` until n distinct ones are checked or one fails."""
-        hypothesis = _hypothesis()
+        hypothesis = import_hypothesis()
         for round_ in range(10):  # hypothesis repeats itself: ask for more, and again if short
             if self.checked >= self.n or self.failure is not None:
                 break

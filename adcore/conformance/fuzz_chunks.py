@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from adcore.conformance.abilities import columns
-from adcore.conformance.fuzz import CHUNK, SUBJECT, Checked, ChunkResult, FuzzRun, programs
+from adcore.conformance.fuzz import CHUNK, SUBJECT, Checked, ChunkResult, FuzzRun, import_hypothesis, programs
 from adcore.conformance.results import Cell, Subject, merge
 from adcore.errors import InvalidValueError
 
@@ -67,6 +67,10 @@ class FuzzMerge:
         seed: int = 0,
         ops: Sequence[str] | None = None,
     ) -> None:
+        if n < 0:
+            raise InvalidValueError(f"a fuzz run checks n >= 0 random programs, not {n}")
+        if n:
+            import_hypothesis()  # here, before any chunk is sent off: without hypothesis, say how to install it
         self.n, self.backends, self.dtypes, self.seed = n, columns(backends), list(dtypes), seed
         these = (tuple(self.backends), tuple(self.dtypes), seed, None if ops is None else tuple(ops))
         self.chunks = [FuzzChunk(n, k, min(CHUNK, n - k * CHUNK), *these) for k in range(-(-n // CHUNK))]
@@ -122,7 +126,8 @@ class FuzzMerge:
     @property
     def failure(self) -> Checked | None:
         """The lowest failing chunk's failing program, shrunk."""
-        return self._results()[-1].failure
+        results = self._results()
+        return results[-1].failure if results else None
 
     def subject_and_cells(self) -> tuple[Subject, list[Cell]]:
         """One subject for the whole run and one cell per (backend, dtype): the programs' cells

@@ -436,3 +436,18 @@ def test_the_engine_stops_at_the_first_failing_chunk_once_the_units_are_done(mon
         == f"# adcore conformance --fuzz {3 * CHUNK} --seed 0: program #1\nshrunk p0"
     )
     assert [c.status for c in report.cells] == ["agrees", "disagrees"]  # sin's, then the fuzz subject's
+
+
+def test_without_hypothesis_a_run_with_fuzz_says_so_before_checking_any_unit(monkeypatch):
+    monkeypatch.setitem(sys.modules, "hypothesis", None)
+    checked = []
+    with pytest.raises(MissingDependencyError, match=r"pip install 'adcore\[fuzz\]'"):
+        engine.run(["numeric"], ops=["sin"], dtypes=["float64"], fuzz=1, progress=checked.append)
+    assert checked == []
+    monkeypatch.undo()
+    assert engine.run(["numeric"], ops=["sin"], dtypes=["float64"], fuzz=1).ok  # the next run works
+
+
+def test_a_negative_number_of_programs_is_refused():
+    with pytest.raises(InvalidValueError, match="n >= 0 random programs, not -3"):
+        FuzzMerge(-3, ["numeric"], ["float64"])
