@@ -24,6 +24,7 @@ from adcore.conformance.fuzz_chunks import FuzzChunk, FuzzMerge, check_chunk, ch
 from adcore.conformance.random_program import RandomProgram
 from adcore.conformance.results import Cell
 from adcore.errors import InvalidValueError, MissingDependencyError
+from adcore.plugins import get_registry
 from adcore.spec import NONZERO, POSITIVE, REAL, OpSpec, Sample, elementwise_samples
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -451,3 +452,23 @@ def test_without_hypothesis_a_run_with_fuzz_says_so_before_checking_any_unit(mon
 def test_a_negative_number_of_programs_is_refused():
     with pytest.raises(InvalidValueError, match="n >= 0 random programs, not -3"):
         FuzzMerge(-3, ["numeric"], ["float64"])
+
+
+def test_a_run_with_fuzz_in_two_processes_does_not_import_dask():
+    code = (
+        "import sys; from adcore.conformance import engine; "
+        "engine.run(['numeric'], ops=['sin'], dtypes=['float64'], fuzz=2, jobs=2); "
+        "print(sorted({'dask', 'distributed'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_reports_versions_leave_out_the_user_functions_its_checks_define_in_this_process():
+    # the source backend's checks define custom_vjp functions (pseudo-plugin "user") where they
+    # run: here, but not in a forked process or on a Dask worker, whose reports are the same
+    report = engine.run(None, ops=["sin"], dtypes=["float64"])
+    assert "user" in get_registry().plugins
+    assert "user" not in report.versions and report.versions["core"]
