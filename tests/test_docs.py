@@ -126,6 +126,7 @@ PRINTED = {
         "Estimate(derivative=array(20.), error=array(1.62652501e-11))"
     ],  # log'(0.05), steps below 0 skipped
     "numeric.md:6": ["36.462854262572534"],  # on a Dask cluster, the same bits as without it
+    "distributed.md:1": ["True\n"],  # data-parallel training = one-process training, to 1e-12
     "numeric.md:7": ["0.5 0.0"],  # relu'(0): numeric's central difference, the convention
     "check-grads.md:2": [  # the report, as the page shows it
         "forward: jacobian, jvp, second by forward, second by reverse\n"
