@@ -132,6 +132,11 @@ class UnsupportedByBackendError(AdcoreError, NotImplementedError):
     """A backend was asked for something it does not do (vjp on a backend without a pullback, ...)."""
 
 
+class DistributedError(AdcoreError, RuntimeError):
+    """Work sent to a Dask cluster cannot give the answer this process would: the scheduler cannot
+    be reached, a task killed every worker that ran it, or the workers' plugins differ from ours."""
+
+
 def keywords_checked(function: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """`function` (a public one of adcore's) refusing a keyword one slip away from one of its own
     (`grad(f, argnum=0)`) with 'did you mean', before it could pass as a backend option; where it

@@ -178,6 +178,7 @@ def run(
     *,
     fuzz: int = 0,
     jobs: int = 1,
+    scheduler: str | None = None,
     seed: int = 0,
     progress: Callable[[Unit], None] | None = None,
     work: Plan | None = None,
@@ -185,10 +186,14 @@ def run(
     """Check every op and case (or those named) on every installed backend (or those named).
 
     `work`, a Plan already made (the CLI makes it once), stands for the first four arguments
-    and the seed. `jobs` > 1 checks units in that many worker processes; `progress(unit)` is
+    and the seed. `jobs` > 1 checks units in that many worker processes; `scheduler`, a Dask
+    scheduler's address or `local:N` (N worker processes here), checks them on that cluster
+    instead (adcore.conformance.distributed), the report the same to the bit; `progress(unit)` is
     called as each unit finishes; `fuzz` > 0 adds that many random programs, in chunks that are
     tasks of the same map (adcore.conformance.fuzz_chunks)."""
     start = time.perf_counter()
+    if scheduler is not None and jobs != 1:
+        raise InvalidValueError(f"jobs={jobs} and scheduler={scheduler!r} exclude each other: give one")
     work = work or plan(backends, ops, cases, dtypes, seed)
     tasks: list[list[Unit] | FuzzChunk] = list(batches(work))
     real = [d for d in work.dtypes if d in REAL_DTYPES] or list(REAL_DTYPES)  # random programs stay real
@@ -201,8 +206,8 @@ def run(
     cells: list[Cell] = []
     vmap: list[Cell] = []
     left = len(work.units)
-    results = map_tasks(check_task, tasks, jobs, describe=describe_task)
-    with contextlib.closing(results):  # ended early, a run waits for no queued task
+    results = map_tasks(check_task, tasks, jobs, scheduler, describe_task)  # Dask only with a scheduler
+    with contextlib.closing(results):  # a cluster started for the run closes on an error too
         for done in results:
             if not isinstance(done, list):  # a chunk of the fuzzer's programs
                 fuzzing.add(done)
