@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import adcore
 import adcore.numpy as anp
-from adcore.errors import MissingDependencyError
+from adcore.errors import DistributedError, InvalidValueError, MissingDependencyError
 from adcore.plugins import get_registry
 
 # seed 001 (前向模式, 反向模式): f(x1, x2) = ln(x1) + x1*x2 - sin(x2) at (2, 5)
@@ -53,7 +53,8 @@ def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
         args.backend, args.op, args.case, args.dtype or engine.DTYPES, args.seed
     )
     with _progress(len(work.units)) as advance:
-        result = engine.run(work=work, fuzz=args.fuzz, jobs=args.jobs, progress=advance)
+        scheduler = getattr(args, "scheduler", None)
+        result = engine.run(work=work, fuzz=args.fuzz, jobs=args.jobs, scheduler=scheduler, progress=advance)
     report.write(result, args.format, args.output, console=console)
     if args.output or args.format != "table":
         print(result.summary(), file=sys.stderr)
@@ -262,10 +263,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument(
         "--jobs",
         type=int,
-        default=usable_cores(),
         metavar="N",
-        help="check in N processes (default: the cores this process may use, here %(default)s; "
+        help=f"check in N processes (default: the cores this process may use, here {usable_cores()}; "
         "1 checks in this process)",
+    )
+    check.add_argument(
+        "--scheduler",
+        metavar="ADDRESS|local:N",
+        help="check on a Dask cluster instead of --jobs: the scheduler at ADDRESS (tcp://HOST:PORT), or "
+        "local:N to start N worker processes here for the run; the same report, bit for bit "
+        "(pip install 'adcore[distributed]')",
     )
     check.add_argument("--seed", type=int, default=0, help="seed of the samples and programs")
 
@@ -278,8 +285,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "conformance":
-        if args.jobs < 1 or args.fuzz < 0:
+        if (args.jobs is not None and args.jobs < 1) or args.fuzz < 0:
             parser.error("--jobs must be at least 1 and --fuzz at least 0")
+        if args.scheduler is not None:
+            if args.jobs is not None:
+                parser.error("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
+            from adcore.conformance.distributed import local_workers
+
+            try:
+                local_workers(args.scheduler)
+            except InvalidValueError as e:
+                parser.error(str(e))
+        args.jobs = 1 if args.scheduler is not None else args.jobs or usable_cores()
         if args.seed < 0:  # NumPy's generators take seeds >= 0; found out after the planning otherwise
             parser.error(f"--seed must be at least 0, got {args.seed}")
         if args.output and (problem := _unwritable(args.output)):  # before a run of minutes, not after
@@ -294,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(e.args[0]) if e.args else str(e))
         try:
             return conformance(args)
-        except MissingDependencyError as e:  # --fuzz without hypothesis
+        except (MissingDependencyError, DistributedError) as e:  # --fuzz without hypothesis; a cluster failing
             parser.exit(2, f"adcore: error: {e}\n")
     if args.command == "example":
         return example()
