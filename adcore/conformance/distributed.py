@@ -23,6 +23,7 @@ What can go wrong, and what happens then (nothing is retried that would fail aga
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -77,7 +78,7 @@ def map_on_cluster(
         # pure=False: a task is run for this run, never a result Dask kept from an earlier one
         futures = {client.submit(_checked, fn, expected, task, pure=False): task for task in tasks}
         for future in distributed.as_completed(futures, loop=client.loop):
-            yield _result(distributed, future, describe(futures[future]), scheduler)
+            yield _result(distributed, future, functools.partial(describe, futures[future]), scheduler)
 
 
 def plugin_signature() -> dict[str, tuple[Any, ...]]:
@@ -144,24 +145,24 @@ def _difference(ours: dict[str, tuple[Any, ...]], theirs: dict[str, tuple[Any, .
     )
 
 
-def _result(distributed: ModuleType, future: Any, described: str, scheduler: str) -> Any:
+def _result(distributed: ModuleType, future: Any, described: Callable[[], str], scheduler: str) -> Any:
     """The task's result; its own exception raised as it is; the cluster's failures as DistributedError."""
     if future.status == "cancelled":
         raise DistributedError(
-            f"the Dask scheduler at {scheduler} lost the task checking {described} (was the connection "
+            f"the Dask scheduler at {scheduler} lost the task checking {described()} (was the connection "
             "lost, or the scheduler restarted?); run again"
         )
     try:
         return future.result()
     except distributed.KilledWorker as e:
         raise DistributedError(
-            f"Dask gave up on the task checking {described}. Each of the {e.allowed_failures + 1} workers "
+            f"Dask gave up on the task checking {described()}. Each of the {e.allowed_failures + 1} workers "
             "that ran it died (a crash that ends the process: a segfault, running out of memory), which "
             "no report cell can hold; Dask's config distributed.scheduler.allowed-failures sets how "
             "often a task is run again"
         ) from e
     except Exception as e:  # the task's own, as the serial run raises it
-        e.add_note(f"raised on a Dask worker, checking {described}")
+        e.add_note(f"raised on a Dask worker, checking {described()}")
         raise
 
 
