@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -96,8 +97,18 @@ class OpSpec:
             bad = [i for i in self.differentiable if not 0 <= i < self.nin]
             if bad:
                 raise ValueError(f"op {self.name!r}: differentiable indices {bad} not below nin={self.nin}")
+        # what help(), pydoc, inspect.signature and IPython's `?` read: the op's own name, doc and call
+        self.__name__ = self.name
+        self.__doc__ = _docstring(self)
+        self.__signature__ = _call_signature(self)
 
     __call__ = bind  # op(*inputs, **params) is bind(op, *inputs, **params)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> OpSpec:
+        # An op stored on a class stays the op, never a bound method (as a builtin function). Having
+        # __get__ makes inspect.isroutine(op) true, so pydoc documents an op as a function (its
+        # signature and doc) instead of documenting the OpSpec class.
+        return self
 
     def canonical_call(self, args: tuple, params: dict) -> tuple[tuple, dict]:
         """(inputs, params) of a NumPy-style call: params may follow the inputs positionally,
@@ -121,6 +132,82 @@ class OpSpec:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+class _ImplDefault:
+    """The default of a param the impl does not name (it takes **params): whatever the impl does."""
+
+    def __repr__(self) -> str:
+        return "<impl's default>"
+
+
+_IMPL_DEFAULT = _ImplDefault()
+_P = inspect.Parameter
+
+
+def _call_signature(op: OpSpec) -> inspect.Signature:
+    """How an op is called: its inputs positional-only, named as its impl names them (else x, or
+    x1, x2, ...; a variadic op's *arrays), then its params (positional too, as NumPy's) with the
+    impl's defaults; `(*inputs, **params)` if the impl's names cannot make a valid signature."""
+    try:
+        impl = dict(inspect.signature(op.impl).parameters)
+    except (TypeError, ValueError):  # a builtin without a text signature
+        impl = {}
+    if op.variadic:
+        star = next((p.name for p in impl.values() if p.kind is _P.VAR_POSITIONAL), "arrays")
+        inputs = [_P(star, _P.VAR_POSITIONAL)]
+    else:
+        plain = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+        names = [n for n, p in impl.items() if p.kind in plain and n not in op.params][: op.nin]
+        if len(names) < op.nin:
+            names = ["x"] if op.nin == 1 else [f"x{i + 1}" for i in range(op.nin)]
+        inputs = [_P(n, _P.POSITIONAL_ONLY) for n in names]
+    params: list[inspect.Parameter] = []
+    kind = _P.KEYWORD_ONLY if op.variadic else _P.POSITIONAL_OR_KEYWORD
+    for name in op.params:
+        default = impl[name].default if name in impl else _IMPL_DEFAULT
+        if default is _P.empty and params and params[-1].default is not _P.empty:
+            kind = _P.KEYWORD_ONLY  # a required param after a defaulted one: by keyword only
+        params.append(_P(name, kind, default=default))
+    try:
+        return inspect.Signature([*inputs, *params])
+    except ValueError:  # names the impl shares between an input and a param
+        return inspect.Signature([_P("inputs", _P.VAR_POSITIONAL), _P("params", _P.VAR_KEYWORD)])
+
+
+def _function_name(function: Callable[..., Any] | str) -> str:
+    if isinstance(function, str):
+        return function
+    module = getattr(function, "__module__", None) or ("numpy" if isinstance(function, np.ufunc) else "")
+    name = getattr(function, "__name__", repr(function))
+    return f"{module}.{name}" if module else name
+
+
+def _docstring(op: OpSpec) -> str:
+    """The op's doc for help(): its own doc, then the NumPy functions it stands for, its other
+    names, what its derivative flows through, its kinks (docs/ops.md lists the same per op)."""
+    numpy_names = ", ".join(dict.fromkeys(_function_name(f) for f in op.numpy))
+    first = op.doc.strip() or f"The adcore op {op.name}" + (
+        f": {numpy_names}, differentiable" if numpy_names else ""
+    )
+    lines = [first, ""]
+    if numpy_names:
+        lines.append(f"NumPy: {numpy_names} (called on a traced value, it runs this op).")
+    if op.aliases:
+        lines.append(f"Also named: {', '.join(op.aliases)} (in adcore.numpy).")
+    if op.differentiable is not None:
+        lines.append(
+            f"Derivatives flow through inputs {list(op.differentiable)} only; the others are constants."
+        )
+    for kink in op.kinks:
+        lines.append(f"Kink: {kink.why or kink.inputs} (docs/conventions.md).")
+    if op.accepts_complex:
+        lines.append("Complex inputs: differentiated in JAX's convention (docs/complex.md).")
+    lines.append(
+        f"An adcore op (OpSpec {op.name!r}): on arrays it computes its NumPy reference; on traced "
+        "values every backend differentiates it (docs/ops.md: its rules per backend)."
+    )
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -192,3 +192,70 @@ def test_sample_draws_are_reproducible_from_the_seed():
     first, second = draw(_rng(), np.float64), draw(_rng(), np.float64)
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a.args[0], b.args[0])
+
+
+# --- help(), pydoc, inspect.signature and IPython's `?` document each op ------------------
+
+
+def test_pydoc_shows_every_ops_doc_and_signature_not_the_class(clean_plugins):
+    import inspect
+    import pydoc
+
+    from adcore.plugins import get_registry
+
+    registry = get_registry()
+    assert {"conv2d", "erf", "sin"} <= set(registry.ops)  # the kernels and scipy plugins are loaded
+    for name, op in registry.ops.items():
+        text = pydoc.render_doc(op, renderer=pydoc.plaintext)
+        assert "class OpSpec" not in text, name
+        assert f"{name}{inspect.signature(op)}" in text, name
+        assert op.__doc__.splitlines()[0] in text, name
+        assert " ".join(op.doc.split()) in " ".join(op.__doc__.split()), name
+
+
+def test_an_ops_signature_names_its_inputs_and_params_with_the_impls_defaults():
+    import inspect
+
+    import adcore.numpy as anp
+
+    assert str(inspect.signature(anp.sin)) == "(x, /)"
+    assert str(inspect.signature(anp.add)) == "(x1, x2, /)"
+    assert str(inspect.signature(anp.sum)) == "(x, /, axis=None, keepdims=False, dtype=None, where=True)"
+    assert str(inspect.signature(anp.concatenate)) == "(*arrays, axis=0)"
+    op = OpSpec("pick", lambda c, x, *, k: x, nin=2, params=("k",), doc="pick(c, x, k): x")
+    assert str(inspect.signature(op)) == "(c, x, /, k)"
+    assert inspect.signature(op).bind(1, 2, k=3).arguments == {"c": 1, "x": 2, "k": 3}
+    assert op.__name__ == "pick" and op.__doc__.startswith("pick(c, x, k): x\n")
+    assert inspect.getdoc(OpSpec).startswith("An op: a name")  # the class keeps its own doc
+
+
+def test_an_op_without_a_doc_is_documented_by_its_numpy_names():
+    import adcore.numpy as anp
+
+    assert anp.sin.__doc__.splitlines()[0] == "The adcore op sin: numpy.sin, differentiable"
+    assert "Also named: true_divide" in anp.divide.__doc__
+
+
+def test_an_op_on_a_class_stays_the_op_and_pickles_as_before():
+    import pickle
+
+    import adcore.numpy as anp
+
+    class Holder:
+        act = anp.tanh
+
+    assert Holder.act is anp.tanh and Holder().act is anp.tanh
+    np.testing.assert_array_equal(Holder().act(np.array([0.5])), np.tanh([0.5]))
+    op = OpSpec("negate_for_pickle", np.negative, doc="negate(x): -x")
+    copy = pickle.loads(pickle.dumps(op))
+    assert copy.name == op.name and copy.__doc__ == op.__doc__ and str(copy.__signature__) == "(x, /)"
+    np.testing.assert_array_equal(copy(np.array([1.0])), [-1.0])
+
+
+def test_ipythons_help_shows_the_ops_doc_and_signature():
+    oinspect = pytest.importorskip("IPython.core.oinspect")
+    import adcore.numpy as anp
+
+    info = oinspect.Inspector().info(anp.sum, "sum")
+    assert info["docstring"] == anp.sum.__doc__
+    assert "sum(x, /, axis=None" in (info.get("definition") or "")
