@@ -93,6 +93,15 @@ def test_the_quickstart_is_two_commands_after_the_clone_and_ci_runs_both():
         assert command in ci_lines, f".ci/run does not run the README's {command!r} as written"
 
 
+def test_the_quickstart_clones_into_a_folder_that_cannot_shadow_a_package():
+    """Python run from the folder above a clone named `adcore` imports the clone as a namespace
+    package (no __init__.py), before the installed one: `module 'adcore' has no attribute 'grad'`."""
+    section = README.read_text().split("## Quickstart", 1)[1]
+    clone = re.search(r"git clone \S+(?: \S+)* (\S+) && cd (\S+)", section)
+    assert clone is not None and clone.group(1) == clone.group(2), "the Quickstart clones, then cds into it"
+    assert not clone.group(1).isidentifier(), f"{clone.group(1)!r} could be imported as a package"
+
+
 def test_the_quickstart_parser_sees_a_third_command(tmp_path: Path):
     readme = "## Quickstart\n\n```bash\ngit clone x && cd x\na  # one\nb\nc\n```\n\n## Next\n"
     assert quickstart_commands(readme) == ["a", "b", "c"]
