@@ -187,6 +187,37 @@ def test_jobs_default_to_the_cores_this_process_may_use(monkeypatch):
     assert ran == [3, 5, 1]
 
 
+def test_scheduler_reaches_the_run_and_is_checked_before_it(monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(
+        cli, "conformance", lambda args, out=None: ran.append((args.jobs, args.scheduler)) or 0
+    )
+    assert cli.main(["conformance", "--op", "sin", "--scheduler", "local:2"]) == 0
+    assert cli.main(["conformance", "--op", "sin", "--scheduler", "tcp://10.0.0.1:8786"]) == 0
+    assert ran == [(1, "local:2"), (1, "tcp://10.0.0.1:8786")]
+    for argv, says in [
+        (["--scheduler", "local:2", "--jobs", "2"], "--jobs and --scheduler exclude each other"),
+        (["--jobs", "1", "--scheduler", "local:1"], "--jobs and --scheduler exclude each other"),
+        (["--scheduler", "local:0"], "a local cluster needs at least 1 worker"),
+        (["--scheduler", "somewhere"], "is neither a Dask scheduler's address"),
+    ]:
+        with pytest.raises(SystemExit) as exit:
+            cli.main(["conformance", "--op", "sin", *argv])
+        assert exit.value.code == 2
+        assert says in capsys.readouterr().err
+    assert len(ran) == 2  # nothing ran
+
+
+def test_an_unreachable_scheduler_exits_2_naming_it(monkeypatch, capsys):
+    from adcore.conformance import distributed
+
+    monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", 0.5)
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["conformance", "--op", "sin", "--dtype", "float64", "--scheduler", "tcp://127.0.0.1:1"])
+    assert exit.value.code == 2
+    assert "adcore: error: cannot reach the Dask scheduler at tcp://127.0.0.1:1" in capsys.readouterr().err
+
+
 def test_conformance_exits_1_naming_the_wrong_rule_and_greys_a_missing_one(register_plugin, capsys):
     register_plugin(OnlyVJP(), "onlyvjp")
     assert cli.main(["conformance", "--op", "half", "--op", "wrong_sin", "--dtype", "float64"]) == 1
