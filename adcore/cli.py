@@ -311,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(e.args[0]) if e.args else str(e))
         try:
             return conformance(args)
-        except (MissingDependencyError, DistributedError) as e:  # --fuzz without hypothesis; a cluster failing
+        # --fuzz without hypothesis; --scheduler's cluster unreachable, failing or with other plugins
+        except (MissingDependencyError, DistributedError) as e:
             parser.exit(2, f"adcore: error: {e}\n")
     if args.command == "example":
         return example()
