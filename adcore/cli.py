@@ -7,11 +7,9 @@ import json
 import math
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import adcore
 import adcore.numpy as anp
@@ -45,61 +43,20 @@ def _table(*columns: str, title: str | None = None):
 
 def conformance(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the conformance suite; exit status 1 if any cell disagrees or errs."""
-    from adcore.conformance import engine, report
+    from adcore.conformance import engine, progress, report
 
     console = _console(out)
     # the plan main() made while checking the names, else made here: once per run either way
     work = getattr(args, "work", None) or engine.plan(
         args.backend, args.op, args.case, args.dtype or engine.DTYPES, args.seed
     )
-    with _progress(len(work.units)) as advance:
-        scheduler = getattr(args, "scheduler", None)
+    scheduler = getattr(args, "scheduler", None)
+    with progress.shown(work, args.jobs, scheduler) as advance:
         result = engine.run(work=work, fuzz=args.fuzz, jobs=args.jobs, scheduler=scheduler, progress=advance)
     report.write(result, args.format, args.output, console=console)
     if args.output or args.format != "table":
         print(result.summary(), file=sys.stderr)
     return 0 if result.ok else 1
-
-
-@contextmanager
-def _progress(total: int) -> Iterator[Callable[[Any], None]]:
-    """What to call as each of `total` units is done: on stderr, so that a report written to stdout
-    stays clean, a bar on a terminal, plain lines in a log (CI, a redirect), where a bar would
-    show nothing until the end."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    if not sys.stderr.isatty():
-        yield ProgressLines(total)
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as progress:
-        task = progress.add_task("conformance", total=total)
-        yield lambda unit: progress.update(task, advance=1, description=f"{unit.name} ({unit.dtype})")
-
-
-class ProgressLines:
-    """Progress as plain lines on stderr, for a log: a line each time another tenth of the units
-    is done or, while units finish, SILENCE seconds after the last line; the last line at N/N."""
-
-    SILENCE = 10.0
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.tenths = total, 0, 0
-        self.start = self.last = time.perf_counter()
-
-    def __call__(self, unit: Any) -> None:
-        self.done += 1
-        now = time.perf_counter()
-        tenths = 10 * self.done // self.total
-        if tenths > self.tenths or now - self.last >= self.SILENCE:
-            self.tenths, self.last = tenths, now
-            print(
-                f"conformance: {self.done}/{self.total} units ({100 * self.done // self.total}%) "
-                f"{now - self.start:.1f} s  {unit.name} ({unit.dtype})",
-                file=sys.stderr,
-                flush=True,
-            )
 
 
 def usable_cores() -> int:

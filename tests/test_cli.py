@@ -16,6 +16,7 @@ import adcore
 import adcore.numpy as anp
 from adcore import cli
 from adcore.conformance import abilities
+from adcore.conformance.progress import ProgressLines
 from adcore.plugins import PluginWarning
 from adcore.spec import REAL, elementwise_samples
 
@@ -139,11 +140,18 @@ def test_conformance_prints_the_matrix_and_the_summary_and_exits_0(capsys, clean
 ELEVEN_OPS = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "add", "multiply", "subtract", "negative"]
 
 
-def test_conformance_prints_plain_progress_lines_where_stderr_is_not_a_terminal(capsys, clean_plugins):
-    # CI and redirects: a line per tenth of the units (22 here), the last at N/N, not a bar
+def test_conformance_prints_plain_progress_lines_where_stderr_is_not_a_terminal(
+    monkeypatch, capsys, clean_plugins
+):
+    # CI and redirects: what the run covers at once, then a line per tenth of the units (22 here),
+    # the last at N/N, not a bar (the heartbeat while none finishes: tests/conformance/test_progress.py)
+    monkeypatch.setattr(ProgressLines, "HEARTBEAT", float("inf"))
     argv = ["conformance", "--backend", "reverse", "--jobs", "1", *REAL_DTYPES]
     assert cli.main([*argv, *(f"--op={op}" for op in ELEVEN_OPS)]) == 0
-    lines = capsys.readouterr().err.strip().splitlines()
+    first, *lines = capsys.readouterr().err.strip().splitlines()
+    assert first.startswith(
+        "conformance: 22 units: 11 subjects x float64, float32 on backends reverse, in 1 process"
+    )
     line = r"conformance: (\d+)/22 units \((\d+)%\) \d+\.\d s  \w+ \(float(64|32)\)"
     assert all(re.fullmatch(line, text) for text in lines), lines
     done = [int(re.fullmatch(line, text)[1]) for text in lines]
@@ -152,10 +160,11 @@ def test_conformance_prints_plain_progress_lines_where_stderr_is_not_a_terminal(
 
 
 def test_plain_progress_also_prints_after_a_silence(monkeypatch, capsys, clean_plugins):
-    monkeypatch.setattr(cli.ProgressLines, "SILENCE", 0.0)  # every unit is "a while" after the last line
+    monkeypatch.setattr(ProgressLines, "SILENCE", 0.0)  # every unit is "a while" after the last line
+    monkeypatch.setattr(ProgressLines, "HEARTBEAT", float("inf"))
     argv = ["conformance", "--backend", "reverse", "--jobs", "1", "--op", "sin", "--op", "cos", *REAL_DTYPES]
     assert cli.main(argv) == 0
-    assert [line.split(" units")[0] for line in capsys.readouterr().err.strip().splitlines()] == [
+    assert [line.split(" units")[0] for line in capsys.readouterr().err.strip().splitlines()[1:]] == [
         f"conformance: {k}/4" for k in range(1, 5)
     ]
 

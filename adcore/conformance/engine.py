@@ -37,6 +37,7 @@ from adcore.conformance.abilities import columns
 from adcore.conformance.batching import VMAP, batched_calls, check_vmap
 from adcore.conformance.calls import case_calls, checks_complex, op_calls
 from adcore.conformance.checks import check_subject, op_support
+from adcore.conformance.progress import unit_started
 from adcore.conformance.results import Cell, Report, Subject
 from adcore.errors import InvalidValueError
 from adcore.plugins import ESSENTIAL, get_registry
@@ -260,8 +261,12 @@ def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:
     """Each unit with its cells, checked in order in this process. NumPy's floating-point warnings
     are silenced: samples sit at kinks and singular points on purpose, where an untaken branch of a
     `where` divides by zero, and every value they touch is judged by number in the report."""
+    done = []
     with np.errstate(all="ignore"):
-        return [(unit, check_unit(unit)) for unit in units]
+        for unit in units:
+            unit_started(unit)  # the progress lines' heartbeat names it (and numba compiling in it)
+            done.append((unit, check_unit(unit)))
+    return done
 
 
 def batches(work: Plan) -> list[list[Unit]]:
