@@ -130,10 +130,11 @@ def test_workers_with_other_plugins_are_refused_naming_the_plugin(
     scheduler: str, clean_plugins: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # this process blocks a plugin the workers (started before) load: their report would differ
-    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", "special")
+    blocked = max(n for n, r in plugins.get_registry().plugins.items() if r.dist and n != "core")
+    monkeypatch.setenv("ADCORE_BLOCK_PLUGINS", blocked)
     plugins.reset()
     with pytest.raises(
-        DistributedError, match=r"plugin 'special' \(.*\) is loaded on the Dask worker tcp://"
+        DistributedError, match=rf"plugin '{blocked}' \(.*\) is loaded on the Dask worker tcp://"
     ):
         engine.run(ops=["sin"], dtypes=("float64",), scheduler=scheduler)
     monkeypatch.delenv("ADCORE_BLOCK_PLUGINS")
