@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, TypeVar
 
+from adcore.conformance import progress
 from adcore.errors import DistributedError, InvalidValueError, MissingDependencyError
 from adcore.plugins import get_registry
 
@@ -75,6 +76,7 @@ def map_on_cluster(
     describe = describe or units_text
     distributed = _import_distributed()
     with _client(distributed, scheduler, workers) as client:
+        progress.relay_from_cluster(client)  # the workers' units in flight, in the run's heartbeat
         # pure=False: a task is run for this run, never a result Dask kept from an earlier one
         futures = {client.submit(_checked, fn, expected, task, pure=False): task for task in tasks}
         for future in distributed.as_completed(futures, loop=client.loop):
@@ -120,6 +122,7 @@ def _checked(fn: Callable[[T], R], expected: dict[str, tuple[Any, ...]], task: T
         from distributed import get_worker
 
         raise DistributedError(_difference(expected, here, f"the Dask worker {get_worker().address}"))
+    progress.on_dask_worker()
     return fn(task)
 
 

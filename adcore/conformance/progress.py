@@ -6,7 +6,9 @@ what numba is compiling for them.
 The processes checking units announce each unit they start (`unit_started`, called by
 engine.check_units) and numba's compiles in it on a queue the run's processes share: the one this
 process makes before `--jobs` forks its workers, who inherit it. A process that did not inherit it
-(a Dask worker, a spawned one) announces nothing, and the heartbeat says only how many are done.
+(a spawned one) announces nothing, and the heartbeat says only how many are done. A Dask worker
+announces as a Dask log event on TOPIC (`on_dask_worker`), which the client relays into the run's
+queue (`relay_from_cluster`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, TextIO
 
 _channel: Any = None  # the run's queue of (pid, what, name) while a ProgressLines listens
 _numba_listening: set[int] = set()  # the processes whose numba compiles are announced
+TOPIC = "adcore-conformance-progress"  # the Dask log events a worker's announcements travel as
 
 
 def unit_started(unit: Any) -> None:
@@ -48,6 +51,33 @@ def unit_started(unit: Any) -> None:
                 pass
 
         event.register("numba:compile", NumbaCompiles())
+
+
+class _WorkerEvents:
+    """A Dask worker's channel: each announcement a log event on TOPIC, which the client hears."""
+
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+
+    def put(self, message: tuple) -> None:
+        self.worker.log_event(TOPIC, list(message))
+
+
+def on_dask_worker() -> None:
+    """In a Dask worker's task: announce this worker's units to the client (`relay_from_cluster`).
+    Set once per worker process and kept: a worker runs only tasks of the runs it serves."""
+    global _channel
+    if _channel is None:
+        from distributed import get_worker
+
+        _channel = _WorkerEvents(get_worker())
+
+
+def relay_from_cluster(client: Any) -> None:
+    """Hear the cluster's announcements (TOPIC) in the run's progress, if one listens here."""
+    channel = _channel
+    if channel is not None and not isinstance(channel, _WorkerEvents):
+        client.subscribe_topic(TOPIC, lambda event: channel.put(tuple(event[1])))
 
 
 class ProgressLines:

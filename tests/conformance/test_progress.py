@@ -116,3 +116,42 @@ def test_forked_workers_announce_their_units_to_the_run(monkeypatch, clean_plugi
     units = {unit for pid, (unit, *_) in lines.running.items() if pid != os.getpid()}
     assert units and units <= {"sin (float32)", "cos (float32)", "sin (float64)", "cos (float64)"}
     assert lines.done == 4
+
+
+class FakeWorker:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, list]] = []
+
+    def log_event(self, topic: str, message: list) -> None:
+        self.events.append((topic, message))
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.handlers: dict = {}
+
+    def subscribe_topic(self, topic: str, handler) -> None:
+        self.handlers[topic] = handler
+
+
+def test_a_dask_workers_announcements_reach_the_runs_progress_as_log_events(monkeypatch):
+    # the worker's side: unit_started becomes a log event on TOPIC (distributed._checked sets it up)
+    worker = FakeWorker()
+    monkeypatch.setattr(progress, "_channel", progress._WorkerEvents(worker))
+    progress.unit_started(SIN)
+    assert worker.events == [(progress.TOPIC, [os.getpid(), "unit", "sin (float64)"])]
+    # the client's side: a listening run subscribes and puts each event's message on its queue
+    client, channel = FakeClient(), queue.Queue()
+    progress.relay_from_cluster(client)  # a worker's channel is not a run's: it relays nothing
+    assert client.handlers == {}
+    monkeypatch.setattr(progress, "_channel", channel)
+    progress.relay_from_cluster(client)
+    client.handlers[progress.TOPIC]((1234.5, [4321, "unit", "cos (float32)"]))
+    assert channel.get_nowait() == (4321, "unit", "cos (float32)")
+
+
+def test_no_run_listening_subscribes_to_nothing(monkeypatch):
+    monkeypatch.setattr(progress, "_channel", None)
+    client = FakeClient()
+    progress.relay_from_cluster(client)
+    assert client.handlers == {}
