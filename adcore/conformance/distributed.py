@@ -159,10 +159,10 @@ def _result(distributed: ModuleType, future: Any, described: Callable[[], str], 
         return future.result()
     except distributed.KilledWorker as e:
         raise DistributedError(
-            f"Dask gave up on the task checking {described()}. Each of the {e.allowed_failures + 1} workers "
-            "that ran it died (a crash that ends the process: a segfault, running out of memory), which "
-            "no report cell can hold; Dask's config distributed.scheduler.allowed-failures sets how "
-            "often a task is run again"
+            f"Dask gave up on the task checking {described()}. It ran {e.allowed_failures + 1} times "
+            "and each time the worker running it died (a crash that ends the process: a segfault, "
+            "running out of memory), which no report cell can hold; Dask's config "
+            "distributed.scheduler.allowed-failures sets how often a task is run again"
         ) from e
     except Exception as e:  # the task's own, as the serial run raises it
         e.add_note(f"raised on a Dask worker, checking {described()}")
