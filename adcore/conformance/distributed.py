@@ -112,7 +112,8 @@ def units_text(units: Sequence[Any]) -> str:
     options += [f"--dtype {d}" for d in dict.fromkeys(u.dtype for u in units)]
     if units and units[0].seed:
         options.append(f"--seed {units[0].seed}")
-    return f"the units {names}; to see their error, check them in one process: adcore conformance {' '.join(options)} --jobs 1"
+    command = f"adcore conformance {' '.join(options)} --jobs 1"
+    return f"the units {names}; to see their error, check them in one process: {command}"
 
 
 def _checked(fn: Callable[[T], R], expected: dict[str, tuple[Any, ...]], task: T) -> R:
