@@ -34,7 +34,13 @@ def unit_started(unit: Any) -> None:
     if _channel is None:
         return
     _channel.put((os.getpid(), "unit", f"{unit.name} ({unit.dtype})"))
-    if "numba" in sys.modules and os.getpid() not in _numba_listening:  # never imports numba itself
+    hear_numba()
+
+
+def hear_numba() -> None:
+    """Announce numba's compiles in this process from now on, once numba is imported (never
+    importing it: a run without numba's plugins does not pay for it)."""
+    if "numba" in sys.modules and os.getpid() not in _numba_listening:
         _numba_listening.add(os.getpid())
         from numba.core import event
 
@@ -145,6 +151,7 @@ def listening(lines: ProgressLines) -> Iterator[ProgressLines]:
                 lines.heard(*channel.get(timeout=0.5))
             except queue.Empty:
                 pass
+            hear_numba()  # a serial run's first unit may import numba: its compiles are this process's
             lines.beat()
 
     _channel = channel
@@ -174,7 +181,7 @@ def shown(work: Any, jobs: int = 1, scheduler: str | None = None) -> Iterator[Ca
         lines = ProgressLines(total)
         where = f"on the Dask cluster {scheduler}" if scheduler else f"in {jobs} process{'es' * (jobs > 1)}"
         lines.say(
-            f"{total} units: {len(work.subjects)} subjects x {', '.join(work.dtypes)} on backends "
+            f"{total} units: {len(work.subjects)} subject{'s' * (len(work.subjects) != 1)} x {', '.join(work.dtypes)} on backends "
             f"{', '.join(work.backends)}, {where}"
         )
         with listening(lines):
