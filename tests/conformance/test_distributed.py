@@ -16,7 +16,7 @@ import pytest
 from adcore import cli, plugins
 from adcore.conformance import distributed, engine, report
 from adcore.conformance.engine import Unit
-from adcore.errors import DistributedError, InvalidValueError
+from adcore.errors import DistributedError, InvalidValueError, MissingDependencyError
 
 dask_distributed = pytest.importorskip("distributed")
 
@@ -177,3 +177,11 @@ def test_adcore_and_a_run_without_a_scheduler_never_import_dask(tmp_path: Path) 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.splitlines()[-1]) == [[], 0, []]
+
+
+def test_without_dask_a_scheduler_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` raises ImportError
+    with pytest.raises(MissingDependencyError, match=r"pip install 'adcore\[distributed\]'"):
+        engine.run(ops=["sin"], dtypes=("float64",), scheduler="local:1")
+    monkeypatch.undo()
+    assert engine.run(ops=["sin"], dtypes=("float64",), jobs=1).ok
