@@ -66,7 +66,12 @@ def first_difference(a: Any, b: Any, where: str = "report") -> str:
         return ""
     if isinstance(a, list) and isinstance(b, list):
         for i, (x, y) in enumerate(zip(a, b)):
-            if found := first_difference(x, y, f"{where}[{i}]"):
+            cell = (
+                " ".join(str(x.get(k)) for k in ("subject", "backend", "dtype"))
+                if isinstance(x, dict)
+                else ""
+            )
+            if found := first_difference(x, y, f"{where}[{i}{': ' + cell if cell else ''}]"):
                 return found
         return "" if len(a) == len(b) else f"{where}: {len(a)} entries against {len(b)}"
     return "" if a == b else f"{where}: {a!r} against {b!r}"
