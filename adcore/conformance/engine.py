@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import multiprocessing
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +36,7 @@ from adcore.conformance.calls import case_calls, checks_complex, op_calls
 from adcore.conformance.checks import check_subject, op_support
 from adcore.conformance.progress import unit_started
 from adcore.conformance.results import Cell, Report, Subject
+from adcore.conformance.tasks import map_tasks, one_blas_thread
 from adcore.errors import InvalidValueError
 from adcore.plugins import ESSENTIAL, get_registry
 from adcore.registry import Registry
@@ -52,8 +50,6 @@ if TYPE_CHECKING:
 REAL_DTYPES: tuple[str, ...] = ("float64", "float32")
 COMPLEX_DTYPES: tuple[str, ...] = ("complex128", "complex64")
 DTYPES: tuple[str, ...] = REAL_DTYPES + COMPLEX_DTYPES
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -69,7 +65,12 @@ class Unit:
 
 def check_unit(unit: Unit) -> list[Cell]:
     """The cells of one unit (runs in a worker process under --jobs): one per backend, then the
-    vmap column's (its backend is batching.VMAP)."""
+    vmap column's (its backend is batching.VMAP); with one BLAS thread wherever it runs."""
+    with one_blas_thread():
+        return _check_unit(unit)
+
+
+def _check_unit(unit: Unit) -> list[Cell]:
     registry = get_registry()
     if unit.kind == "op":
         op = registry.op(unit.name)
@@ -293,39 +294,3 @@ def batches(work: Plan) -> list[list[Unit]]:
         else:
             spread.append(group)
     return [batch for batch in [*by_plugin.values(), *spread] if batch]
-
-
-def _map(fn: Callable[[T], R], tasks: list[T], jobs: int) -> Iterator[R]:
-    """fn(task) for each task as each finishes, in `jobs` forked processes (or here, for 1)."""
-    if jobs <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            yield fn(task)
-        return
-    # fork keeps what this process loaded (plugins registered by hand included); Windows and
-    # macOS' default spawn would load the entry-point plugins afresh, which is fine too
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        try:
-            for future in as_completed([pool.submit(fn, task) for task in tasks]):
-                yield future.result()
-        finally:  # a run ended early (the fuzzer's first failure, an error) waits for no queued task
-            pool.shutdown(cancel_futures=True)
-
-
-def map_tasks(
-    fn: Callable[[T], R],
-    tasks: list[T],
-    jobs: int = 1,
-    scheduler: str | None = None,
-    describe: Callable[[T], str] | None = None,
-) -> Iterator[R]:
-    """fn(task) for each task as each finishes: here, in `jobs` forked processes, or on the Dask
-    cluster at `scheduler` (Dask is imported only then; `describe(task)` names a task in its errors).
-    The engine's units, the fuzzer's chunks and the pytest plugin's units all go through it."""
-    if scheduler is None:
-        return _map(fn, tasks, jobs)
-    if jobs != 1:
-        raise InvalidValueError(f"jobs={jobs} and scheduler={scheduler!r} exclude each other: give one")
-    from adcore.conformance.distributed import map_on_cluster
-
-    return map_on_cluster(fn, tasks, scheduler, describe)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from adcore.conformance.abilities import columns
 from adcore.conformance.fuzz import CHUNK, SUBJECT, Checked, ChunkResult, FuzzRun, import_hypothesis, programs
 from adcore.conformance.results import Cell, Subject, merge
+from adcore.conformance.tasks import map_tasks, one_blas_thread
 from adcore.errors import InvalidValueError
 
 
@@ -50,9 +51,13 @@ class FuzzChunk:
 
 
 def check_chunk(chunk: FuzzChunk) -> ChunkResult:
-    """Check a chunk's programs (the engine's task for it: here, in a worker process or on Dask)."""
+    """Check a chunk's programs (the engine's task for it: here, in a worker process or on Dask),
+    with one BLAS thread wherever it runs."""
     strategy = programs("float64", ops=chunk.ops, salt=chunk.index)
-    return FuzzRun(chunk.count, chunk.backends, chunk.dtypes, chunk.seed, chunk.index).run(strategy).result()
+    with one_blas_thread():
+        return (
+            FuzzRun(chunk.count, chunk.backends, chunk.dtypes, chunk.seed, chunk.index).run(strategy).result()
+        )
 
 
 class FuzzMerge:
@@ -167,8 +172,6 @@ def check_fuzz(
     """Check `n` random programs (drawn with `seed`, from `ops` or every op that fits) on each backend
     in each dtype, their chunks mapped as the engine maps units (here, in `jobs` processes or on the
     Dask cluster at `scheduler`): the same merge whichever."""
-    from adcore.conformance.engine import map_tasks  # (the engine imports this module when fuzzing)
-
     fuzz = FuzzMerge(n, backends, dtypes, seed, ops)
     with contextlib.closing(map_tasks(check_chunk, fuzz.chunks, jobs, scheduler, FuzzChunk.text)) as results:
         for result in results:

@@ -18,7 +18,7 @@ An item checks its unit (its subject in its dtype, every backend at once) when i
 pytest process; `-n N` (pytest-xdist) spreads the items over N processes. With
 `--adcore-scheduler ADDRESS` (or `local:N`, N Dask workers here) every selected item's unit, from
 either way in, is checked on that Dask cluster before the first item runs, through the engine's
-map (engine.map_tasks) as `adcore conformance --scheduler` checks them, and the items read their
+map (tasks.map_tasks) as `adcore conformance --scheduler` checks them, and the items read their
 cells: the same verdicts. Not with `-n`: xdist's processes would each check every unit. Without
 the option Dask is never imported.
 """
