@@ -97,6 +97,13 @@ PRINTED = {
     "pytrees.md:1": ["(3, 4) float64 ()"],
     "pytrees.md:2": ["ndarray (5, 4) train"],
     # nn.md: a model-shaped gradient, names and keys, backends agree, functional_call, hooks (pytorch#598's case)
+    # coming-from.md: grad by argnums, elementwise_grad, a custom_vjp, per-example gradients, a torch-style loop
+    "coming-from.md:1": [
+        "5.5\n(array(5.5), array(1.71633781))\n11.652071455223084\n(array(5.5), array(1.71633781))\n"
+    ],
+    "coming-from.md:2": ["[1.         0.41997434]\n1.0\n"],
+    "coming-from.md:3": ["(4, 3, 2)\n[[1. 0.]\n [0. 1.]]\n"],
+    "coming-from.md:4": ["Sequential (4, 3)\n"],
     "nn.md:1": ["Sequential (8, 4)\nndarray float32\n"],
     "nn.md:2": [
         "['scale', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']\n"
