@@ -3,8 +3,6 @@ are drawn the same for the same seed, agree across the backends, and catch a wro
 
 from __future__ import annotations
 
-import contextlib
-import os
 import pickle
 import subprocess
 import sys
@@ -292,22 +290,6 @@ def test_a_constant_python_int_input_is_passed_as_a_number_not_read_as_a_values_
 # --- a run in chunks, mapped as the engine maps units ------------------------------------------
 
 CHEAP = dict(backends=["reverse", "numeric"], dtypes=["float64"], ops=["sin", "tanh", "add", "multiply"])
-
-
-@pytest.fixture(scope="module")
-def cluster_address():
-    """One 2-worker LocalCluster for the module; its workers load the installed plugins."""
-    distributed = pytest.importorskip("distributed")
-    with contextlib.ExitStack() as stack:
-        with pytest.MonkeyPatch.context() as env:  # the workers start with no plugin switch set
-            for name in [n for n in os.environ if n.startswith("ADCORE_")]:
-                env.delenv(name)
-            cluster = stack.enter_context(
-                distributed.LocalCluster(
-                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-                )
-            )
-        yield cluster.scheduler_address
 
 
 def _merged(n: int, **options) -> tuple:

@@ -6,10 +6,8 @@ that run's own; the throwaway plugin is registered by the conftest.py the test w
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
-import os
 import re
 
 import pytest
@@ -306,22 +304,6 @@ def refuse(unit):
 
 engine.check_unit = refuse
 """
-
-
-@pytest.fixture(scope="module")
-def cluster_address():
-    """One 2-worker LocalCluster for the module; its workers load the installed plugins."""
-    distributed = pytest.importorskip("distributed")
-    with contextlib.ExitStack() as stack:
-        with pytest.MonkeyPatch.context() as env:  # the workers start with no plugin switch set
-            for name in [n for n in os.environ if n.startswith("ADCORE_")]:
-                env.delenv(name)
-            cluster = stack.enter_context(
-                distributed.LocalCluster(
-                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-                )
-            )
-        yield cluster.scheduler_address
 
 
 def test_the_scheduler_option_checks_every_selected_unit_on_dask_and_the_items_read_their_cells(
