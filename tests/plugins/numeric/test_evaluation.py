@@ -105,9 +105,22 @@ def test_points_go_to_the_executor_in_a_bounded_number_of_tasks():
     np.testing.assert_array_equal(g, adcore.grad(rosenbrock, backend="numeric")(x))
 
 
+def _plain_exception_pickling() -> None:
+    """In a pool's child, exceptions pickle as Python pickles them. distributed, once another test's
+    Dask cluster imported it into this process, installs tblib's pickling for every exception class
+    process-wide (distributed.utils); under pytest that recursed in the forked children while they
+    sent an error back, killing them (BrokenProcessPool) instead of returning it."""
+    import copyreg
+
+    for cls, reducer in list(copyreg.dispatch_table.items()):
+        tblib = getattr(reducer, "__module__", "").startswith("tblib")
+        if tblib and isinstance(cls, type) and issubclass(cls, BaseException):
+            del copyreg.dispatch_table[cls]
+
+
 @pytest.fixture(scope="module")
 def process_pool():
-    with ProcessPoolExecutor(2) as pool:
+    with ProcessPoolExecutor(2, initializer=_plain_exception_pickling) as pool:
         yield pool
 
 
