@@ -179,18 +179,3 @@ def check_fuzz(
             if fuzz.complete:  # the lowest failing chunk's failure ends the run, as the serial one
                 break
     return fuzz
-
-
-def run_fuzz(
-    n: int,
-    backends: Sequence[str],
-    dtypes: Sequence[str],
-    seed: int = 0,
-    ops: Sequence[str] | None = None,
-    *,
-    jobs: int = 1,
-    scheduler: str | None = None,
-) -> tuple[Subject, list[Cell]]:
-    """check_fuzz's one "fuzz" subject and one cell per (backend, dtype). The first failing program
-    ends the run; hypothesis shrinks it (trying at most SHRINK_CANDIDATES smaller programs)."""
-    return check_fuzz(n, backends, dtypes, seed, ops, jobs=jobs, scheduler=scheduler).subject_and_cells()

@@ -19,7 +19,7 @@ import adcore.numpy as anp
 from adcore.conformance import abilities, engine, fuzz_chunks
 from adcore.conformance.fuzz import CHUNK, KINK_MARGIN, Builder, Checked, ChunkResult, FuzzRun, programs
 from adcore.conformance.fuzz_choices import MAX_VALUE, SPD, SQUARE, choices, sampled_domains
-from adcore.conformance.fuzz_chunks import FuzzChunk, FuzzMerge, check_chunk, check_fuzz, run_fuzz
+from adcore.conformance.fuzz_chunks import FuzzChunk, FuzzMerge, check_chunk, check_fuzz
 from adcore.conformance.random_program import RandomProgram
 from adcore.conformance.results import Cell
 from adcore.errors import InvalidValueError, MissingDependencyError
@@ -232,7 +232,9 @@ def _cube_plugin():
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_a_planted_wrong_vjp_is_caught_and_its_program_printed_to_paste(register_plugin, dtype):
     register_plugin(_cube_plugin(), "cubes")
-    subject, cells = run_fuzz(40, adcore.backends(), [dtype], seed=0, ops=["cube", "sin", "add", "multiply"])
+    subject, cells = check_fuzz(
+        40, adcore.backends(), [dtype], seed=0, ops=["cube", "sin", "add", "multiply"]
+    ).subject_and_cells()
     status = {c.backend: c for c in cells}
     assert status["reverse"].status == "disagrees"
     assert status["reverse"].worst.check in ("jacobian", "vjp")
@@ -263,7 +265,7 @@ def test_engine_run_adds_one_fuzz_subject_with_a_cell_per_backend_and_dtype():
 def test_without_hypothesis_fuzzing_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # `import hypothesis` raises ImportError
     with pytest.raises(MissingDependencyError, match=r"pip install 'adcore\[fuzz\]'") as raised:
-        run_fuzz(1, ["numeric"], ["float64"])
+        check_fuzz(1, ["numeric"], ["float64"]).subject_and_cells()
     assert isinstance(raised.value, ImportError)
 
 

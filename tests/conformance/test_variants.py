@@ -18,7 +18,7 @@ from adcore.conformance import report as rep
 from adcore.conformance.batching import batched_calls, check_vmap
 from adcore.conformance.calls import op_calls
 from adcore.conformance.checks import check_dot_products, check_jacobians, check_second
-from adcore.conformance.fuzz_chunks import run_fuzz
+from adcore.conformance.fuzz_chunks import check_fuzz
 from adcore.conformance.pytest_plugin import targets
 from adcore.conformance.reference import reference_for
 from adcore.conformance.results import Results, Tally
@@ -155,11 +155,11 @@ def test_the_reports_show_a_column_per_variant(twoway):
 
 def test_fuzz_checks_random_programs_on_each_variant(twoway):
     pytest.importorskip("hypothesis")
-    subject, cells = run_fuzz(2, COLUMNS, ["float64"], seed=1)
+    subject, cells = check_fuzz(2, COLUMNS, ["float64"], seed=1).subject_and_cells()
     assert {c.backend for c in cells} == set(COLUMNS)
     assert all(c.status == "agrees" for c in cells), [(c.backend, c.message) for c in cells]
     twoway.planted = 1.1
-    subject, cells = run_fuzz(2, COLUMNS, ["float64"], seed=1)
+    subject, cells = check_fuzz(2, COLUMNS, ["float64"], seed=1).subject_and_cells()
     by_column = {c.backend: c for c in cells}
     assert (
         by_column["twoway/forward"].status == "disagrees" and by_column["twoway/reverse"].status == "agrees"
