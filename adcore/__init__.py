@@ -16,6 +16,7 @@ from adcore.api import (
     optimizer,
     optimizers,
     value_and_grad,
+    value_and_jacobian,
     vjp,
 )
 from adcore.backend import Backend
@@ -118,6 +119,7 @@ __all__ = [
     "prepare_jacobian",
     "unbroadcast",
     "value_and_grad",
+    "value_and_jacobian",
     "vjp",
     "vmap",
     "check_grads",

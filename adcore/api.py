@@ -149,6 +149,23 @@ def value_and_grad(
 
 
 @keywords_checked
+def value_and_jacobian(
+    f: Callable[..., Any],
+    argnums: Argnums = 0,
+    backend: str = "reverse",
+    *,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    **options: Any,
+):
+    """Like `jacobian`, returning (f(...), derivative) from one evaluation of f; with has_aux,
+    ((value, aux), derivative)."""
+    return _derivative_function(
+        f, backend, argnums, has_aux, options, scalar=False, want_value=True, holomorphic=holomorphic
+    )
+
+
+@keywords_checked
 def elementwise_grad(f: Callable[..., Any], argnums: Argnums = 0, backend: str = "reverse", **options: Any):
     """autograd's elementwise_grad: the gradient of sum(f(...)), the vector-Jacobian product with ones.
 

@@ -212,6 +212,36 @@ def test_value_and_grad_evaluates_f_once():
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("backend", ["reverse", "forward", "numeric", "symbolic", "source"])
+def test_value_and_jacobian_is_numpys_value_and_the_jacobian(backend):
+    a, b = np.array([0.5, 1.0, 2.0]), np.array([3.0, -1.0])
+
+    def f(a, b):
+        return np.sin(a)[:, None] * b
+
+    value, (ja, jb) = adcore.value_and_jacobian(f, argnums=(0, 1), backend=backend)(a, b)
+    assert value.dtype == np.float64 and np.array_equal(value, f(a, b))  # NumPy's, bit for bit
+    expected = adcore.jacobian(f, argnums=(0, 1), backend=backend)(a, b)
+    np.testing.assert_allclose(ja, expected[0], rtol=1e-7 if backend == "numeric" else 1e-15)
+    np.testing.assert_allclose(jb, expected[1], rtol=1e-7 if backend == "numeric" else 1e-15)
+    np.testing.assert_allclose(ja[:, 1, :], np.diag(np.cos(a) * b[1]), rtol=1e-7)  # out.shape + a.shape
+
+
+def test_value_and_jacobian_evaluates_f_once_and_takes_has_aux():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * x, "aux"
+
+    (value, aux), jac = adcore.value_and_jacobian(f, has_aux=True)(X)
+    assert len(calls) == 1 and aux == "aux"
+    np.testing.assert_allclose(value, X * X)
+    np.testing.assert_allclose(jac, np.diag(2 * X))
+    with pytest.raises(adcore.InvalidInputError, match="argnums"):
+        adcore.value_and_jacobian(f, argnum=0)
+
+
 def test_vjp_returns_output_and_a_tuple_of_cotangents():
     a, b = X, np.array([4.0, 5.0, 6.0])
     out, vjp_fn = adcore.vjp(lambda a, b: a * b, a, b)
