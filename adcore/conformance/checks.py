@@ -2,7 +2,8 @@
 and `check_subject`, which runs them on every backend and makes the cells.
 
 - values: the value each backend traces, bit for bit the plain call's (NumPy's value: the same
-  dtype, shape and numbers, nan where it is nan), the pattern backend's included;
+  dtype, shape and numbers, nan where it is nan), the pattern backend's included; an exact
+  backend's with its Jacobians and with its vjp or jvp, computed once for both checks;
 - jacobians: d f / d x for each differentiable float input, in the input's dtype, against the
   reference (and the derivative's dtype against the input's);
 - zeros: 0 for float inputs the op declares not differentiable (not for an estimating backend,
@@ -84,12 +85,14 @@ def check_subject(
         at64 = here if dtype == "float64" else Results(call.in_float64())
         reference = reference_for(at64, installed, lambda b: not supported(b))
         rng = np.random.default_rng([seed, k])
+        ulps = COMPLEX_ULPS if cell_dtype != dtype else 0
         u, vs = _directions(call, reference, rng) if reference is not None else (None, [])
         for backend, tally in tallies.items():
             if not tally.open:
                 continue
             try:
-                check_value(tally, backend, call, plain, ulps=COMPLEX_ULPS if cell_dtype != dtype else 0)
+                if plain is not None and call.argnums:
+                    check_value(tally, call, traced_value(backend, here), plain, ulps)
                 if reference is None:
                     raise RuntimeError(
                         "no installed backend could differentiate it, so there is no reference"
@@ -104,7 +107,7 @@ def check_subject(
                     continue
                 check_jacobians(tally, backend, here, reference, dtype)
                 check_zeros(tally, backend, here, dtype)
-                check_dot_products(tally, backend, call, reference, dtype, u, vs)
+                check_dot_products(tally, backend, call, reference, dtype, u, vs, plain, ulps)
             except DECLINED as e:  # the backend has the subject's rules (else `supported` said so)
                 tally.decline(f"sample {call.label}", e)
             except Exception as e:
@@ -151,27 +154,26 @@ def plain_value(call: CheckedCall) -> np.ndarray | None:
         return None
 
 
-def traced_value(backend: str, call: CheckedCall) -> Any:
-    """call.fn's value as the backend computes it while differentiating: a pattern backend's at
-    this point, else from one vjp or jvp (by zero tangents: no more than the value for numeric)."""
+def traced_value(backend: str, results: Results) -> Any:
+    """The call's value as the backend computes it while differentiating: a pattern backend's at
+    this point, an estimating backend's from one jvp by zero tangents (no more than the value),
+    an exact backend's from its Jacobians' computation (shared with check_jacobians; the value its
+    vjp or jvp gives is checked by check_dot_products)."""
+    call = results.call
     if patterns(backend):
         return abilities.backend(backend).value_and_jacobian(call.fn, call.args, call.argnums, local=True)[0]
+    if not estimates(backend):
+        return results.value(backend)
     xs = tuple(call.args[i] for i in call.argnums)
-    fn = call.of(call.argnums)
-    if "vjp" in products(backend):
-        return api.vjp(fn, *xs, **api_options(backend))[0]
-    return api.jvp(fn, xs, tuple(np.zeros_like(x) for x in xs), **api_options(backend))[0]
+    return api.jvp(call.of(call.argnums), xs, tuple(np.zeros_like(x) for x in xs), **api_options(backend))[0]
 
 
-def check_value(
-    tally: Tally, backend: str, call: CheckedCall, plain: np.ndarray | None, ulps: int = 0
-) -> None:
-    """The backend's traced value of the call against its plain value, bit for bit (within `ulps`
+def check_value(tally: Tally, call: CheckedCall, got: Any, plain: np.ndarray | None, ulps: int = 0) -> None:
+    """A value a backend traced for the call against the plain value, bit for bit (within `ulps`
     units in the last place: see COMPLEX_ULPS)."""
     if plain is None or not call.argnums:
         return
-    got = np.asarray(traced_value(backend, call))
-    differs = value_difference(got, plain, ulps)
+    differs = value_difference(np.asarray(got), plain, ulps)
     if not differs:
         tally.checks += 1
         return
@@ -248,10 +250,18 @@ def _directions(call: CheckedCall, reference: Reference, rng: np.random.Generato
 
 
 def check_dot_products(
-    tally: Tally, backend: str, call: CheckedCall, reference: Reference, dtype: str, u: Any, vs: list
+    tally: Tally,
+    backend: str,
+    call: CheckedCall,
+    reference: Reference,
+    dtype: str,
+    u: Any,
+    vs: list,
+    plain: np.ndarray | None = None,
+    ulps: int = 0,
 ) -> None:
     """<vjp(u), v> and <u, jvp(v)> against <u, J v> of the reference, for the products the
-    backend computes itself (exact backends)."""
+    backend computes itself (exact backends); the value the vjp or jvp traced against `plain`."""
     own = products(backend)
     if estimates(backend) or not own or u is None:
         return
@@ -265,7 +275,8 @@ def check_dot_products(
     source = f"<u, J v> of {reference.source}"
     tolerance = tolerances.EXACT[dtype]
     if "vjp" in own:
-        _, vjp_fn = api.vjp(fn, *xs, **api_options(backend))
+        value, vjp_fn = api.vjp(fn, *xs, **api_options(backend))
+        check_value(tally, call, value, plain, ulps)
         cotangents = vjp_fn(u)
         for ct, x in zip(cotangents, xs):  # <., v> broadcasts: an empty output's (0,) cotangent summed to 0
             if np.shape(ct) != np.shape(x):
@@ -273,7 +284,8 @@ def check_dot_products(
         got = sum(float(np.sum(np.asarray(ct, dtype=np.float64) * v)) for ct, v in zip(cotangents, vs))
         compare(tally, call.label, "vjp", got, expected, tolerance, source=source, scale=scale)
     if "jvp" in own:
-        _, tangent = api.jvp(fn, tuple(xs), tuple(vs), **api_options(backend))
+        value, tangent = api.jvp(fn, tuple(xs), tuple(vs), **api_options(backend))
+        check_value(tally, call, value, plain, ulps)
         got = float(np.sum(u.astype(np.float64) * np.asarray(tangent, dtype=np.float64)))
         compare(tally, call.label, "jvp", got, expected, tolerance, source=source, scale=scale)
 

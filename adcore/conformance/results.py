@@ -311,11 +311,13 @@ def deviation(
 
 
 class Results:
-    """Each backend's Jacobians of one call, computed once (the reference and the cells share them)."""
+    """Each backend's Jacobians of one call, computed once (the reference and the cells share them),
+    and an exact backend's value traced with them."""
 
     def __init__(self, call: CheckedCall) -> None:
         self.call = call
         self._memo: dict[str, Any] = {}
+        self._values: dict[str, Any] = {}
 
     def jacobians(self, backend: str) -> tuple:
         """(jacobians for argnums, jacobians for zeros); for an estimator (jacobians, errors)."""
@@ -338,5 +340,11 @@ class Results:
             jacs, errors = estimate(*call.args)
             return tuple(jacs), tuple(errors)
         argnums = call.argnums + call.zeros
-        jacs = api.jacobian(call.fn, argnums=argnums, **api_options(backend))(*call.args)
+        value, jacs = api.value_and_jacobian(call.fn, argnums=argnums, **api_options(backend))(*call.args)
+        self._values[backend] = value
         return tuple(jacs[: len(call.argnums)]), tuple(jacs[len(call.argnums) :])
+
+    def value(self, backend: str) -> Any:
+        """The call's value as an exact backend traces it while computing its Jacobians."""
+        self.jacobians(backend)
+        return self._values[backend]

@@ -21,6 +21,7 @@ from adcore.conformance.checks import (
     traced_value,
     value_difference,
 )
+from adcore.conformance.results import Results
 from adcore.errors import UnsupportedByBackendError
 from adcore.spec import OpSpec, Sample, fixed_samples
 
@@ -169,7 +170,7 @@ def test_every_backend_traces_the_ops_value_bit_for_bit(backend):
     calls.append(CheckedCall(lambda x: anp.sum(np.cbrt(x) * x**0.37), (np.abs(x) + 0.5,), (0,), label="cbrt"))
     for call in calls:
         assert not x.flags.c_contiguous
-        assert value_difference(np.asarray(traced_value(backend, call)), plain_value(call)) == ""
+        assert value_difference(np.asarray(traced_value(backend, Results(call))), plain_value(call)) == ""
 
 
 # --- gauges: an op whose value flips sign near its samples, as LAPACK's vectors may ------------
