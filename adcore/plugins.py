@@ -112,6 +112,7 @@ def register_plugin(plugin: Any, name: str) -> None:
             f"{name!r} is the name of a first-party plugin (distribution {owner}); "
             "register yours under another name"
         )
+    _refuse_reentry("registered, unregistered or reset plugins")  # before anything changes
     _by_hand[name] = plugin
     reset()
 
@@ -119,12 +120,14 @@ def register_plugin(plugin: Any, name: str) -> None:
 def add_builtin(name: str, plugin: Any) -> None:
     """Add a part of the essential core plugin from a layer above this one; the next registry has it."""
     if _builtins.get(name) is not plugin:
+        _refuse_reentry("registered, unregistered or reset plugins")
         _builtins[name] = plugin
         reset()
 
 
 def unregister_plugin(name: str) -> None:
     """Remove a plugin added with `register_plugin`."""
+    _refuse_reentry("registered, unregistered or reset plugins")
     _by_hand.pop(name, None)
     reset()
 
