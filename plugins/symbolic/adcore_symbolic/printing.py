@@ -141,6 +141,7 @@ def compile_numpy(
         printer=printer,
         cse=lambda exprs: (definitions, exprs),
         docstring_limit=0,
+        use_imps=False,  # no implemented_function here: sympy would walk every expression looking for one
     )
     # the generated file holds just fn (inspect.getsource would tokenize all of it to find that)
     return fn, "".join(linecache.getlines(fn.__code__.co_filename))
