@@ -106,5 +106,8 @@ def _rk45(
                     "with backend='forward' (forward sensitivities, solved forwards as the call is)"
                 )
             y = stepper.y
+            # a SciPy solver refers to itself through its fun closures: dropping its attributes
+            # frees it (its stage arrays) now, not at the cycle collector's next run, one per interval
+            vars(stepper).clear()
         out[i] = y
     return out
