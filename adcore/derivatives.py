@@ -435,8 +435,10 @@ def _by_jvp(
     for i, size in zip(argnums, sizes):
         part = tangents if size == n else ops.getitem(tangents, index=slice(offset, offset + size))
         out_ndim = len(np.shape(value))
-        moved = ops.transpose(part, axes=tuple(range(1, out_ndim + 1)) + (0,))
-        jacobians.append(ops.reshape(moved, shape=np.shape(value) + np.shape(args[i])))
+        # a scalar output's tangents are its gradient's entries in order: no transpose to record
+        moved = part if out_ndim == 0 else ops.transpose(part, axes=tuple(range(1, out_ndim + 1)) + (0,))
+        shape = np.shape(value) + np.shape(args[i])
+        jacobians.append(moved if np.shape(moved) == shape else ops.reshape(moved, shape=shape))
         offset += size
     return value, tuple(jacobians)
 

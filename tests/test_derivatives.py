@@ -364,3 +364,21 @@ def test_running_covers_f_not_a_pullback_run_later():
     seen.clear()
     adcore.jvp(_recording(seen), (X0,), (V,))
     assert seen == [(("forward", "jvp", False),)]
+
+
+def test_a_forward_gradient_of_a_scalar_records_no_transpose_or_reshape_when_its_shape_is_the_arguments():
+    """A scalar output's tangents are the gradient's entries in order: inside an outer reverse trace the
+    gradient is the tangent itself (nested descents ran two no-op ops per inner call), and a gradient
+    whose argument has more axes is still reshaped; both differentiate again to the right number."""
+    from adcore_reverse.tensor import Tensor
+
+    def cube_sum(v):
+        return np.sum(v**3)
+
+    for x0 in (np.array([1.0, 2.0]), np.array([[1.0, 2.0], [3.0, 4.0]])):
+        x = Tensor(x0, requires_grad=True)
+        g = adcore.grad(cube_sum, backend="forward")(x)
+        assert g.shape == x0.shape and np.allclose(g.value, 3 * x0**2)
+        assert (g.op == "reshape") == (x0.ndim > 1) and g.op != "transpose"
+        np.sum(g).backward()
+        assert np.allclose(x.grad, 6 * x0)
