@@ -174,6 +174,8 @@ def float_dtype(op: str, dtype: Any, x: Any) -> Any:
 
 
 def _sum(x, axis=None, keepdims=False, dtype=None, where=True):
+    if x.__class__ is np.ndarray:  # np.sum's own call for an array, without its Python wrapper
+        return np.add.reduce(x, axis=axis, dtype=float_dtype("sum", dtype, x), keepdims=keepdims, where=where)
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=float_dtype("sum", dtype, x), where=where)
 
 

@@ -311,3 +311,22 @@ def test_median_of_an_odd_count_against_torch():
     for backend in RULE_BACKENDS:
         g = grad(lambda v: anp.sum(np.median(v, axis=1) * cot), backend, x)
         np.testing.assert_array_equal(g, t.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float32, np.float64, np.complex128])
+def test_sum_of_a_plain_array_is_numpys_sum_exactly(dtype):
+    """sum's impl calls np.add.reduce for an ndarray (np.sum's own call, without its wrapper): the same
+    value, dtype, type and shape as np.sum, with axis, keepdims and where=; a NumPy scalar takes np.sum."""
+    from adcore.ops import reductions
+
+    for shape in [(), (0,), (3,), (2, 3)]:
+        x = (RNG.normal(size=shape) * 3).astype(dtype)
+        masks = [True] + ([RNG.random(shape) > 0.5] if shape else [])
+        for axis in [None, 0, -1, (0, -1)] if len(shape) == 2 else [None]:
+            for keepdims, where in [(k, w) for k in (False, True) for w in masks]:
+                want = np.sum(x, axis=axis, keepdims=keepdims, where=where)
+                got = reductions.sum(x, axis=axis, keepdims=keepdims, where=where)
+                assert type(got) is type(want) and got.dtype == want.dtype and np.shape(got) == np.shape(want)
+                assert np.array_equal(got, want)
+    scalar = np.float64(2.5)
+    assert reductions.sum(scalar) == 2.5 and type(reductions.sum(scalar)) is np.float64
