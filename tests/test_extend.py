@@ -144,3 +144,15 @@ def test_an_op_call_prints_as_a_call_of_the_op_and_differentiates_and_evaluates_
     assert sp.diff(cube(x**2), x) == 6 * x**5
     assert float(cube(sp.Integer(2)).evalf()) == 8.0 and sp.Max(cube(sp.Integer(2)), 7) == cube(2)
     assert opaque(sp.Integer(2)).evalf() == opaque(2)  # no elementary form: left as it is
+
+
+def test_reduced_axes_and_kept_shape_of_an_int_a_tuple_none_and_a_0d_array():
+    """reduced_axes answers an int axis without building an array (the reverse sweep asks at every sum):
+    the same non-negative positions as for the tuple holding it, plain ints."""
+    from adcore.extend import kept_shape, reduced_axes
+
+    assert reduced_axes(3, 1) == reduced_axes(3, (1,)) == (1,)
+    assert reduced_axes(3, -1) == (2,) and all(type(a) is int for a in reduced_axes(3, -1))
+    assert reduced_axes(3, (0, -1)) == (0, 2) and reduced_axes(3, None) == (0, 1, 2)
+    assert reduced_axes(0, 0) == reduced_axes(0, -1) == ()
+    assert kept_shape(np.zeros((2, 3, 4)), -2) == (2, 1, 4) and kept_shape(np.zeros((2, 3)), None) == (1, 1)

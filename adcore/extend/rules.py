@@ -65,6 +65,8 @@ def reduced_axes(ndim: int, axis: Any) -> tuple[int, ...]:
     has none, though NumPy accepts axis 0 or -1 for it."""
     if axis is None or ndim == 0:
         return tuple(range(ndim))
+    if axis.__class__ is int:  # the common case, without np.atleast_1d's array
+        return (axis % ndim,)
     return tuple(a % ndim for a in np.atleast_1d(axis))
 
 
