@@ -196,3 +196,19 @@ def test_a_masked_cotangent_keeps_its_dtype():
         anp.sum(anp.where(x > 0, anp.sqrt(x), 0.0)).backward()
     assert x.grad.dtype == np.float32
     np.testing.assert_array_equal(x.grad, np.array([0.0, 0.25], np.float32))
+
+
+def test_a_sums_plain_cotangent_is_broadcast_without_ops_and_a_traced_one_is_recorded():
+    """expand (a reduction's cotangent, broadcast back over its input) computes a plain cotangent with
+    NumPy directly and records a traced one (create_graph) as reshape and broadcast_to ops: both give
+    the same numbers, and the traced one differentiates again."""
+    from adcore_reverse.vjps.table import expand
+
+    x = np.zeros((2, 3))
+    plain = expand(np.array([1.0, 2.0]), x, 1)
+    assert plain.__class__ is np.ndarray and np.array_equal(plain, [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    g = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    traced = expand(g, x, 1)
+    assert traced.op == "broadcast_to" and np.array_equal(traced.value, plain)
+    anp.sum(traced * np.arange(6.0).reshape(2, 3)).backward()
+    assert np.array_equal(g.grad, [3.0, 12.0])

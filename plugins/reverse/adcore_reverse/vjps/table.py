@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import adcore.numpy as anp
+from adcore.core import Tracer
 from adcore.extend import RuleTable, kept_shape
 from adcore.hookspecs import Joint
 
@@ -35,4 +38,6 @@ def defvjp_joint(op: str, rule: Any) -> None:
 
 def expand(g: Any, x: Any, axis: Any) -> Any:
     """A reduction's cotangent, broadcast back over the input x."""
-    return anp.broadcast_to(anp.reshape(g, kept_shape(x, axis)), x.shape)
+    if isinstance(g, Tracer):  # a traced cotangent (create_graph, an outer transformation): recorded
+        return anp.broadcast_to(anp.reshape(g, kept_shape(x, axis)), x.shape)
+    return np.broadcast_to(np.reshape(g, kept_shape(x, axis)), x.shape)  # the same, without two binds
