@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from code_blocks import Block, run, run_alone, undefined_names
+from code_blocks import Block, block_server, run, run_alone, undefined_names
 from code_blocks import blocks as file_blocks
 
 import adcore
@@ -201,9 +201,18 @@ def test_pages_not_run_here_are_run_by_their_test(page):
     )
 
 
+@pytest.fixture(scope="module")
+def server():
+    """One block server for this module's blocks (per xdist worker), closed after them."""
+    started = block_server()
+    yield started
+    if started is not None:
+        started.close()
+
+
 @pytest.mark.parametrize("block", python_blocks())
-def test_python_block_runs_alone_and_prints_what_it_says(block: Block, tmp_path):
-    result = run_alone(block, blocks(block.page), tmp_path)
+def test_python_block_runs_alone_and_prints_what_it_says(block: Block, tmp_path, server):
+    result = run_alone(block, blocks(block.page), tmp_path, server)
     assert result.returncode == 0, (
         f"docs/{block.page}'s block at line {block.line}, run alone in a fresh interpreter "
         f"(the script's line numbers are the page's):\n{result.stderr[-4000:]}"
