@@ -2,8 +2,9 @@
 
 Started as `python block_server.py FD` (FD: its end of a SOCK_SEQPACKET socketpair). It imports numpy and
 adcore, nothing else of adcore's state (no plugin loaded, no registry built: `import adcore` builds none),
-then, per request (`cwd NUL script`, with the stdout and stderr files' descriptors), forks a child that
-becomes what `python script.py` run in cwd would be: its own __main__, sys.argv, sys.path[0], the
+then, per request (`cwd NUL script NUL name=value NUL ...`: the environment, with the stdout and stderr files'
+descriptors), forks a child that becomes what `python script.py` run in cwd would be: its os.environ,
+its own __main__, sys.argv, sys.path[0], the
 traceback of an uncaught exception printed from the script's frame, exit status 1, atexit and thread
 shutdown by the interpreter's own exit. The server answers the child's pid, then its exit code.
 """
@@ -22,12 +23,14 @@ import adcore  # noqa: F401  (imported for the children; nothing of it is used h
 
 def become_script(request: bytes, out: int, err: int) -> None:
     """In the forked child: run the script as `python script.py` would; never returns (SystemExit)."""
-    cwd, name = request.decode().split("\0")
+    cwd, name, *environment = request.decode().split("\0")
     os.dup2(out, 1)
     os.dup2(err, 2)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
     os.chdir(cwd)
+    os.environ.clear()  # the client's, which differs from the server's only by PYTEST_CURRENT_TEST
+    os.environ.update(variable.split("=", 1) for variable in environment)
     path = os.path.join(cwd, name)
     sys.argv, sys.orig_argv, sys.path[0] = [name], [sys.executable, name], cwd
     numpy.random.seed()  # a fresh interpreter's global RandomState is seeded from the OS, not the server's
@@ -47,14 +50,15 @@ def become_script(request: bytes, out: int, err: int) -> None:
     except SystemExit:
         raise
     except BaseException as e:  # what the interpreter prints: the traceback from the script's frame
-        sys.excepthook(type(e), e, e.__traceback__.tb_next)
+        e.__traceback__ = e.__traceback__.tb_next
+        sys.excepthook(type(e), e, e.__traceback__)
         raise SystemExit(1) from None
     raise SystemExit(0)
 
 
 def serve(sock: socket.socket) -> None:
     while True:
-        request, fds, _, _ = socket.recv_fds(sock, 65536, 2)
+        request, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
         if not request:  # the client closed its end
             return
         pid = os.fork()

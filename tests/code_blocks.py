@@ -99,6 +99,11 @@ class BlockServer:
         )
         theirs.close()
 
+    def serves(self, env: dict[str, str]) -> bool:
+        """Whether a block run with env may be forked from the server: numpy and adcore were imported
+        under the same environment (pytest's PYTEST_CURRENT_TEST aside, which names the test)."""
+        return all(env.get(k) == self.env.get(k) for k in {*env, *self.env} - {"PYTEST_CURRENT_TEST"})
+
     def close(self) -> None:
         self.socket.close()  # the server returns when its end reads nothing
         self.process.wait(timeout=TIMEOUT)
@@ -106,7 +111,8 @@ class BlockServer:
     def run(self, script: str, cwd: Path) -> subprocess.CompletedProcess:
         """`python script` in cwd, as `run` would run it."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            socket.send_fds(self.socket, [f"{cwd}\0{script}".encode()], [out.fileno(), err.fileno()])
+            request = "\0".join([str(cwd), script, *(f"{k}={v}" for k, v in environment().items())])
+            socket.send_fds(self.socket, [request.encode()], [out.fileno(), err.fileno()])
             self.socket.settimeout(TIMEOUT)
             pid = int(self.answer())
             try:
@@ -155,7 +161,7 @@ def run_alone(
             (tmp_path / shown.title).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / shown.title).write_text(shown.code)
     script = write_script(block, tmp_path).name
-    if server is not None and server.env == environment():
+    if server is not None and server.serves(environment()):
         return server.run(script, tmp_path)
     return run([sys.executable, script], tmp_path)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import inspect
+import os
 import re
 import shlex
 import sys
@@ -298,3 +299,73 @@ def test_toml_blocks_parse():
         for b in blocks(page):
             if b.lang == "toml":
                 tomllib.loads(b.code)
+
+
+def page_block(code: str, line: int = 7) -> Block:
+    """A python block of a made-up page, its code starting at the page's given line."""
+    return Block("made-up.md", line, "python", "", code, number=1)
+
+
+PROBE = """\
+import atexit
+import os
+import sys
+
+atexit.register(print, "at exit")  # the interpreter's own exit runs it
+main = sys.modules["__main__"]
+print(main is sys.modules[__name__], sorted((k, type(v).__name__) for k, v in vars(main).items()))
+print(__file__, __spec__, __cached__, sys.argv, sys.orig_argv, sys.path, os.getcwd(), sys.stdout.isatty())
+print(undefined_name)
+"""
+
+
+def test_the_block_server_runs_a_block_as_a_fresh_interpreter_does(server, tmp_path):
+    if server is None:
+        pytest.skip("no block server off Linux: blocks run in a cold interpreter")
+    block = page_block(PROBE)
+    cold, forked = run_alone(block, [], tmp_path), run_alone(block, [], tmp_path, server)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    # the name it does not define fails it, at the page's line (the block's 9th)
+    assert forked.returncode == 1 and "at exit" in forked.stdout, forked
+    assert f'block_made_up_1.py", line {block.line + 8}, in <module>\n' in forked.stderr, forked.stderr
+    assert forked.stderr.endswith("NameError: name 'undefined_name' is not defined\n"), forked.stderr
+    for code, status, stderr in [
+        ("raise SystemExit(3)\n", 3, ""),
+        ("import sys\nsys.exit('no')\n", 1, "no\n"),
+    ]:
+        result = run_alone(page_block(code), [], tmp_path, server)
+        assert (result.returncode, result.stdout, result.stderr) == (status, "", stderr)
+
+
+def test_a_block_run_by_the_server_leaves_nothing_for_the_next(server, tmp_path):
+    if server is None:
+        pytest.skip("no block server off Linux: blocks run in a cold interpreter")
+    leaks = page_block(
+        "import numpy as np\nimport adcore\nfrom adcore.plugins import register_plugin\n\n"
+        "np.leaked = adcore.leaked = 1\nregister_plugin(object(), 'leaked_plugin')\n"
+        "print(adcore.check_grads.__name__, adcore.grad(np.sin)(0.0))\n"
+    )
+    assert run_alone(leaks, [], tmp_path, server).stdout == "check_grads 1.0\n"
+    looks = page_block(
+        "import os\nimport sys\n\nimport numpy as np\nimport adcore\nimport adcore.plugins\n\n"
+        "print(hasattr(np, 'leaked'), hasattr(adcore, 'leaked'), adcore.plugins._by_hand)\n"
+        "print(adcore.plugins._registry, 'adcore.conformance' in sys.modules, 'numpy' in sys.modules)\n"
+        "print(os.getppid(), os.environ['PYTEST_CURRENT_TEST'])\n"
+    )
+    # the server had imported numpy and adcore, and built no registry: nothing else a block can see
+    # forked from the server, with this test's environment
+    test = os.environ["PYTEST_CURRENT_TEST"]
+    expected = f"False False {{}}\nNone False True\n{server.process.pid} {test}\n"
+    assert run_alone(looks, [], tmp_path, server).stdout == expected
+
+
+def test_the_block_server_forks_the_blocks_and_exits_when_closed(tmp_path):
+    if sys.platform != "linux":
+        pytest.skip("no block server off Linux: blocks run in a cold interpreter")
+    server = block_server()
+    result = run_alone(page_block("import os\n\nprint(os.getpid(), os.getppid())\n"), [], tmp_path, server)
+    pid, parent = map(int, result.stdout.split())
+    server.close()
+    assert parent == server.process.pid and server.process.returncode == 0
+    with pytest.raises(ProcessLookupError):  # the block's process was reaped, not left behind
+        os.kill(pid, 0)
