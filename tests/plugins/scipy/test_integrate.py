@@ -150,6 +150,21 @@ def test_a_jacobian_of_the_trajectory_backward_in_time_and_through_a_vector_arg(
             np.testing.assert_allclose(g, r, rtol=tolerance, atol=tolerance)
 
 
+def test_a_traced_cotangent_of_value_zero_is_differentiated():
+    # the adjoint starts at the last output with a nonzero cotangent; a traced one that is zero
+    # there may still carry a derivative: the pullback's Jacobian in g (at g = 0) is J's transpose
+    def f(y0):
+        return odeint(oscillator, y0, TIMES[:4], args=(K, C), **TIGHT)
+
+    def pulled_back(g):
+        return adcore.vjp(f, Y0)[1](g)[0]
+
+    got = adcore.jacobian(pulled_back, backend="forward")(np.zeros((4, 2)))
+    expected = np.transpose(adcore.jacobian(f)(Y0), (2, 0, 1))
+    assert np.all(expected[:, 1:] != 0)  # every output time moves y0's cotangent
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
+
+
 OSCILLATORS = 50  # independent copies of the oscillator in one state: 800 bytes of output a time
 
 

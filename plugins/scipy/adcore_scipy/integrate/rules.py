@@ -11,6 +11,8 @@ so a rule can be differentiated again (forward over reverse, reverse over forwar
   y(t[i]) and adding g[i-1] to a at t[i-1]. Memory is that of the outputs (what the op stores
   anyway) and one augmented state: independent of the solver's steps. Then d/dy0 = a(t0) +
   g[0], d/dtheta = a_theta(t0), d/dt[i] = g[i]·f(y_i, t_i) for i > 0 and -a(t0)·f(y0, t0) for t0.
+  The solves start at the last output whose cotangent is nonzero (a Jacobian's one-hot rows skip
+  the intervals after it, where the adjoint is exactly 0), at t[-1] when g is traced.
 - JVP, forward sensitivities: integrate y with S = dy/d(direction), dS/dt = ∂f/∂y S + ∂f/∂theta
   T, from S(t0) = the y0 tangent; a tangent of t[0] starts S at -f(y0, t0) dt0 and one of t[i]
   adds f(y_i, t_i) dt_i.
@@ -43,7 +45,7 @@ def _adjoint(g: Any, ys: Any, y0: Any, t: Any, theta: Any, params: dict) -> tupl
     cached = getattr(_last, "value", None)
     if cached is not None and all(a is b for a, b in zip(cached[0], key)):
         return cached[1]
-    n, m = ys.shape[1], ys.shape[0]
+    n = ys.shape[1]
     # the adjoint is linear in g: it is integrated for g / scale, of largest entry 1, so the solves'
     # atol is relative to it (a loss's cotangents may be ~1/len(t), or 1e-12)
     scale = float(np.max(np.abs(concrete(g)), initial=0.0))
@@ -52,17 +54,34 @@ def _adjoint(g: Any, ys: Any, y0: Any, t: Any, theta: Any, params: dict) -> tupl
     g = g / scale
     adjoint = AdjointDynamics(params["dynamics"], n)
     solve = derivative_solve(params["rtol"], params["atol"], params["options"], "rk45")
-    a, a_theta = g[m - 1], anp.zeros_like(theta)
-    for i in range(m - 1, 0, -1):
+    # past the last output with a nonzero cotangent the adjoint is exactly 0 (a Jacobian's rows
+    # are one-hot): start there, not at t[-1]; if that is t[0], nothing is solved (a(t0) is 0,
+    # in the dtype a solve would give it)
+    last = _last_nonzero(g)
+    if last == 0:
+        a = np.zeros(n, np.result_type(*(concrete(x) for x in (ys, g, t, theta))))
+    else:
+        a = g[last]
+    a_theta = anp.zeros_like(theta)
+    for i in range(last, 0, -1):
         z = odeint(
             anp.concatenate([ys[i], a, a_theta]), t[i - 1 : i + 1][::-1], theta, dynamics=adjoint, **solve
         )
         a, a_theta = z[1, n : 2 * n], z[1, 2 * n :]
         if i > 1:
             a = a + g[i - 1]
-    result = ((a if m > 1 else anp.zeros_like(g[0])) * scale, a_theta * scale)
+    result = (a * scale, a_theta * scale)
     _last.value = (key, result)
     return result
+
+
+def _last_nonzero(g: Any) -> int:
+    """The last output whose cotangent g[i] is nonzero, 0 if none; the last output if g is traced
+    (a zero value may carry a nonzero derivative)."""
+    if isinstance(g, Tracer):
+        return g.shape[0] - 1
+    live = np.flatnonzero(np.any(np.reshape(g, (g.shape[0], -1)) != 0, axis=1))
+    return int(live[-1]) if live.size else 0
 
 
 def _rates(ys: Any, t: Any, theta: Any, dynamics: Any) -> Any:
