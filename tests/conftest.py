@@ -1,4 +1,4 @@
-"""Shared fixtures: throwaway plugins and a clean plugin environment for each test that asks."""
+"""Shared fixtures: throwaway plugins, a clean plugin environment for each test that asks, and the docs blocks' server."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from code_blocks import block_server
 
 from adcore import plugins
 from adcore.registry import Registry
@@ -38,3 +39,12 @@ def register_plugin(clean_plugins: None) -> Iterator[Callable[[Any, str], Regist
     yield register
     for name in names:
         plugins.unregister_plugin(name)
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One block server for the module's code blocks (tests/code_blocks.py) (per xdist worker), closed after them."""
+    started = block_server()
+    yield started
+    if started is not None:
+        started.close()

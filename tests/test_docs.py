@@ -202,15 +202,6 @@ def test_pages_not_run_here_are_run_by_their_test(page):
     )
 
 
-@pytest.fixture(scope="module")
-def server():
-    """One block server for this module's blocks (per xdist worker), closed after them."""
-    started = block_server()
-    yield started
-    if started is not None:
-        started.close()
-
-
 @pytest.mark.parametrize("block", python_blocks())
 def test_python_block_runs_alone_and_prints_what_it_says(block: Block, tmp_path, server):
     result = run_alone(block, blocks(block.page), tmp_path, server)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from code_blocks import Block, block_server, blocks, run_alone, undefined_names
+from code_blocks import Block, blocks, run_alone, undefined_names
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PYTHON_BLOCKS = [b for b in blocks(README.parent, README.name) if b.lang == "python"]
@@ -60,15 +60,6 @@ def test_every_printed_expectation_names_a_block():
 def test_no_block_uses_a_name_it_does_not_define_or_import(tmp_path: Path):
     found = undefined_names(PYTHON_BLOCKS, tmp_path)
     assert not found, "a block pasted alone would raise NameError:\n" + "\n".join(found)
-
-
-@pytest.fixture(scope="module")
-def server():
-    """One block server for this module's blocks (per xdist worker), closed after them."""
-    started = block_server()
-    yield started
-    if started is not None:
-        started.close()
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in PYTHON_BLOCKS])
