@@ -517,10 +517,10 @@ def _block_text(draw, depth: int, indent: str, in_loop: bool) -> list[str]:
         elif kind == "for":
             lines.append(f"{indent}for k in range({draw(st.integers(0, 4))}):")
             lines += _block_text(draw, depth - 1, indent + "    ", True)
-        elif kind == "while":
-            lines.append(f"{indent}n = 0")
-            lines.append(f"{indent}while n < {draw(st.integers(0, 4))}:")
-            lines.append(f"{indent}    n += 1")
+        elif kind == "while":  # a counter per depth: a nested loop resetting its outer loop's never ended
+            lines.append(f"{indent}n{depth} = 0")
+            lines.append(f"{indent}while n{depth} < {draw(st.integers(0, 4))}:")
+            lines.append(f"{indent}    n{depth} += 1")
             lines += _block_text(draw, depth - 1, indent + "    ", True)
         elif kind == "return":
             lines.append(f"{indent}return {e}, y, out")
