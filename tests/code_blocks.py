@@ -108,10 +108,10 @@ class BlockServer:
         self.socket.close()  # the server returns when its end reads nothing
         self.process.wait(timeout=TIMEOUT)
 
-    def run(self, script: str, cwd: Path) -> subprocess.CompletedProcess:
-        """`python script` in cwd, as `run` would run it."""
+    def run(self, script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+        """`python script` in cwd with env, as `run` would run it."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            request = "\0".join([str(cwd), script, *(f"{k}={v}" for k, v in environment().items())])
+            request = "\0".join([str(cwd), script, *(f"{k}={v}" for k, v in env.items())])
             socket.send_fds(self.socket, [request.encode()], [out.fileno(), err.fileno()])
             self.socket.settimeout(TIMEOUT)
             pid = int(self.answer())
@@ -160,9 +160,9 @@ def run_alone(
         if shown.title and shown.line < block.line:
             (tmp_path / shown.title).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / shown.title).write_text(shown.code)
-    script = write_script(block, tmp_path).name
-    if server is not None and server.serves(environment()):
-        return server.run(script, tmp_path)
+    script, env = write_script(block, tmp_path).name, environment()
+    if server is not None and server.serves(env):
+        return server.run(script, tmp_path, env)
     return run([sys.executable, script], tmp_path)
 
 
