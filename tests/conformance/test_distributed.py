@@ -3,6 +3,7 @@ dead workers' tasks run again, a task that kills every worker named, plugins tha
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -10,11 +11,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from adcore import cli, plugins
 from adcore.conformance import distributed, engine, report
+from adcore.conformance.distributed import LOCAL_CLUSTER_CONFIG
 from adcore.conformance.engine import Unit
 from adcore.errors import DistributedError, InvalidValueError, MissingDependencyError
 
@@ -85,15 +88,22 @@ def test_a_task_that_kills_its_worker_once_is_run_again(scheduler: str, tmp_path
     assert results == ["ran again after: died once"]
 
 
-def test_a_local_cluster_runs_its_workers_without_dasks_statistical_profiler() -> None:
+def test_a_local_clusters_workers_run_with_less_upkeep_and_their_setup_frozen(scheduler: str) -> None:
     # Dask's profiler samples the running thread every 10 ms: the full report took 99 s on
     # local:2 with it, 82 s without (161 s in one process)
-    def profiled(task: int) -> list[str]:
+    def upkeep(task: int) -> tuple[list[str], dict[str, Any], int]:
+        import dask
         from distributed import get_worker
 
-        return sorted(name for name in get_worker().periodic_callbacks if name.startswith("profile"))
+        profiling = sorted(name for name in get_worker().periodic_callbacks if name.startswith("profile"))
+        return profiling, {key: dask.config.get(key) for key in LOCAL_CLUSTER_CONFIG}, gc.get_freeze_count()
 
-    assert list(distributed.map_on_cluster(profiled, [0], "local:1", describe=str)) == [[]]
+    ((profiling, config, frozen),) = distributed.map_on_cluster(upkeep, [0], "local:1", describe=str)
+    assert profiling == [] and config == LOCAL_CLUSTER_CONFIG
+    assert frozen > 1000  # Dask's, adcore's and the plugins' objects
+    # a cluster the run did not start is left as its owner set it up
+    ((profiling, config, frozen),) = distributed.map_on_cluster(upkeep, [0], scheduler, describe=str)
+    assert profiling and config != LOCAL_CLUSTER_CONFIG and frozen == 0
 
 
 def test_a_task_that_kills_every_worker_ends_the_run_naming_its_units(scheduler: str) -> None:
