@@ -5,6 +5,7 @@ ops' samples. So a third-party backend or op is checked exactly as a first-party
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from pathlib import Path
 
@@ -17,14 +18,13 @@ CONFORMANCE = Path(adcore.__file__).parent / "conformance"
 def _quoted_names(path: Path, names: set[str]) -> list[str]:
     """Every string literal of the file that is one of `names`, or holds one quoted ("reverse"
     inside an f-string or a docstring), as 'line: literal'."""
+    quoted = re.compile(r"([\"'])(?:" + "|".join(map(re.escape, sorted(names))) + r")\1")
     found = []
     for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
         if token.type != tokenize.STRING:
             continue
         body = token.string.lstrip("rbfuRBFU")
-        inner = body.strip("'\"")
-        quoted = {f'"{name}"' for name in names} | {f"'{name}'" for name in names}
-        if inner in names or any(q in body[1:-1] for q in quoted):
+        if body.strip("'\"") in names or quoted.search(body[1:-1]):
             found.append(f"{token.start[0]}: {token.string[:80]}")
     return found
 
