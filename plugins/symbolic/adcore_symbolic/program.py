@@ -329,9 +329,10 @@ def _local_gradient(
         used = [i for i, a in enumerate(expr.args) if a.free_symbols & known]
         outers = [expr.fdiff(i + 1) for i in used]
         if not any(o.has(sp.Derivative, sp.DiracDelta, sp.Subs) for o in outers):
+            rebuilt: dict = {}  # shared by the partials: an n-ary max's n ties are rebuilt once, not n times
             for i, outer in zip(used, outers):
                 charge(tree_size(outer))
-                outer = outer.xreplace(named) if expr in named else outer
+                outer = _replaced(outer, named, rebuilt) if expr in named else outer
                 _local_gradient(expr.args[i], _mul([bar, outer]), known, out, charge, named)
             return
     charge(tree_size(expr) * len(symbols))
@@ -339,6 +340,18 @@ def _local_gradient(
         d = _derivative(expr, s)
         charge(tree_size(d))
         out.setdefault(s, []).append(_times(bar, d))
+
+
+def _replaced(expr: Any, rule: dict, rebuilt: dict) -> Any:
+    """expr.xreplace(rule), each node it rebuilds kept in `rebuilt` for the next call to reuse."""
+    if expr in rule:
+        return rule[expr]
+    done = rebuilt.get(expr)
+    if done is None:
+        args = [_replaced(a, rule, rebuilt) for a in expr.args]
+        changed = any(new is not old for new, old in zip(args, expr.args))
+        done = rebuilt[expr] = expr.func(*args) if changed else expr
+    return done
 
 
 def _derivative(expr: Any, s: sp.Symbol) -> Any:

@@ -209,3 +209,19 @@ def test_a_closed_form_too_large_to_build_is_refused():
     with pytest.raises(ExpressionTooLargeError):
         small.closed_form(small.derivatives[0], max_nodes=2)
     assert small.closed_form(small.derivatives[0], max_nodes=10) == [3 * x**2]
+
+
+def test_replaced_is_xreplace_and_its_rebuilt_nodes_follow_the_rule():
+    from adcore_symbolic import functions as F
+    from adcore_symbolic.program import _replaced
+
+    xs = sp.symbols("a0:4", real=True)
+    t, u = sp.symbols("t u", real=True)
+    m = F.amax(*xs)
+    rebuilt: dict = {}
+    for i in range(len(xs)):  # the partials share the ties, rebuilt once
+        outer = m.fdiff(i + 1)
+        assert sp.srepr(_replaced(outer, {m: t}, rebuilt)) == sp.srepr(outer.xreplace({m: t}))
+    # a new rule gets a new memo: the nodes rebuilt for t are not reused for u
+    assert _replaced(m.fdiff(1), {m: u}, {}) == m.fdiff(1).xreplace({m: u})
+    assert _replaced(m.fdiff(1), {m: u}, {}).has(u) and not _replaced(m.fdiff(1), {m: u}, {}).has(t)
