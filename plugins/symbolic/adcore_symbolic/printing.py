@@ -33,6 +33,11 @@ class AdcoreNumPyPrinter(NumPyPrinter):
         fast = self._fast.get(type(expr))
         return fast(expr) if fast is not None and not kwargs else super()._print(expr, **kwargs)
 
+    def _handle_UnevaluatedExpr(self, expr):
+        # sympy rebuilds each expression to take the re() off real UnevaluatedExprs before printing
+        # it: most of ours have no re() at all, and finding that out costs far less than a rebuild
+        return super()._handle_UnevaluatedExpr(expr) if expr.has(sp.re) else expr
+
     def _print_Symbol(self, expr) -> str:
         name = self._symbols.get(expr)
         if name is None:
