@@ -23,15 +23,23 @@ class AdcoreNumPyPrinter(NumPyPrinter):
 
     def __init__(self, settings=None) -> None:
         super().__init__(settings)
-        self._symbols: dict = {}
+        # each node's code, printed once per printer: the lines and outputs of one program share
+        # subexpressions (a Jacobian's entries repeat their adjoints' products)
+        self._printed: dict = {}
         # the commonest nodes straight to their method: sympy's _print tries a print method
         # and walks the class's MRO for every node, as long as printing the node itself
         self._fast = {sp.Symbol: self._print_Symbol, sp.Float: self._print_Float}
         self._fast |= {sp.Add: self._print_Add, sp.Mul: self._print_Mul}
 
     def _print(self, expr, **kwargs) -> str:
-        fast = self._fast.get(type(expr))
-        return fast(expr) if fast is not None and not kwargs else super()._print(expr, **kwargs)
+        # sympy nodes only: Python's 1.0 and 1 are one key, but print apart
+        if kwargs or not isinstance(expr, sp.Basic):
+            return super()._print(expr, **kwargs)
+        code = self._printed.get(expr)
+        if code is None:
+            fast = self._fast.get(type(expr))
+            code = self._printed[expr] = fast(expr) if fast is not None else super()._print(expr)
+        return code
 
     def _handle_UnevaluatedExpr(self, expr):
         # sympy rebuilds each expression to take the re() off real UnevaluatedExprs before printing
@@ -39,11 +47,7 @@ class AdcoreNumPyPrinter(NumPyPrinter):
         return super()._handle_UnevaluatedExpr(expr) if expr.has(sp.re) else expr
 
     def _print_Symbol(self, expr) -> str:
-        name = self._symbols.get(expr)
-        if name is None:
-            name = self._settings["rename"].get(expr) or super()._print_Symbol(expr)
-            self._symbols[expr] = name
-        return name
+        return self._settings["rename"].get(expr) or super()._print_Symbol(expr)
 
     def _print_Float(self, expr) -> str:
         return repr(float(expr))  # every bit of the double, where sympy prints 15 digits

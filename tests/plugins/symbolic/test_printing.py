@@ -160,3 +160,26 @@ def test_complex_infinity_in_an_unused_branch_prints_as_nan():
     f = lambda v: anp.log(anp.relu(v))  # noqa: E731
     x = np.array([0.82, 2.0])
     np.testing.assert_allclose(adcore.jacobian(f, backend="symbolic")(x), np.diag(1 / x), rtol=1e-15)
+
+
+def test_a_printer_prints_a_repeated_node_once_and_equal_valued_numbers_apart():
+    printer = AdcoreNumPyPrinter()
+    shared = sp.sin(x) * y
+    calls = []
+    original = printer._print_Mul
+    printer._fast[sp.Mul] = lambda e: calls.append(e) or original(e)
+    first, second = printer.doprint(shared + 1), printer.doprint(shared - z)
+    assert first == "1 + y*numpy.sin(x)" and second == "y*numpy.sin(x) - z"
+    assert calls.count(shared) == 1  # printed for the first expression, reused for the second
+    # numbers equal in value but not in kind print apart: an int 1 is not a float 1.0
+    assert printer.doprint(sp.Integer(1)) == "1" and printer.doprint(sp.Float(1.0)) == "1.0"
+    assert printer.doprint(sp.Float(2.0)) == "2.0" and printer.doprint(sp.Integer(2)) == "2"
+
+
+def test_a_new_compile_does_not_reuse_another_programs_code():
+    fn, source = compile_numpy([x, y], [], [sp.sin(x) * y])
+    _, renamed = compile_numpy(
+        [sp.Symbol("x[0]", real=True), y], [], [sp.sin(sp.Symbol("x[0]", real=True)) * y]
+    )
+    assert "x_0" in renamed and "x_0" not in source
+    np.testing.assert_array_equal(fn(A, B)[0], np.sin(A) * B)
