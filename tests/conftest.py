@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,6 +13,16 @@ from adcore import plugins
 from adcore.registry import Registry
 
 PLUGIN_SWITCHES = ("ADCORE_DISABLE_PLUGIN_AUTOLOAD", "ADCORE_PLUGINS", "ADCORE_BLOCK_PLUGINS", "ADCORE_DEBUG")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collected items (23,000) and the modules live until the run ends: freeze them out of the
+    garbage collector's passes, and collect the youngest objects every 10,000 allocations instead
+    of 700. At Python's defaults the collector took 44 s of the two xdist workers' 475 s of CPU;
+    on tests/ops, sympy_rules and batching (12,400 items, one process) 5.0 s, and 3.6 s so."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 @pytest.fixture
