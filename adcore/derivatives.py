@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -402,7 +403,7 @@ def _by_jvp(
     be: Backend, f, args: tuple, argnums: tuple, scalar: bool, chunk_size: Any = None, **options
 ) -> tuple:
     """One jvp per chunk of the identity's rows (all of them at once when they fit)."""
-    sizes = [int(np.prod(np.shape(args[i]))) for i in argnums]
+    sizes = [math.prod(_shape(args[i])) for i in argnums]
     n = sum(sizes)
     if chunk_size is None:
         chunk = default_chunk_size(n)
@@ -434,11 +435,11 @@ def _by_jvp(
     jacobians, offset = [], 0
     for i, size in zip(argnums, sizes):
         part = tangents if size == n else ops.getitem(tangents, index=slice(offset, offset + size))
-        out_ndim = len(np.shape(value))
+        out_ndim = len(_shape(value))
         # a scalar output's tangents are its gradient's entries in order: no transpose to record
         moved = part if out_ndim == 0 else ops.transpose(part, axes=tuple(range(1, out_ndim + 1)) + (0,))
-        shape = np.shape(value) + np.shape(args[i])
-        jacobians.append(moved if np.shape(moved) == shape else ops.reshape(moved, shape=shape))
+        shape = _shape(value) + _shape(args[i])
+        jacobians.append(moved if _shape(moved) == shape else ops.reshape(moved, shape=shape))
         offset += size
     return value, tuple(jacobians)
 
@@ -449,7 +450,14 @@ def _identity_rows(start: int, stop: int, offset: int, size: int, arg: Any) -> n
     if max(start, offset) >= min(stop, offset + size):
         return None
     seed = np.eye(stop - start, size, k=start - offset, dtype=arg.dtype)
-    return seed.reshape((stop - start,) + np.shape(arg))
+    return seed.reshape((stop - start,) + _shape(arg))
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    """np.shape(value), read off an array's or a tracer's own shape: np.shape of a tracer goes
+    through its __array_function__ and builds a stand-in array, several microseconds per call."""
+    shape = getattr(value, "shape", None)
+    return shape if shape.__class__ is tuple else np.shape(value)
 
 
 def _direct(be: Backend, f, args, argnums, scalar, want_value, options, purpose) -> tuple:
@@ -531,7 +539,7 @@ def _dtyped(value: Any) -> Any:
 
 
 def _zeros(out_shape: tuple[int, ...], arg: Any) -> np.ndarray:
-    return np.zeros(out_shape + np.shape(arg), dtype=arg.dtype)
+    return np.zeros(out_shape + _shape(arg), dtype=arg.dtype)
 
 
 def _like(jac: Any, arg: Any) -> Any:
