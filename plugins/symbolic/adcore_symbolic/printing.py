@@ -6,6 +6,7 @@ no op for (numpy.select, numpy.heaviside, numpy.amax) or would round a float lit
 
 from __future__ import annotations
 
+import keyword
 import linecache
 import re
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ class AdcoreNumPyPrinter(NumPyPrinter):
         # each node's code, printed once per printer: the lines and outputs of one program share
         # subexpressions (a Jacobian's entries repeat their adjoints' products)
         self._printed: dict = {}
+        self._re_or_subs: dict = {}
         # the commonest nodes straight to their method: sympy's _print tries a print method
         # and walks the class's MRO for every node, as long as printing the node itself
         self._fast = {sp.Symbol: self._print_Symbol, sp.Float: self._print_Float}
@@ -44,7 +46,16 @@ class AdcoreNumPyPrinter(NumPyPrinter):
     def _handle_UnevaluatedExpr(self, expr):
         # sympy rebuilds each expression to take the re() off real UnevaluatedExprs before printing
         # it: most of ours have no re() at all, and finding that out costs far less than a rebuild
-        return super()._handle_UnevaluatedExpr(expr) if expr.has(sp.re) else expr
+        return super()._handle_UnevaluatedExpr(expr) if self.has_re_or_subs(expr) else expr
+
+    def has_re_or_subs(self, expr) -> bool:
+        """Whether expr has an re() or a Subs node: the two that sympy's printing and lambdify
+        rebuild expressions for (memoized: the expressions of one program share subexpressions)."""
+        known = self._re_or_subs.get(expr)
+        if known is None:
+            known = isinstance(expr, (sp.re, sp.Subs)) or any(self.has_re_or_subs(a) for a in expr.args)
+            self._re_or_subs[expr] = known
+        return known
 
     def _print_Symbol(self, expr) -> str:
         return self._settings["rename"].get(expr) or super()._print_Symbol(expr)
@@ -143,12 +154,21 @@ def compile_numpy(
     rename = _code_names(inputs)
     # renamed as they are printed: substituting into the expressions would rebuild each one
     printer = AdcoreNumPyPrinter({"rename": {s: r.name for s, r in rename.items()}})
+    parameters = [rename.get(s, s) for s in inputs]
+    outputs = [sp.sympify(e) for e in outputs]
+    # the returned list printed here as lambdify prints it, which would first rebuild every
+    # output to name the points of its Subs (only sympy's unevaluated derivatives have one), or
+    # substitute Dummies for parameters that are Dummies or keywords (ours are neither)
+    returned: Any = outputs
+    if not any(isinstance(p, sp.Dummy) or keyword.iskeyword(p.name) for p in parameters):
+        if not any(printer.has_re_or_subs(e) for e in outputs):
+            returned = f"[{', '.join(printer.doprint(e) for e in outputs)}]"
     fn = sp.lambdify(
-        [rename.get(s, s) for s in inputs],
-        [sp.sympify(e) for e in outputs],
+        parameters,
+        outputs,
         modules=[{"ops": ops, "checks": checks}, "numpy"],
         printer=printer,
-        cse=lambda exprs: (definitions, exprs),
+        cse=lambda exprs: (definitions, returned),
         docstring_limit=0,
         use_imps=False,  # no implemented_function here: sympy would walk every expression looking for one
     )

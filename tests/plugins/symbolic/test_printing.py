@@ -183,3 +183,23 @@ def test_a_new_compile_does_not_reuse_another_programs_code():
     )
     assert "x_0" in renamed and "x_0" not in source
     np.testing.assert_array_equal(fn(A, B)[0], np.sin(A) * B)
+
+
+def test_an_output_with_a_subs_and_a_keyword_parameter_compile_through_lambdify_as_before():
+    fn, source = compile_numpy([x], [], [sp.Subs(x**2 + y, y, 1), x])
+    assert fn(2.0) == [5.0, 2.0] and "return [" in source
+    keyword = sp.Symbol("lambda", real=True)
+    fn, source = compile_numpy([keyword, x], [(t0, keyword * x)], [t0 + 1])
+    assert fn(3.0, 2.0) == [7.0] and "lambda" not in source.split("\n")[0]
+
+
+def test_has_re_or_subs_finds_them_at_any_depth_and_remembers_no_wrong_answer():
+    printer = AdcoreNumPyPrinter()
+    w = sp.Symbol("w")
+    plain = sp.sin(x) * y
+    assert not printer.has_re_or_subs(plain)
+    assert printer.has_re_or_subs(plain + sp.exp(sp.re(w)))  # shares plain, answered before
+    assert printer.has_re_or_subs(plain * sp.Subs(x**2 + y, y, 1))
+    assert not printer.has_re_or_subs(plain + 1)
+    # an re() of a real UnevaluatedExpr is still taken off before printing
+    assert printer.doprint(sp.re(sp.UnevaluatedExpr(x)) + plain) == "y*numpy.sin(x) + x"
