@@ -179,10 +179,13 @@ def detached(result: Any, args: Sequence[Any]) -> Any:
         return result
     if isinstance(result, Tracer):  # the common case, one array, costs one check
         return _plain_below(result)
+    if result.__class__ is tuple and all(isinstance(r, _LEAVES) for r in result):
+        return tuple([_plain_below(r) for r in result])  # (value, gradient) nested: no tree.map
     return tree.map(_plain_below, result)
 
 
 _PLAIN = (np.ndarray, np.generic)
+_LEAVES = (Tracer, *_PLAIN)  # a tuple of these is a tree of leaves only
 
 
 def _eager(x: Any) -> bool:
