@@ -10,6 +10,7 @@ shutdown by the interpreter's own exit. The server answers the child's pid, then
 """
 
 import builtins
+import gc
 import os
 import socket
 import sys
@@ -19,6 +20,10 @@ from importlib.machinery import SourceFileLoader
 import numpy
 
 import adcore  # noqa: F401  (imported for the children; nothing of it is used here)
+
+# What the blocks inherit lives as long as they do: frozen, their garbage collector never walks it
+# again (nor writes to its pages). The 87 docs blocks took 39.6 s of CPU, 25.8 s frozen.
+gc.freeze()
 
 
 def become_script(request: bytes, out: int, err: int) -> None:
