@@ -30,6 +30,13 @@ from adcore_symbolic.functions import stop_gradient
 # The largest closed form `Program.closed_form` builds for reading.
 CLOSED_FORM_NODES = 100_000
 
+# The partial derivatives of the definitions differentiated lately, by (expression, its symbol,
+# the known symbols it uses): what they are depends on nothing else, and an op checked on several
+# samples, dtypes and derivatives traces the same definitions each time (over half of them in
+# the conformance report). Sympy expressions are immutable, so an entry never goes stale.
+_PARTIALS: dict = {}
+PARTIALS_KEPT = 4096
+
 
 @dataclass
 class Program:
@@ -184,11 +191,27 @@ class _Sweep:
     def _partials_of(self, expr: Any, t: sp.Symbol | None, op: str) -> dict:
         """{s: d expr / d s} for the known symbols s expr uses, all from one walk of expr, with
         `expr` itself read as its symbol t in them (exp' = exp, tanh' = 1 - tanh**2)."""
-        self.budget.charge(tree_size(expr), op, "differentiating")
+        key = (expr, t, frozenset(expr.atoms(sp.Symbol) & self.known))
+        charges = [tree_size(expr)]
+        done = _PARTIALS.get(key)
+        if done is not None:
+            partials, charges = done
+            for n in charges:  # the work it took, counted again: the budget ends where it would
+                self.budget.charge(n, op, "differentiating")
+            return partials
+        self.budget.charge(charges[0], op, "differentiating")
+
+        def charge(n: int) -> None:
+            charges.append(n)
+            self.budget.charge(n, op, "differentiating")
+
         out: dict = {}
-        charge = lambda n: self.budget.charge(n, op, "differentiating")  # noqa: E731
         _local_gradient(expr, sp.S.One, self.known, out, charge, {expr: t} if t is not None else {})
-        return {s: _selected(d) for s, d in ((s, _add(ds)) for s, ds in out.items()) if d != 0}
+        partials = {s: _selected(d) for s, d in ((s, _add(ds)) for s, ds in out.items()) if d != 0}
+        if len(_PARTIALS) >= PARTIALS_KEPT:
+            _PARTIALS.clear()
+        _PARTIALS[key] = partials, tuple(charges)
+        return partials
 
     def _named(self, bar: Any) -> Any:
         """bar with its compound values named. A Piecewise keeps its branches, and so does

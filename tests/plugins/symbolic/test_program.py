@@ -225,3 +225,50 @@ def test_replaced_is_xreplace_and_its_rebuilt_nodes_follow_the_rule():
     # a new rule gets a new memo: the nodes rebuilt for t are not reused for u
     assert _replaced(m.fdiff(1), {m: u}, {}) == m.fdiff(1).xreplace({m: u})
     assert _replaced(m.fdiff(1), {m: u}, {}).has(u) and not _replaced(m.fdiff(1), {m: u}, {}).has(t)
+
+
+def _sweep(definitions, outputs, inputs, max_nodes=10**9):
+    from adcore_symbolic.budget import WorkBudget
+    from adcore_symbolic.program import chain_rule, fresh_names
+
+    budget = WorkBudget(max_nodes)
+    program = chain_rule(definitions, outputs, inputs, fresh_names("b", set(inputs)), budget, {})
+    return program, budget.spent
+
+
+def test_partials_met_again_are_reused_with_the_work_they_took_and_a_changed_input_misses():
+    from adcore_symbolic import functions as F
+    from adcore_symbolic import program as P
+
+    t1, t2 = sp.symbols("t1 t2", real=True)
+    definitions = [(t1, F.amax(x, y, z)), (t2, sp.exp(t1) * y)]
+    P._PARTIALS.clear()
+    first, work = _sweep(definitions, [t2], [x, y, z])
+    assert len(P._PARTIALS) == 2
+    again, work_again = _sweep(definitions, [t2], [x, y, z])
+    assert len(P._PARTIALS) == 2 and again == first and work_again == work
+    # by x only: y is no longer differentiated, so t1's and t2's partials are new entries
+    by_x, _ = _sweep(definitions, [t2], [x])
+    assert len(P._PARTIALS) == 4 and by_x.derivatives[0][0] == first.derivatives[0][0]
+    # another definition under the same symbol: a new entry, its own derivative (t2's is reused)
+    changed, _ = _sweep([(t1, F.amin(x, y, z)), (t2, sp.exp(t1) * y)], [t2], [x, y, z])
+    assert len(P._PARTIALS) == 5
+    point = {x: 0.5, y: 2.0, z: -1.0}
+    got = [float(d.subs(point)) for d in changed.closed_form(changed.derivatives[0])]
+    assert got == pytest.approx([0.0, float(sp.exp(-1.0)), float(2 * sp.exp(-1.0))])
+    assert float(first.closed_form(first.derivatives[0])[1].subs(point)) == pytest.approx(
+        float(sp.exp(2.0) * (1 + 2.0))
+    )
+
+
+def test_a_reused_partial_hits_the_budget_where_the_first_did():
+    definitions = [(sp.Symbol("t1", real=True), sp.sin(x * y) * sp.exp(x + z))]
+    t1 = definitions[0][0]
+    from adcore_symbolic import program as P
+
+    _, work = _sweep(definitions, [t1], [x, y])
+    P._PARTIALS.clear()
+    for _ in range(2):  # once computed, once reused
+        with pytest.raises(ExpressionTooLargeError) as caught:
+            _sweep(definitions, [t1], [x, y], max_nodes=work - 1)
+        assert f"built so far: {work}" in str(caught.value)
