@@ -146,16 +146,37 @@ def _negated(term: Any) -> Any:
     return factors[0] if len(factors) == 1 else sp.Mul._from_args(factors, True)
 
 
+# The programs compiled lately, by their inputs, definitions and outputs: an op checked on several
+# samples, dtypes and derivatives compiles the same program each time (two in three in the
+# conformance report). Its code depends on nothing else, and sympy expressions are immutable.
+_COMPILED: dict = {}
+COMPILED_KEPT = 1024
+
+
 def compile_numpy(
     inputs: Sequence[Any], definitions: list[tuple[Any, Any]], outputs: list[Any]
 ) -> tuple[Callable[..., list], str]:
     """A function of `inputs` returning `outputs` as a list, after the `definitions`
     (name = expression lines, in order), and its source code."""
+    outputs = [sp.sympify(e) for e in outputs]
+    # with each definition's type: a Python 1 and 1.0 are equal keys, but print apart
+    key = (tuple(inputs), tuple((s, type(e), e) for s, e in definitions), tuple(outputs))
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        compiled = _compile(inputs, definitions, outputs)
+        if len(_COMPILED) >= COMPILED_KEPT:
+            _COMPILED.clear()
+        _COMPILED[key] = compiled
+    return compiled
+
+
+def _compile(
+    inputs: Sequence[Any], definitions: list[tuple[Any, Any]], outputs: list[Any]
+) -> tuple[Callable[..., list], str]:
     rename = _code_names(inputs)
     # renamed as they are printed: substituting into the expressions would rebuild each one
     printer = AdcoreNumPyPrinter({"rename": {s: r.name for s, r in rename.items()}})
     parameters = [rename.get(s, s) for s in inputs]
-    outputs = [sp.sympify(e) for e in outputs]
     # the returned list printed here as lambdify prints it, which would first rebuild every
     # output to name the points of its Subs (only sympy's unevaluated derivatives have one), or
     # substitute Dummies for parameters that are Dummies or keywords (ours are neither)

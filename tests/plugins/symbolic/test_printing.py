@@ -203,3 +203,29 @@ def test_has_re_or_subs_finds_them_at_any_depth_and_remembers_no_wrong_answer():
     assert not printer.has_re_or_subs(plain + 1)
     # an re() of a real UnevaluatedExpr is still taken off before printing
     assert printer.doprint(sp.re(sp.UnevaluatedExpr(x)) + plain) == "y*numpy.sin(x) + x"
+
+
+def test_a_program_compiled_again_is_reused_and_any_change_compiles_anew():
+    from adcore_symbolic import printing
+
+    printing._COMPILED.clear()
+    program = ([x, y], [(t0, sp.sin(x) * y)], [t0 + 1])
+    fn, source = compile_numpy(*program)
+    assert compile_numpy([x, y], [(t0, sp.sin(x) * y)], [t0 + 1]) == (fn, source)
+    changes = {
+        "input order": ([y, x], [(t0, sp.sin(x) * y)], [t0 + 1]),
+        "definition": ([x, y], [(t0, sp.cos(x) * y)], [t0 + 1]),
+        "output": ([x, y], [(t0, sp.sin(x) * y)], [t0 + 2]),
+    }
+    for name, changed in changes.items():
+        other, other_source = compile_numpy(*changed)
+        assert other is not fn and other_source != source, name
+    # a symbol of the same name but other assumptions is another program, printed alike
+    first, first_source = compile_numpy([x, y], [], [x + y])
+    second, second_source = compile_numpy([x, y], [], [sp.Symbol("x") + y])
+    assert second is not first and second_source == first_source
+    # Python's 1 and 1.0 are equal keys, but an int and a float line
+    one, one_source = compile_numpy([x], [(t0, 1)], [t0 * x])
+    one_float, one_float_source = compile_numpy([x], [(t0, 1.0)], [t0 * x])
+    assert "t0 = 1\n" in one_source and "t0 = 1.0\n" in one_float_source
+    assert len(printing._COMPILED) == 8
