@@ -417,10 +417,34 @@ def lines_for(
     definitions: list[tuple[sp.Symbol, Any]], outputs: Sequence[Any]
 ) -> list[tuple[sp.Symbol, Any]]:
     """The definitions that `outputs` need, directly or through other definitions, in order."""
-    need = set().union(*(sp.sympify(o).free_symbols for o in outputs))
+    need = free_symbols_of([sp.sympify(o) for o in outputs])
     kept = []
     for symbol, expr in reversed(definitions):
         if symbol in need:
             kept.append((symbol, expr))
             need |= expr.free_symbols
     return kept[::-1]
+
+
+def free_symbols_of(exprs: Sequence[Any]) -> set:
+    """The union of the exprs' free_symbols, each subexpression they share visited once (the
+    entries of a Jacobian share their adjoints; free_symbols would walk them in each)."""
+    found: set = set()
+    seen: set = set()
+    stack = list(exprs)
+    while stack:
+        e = stack.pop()
+        if e not in seen:
+            seen.add(e)
+            if _free_symbols_of_args(type(e)):
+                stack.extend(e.args)
+            else:  # a symbol, or a node binding some (Lambda, Integral, Subs): its own rule
+                found |= e.free_symbols
+    return found
+
+
+@functools.cache
+def _free_symbols_of_args(cls: type) -> bool:
+    """Whether cls's free_symbols is Basic's: the union of its args'."""
+    own = next(k.__dict__["free_symbols"] for k in cls.__mro__ if "free_symbols" in k.__dict__)
+    return own is sp.Basic.__dict__["free_symbols"]

@@ -272,3 +272,21 @@ def test_a_reused_partial_hits_the_budget_where_the_first_did():
         with pytest.raises(ExpressionTooLargeError) as caught:
             _sweep(definitions, [t1], [x, y], max_nodes=work - 1)
         assert f"built so far: {work}" in str(caught.value)
+
+
+def test_free_symbols_of_is_sympys_free_symbols_bound_ones_left_out():
+    from adcore_symbolic.program import free_symbols_of
+
+    shared = sp.sin(x) * y
+    exprs = [
+        shared + 1,
+        shared * z,
+        sp.Lambda(x, x + z),  # x is bound here
+        sp.Subs(x**2 + y, x, z),
+        sp.Integral(x * y, (x, 0, 1)),
+        sp.Piecewise((x, y > 0), (1, True)),
+        sp.Integer(3),
+    ]
+    for some in (exprs, exprs[2:5], exprs[-1:], []):
+        assert free_symbols_of(some) == set().union(*(e.free_symbols for e in some))
+    assert free_symbols_of(exprs[2:4]) == {y, z}
