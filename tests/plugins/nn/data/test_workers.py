@@ -11,6 +11,7 @@ import gc
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -431,7 +432,18 @@ class FreezeCount:
         return np.int64(gc.get_freeze_count())
 
 
-def test_forked_workers_keep_the_main_processs_objects_out_of_their_collector():
+@pytest.fixture
+def unfrozen() -> Iterator[None]:
+    """No object frozen while the test runs (tests/conftest.py freezes the collected tests), as in a
+    program that never called gc.freeze(); what was frozen is frozen again after."""
+    was_frozen = gc.get_freeze_count() > 0
+    gc.unfreeze()
+    yield
+    if was_frozen:
+        gc.freeze()
+
+
+def test_forked_workers_keep_the_main_processs_objects_out_of_their_collector(unfrozen):
     assert gc.get_freeze_count() == 0
     pool = pool_of(FreezeCount(), 2, collate_fn=np.asarray)
     try:
