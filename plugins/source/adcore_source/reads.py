@@ -11,11 +11,12 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
-import inspect
 import marshal
 import sys
 import types
 from typing import Any
+
+from adcore_source.parse import code_source_lines
 
 # libraries whose functions are callees to resolve, not user code to follow
 _LIBRARIES = frozenset({"numpy", "scipy", "adcore", "math", "cmath", "builtins", "functools", "operator"})
@@ -85,7 +86,7 @@ def source_parts(reached: list[Reached]) -> list[str]:
         code = fn.__code__
         parts.append(f"function {code.co_filename}:{code.co_firstlineno} {fn.__qualname__}")
         try:
-            parts.append(inspect.getsource(code))  # not fn: it would follow __wrapped__
+            parts.append("".join(code_source_lines(code)[0]))  # not fn: it would follow __wrapped__
         except (OSError, TypeError):
             parts.append(hashlib.sha256(marshal.dumps(code)).hexdigest())
         for name, v in r.values.items():

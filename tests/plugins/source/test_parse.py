@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
+import linecache
 import math
 
 import numpy as np
 import pytest
 from adcore_source.errors import SourceTransformError
-from adcore_source.parse import local_names, parsed
+from adcore_source.parse import code_source_lines, local_names, parsed
 
 OFFSET = 0.5
 
@@ -129,3 +131,50 @@ def test_generators_and_unreadable_sources_are_refused():
     with pytest.raises(SourceTransformError, match="source is not available") as info:
         parsed(namespace["f"])
     assert info.value.function == "f" and info.value.filename == "<string>"
+
+
+WRITTEN = """\
+import functools
+
+@functools.lru_cache
+def decorated_def(x):
+    return x + 1
+
+def outer(x):
+    def nested(y):
+        return y * x
+    return nested
+
+lam = lambda x: (x,
+                 2 * x)
+
+async def coroutine(x):
+    return x
+"""
+
+
+def test_code_source_lines_of_written_functions_are_inspects_own(monkeypatch):
+    filename = "<adcore test_parse: written>"
+    linecache.cache[filename] = (len(WRITTEN), None, WRITTEN.splitlines(True), filename)
+    try:
+        scope: dict = {}
+        exec(compile(WRITTEN, filename, "exec"), scope)
+        codes = [scope["decorated_def"].__wrapped__.__code__, scope["outer"].__code__, scope["lam"].__code__]
+        codes += [scope["outer"](1.0).__code__, scope["coroutine"].__code__]
+        codes += [plain.__code__, make_closure(2.0).__code__]  # in a file: inspect's own path
+        for code in codes:
+            assert code_source_lines(code) == inspect.getsourcelines(code), code.co_name
+        assert code_source_lines(codes[0])[0][0] == "@functools.lru_cache\n"  # from the decorator, as inspect
+        with monkeypatch.context() as patched:  # a written function's lines without walking the modules
+            patched.setattr(inspect, "getmodule", lambda *a: pytest.fail("inspect.getmodule was called"))
+            assert [code_source_lines(code) for code in codes[:5]]
+        moved = codes[1].replace(co_firstlineno=99)  # past the text's end: the same OSError
+        with pytest.raises(OSError, match="out of bounds"):
+            inspect.getsourcelines(moved)
+        with pytest.raises(OSError, match="out of bounds"):
+            code_source_lines(moved)
+    finally:
+        del linecache.cache[filename]
+    # the text gone from linecache: inspect's own path, which raises as before
+    with pytest.raises(OSError):
+        code_source_lines(codes[0])
