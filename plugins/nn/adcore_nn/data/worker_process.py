@@ -4,19 +4,23 @@ A task is (generation, epoch, batch index, indices); the answer is (generation, 
 kind, payload) with kind "batch" (a shared-memory descriptor, shared.py), "error" (the exception,
 pickled where it can be, with its traceback) or "end" (an IterableDataset copy is exhausted).
 The generation is the main process's count of epochs started: tasks of an abandoned epoch are
-skipped once a newer epoch's arrive. An idle worker checks every second that the main process
-lives; if it died, the worker removes its unread blocks and exits.
+skipped once a newer epoch's arrive. An idle worker waits on its task pipe and on the main
+process's sentinel together: if the main process has ended, it removes its unread blocks and exits.
+(Not `os.getppid()` read at the start: a worker scheduled late reads it after the main process was
+killed, and waits forever; nor the task pipe's end of file: a forked worker holds the main
+process's ends of its own pipes.)
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
-import os
+import multiprocessing
 import pickle
 import signal
 import traceback
 from collections.abc import Iterator
+from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
@@ -25,8 +29,6 @@ from adcore_nn.data import fetch as fetching
 from adcore_nn.data import shared, worker_info
 
 __all__ = ["run_worker", "worker_seed"]
-
-_PARENT_CHECK = 1.0  # seconds between an idle worker's checks that the main process is alive
 
 
 def worker_seed(seed: int, epoch: int, worker_id: int) -> int:
@@ -39,11 +41,11 @@ def run_worker(worker_id: int, config: dict, tasks, results, stop) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     if isinstance(config, bytes):  # spawned: the dataset's large arrays arrive as shared blocks
         config = pickle.loads(config)
-    dataset, parent = config["dataset"], os.getppid()
+    dataset = config["dataset"]
     prefix = f"{config['prefix']}{worker_id}_"
     epoch_now = generation_now = items = None
     initialised = False
-    for serial, (generation, epoch, k, indices) in enumerate(_received(tasks, stop, parent, prefix)):
+    for serial, (generation, epoch, k, indices) in enumerate(_received(tasks, stop, prefix)):
         name = None
         try:
             if epoch != epoch_now:
@@ -81,19 +83,18 @@ def run_worker(worker_id: int, config: dict, tasks, results, stop) -> None:
                 return
 
 
-def _received(tasks, stop, parent: int, prefix: str) -> Iterator[tuple]:
+def _received(tasks, stop, prefix: str) -> Iterator[tuple]:
     """The tasks sent to this worker, but those of an abandoned epoch once a newer one's arrive
     (after a `break`, the next epoch's first batch waits for no stale batch)."""
+    main_ended = multiprocessing.parent_process().sentinel  # ready once the main process has ended
     backlog: collections.deque = collections.deque()
     newest = 0
     while True:
         try:
             while not backlog or tasks.poll(0):
-                if not backlog and not tasks.poll(_PARENT_CHECK):
-                    if os.getppid() != parent:  # the main process died: leave nothing behind
-                        shared.unlink_leftovers(prefix)
-                        return
-                    continue
+                if not backlog and main_ended in wait([tasks, main_ended]):
+                    shared.unlink_leftovers(prefix)  # nobody will read them: leave nothing behind
+                    return
                 task = tasks.recv()
                 if task is None:
                     return

@@ -33,8 +33,8 @@ worker, which is stopped. A dead worker is started again at the next epoch.
 
 Shutdown: `shutdown()`, the pool's garbage collection and interpreter exit (one weakref.finalize)
 stop the workers (a stop message; SIGTERM after 5 s; then SIGKILL; all reaped) and remove every
-block not yet read. A worker whose main process died removes its blocks and exits within a
-second. The batches an abandoned epoch (a `break`) still had in flight are freed as they arrive
+block not yet read. A worker whose main process died removes its blocks and exits as soon as it
+is idle. The batches an abandoned epoch (a `break`) still had in flight are freed as they arrive
 during the next epoch, or at shutdown; the tasks it had queued are skipped by the workers.
 """
 

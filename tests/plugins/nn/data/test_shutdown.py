@@ -123,19 +123,26 @@ def test_blocks_a_killed_worker_left_behind_are_removed_at_shutdown():
     assert blocks(prefix) == []
 
 
-def run_script(body: str) -> tuple[list[int], str, subprocess.CompletedProcess]:
-    script = textwrap.dedent(
-        """
+def run_script(body: str, before: str = "") -> tuple[list[int], str, subprocess.CompletedProcess]:
+    script = (
+        textwrap.dedent(
+            """
         import os, signal, sys
         import numpy as np
         from adcore_nn.data.workers import WorkerPool
-
+        """
+        )
+        + textwrap.dedent(before)
+        + textwrap.dedent(
+            """
         pool = WorkerPool(np.arange(100.0).reshape(50, 2), np.stack, 2, timeout=60.0, prefetch_factor=4)
         it = pool.epoch(0, [[i] for i in range(50)])
         batch = next(it)
         print(*pool.pids, pool.shm_prefix, flush=True)
         """
-    ) + textwrap.dedent(body)
+        )
+        + textwrap.dedent(body)
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=GUARD)
     *pids, prefix = done.stdout.split()
     return [int(p) for p in pids], prefix, done
@@ -163,3 +170,22 @@ def test_a_killed_main_process_leaves_no_orphan_workers_and_no_blocks():
     assert done.returncode == -9
     assert len(pids) == 2
     assert gone_eventually(pids, prefix), "the orphaned workers exit and remove their blocks"
+
+
+def test_a_worker_scheduled_after_its_main_process_was_killed_still_exits():
+    """Under load a worker may first run after the main process died (reading os.getppid() then
+    gives the new parent, and a forked worker holds the main's ends of its own pipes: no EOF)."""
+    late_worker = """
+        import multiprocessing, multiprocessing.util, time
+        main = os.getpid()
+
+        def starts_late(_):  # runs in each forked worker before run_worker
+            if multiprocessing.current_process().name.endswith(" 1"):
+                while os.getppid() == main:  # until the main process is killed
+                    time.sleep(0.01)
+
+        multiprocessing.util.register_after_fork(starts_late, starts_late)
+        """
+    pids, prefix, done = run_script("os.kill(os.getpid(), signal.SIGKILL)", before=late_worker)
+    assert done.returncode == -9 and len(pids) == 2
+    assert gone_eventually(pids, prefix), "the late worker exits and removes its blocks"
