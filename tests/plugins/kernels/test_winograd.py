@@ -282,6 +282,23 @@ def test_the_memo_keeps_the_newest_transforms_within_its_bytes_and_them_read_onl
     assert (memo.hits, memo.misses) == (3, 3)
 
 
+def test_a_lookup_compares_only_the_kept_copy_with_the_same_checksum(monkeypatch):
+    """numeric's perturbed xs (one shape, one element changed far from the start) are each
+    missed without comparing every kept copy."""
+    memo = _winograd.InputTransforms()
+    base = np.arange(4096.0).reshape(1, 1, 64, 64)
+    xs = [base.copy() for _ in range(5)]
+    for i, x in enumerate(xs):
+        x[0, 0, 63, 63] += i + 1
+        memo.keep(x, ("key",), np.full((36, 1, 1), float(i)))
+    compared = []
+    real = np.array_equal
+    monkeypatch.setattr(_winograd.np, "array_equal", lambda a, b: compared.append(1) or real(a, b))
+    assert memo.find(base, ("key",)) is None and compared == []
+    assert memo.find(xs[2].copy(), ("key",))[0, 0, 0] == 2.0 and len(compared) == 1
+    assert memo.find(xs[2], ("other key",)) is None and len(compared) == 1
+
+
 def test_a_backward_sweep_through_two_layers_reuses_both_forwards_transforms(monkeypatch):
     x1, w1, _ = arrays((2, 3, 9, 8), 4, 1)
     w2 = arrays((2, 4, 9, 8), 4, 1, seed=3)[1]
