@@ -263,10 +263,10 @@ def check_units(units: list[Unit]) -> list[tuple[Unit, list[Cell]]]:
     are silenced: samples sit at kinks and singular points on purpose, where an untaken branch of a
     `where` divides by zero, and every value they touch is judged by number in the report."""
     done = []
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_blas_thread():  # once per batch: threadpoolctl scans the libraries
         for unit in units:
             unit_started(unit)  # the progress lines' heartbeat names it (and numba compiling in it)
-            done.append((unit, check_unit(unit)))
+            done.append((unit, _check_unit(unit)))
     return done
 
 
