@@ -203,16 +203,43 @@ def test_the_adjoints_memory_is_flat_in_the_number_of_outputs():
     assert large - small < 2.5 * outputs, (small, large, outputs)
 
 
+def test_stacked_directions_each_get_their_own_sensitivity():
+    # forward mode solves every direction of a batch in one system, their products with the
+    # rate's derivative from one pass: the Jacobian in s of odeint at (y0, k, c) + s·V, three
+    # directions V (not the identity; two states, two args, so a mixed-up row or axis shows),
+    # must be column by column the single-direction JVPs, reverse mode's and finite differences'
+    directions = np.array([[0.3, -1.0, 0.5, 0.0], [0.0, 0.0, -0.7, 0.2], [1.0, 0.4, 0.0, 0.9]])
+    point = np.array([*Y0, K, C])
+
+    def trajectory(q):
+        return odeint(oscillator, q[:2], TIMES[:5], args=(q[2], q[3]), **TIGHT)
+
+    def along(s):
+        return trajectory(point + s @ directions)
+
+    s = np.zeros(3)
+    stacked = adcore.jacobian(along, backend="forward")(s)
+    assert stacked.shape == (5, 2, 3)
+    singles = np.stack([adcore.jvp(trajectory, (point,), (v,))[1] for v in directions], axis=-1)
+    np.testing.assert_allclose(stacked, singles, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(stacked, adcore.jacobian(along)(s), rtol=1e-9, atol=1e-9)
+    numeric = adcore.jacobian(along, backend="numeric")(s)
+    np.testing.assert_allclose(stacked, numeric, rtol=1e-6, atol=1e-6)
+    assert np.all(np.abs(stacked[1:] - stacked[1:, :, [1, 2, 0]]) > 1e-3)  # no two columns alike
+
+
 def test_second_derivatives_on_pairs_of_backends():
     # forward over reverse (the default Hessian) differentiates the adjoint, itself an odeint;
-    # reverse over reverse the adjoint's adjoint; forward over forward the sensitivities'
+    # reverse over reverse the adjoint's adjoint; forward over forward the sensitivities'; reverse
+    # over forward the sensitivities' adjoint (the directions traced by the outer level)
     def f(p):
         return loss(p[:2], p[2], p[3], TIMES[:3])
 
     p = np.array([1.0, 0.5, K, C])
     numeric = adcore.jacobian(adcore.grad(f), backend="numeric")(p)
     np.testing.assert_allclose(numeric, numeric.T, atol=1e-6)
-    for inner, outer in (("reverse", "forward"), ("reverse", "reverse"), ("forward", "forward")):
+    pairs = (("reverse", "forward"), ("reverse", "reverse"), ("forward", "forward"), ("forward", "reverse"))
+    for inner, outer in pairs:
         got = adcore.hessian(f, inner=inner, outer=outer)(p)
         np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(got, got.T, atol=1e-9)

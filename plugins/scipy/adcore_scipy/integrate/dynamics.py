@@ -13,11 +13,12 @@ derivative of the rate is taken with respect to y and the parts, not through the
 - `AdjointDynamics`: the adjoint system of Chen et al. (2018), state (y, a, a_theta), integrated
   backward: dy/dt = f, da/dt = -a·∂f/∂y, da_theta/dt = -a·∂f/∂theta, the products by `adcore.vjp`.
 - `SensitivityDynamics`: y with B tangent directions S, dS/dt = ∂f/∂y·S + ∂f/∂theta·T, the
-  products by `adcore.jvp`.
+  B products from one forward pass (`adcore.value_and_jacobian` in the directions' weights).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
-from adcore import jvp, vjp
+from adcore import value_and_jacobian, vjp
 from adcore.errors import InvalidOutputError
 
 
@@ -113,23 +114,30 @@ class SensitivityDynamics(Dynamics):
     tangent_theta: bool
 
     def rate(self, z: Any, t: Any, parts: tuple) -> Any:
-        n, p, batch, inner = self.n, self.p, self.batch, self.inner
+        n, p, batch = self.n, self.p, self.batch
         theta = parts[0]
         y, directions = z[:n], np.reshape(z[n:], (batch, n))
-        params = inner.unpack(theta[:p])
+        tangents = np.reshape(theta[p:], (batch, p)) if self.tangent_theta else None
+        if batch == 0:
+            return self.inner.rate(y, t, self.inner.unpack(theta[:p]))
+        # the rate's derivative along every direction from one forward pass (not one jvp each):
+        # the Jacobian in c, at c = 0, of the rate at y + c·directions (theta + c·tangents)
+        dy, along = self._value_and_jacobian(
+            np.zeros(batch, np.result_type(z.dtype, theta.dtype)), y, t, directions, theta[:p], tangents
+        )
+        return np.concatenate([dy, np.ravel(np.transpose(along))])
 
-        def rate(y_: Any, *params_: Any) -> Any:
-            return inner.rate(y_, t, params_)
+    def _along(self, c: Any, y: Any, t: Any, directions: Any, theta: Any, tangents: Any) -> Any:
+        """The rate at y + c·directions, theta + c·tangents (theta as it is without tangents). At
+        c = 0 these are y and theta, and the tangent of c's entry b is exactly direction b: a sum
+        whose other terms are 0."""
+        if tangents is not None:
+            theta = theta + c @ tangents
+        return self.inner.rate(y + c @ directions, t, self.inner.unpack(theta))
 
-        if self.tangent_theta:
-            tangents = np.reshape(theta[p:], (batch, p))
-            pairs = [
-                jvp(rate, (y, *params), (directions[b], *inner.unpack(tangents[b]))) for b in range(batch)
-            ]
-        else:
-            pairs = [jvp(lambda y_: rate(y_, *params), (y,), (directions[b],)) for b in range(batch)]
-        dy = pairs[0][0] if pairs else rate(y, *params)
-        return np.concatenate([dy, *(tangent for _, tangent in pairs)])
+    @functools.cached_property
+    def _value_and_jacobian(self) -> Callable[..., Any]:
+        return value_and_jacobian(self._along, backend="forward")
 
     def __repr__(self) -> str:
         return f"<sensitivities of {self.inner!r} along {self.batch}>"
