@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import functools
 import hashlib
 import inspect
 import itertools
@@ -125,9 +126,16 @@ def load(text: Text, reached: list) -> dict[str, Any]:
     )  # as importing the file names it
     namespace: dict[str, Any] = {"__name__": name, "__file__": str(path)}
     namespace.update(bindings)
-    exec(compile(text.text, str(path), "exec"), namespace)
+    exec(_compiled(text.text, str(path)), namespace)
     namespace.update(bindings)  # the very objects the function reads, whatever its imports found
     return namespace
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(text: str, filename: str) -> types.CodeType:
+    """text compiled (a pure function of the text and its file name): a module is loaded again for
+    every new set of values it binds (data read by f, a function written anew with the same text)."""
+    return compile(text, filename, "exec")
 
 
 def stem_of(fn: Any, mode: str) -> str:

@@ -11,6 +11,7 @@ import linecache
 import re
 import textwrap
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,11 +89,19 @@ def code_source_lines(code: types.CodeType) -> tuple[list[str], int]:
     linecache holds (`<...>`: conformance's, the fuzzer's), the same lines found as inspect finds
     them, without its inspect.getmodule calls: for a code object (no __module__) they walk every
     loaded module and find none, twice a call, about 1 ms each with the plugins loaded (8 % of a
-    conformance run). Any other code object goes through inspect itself."""
+    conformance run). Any other code object goes through inspect itself. Found again, for the same
+    code, while linecache holds the same lines for its file (the disk key and the parse both ask)."""
     file = code.co_filename
+    linecache.checkcache(file)  # (drops the lines of a file changed on disk)
+    known = _sources.get(code)
+    if known is not None and known[0] is _held(file):
+        return known[1]  # the same lines as when it was read: the same source
     if not (file.startswith("<") and file in linecache.cache):
-        return inspect.getsourcelines(code)
-    linecache.checkcache(file)
+        found = inspect.getsourcelines(code)
+        held = _held(file)
+        if held is not None and inspect.getsourcefile(code) == file:
+            _sources[code] = (held, found)
+        return found
     lines = linecache.getlines(file)
     if not lines:
         raise OSError("could not get source code")
@@ -101,7 +110,20 @@ def code_source_lines(code: types.CodeType) -> tuple[list[str], int]:
         raise OSError("lineno is out of bounds")
     while first > 0 and not _FIRST_LINE.match(lines[first]):
         first -= 1
-    return inspect.getblock(lines[first:]), first + 1
+    found = inspect.getblock(lines[first:]), first + 1
+    _sources[code] = (lines, found)
+    return found
+
+
+def _held(file: str) -> list[str] | None:
+    """The list of lines linecache holds for file, if it holds them."""
+    entry = linecache.cache.get(file)
+    return entry[2] if entry is not None and len(entry) > 2 else None
+
+
+# code object -> (the lines linecache held for its file, its source lines then): found again while
+# linecache holds the same list (a file changed on disk, or text registered anew, is a new list)
+_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _source_lines(fn: Any, where: _Where) -> tuple[list[str], int]:

@@ -34,7 +34,17 @@ class GeneratedCall:
     differentiated (their traced leaves are the op's inputs), the others, and what the forward sweep
     left for the adjoint sweep."""
 
-    __slots__ = ("function", "active", "parts", "arguments", "kwargs", "saved", "saved_for", "out_def")
+    __slots__ = (
+        "function",
+        "active",
+        "parts",
+        "arguments",
+        "kwargs",
+        "saved",
+        "saved_for",
+        "out_def",
+        "sweeps",
+    )
 
     def __init__(self, function: SourceFunction, active: tuple, parts: tuple, arguments: list, kwargs: dict):
         self.function, self.active, self.parts = function, active, parts
@@ -42,6 +52,7 @@ class GeneratedCall:
         self.saved: Any = None
         self.saved_for: tuple = ()  # the inputs the forward sweep ran on
         self.out_def: Any = None  # the output's structure: None for one array
+        self.sweeps: tuple | None = None  # (fwd, bwd) the forward sweep ran: its record is theirs
 
     def args_of(self, leaves: tuple) -> list:
         """Every positional argument, the differentiated ones rebuilt from the op's inputs."""
@@ -157,8 +168,8 @@ def _forward_sweep(*leaves: Any, call: GeneratedCall) -> Any:
         copies = tuple(x.copy(order="K") if x.__class__ is np.ndarray else x for x in leaves)
         return _one_array(call.function.fn(*call.args_of(copies), **call.kwargs), call)
 
-    fwd, _ = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
-    out, call.saved = fwd(*call.args_of(leaves), **call.kwargs)
+    call.sweeps = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
+    out, call.saved = call.sweeps[0](*call.args_of(leaves), **call.kwargs)
     call.saved_for = leaves
     return _one_array(out, call)
 
@@ -167,7 +178,7 @@ def _adjoint_sweep(g: Any, ans: Any, *leaves: Any, call: GeneratedCall) -> list:
     """The "vjp" rule: the generated adjoint sweep, for every input at once."""
     from adcore_source import generate
 
-    fwd, bwd = generate.reverse_functions(call.function.fn, call.active, call.function.compile)
+    fwd, bwd = call.sweeps or generate.reverse_functions(call.function.fn, call.active, call.function.compile)
     saved, call.saved = call.saved, None  # the adjoint sweep may use up what it is given (its stacks)
     if saved is None or not _same(call.saved_for, leaves):
         # a second pullback; or the sweep ran on other values than the rule is given (the primals of

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import optree
+
 
 class Leaf:
     __slots__ = ("arg", "value", "float")
@@ -28,12 +31,14 @@ class Arguments:
     derivative can flow through; the rest (ints, None, strings, dtypes) stay as given."""
 
     def __init__(self, args: tuple, kwargs: dict) -> None:
-        import optree
-
         self.leaves: list[Leaf] = []
         self.specs: list[tuple[int, int, Any]] = []  # per argument: first leaf, leaf count, structure
         self.values = (*args, *kwargs.values())
         for k, a in enumerate(self.values):
+            if a.__class__ in _LEAVES:  # (most arguments: one array, no container to walk)
+                self.specs.append((len(self.leaves), 1, _LEAF))
+                self.leaves.append(Leaf(k, a))
+                continue
             flat, spec = optree.tree_flatten(a, none_is_leaf=False, namespace="adcore")
             self.specs.append((len(self.leaves), len(flat), spec))
             self.leaves += [Leaf(k, v) for v in flat]
@@ -66,6 +71,10 @@ class Arguments:
             entries = per_leaf[start : start + n]
             result.append(None if all(e is None for e in entries) else spec.unflatten(entries))
         return tuple(result)
+
+
+_LEAVES = frozenset({np.ndarray, float, int, complex, bool})  # leaves of every pytree namespace
+_LEAF = optree.tree_structure(0.0, none_is_leaf=False, namespace="adcore")
 
 
 def shaped_as(t: Any, value: Any) -> Any:
