@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import linecache
 import shutil
 import subprocess
 import sys
@@ -348,6 +349,54 @@ def test_closures_over_new_data_reuse_the_text(monkeypatch: pytest.MonkeyPatch) 
         out, saved = fwd(np.array([1.0]))
         assert bwd(saved, np.array([1.0]))[0] == w
     assert len(generated) == 1  # one text, three loaded modules
+
+
+def test_a_text_loaded_again_is_compiled_once_and_a_new_text_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading binds new data values each time (a function written anew over new arrays): the
+    text is compiled once; a function redefined with other code is new text, compiled anew."""
+    from adcore_source import module_text
+
+    name = "<adcore test_generate: compiled once>"
+
+    def written(source: str, w: np.ndarray):
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        scope = {"w": w}
+        exec(compile(source, name, "exec"), scope)
+        return scope["loss"]
+
+    module_text._compiled.cache_clear()
+    compiled = []
+    monkeypatch.setattr(module_text, "compile", lambda *a: compiled.append(a) or compile(*a), raising=False)
+    once, twice = (
+        "def loss(x):\n    y = x * w\n    return y\n",
+        "def loss(x):\n    y = x * w\n    z = y * w\n    return z\n",
+    )
+    try:
+        for source, w, expected in [(once, 2.0, 2.0), (once, 3.0, 3.0), (twice, 4.0, 16.0)]:
+            fwd, bwd = generate.reverse_functions(written(source, np.array([w])), (0,))
+            out, saved = fwd(np.array([1.0]))
+            assert bwd(saved, np.array([1.0]))[0] == expected
+    finally:
+        del linecache.cache[name]
+    assert len(compiled) == 2  # the first text once for two sets of values, then the new text
+
+
+def test_another_mode_or_other_active_arguments_is_another_module() -> None:
+    first = generate._loaded(f, "reverse", (0,), False)
+    assert generate._loaded(f, "reverse", (0, 1), False) is not first
+    assert generate._loaded(f, "forward", (0,), False) is not first
+    assert _gradient(f, (0.3, 1.5), (0, 1))[1][1] == pytest.approx(np.sin(0.3) * A)
+
+
+def test_a_pullback_uses_the_module_its_forward_sweep_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A global rebound between f's call and its pullback: the derivative of f as it ran (the
+    reverse backend's), not the new module's adjoint sweep over the old one's record."""
+    x = np.array([1.5])
+    _, pullback = adcore.vjp(calls_square, x, backend="source")
+    monkeypatch.setitem(globals(), "A", 5.0)
+    np.testing.assert_allclose(pullback(np.array([1.0]))[0], 2 * x * 2.0)
+    _, pullback = adcore.vjp(calls_square, x, backend="source")
+    np.testing.assert_allclose(pullback(np.array([1.0]))[0], 2 * x * 5.0)  # the next call: A now
 
 
 def test_the_disk_cache_is_read_back(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -178,3 +178,36 @@ def test_code_source_lines_of_written_functions_are_inspects_own(monkeypatch):
     # the text gone from linecache: inspect's own path, which raises as before
     with pytest.raises(OSError):
         code_source_lines(codes[0])
+
+
+def test_code_source_lines_are_read_again_when_the_file_or_the_text_changes(tmp_path, monkeypatch):
+    """Found once per code object, yet never stale: a file edited on disk (the same code, not
+    reloaded) or a written text registered anew gives the lines inspect gives now."""
+    path = tmp_path / "edited_source.py"
+    path.write_text("def g(x):\n    return x * 2.0\n")
+    scope: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), scope)
+    code = scope["g"].__code__
+    assert code_source_lines(code) == inspect.getsourcelines(code)
+    with monkeypatch.context() as patched:  # asked again: no new read of the lines
+        patched.setattr(inspect, "getsourcelines", lambda *a: pytest.fail("read again"))
+        assert code_source_lines(code)[0][1] == "    return x * 2.0\n"
+    path.write_text("def g(x):\n    return x * 3.0  # edited: longer\n")
+    assert code_source_lines(code)[0][1] == "    return x * 3.0  # edited: longer\n"
+    assert code_source_lines(code) == inspect.getsourcelines(code)
+
+    filename = "<adcore test_parse: written anew>"
+    first, second = "def h(x):\n    return x + 1.0\n", "def h(x):\n    return x - 1.0\n"
+    try:
+        linecache.cache[filename] = (len(first), None, first.splitlines(True), filename)
+        scope = {}
+        exec(compile(first, filename, "exec"), scope)
+        code = scope["h"].__code__
+        assert code_source_lines(code)[0] == first.splitlines(True)
+        with monkeypatch.context() as patched:
+            patched.setattr(inspect, "getblock", lambda *a: pytest.fail("read again"))
+            assert code_source_lines(code)[0] == first.splitlines(True)
+        linecache.cache[filename] = (len(second), None, second.splitlines(True), filename)
+        assert code_source_lines(code)[0] == second.splitlines(True)
+    finally:
+        del linecache.cache[filename]
