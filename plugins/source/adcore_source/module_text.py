@@ -204,9 +204,9 @@ def _alias(text: str, attr: str, name: str) -> str:
     return text if attr.rsplit(".", 1)[-1] == name and "." not in attr else f"{text} as {name}"
 
 
-def _isort_order(item: tuple[str, str]) -> tuple[int, str]:
-    name = item[0]
-    return (0 if name.isupper() and len(name) > 1 else 1 if name[0].isupper() else 2, name)
+def _isort_order(item: tuple[str, str]) -> tuple[int, str, str]:
+    name, alias = item  # (the alias last: one name imported twice is in one order, not the set's)
+    return (0 if name.isupper() and len(name) > 1 else 1 if name[0].isupper() else 2, name, alias)
 
 
 def _is_literal(obj: Any) -> bool:
