@@ -30,6 +30,13 @@ from adcore import value_and_jacobian, vjp
 from adcore.errors import InvalidOutputError
 
 
+def _shape(value: Any) -> tuple[int, ...]:
+    """np.shape(value), read off an array's or a tracer's own shape: np.shape of a tracer goes
+    through its __array_function__, several microseconds per rate call."""
+    shape = getattr(value, "shape", None)
+    return shape if shape.__class__ is tuple else np.shape(value)
+
+
 class Dynamics:
     """dy/dt = rate(y, t, unpack(theta)); a system whose theta is one part unpacks it as it is."""
 
@@ -73,7 +80,7 @@ class UserDynamics(Dynamics):
         out = self.func(t, y, *args) if self.tfirst else self.func(y, t, *args)
         if isinstance(out, (list, tuple)):
             out = anp.array(out)
-        if np.shape(out) != np.shape(y):
+        if _shape(out) != _shape(y):
             raise InvalidOutputError(
                 f"odeint: func returned shape {np.shape(out)} for y of shape {np.shape(y)}; it must "
                 "return dy/dt, of y's shape"
@@ -91,10 +98,13 @@ class AdjointDynamics(Dynamics):
     inner: Dynamics
     n: int
 
+    def unpack(self, theta: Any) -> tuple:
+        return self.inner.unpack(theta)  # the system's theta is inner's: a solve unpacks it once
+
     def rate(self, z: Any, t: Any, parts: tuple) -> Any:
         n, inner = self.n, self.inner
         y, a = z[:n], z[n : 2 * n]
-        dy, pullback = vjp(lambda y_, *parts_: inner.rate(y_, t, parts_), y, *inner.unpack(parts[0]))
+        dy, pullback = vjp(lambda y_, *parts_: inner.rate(y_, t, parts_), y, *parts)
         return np.concatenate([dy, *(np.ravel(ct) for ct in pullback(-a))])
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 from adcore.core import Tracer
 from adcore.errors import InvalidValueError, UnsupportedFunctionError
 from adcore.extend import LazyModule
+from adcore_scipy.integrate.dynamics import Dynamics
 
 integrate = LazyModule("scipy.integrate")
 
@@ -36,7 +37,7 @@ CLOSURE_ADVICE = (
 
 
 def solve(
-    dynamics: Callable[[Any, float, Any], Any],
+    dynamics: Dynamics,
     y0: Any,
     t: Any,
     theta: Any,
@@ -55,8 +56,10 @@ def solve(
             f"odeint: t must be finite and monotonically increasing or decreasing (SciPy's contract), got {t}"
         )
 
+    parts = dynamics.unpack(theta)  # theta is constant through the solve: split it once
+
     def rhs(y: np.ndarray, s: float) -> Any:
-        out = dynamics(y, s, theta)
+        out = dynamics.rate(y, s, parts)
         if isinstance(out, Tracer):
             raise UnsupportedFunctionError(
                 f"odeint: func returned a traced value for plain y, t and args: it uses a value being "
