@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+import adcore
 import adcore.numpy as anp
 from adcore_tool.saddle import ValueAndGradient, argmin, modes
 
@@ -43,7 +44,7 @@ def miss(w: Any, value_and_gradient: ValueAndGradient) -> Any:
     x, velocity = np.array([0.0, 8.0]), np.array([0.75, 0.0])
     while True:
         x_next = x + TIME_STEP * velocity
-        if x_next[1] <= 0:
+        if adcore.concrete(x_next)[1] <= 0:  # the plain number: testing x_next would record an op
             break
         _, gradient = potential_and_gradient(x)  # the force is minus the potential's gradient
         x, velocity = x_next, velocity - TIME_STEP * gradient
