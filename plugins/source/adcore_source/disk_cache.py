@@ -1,7 +1,8 @@
 """Generated modules on disk: the text of each (function, mode, active arguments) under
 ADCORE_SOURCE_CACHE, or the user's cache directory (as numba's cache for the kernels is).
 
-A module is `<stem>_<key>.py` beside `<stem>_<key>.json` (what loading it needs besides its text);
+A module is `<stem>_<key>.py` beside `<stem>_<key>.json` (what loading it needs besides its text)
+and `<stem>_<key>.code` (its text compiled, used only for the same text, file name and Python);
 the key hashes everything the text was generated from (see generate.py) and adcore-source's own
 code, so a new version or an edited function never reads an old module. A directory that cannot
 be made or written, or a file that is corrupt, is a miss: the module is then kept in memory only.
@@ -12,10 +13,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
+import marshal
 import os
 import sys
 import tempfile
+import types
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -106,18 +110,51 @@ def store(stem: str, key: str, text: str, meta: dict[str, Any]) -> Path | None:
     return path
 
 
+def load_code(path: Path, text: str) -> types.CodeType | None:
+    """The code object stored for the module at path, if it was compiled from exactly `text` under
+    that file name by this Python (its bytecode's magic number); else None."""
+    try:
+        data = path.with_suffix(".code").read_bytes()
+    except OSError:
+        return None
+    header = _code_header(path, text)
+    if not data.startswith(header):
+        return None
+    try:
+        code = marshal.loads(data[len(header) :])
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
+def store_code(path: Path, text: str, code: types.CodeType) -> None:
+    """Keep `code` (text compiled) beside the module; nothing if it cannot be written."""
+    try:
+        _write_atomically(path.with_suffix(".code"), _code_header(path, text) + marshal.dumps(code))
+    except (OSError, ValueError):
+        pass
+
+
+def _code_header(path: Path, text: str) -> bytes:
+    """What the stored code was compiled from: the interpreter's bytecode version, the text, its file name."""
+    return (
+        importlib.util.MAGIC_NUMBER
+        + hashlib.sha256(f"{path}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+    )
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, data: str | bytes) -> None:
     """Another process reading the file sees the old one or the new one, never half of it."""
-    if path.exists() and path.read_text(encoding="utf-8") == text:
+    if isinstance(data, str) and path.exists() and path.read_text(encoding="utf-8") == data:
         return  # the same: leave its modification time (numba's cache of it stays valid)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_", suffix=path.suffix)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") if isinstance(data, bytes) else os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

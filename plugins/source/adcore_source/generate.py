@@ -136,6 +136,7 @@ def clear_caches() -> None:
     with _lock:
         _modules.clear()
         _texts.clear()
+    module_text.clear_compiled()
 
 
 # --- generation -----------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from adcore_source import disk_cache
+
 _CONSTANTS = (int, float, complex, bool, str, type(None))
 _MARKER = "__adcore_source_comment_{}__"
 _MARKER_LINE = re.compile(r"^(\s*)__adcore_source_comment_(\d+)__$", re.M)
@@ -126,16 +128,26 @@ def load(text: Text, reached: list) -> dict[str, Any]:
     )  # as importing the file names it
     namespace: dict[str, Any] = {"__name__": name, "__file__": str(path)}
     namespace.update(bindings)
-    exec(_compiled(text.text, str(path)), namespace)
+    exec(_compiled(text.text, str(path), text.path is not None), namespace)
     namespace.update(bindings)  # the very objects the function reads, whatever its imports found
     return namespace
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled(text: str, filename: str) -> types.CodeType:
+def _compiled(text: str, filename: str, on_disk: bool) -> types.CodeType:
     """text compiled (a pure function of the text and its file name): a module is loaded again for
-    every new set of values it binds (data read by f, a function written anew with the same text)."""
-    return compile(text, filename, "exec")
+    every new set of values it binds (data read by f, a function written anew with the same text);
+    a module on disk keeps its code beside it (read back only for the same text and file name)."""
+    code = disk_cache.load_code(Path(filename), text) if on_disk else None
+    if code is None:
+        code = compile(text, filename, "exec")
+        if on_disk:
+            disk_cache.store_code(Path(filename), text, code)
+    return code
+
+
+def clear_compiled() -> None:
+    _compiled.cache_clear()
 
 
 def stem_of(fn: Any, mode: str) -> str:

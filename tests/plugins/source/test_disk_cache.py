@@ -115,3 +115,28 @@ def test_a_write_that_fails_is_no_cache(cache: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(disk_cache.tempfile, "mkstemp", failing)
     assert disk_cache.store("f_reverse", "k", "x = 1\n", {}) is None
     assert not list(cache.glob("*.py"))
+
+
+def test_stored_code_is_read_back_only_for_its_own_text_and_file(cache: Path) -> None:
+    text = "def f(x):\n    return x + 1\n"
+    path = disk_cache.store("f_reverse", "abc", text, {"entry": ["f"]})
+    code = compile(text, str(path), "exec")
+    disk_cache.store_code(path, text, code)
+    assert disk_cache.load_code(path, text) == code
+    assert disk_cache.load_code(path, text.replace("1", "2")) is None  # another text: compiled anew
+    assert disk_cache.load_code(cache / "elsewhere" / path.name, text) is None  # another file name
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "missing"])
+def test_damaged_stored_code_is_a_miss(cache: Path, damage: str) -> None:
+    text = "x = 1\n"
+    path = disk_cache.store("f_reverse", "abc", text, {"entry": ["f"]})
+    disk_cache.store_code(path, text, compile(text, str(path), "exec"))
+    stored = path.with_suffix(".code")
+    if damage == "truncated":
+        stored.write_bytes(stored.read_bytes()[:-3])
+    elif damage == "garbage":
+        stored.write_bytes(stored.read_bytes()[:36] + b"\xff" * 40)
+    else:
+        stored.unlink()
+    assert disk_cache.load_code(path, text) is None

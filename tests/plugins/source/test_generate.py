@@ -364,7 +364,7 @@ def test_a_text_loaded_again_is_compiled_once_and_a_new_text_anew(monkeypatch: p
         exec(compile(source, name, "exec"), scope)
         return scope["loss"]
 
-    module_text._compiled.cache_clear()
+    generate.clear_caches()
     compiled = []
     monkeypatch.setattr(module_text, "compile", lambda *a: compiled.append(a) or compile(*a), raising=False)
     once, twice = (
@@ -405,6 +405,18 @@ def test_the_disk_cache_is_read_back(cache: Path, monkeypatch: pytest.MonkeyPatc
     assert len(files) == 1
     generate.clear_caches()
     monkeypatch.setattr(generate, "generate", lambda *a: pytest.fail("generated again"))
+    assert _gradient(f, (0.3, 1.5), (0, 1)) == expected
+
+
+def test_a_module_read_back_from_disk_is_not_compiled_again(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adcore_source import module_text
+
+    expected = _gradient(f, (0.3, 1.5), (0, 1))
+    assert len(list(cache.glob("f_reverse_*.code"))) == 1
+    generate.clear_caches()
+    monkeypatch.setattr(module_text, "compile", lambda *a: pytest.fail("compiled again"), raising=False)
     assert _gradient(f, (0.3, 1.5), (0, 1)) == expected
 
 
