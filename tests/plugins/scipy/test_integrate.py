@@ -228,6 +228,23 @@ def test_stacked_directions_each_get_their_own_sensitivity():
     assert np.all(np.abs(stacked[1:] - stacked[1:, :, [1, 2, 0]]) > 1e-3)  # no two columns alike
 
 
+def test_forward_mode_through_args_of_every_rank():
+    # each arg's share of a direction is its own columns of the stacked tangents: a matrix, a
+    # scalar and a vector arg side by side, forward's Jacobian against reverse's
+    def rate(y, t, a, s, v):
+        return a @ y * s + v * anp.sin(t)
+
+    def f(a, s, v):
+        return odeint(rate, Y0, TIMES[:4], args=(a, s, v), **TIGHT)
+
+    args = (np.array([[0.0, 1.0], [-2.0, -0.3]]), np.array(0.7), np.array([0.2, -0.1]))
+    reverse = adcore.jacobian(f, argnums=(0, 1, 2))(*args)
+    forward = adcore.jacobian(f, argnums=(0, 1, 2), backend="forward")(*args)
+    for r, g in zip(reverse, forward):
+        assert np.all(np.abs(r[1:]) > 1e-6)  # every entry of every arg moves every later output
+        np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-9)
+
+
 def test_second_derivatives_on_pairs_of_backends():
     # forward over reverse (the default Hessian) differentiates the adjoint, itself an odeint;
     # reverse over reverse the adjoint's adjoint; forward over forward the sensitivities'; reverse

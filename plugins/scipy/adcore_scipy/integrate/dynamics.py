@@ -19,6 +19,7 @@ derivative of the rate is taken with respect to y and the parts, not through the
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -123,27 +124,38 @@ class SensitivityDynamics(Dynamics):
     batch: int
     tangent_theta: bool
 
+    def unpack(self, theta: Any) -> tuple:
+        """inner's parts, then T (with tangent_theta): laid flat end to end, they are theta."""
+        parts = self.inner.unpack(theta[: self.p])
+        return (*parts, np.reshape(theta[self.p :], (self.batch, self.p))) if self.tangent_theta else parts
+
     def rate(self, z: Any, t: Any, parts: tuple) -> Any:
-        n, p, batch = self.n, self.p, self.batch
-        theta = parts[0]
+        n, batch = self.n, self.batch
         y, directions = z[:n], np.reshape(z[n:], (batch, n))
-        tangents = np.reshape(theta[p:], (batch, p)) if self.tangent_theta else None
+        tangents, params = (parts[-1], parts[:-1]) if self.tangent_theta else (None, parts)
         if batch == 0:
-            return self.inner.rate(y, t, self.inner.unpack(theta[:p]))
+            return self.inner.rate(y, t, params)
         # the rate's derivative along every direction from one forward pass (not one jvp each):
-        # the Jacobian in c, at c = 0, of the rate at y + c·directions (theta + c·tangents)
-        dy, along = self._value_and_jacobian(
-            np.zeros(batch, np.result_type(z.dtype, theta.dtype)), y, t, directions, theta[:p], tangents
-        )
+        # the Jacobian in c, at c = 0, of the rate at y + c·directions (params + c·tangents)
+        dtype = np.result_type(z.dtype, *(part.dtype for part in parts))
+        dy, along = self._value_and_jacobian(np.zeros(batch, dtype), y, t, directions, tangents, *params)
         return np.concatenate([dy, np.ravel(np.transpose(along))])
 
-    def _along(self, c: Any, y: Any, t: Any, directions: Any, theta: Any, tangents: Any) -> Any:
-        """The rate at y + c·directions, theta + c·tangents (theta as it is without tangents). At
-        c = 0 these are y and theta, and the tangent of c's entry b is exactly direction b: a sum
-        whose other terms are 0."""
+    def _along(self, c: Any, y: Any, t: Any, directions: Any, tangents: Any, *params: Any) -> Any:
+        """The rate at y + c·directions, each param + c·(its columns of tangents) (the params as
+        they are without tangents). At c = 0 these are y and the params, and the tangent of c's
+        entry b is exactly direction b: a sum whose other terms are 0."""
         if tangents is not None:
-            theta = theta + c @ tangents
-        return self.inner.rate(y + c @ directions, t, self.inner.unpack(theta))
+            moved, start = [], 0
+            for part in params:
+                shape = _shape(part)
+                size = math.prod(shape)
+                # a scalar's column as a vector: c @ it is the scalar, no reshape on the pass
+                step = c @ (tangents[:, start] if shape == () else tangents[:, start : start + size])
+                moved.append(part + (np.reshape(step, shape) if len(shape) > 1 else step))
+                start += size
+            params = tuple(moved)
+        return self.inner.rate(y + c @ directions, t, params)
 
     @functools.cached_property
     def _value_and_jacobian(self) -> Callable[..., Any]:
