@@ -133,7 +133,7 @@ def load(text: Text, reached: list) -> dict[str, Any]:
     return namespace
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=256)  # (as many as generate keeps texts)
 def _compiled(text: str, filename: str, on_disk: bool) -> types.CodeType:
     """text compiled (a pure function of the text and its file name): a module is loaded again for
     every new set of values it binds (data read by f, a function written anew with the same text);
