@@ -51,3 +51,8 @@ QUICK_TOOLS: dict[str, tuple[str, ...]] = {
     "saddle": ("adcore-reverse",),
     "particle": ("adcore-reverse",),
 }
+
+# The evals whose runs take longest, longest first: the runner starts their runs first, so that none
+# starts last and leaves the other cores idle (--quick on 2 cores: particle alone ~20 s of one core,
+# saddle ~6 s, of ~70 s in all; started last, particle kept the run going ~15 s after everything else).
+LONGEST_FIRST = ("particle", "saddle")

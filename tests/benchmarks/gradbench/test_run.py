@@ -218,6 +218,33 @@ def test_eval_arguments_add_timing_options_except_to_hello() -> None:
     assert runner.eval_arguments("lse", quick=False, min_seconds=2.0)[-1] == "2"
 
 
+def test_the_longest_runs_start_first_and_the_rows_keep_the_table_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[tuple[str, str]] = []
+
+    def fake_relay(eval_name: str, tool: str, arguments: list[str], **options: Any) -> Session:
+        started.append((eval_name, tool))
+        return session(eval_name, exchange("gradient", eval_name), tool=tool)
+
+    monkeypatch.setattr(runner, "relay", fake_relay)
+    evals = ["hello", "saddle", "lse", "particle"]
+    rows = runner.run(evals, ["adcore-reverse", "adcore-forward"], quick=True, jobs=1)
+    assert started[:2] == [("particle", "adcore-reverse"), ("saddle", "adcore-reverse")]
+    assert sorted(started) == sorted(
+        [(e, t) for e in ("hello", "lse") for t in ("adcore-reverse", "adcore-forward")]
+        + [("saddle", "adcore-reverse"), ("particle", "adcore-reverse")]
+    )
+    assert [(row.eval, row.tool) for row in rows] == [
+        ("hello", "adcore-reverse"),
+        ("hello", "adcore-forward"),
+        ("saddle", "adcore-reverse"),
+        ("lse", "adcore-reverse"),
+        ("lse", "adcore-forward"),
+        ("particle", "adcore-reverse"),
+    ]
+
+
 def test_main_writes_json_notes_missing_peers_and_fails_when_adcore_reverse_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
