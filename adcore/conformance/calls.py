@@ -23,7 +23,6 @@ import numpy as np
 
 from adcore import ops as adcore_ops
 from adcore.conformance.written import call_text, identifier, written
-from adcore.core import Tracer
 from adcore.spec import Case, OpSpec, Sample
 
 
@@ -73,14 +72,14 @@ _op_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _case_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _op_function(op: OpSpec, params: dict, dtypes: tuple) -> Callable[..., Any]:
-    """split_function(op, dtypes, params), one function object per (op, params, dtypes): the
-    symbolic backend caches its compiled derivative per function object, so samples of the same
-    shapes share it."""
+def _op_function(op: OpSpec, params: dict, dtypes: tuple, complex_output: bool) -> Callable[..., Any]:
+    """split_function(op, dtypes, params), one function object per (op, params, dtypes, complex
+    output): the symbolic backend caches its compiled derivative per function object, so samples
+    of the same shapes share it."""
     functions = _op_functions.setdefault(op, {})
-    key = (repr(sorted(params.items())), dtypes)
+    key = (repr(sorted(params.items())), dtypes, complex_output)
     if key not in functions:
-        functions[key] = split_function(op, dtypes, params)
+        functions[key] = split_function(op, dtypes, params, complex_output=complex_output)
     return functions[key]
 
 
@@ -122,7 +121,10 @@ def split_call(op: OpSpec, sample: Sample, label: str) -> CheckedCall:
             (argnums if op.is_differentiable(i) else zeros).extend(range(len(args), len(args) + len(parts)))
         args += parts
     dtypes = tuple(a.dtype if is_complex(a) else None for a in sample.args)
-    fn = _op_function(op, sample.params, dtypes) if op.gauge is None else _gauged(op, sample, dtypes)
+    if op.gauge is None:
+        fn = _op_function(op, sample.params, dtypes, gives_complex(op.impl, sample.args, sample.params))
+    else:
+        fn = _gauged(op, sample, dtypes)
     return CheckedCall(
         fn, tuple(args), tuple(argnums), tuple(zeros), label, functools.cache(lambda: _alone(op, sample))
     )
@@ -136,7 +138,8 @@ def _gauged(op: OpSpec, sample: Sample, dtypes: tuple) -> Callable[..., Any]:
     inputs = [f"x{i}" for i in range(len(dtypes))]
     value = call_text("op", inputs, sample.params, namespace)
     body = [f"return {call_text('gauge', [value, 'centre', *inputs], sample.params, namespace)}"]
-    return split_function(written(f"{_name_of(op)}_gauged", inputs, body, namespace), dtypes)
+    gauged = written(f"{_name_of(op)}_gauged", inputs, body, namespace)
+    return split_function(gauged, dtypes, complex_output=np.iscomplexobj(namespace["centre"]))
 
 
 def _alone(op: OpSpec, sample: Sample) -> bool:
@@ -150,15 +153,21 @@ def _alone(op: OpSpec, sample: Sample) -> bool:
 
 
 def split_function(
-    fn: Callable[..., Any], dtypes: Sequence[np.dtype | None], params: dict | None = None
+    fn: Callable[..., Any],
+    dtypes: Sequence[np.dtype | None],
+    params: dict | None = None,
+    *,
+    complex_output: bool,
 ) -> Callable[..., Any]:
     """g(*parts): fn(*inputs, **params) of one input per entry of `dtypes`, each input i whose
     dtypes[i] is a complex dtype given as two real arguments, its real and imaginary parts (joined
-    as re + im * 1j in that dtype), the others as they are; a complex output returned as its real
-    and imaginary parts stacked along a new leading axis (`real_parts`). So a real input giving a
-    complex output (an fft) is checked on both parts, never on a real part alone. Written as
-    Python source (`def exp_of_parts(x0_real, x0_imag): ...`)."""
-    namespace: dict[str, Any] = {"fn": fn, "join": _join, "real_parts": real_parts}
+    as re + im * 1j in that dtype), the others as they are; with `complex_output` (fn gives a
+    complex value at the sample: `gives_complex`), the output returned as its real and imaginary
+    parts stacked along a new leading axis. So a real input giving a complex output (an fft) is
+    checked on both parts, never on a real part alone. Written as Python source of adcore ops
+    (`def exp_of_parts(x0_real, x0_imag): x0 = add(x0_real, multiply(x0_imag, unit0)) ...`), so a
+    backend that reads it (source) differentiates it all, with no call it cannot see into."""
+    namespace: dict[str, Any] = {"fn": fn, "add": adcore_ops.add, "multiply": adcore_ops.multiply}
     parameters, body, inputs = [], [], []
     for i, dtype in enumerate(dtypes):
         inputs.append(f"x{i}")
@@ -166,10 +175,26 @@ def split_function(
             parameters.append(f"x{i}")
             continue
         parameters += [f"x{i}_real", f"x{i}_imag"]
+        # 1j in the complex dtype: a Python 1j would make complex64 complex128
         namespace[f"unit{i}"] = np.asarray(1j, dtype=dtype)
-        body.append(f"x{i} = join(x{i}_real, x{i}_imag, unit{i})")
-    body.append(f"return real_parts({call_text('fn', inputs, params or {}, namespace)})")
+        body.append(f"x{i} = add(x{i}_real, multiply(x{i}_imag, unit{i}))")
+    value = call_text("fn", inputs, params or {}, namespace)
+    if complex_output:
+        namespace.update(stack=adcore_ops.stack, real=adcore_ops.real, imag=adcore_ops.imag)
+        body += [f"out = {value}", "return stack([real(out), imag(out)])"]
+    else:
+        body.append(f"return {value}")
     return written(f"{_name_of(fn)}_of_parts", parameters, body, namespace)
+
+
+def gives_complex(fn: Callable[..., Any], args: Sequence[Any], params: dict | None = None) -> bool:
+    """Whether fn(*args, **params) is a complex value (split_function's complex_output); False where
+    it raises: every backend's cell then says why."""
+    try:
+        with np.errstate(all="ignore"):
+            return bool(np.iscomplexobj(fn(*args, **(params or {}))))
+    except Exception:
+        return False
 
 
 def _name_of(fn: Any) -> str:
@@ -177,43 +202,30 @@ def _name_of(fn: Any) -> str:
     return identifier(getattr(fn, "name", None) or getattr(fn, "__name__", "") or "f")
 
 
-def _join(re: Any, im: Any, unit: np.ndarray) -> Any:
-    """re + im * unit (1j in the complex dtype: a Python 1j would make complex64 complex128), by
-    adcore ops where a part is traced, else by NumPy (numeric calls g thousands of times)."""
-    if isinstance(re, Tracer) or isinstance(im, Tracer):
-        return adcore_ops.add(re, adcore_ops.multiply(im, unit))
-    return re + im * unit
-
-
-def real_parts(out: Any) -> Any:
-    """A complex `out` as stack([real(out), imag(out)]) (a new leading axis of 2); a real one as is."""
-    if (out.dtype if hasattr(out, "dtype") else np.result_type(out)).kind != "c":
-        return out
-    if not isinstance(out, Tracer):
-        return np.stack([np.real(out), np.imag(out)])
-    return adcore_ops.stack([adcore_ops.real(out), adcore_ops.imag(out)])
-
-
 def case_calls(case: Case, dtype: str, seed: int | Sequence[int] = 0) -> list[CheckedCall]:
-    """One CheckedCall per sample of `case` in `dtype`, drawn with `seed`, a complex output split (real_parts)."""
+    """One CheckedCall per sample of `case` in `dtype`, drawn with `seed`, a complex output split
+    into its parts (split_function)."""
     samples = case.samples(np.random.default_rng(seed), np.dtype(dtype))
     calls = []
     for k, sample in enumerate(samples):
-        fn = _real_valued(case.fn, len(sample.args), sample.params)
+        complex_output = gives_complex(case.fn, sample.args, sample.params)
+        fn = _real_valued(case.fn, len(sample.args), sample.params, complex_output)
         calls.append(CheckedCall(fn, tuple(sample.args), tuple(case.argnums), (), describe(k, sample)))
     return calls
 
 
-def _real_valued(fn: Callable[..., Any], count: int, params: dict) -> Callable[..., Any]:
-    """split_function of fn's `count` real inputs, one function object per (fn, count, params)
-    (as _op_function, for symbolic's cache)."""
-    key = (count, repr(sorted(params.items())))
+def _real_valued(
+    fn: Callable[..., Any], count: int, params: dict, complex_output: bool
+) -> Callable[..., Any]:
+    """split_function of fn's `count` real inputs, one function object per (fn, count, params,
+    complex output) (as _op_function, for symbolic's cache)."""
+    key = (count, repr(sorted(params.items())), complex_output)
     try:
         functions = _case_functions.setdefault(fn, {})
     except TypeError:  # fn cannot be weakly referenced (a builtin)
-        return split_function(fn, (None,) * count, params)
+        return split_function(fn, (None,) * count, params, complex_output=complex_output)
     if key not in functions:
-        functions[key] = split_function(fn, (None,) * count, params)
+        functions[key] = split_function(fn, (None,) * count, params, complex_output=complex_output)
     return functions[key]
 
 

@@ -40,7 +40,7 @@ from adcore.conformance.abilities import (
     products,
     reference_order,
 )
-from adcore.conformance.calls import CheckedCall, split_function
+from adcore.conformance.calls import CheckedCall, gives_complex, split_function
 from adcore.conformance.pattern import check_kink_patterns, check_patterns
 from adcore.conformance.reference import JacobianEstimate, Reference, agree, choose_reference, reference_for
 from adcore.conformance.results import Cell, Results, Tally, Worst, compare
@@ -417,7 +417,9 @@ def check_kink(tallies: dict[str, Tally], op: OpSpec, kink: Any, dtype: str) -> 
     inputs = tuple(np.asarray(x, dtype=dtype) for x in kink.inputs)
     nums = tuple(range(len(inputs)))
     label = f"kink {kink.why}: {op.name}({', '.join(map(repr, kink.inputs))})"
-    fn = split_function(op, (None,) * len(inputs), kink.params)
+    fn = split_function(
+        op, (None,) * len(inputs), kink.params, complex_output=gives_complex(op, inputs, kink.params)
+    )
     for backend, tally in tallies.items():
         if not tally.open or estimates(backend):
             continue

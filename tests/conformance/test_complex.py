@@ -4,6 +4,7 @@ parts stacked out), so a complex rule that is wrong fails exactly its complex ce
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 
@@ -154,19 +155,23 @@ def test_a_right_complex_output_of_real_inputs_agrees(register_plugin):
 
 def test_the_split_function_takes_real_and_imaginary_parts_and_stacks_a_complex_outputs_parts():
     z = np.array([0.3 + 1.2j, -0.7 - 0.4j])
-    g = split_function(np.exp, (z.dtype,))
+    g = split_function(np.exp, (z.dtype,), complex_output=True)
     out = g(z.real.copy(), z.imag.copy())
     np.testing.assert_allclose(out, np.stack([np.exp(z).real, np.exp(z).imag]), rtol=1e-15)
     # a real output is returned as it is; an input with no complex dtype passes through
-    np.testing.assert_allclose(split_function(np.abs, (z.dtype,))(z.real, z.imag), np.abs(z), rtol=1e-15)
-    np.testing.assert_allclose(split_function(np.sin, (None,))(z.real), np.sin(z.real), rtol=1e-15)
+    np.testing.assert_allclose(
+        split_function(np.abs, (z.dtype,), complex_output=False)(z.real, z.imag), np.abs(z), rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        split_function(np.sin, (None,), complex_output=False)(z.real), np.sin(z.real), rtol=1e-15
+    )
 
 
 @pytest.mark.parametrize("backend", ["reverse", "forward", "numeric"])
 def test_the_split_functions_jacobian_is_the_ops_derivative_as_a_real_linear_map(backend):
     # exp is holomorphic: d exp(z) = exp(z) dz, i.e. the real 2 x 2 matrix [[a, -b], [b, a]] for exp(z) = a + ib
     z = np.complex128(0.3 + 1.2j)
-    g = split_function(adcore.ops.exp, (z.dtype,))
+    g = split_function(adcore.ops.exp, (z.dtype,), complex_output=True)
     d_re, d_im = adcore.jacobian(g, argnums=(0, 1), backend=backend)(np.array(z.real), np.array(z.imag))
     a, b = np.exp(z).real, np.exp(z).imag
     tol = 1e-12 if backend != "numeric" else 1e-8
@@ -181,7 +186,9 @@ def test_complex64_stays_complex64_inside_the_split_function():
         return z * z
 
     parts = (np.float32(0.5), np.float32(-1.5))
-    out = split_function(record, (np.dtype(np.complex64),))(*(np.asarray(p) for p in parts))
+    out = split_function(record, (np.dtype(np.complex64),), complex_output=True)(
+        *(np.asarray(p) for p in parts)
+    )
     assert seen == [np.complex64] and out.dtype == np.float32
 
 
@@ -265,3 +272,26 @@ def test_the_pytest_plugins_dtypes_are_the_engines():
     from adcore.conformance import pytest_plugin
 
     assert pytest_plugin.DTYPES == engine.DTYPES  # a copy, so pytest loads no engine it does not use
+
+
+def test_the_split_function_is_written_of_ops_and_stacks_exactly_the_complex_outputs():
+    """The written function calls adcore ops alone (a source-reading backend sees through it all),
+    and stacks the parts where the op's value at the sample is complex: a real input's fft too."""
+    for name, dtype, stacked in [
+        ("rfftn", "float64", True),
+        ("sin", "float64", False),
+        ("exp", "complex128", True),
+        ("abs", "complex128", False),
+    ]:
+        call = op_calls(adcore.ops[name], dtype)[0]
+        text = inspect.getsource(call.fn)
+        assert ("return stack([real(out), imag(out)])" in text) == stacked, text
+        assert ("add(x0_real, multiply(x0_imag, unit0))" in text) == dtype.startswith("complex"), text
+        z = (
+            call.args[0] + call.args[1] * np.asarray(1j, dtype)
+            if dtype.startswith("complex")
+            else call.args[0]
+        )
+        value = adcore.ops[name].impl(z)
+        expected = np.stack([np.real(value), np.imag(value)]) if stacked else value
+        np.testing.assert_array_equal(call.fn(*call.args), expected)
