@@ -179,6 +179,8 @@ def param_adjoint(adjoint: Any, p: Any) -> Any:
         return adjoint
     if np.shape(adjoint) != np.shape(p):
         adjoint = unbroadcast(adjoint, p)
+    if np.result_type(adjoint).kind == "c" and dtype.kind != "c":
+        adjoint = anp.real(adjoint)  # a real primal's cotangent is Re g (JAX's convention, as reverse's)
     if isinstance(adjoint, Tracer) or isinstance(p, Tracer):
         return adjoint if adjoint.dtype == dtype else adjoint.astype(dtype)
     adjoint = np.asarray(adjoint, dtype)

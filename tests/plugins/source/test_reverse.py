@@ -468,3 +468,23 @@ def test_each_input_of_y_eq_op_y_y_takes_ys_adjoint_from_before_the_statement(f,
 
 def test_x_times_x_at_3_is_6():
     assert adjoints(squares_itself, np.float64(3.0))[1] == (6.0,)
+
+
+def test_a_real_inputs_complex_cotangent_under_an_outer_forward_is_its_real_part():
+    """A real input joined into a complex value (x + y * 1j) gets Re of its cotangent, also when an
+    outer forward level traces the adjoint (astype of a complex Dual refused before)."""
+
+    def f(x, y):
+        z = x + y * 1j
+        return np.sum(np.real(np.sin(z) * np.conj(z)))
+
+    x, y = np.array([0.3, -0.5]), np.array([0.7, 0.2])
+    hessians = {}
+    for backend in ("reverse", "source"):
+        inner = adcore.grad(f, argnums=(0, 1), backend=backend)
+        hessians[backend] = adcore.jacobian(
+            lambda a, b, inner=inner: inner(a, b)[1], argnums=(0, 1), backend="forward"
+        )(x, y)
+    for got, expected in zip(hessians["source"], hessians["reverse"]):
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-13)
