@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 _channel: Any = None  # the run's queue of (pid, what, name) while a ProgressLines listens
 _numba_listening: set[int] = set()  # the processes whose numba compiles are announced
+_numba_lock = threading.Lock()
 TOPIC = "adcore-conformance-progress"  # the Dask log events a worker's announcements travel as
 
 
@@ -39,24 +40,31 @@ def unit_started(unit: Any) -> None:
 
 def hear_numba() -> None:
     """Announce numba's compiles in this process from now on, once numba is imported (never
-    importing it: a run without numba's plugins does not pay for it)."""
-    if "numba" in sys.modules and os.getpid() not in _numba_listening:
+    importing it: a run without numba's plugins does not pay for it). A numba another thread is
+    still importing is left alone: importing it here too (the listener's thread) took llvmlite's
+    lock and the import lock in the other order, and both threads waited forever."""
+    numba = sys.modules.get("numba")
+    if numba is None or getattr(numba.__spec__, "_initializing", False):
+        return
+    event = sys.modules.get("numba.core.event")  # imported by numba's own __init__
+    with _numba_lock:  # the listener's thread and the checking one may both get here
+        if event is None or os.getpid() in _numba_listening:
+            return
         _numba_listening.add(os.getpid())
-        from numba.core import event
 
-        class NumbaCompiles(event.Listener):
-            """Each function numba starts compiling in this process, on the channel."""
+    class NumbaCompiles(event.Listener):
+        """Each function numba starts compiling in this process, on the channel."""
 
-            def on_start(self, event: Any) -> None:
-                if _channel is not None:
-                    function = getattr(event.data.get("dispatcher"), "py_func", None)
-                    name = getattr(function, "__qualname__", "a function")
-                    _channel.put((os.getpid(), "numba", f"{getattr(function, '__module__', '')}.{name}"))
+        def on_start(self, event: Any) -> None:
+            if _channel is not None:
+                function = getattr(event.data.get("dispatcher"), "py_func", None)
+                name = getattr(function, "__qualname__", "a function")
+                _channel.put((os.getpid(), "numba", f"{getattr(function, '__module__', '')}.{name}"))
 
-            def on_end(self, event: Any) -> None:
-                pass
+        def on_end(self, event: Any) -> None:
+            pass
 
-        event.register("numba:compile", NumbaCompiles())
+    event.register("numba:compile", NumbaCompiles())
 
 
 class _WorkerEvents:

@@ -3,11 +3,13 @@ units in flight and numba's compiles, announced from this process and from forke
 
 from __future__ import annotations
 
+import importlib.machinery
 import io
 import os
 import queue
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -89,6 +91,30 @@ def test_unit_started_announces_the_unit_and_numbas_compiles_in_it(monkeypatch):
     heard = [channel.get_nowait() for _ in range(channel.qsize())]
     assert heard[0] == (os.getpid(), "unit", "sin (float64)")
     assert (os.getpid(), "numba", f"{__name__}.{plus_one.__qualname__}") in heard
+
+
+def test_a_numba_still_being_imported_is_left_alone_until_its_import_ends(monkeypatch):
+    """The listener's thread saw numba in sys.modules while the checking thread was importing it,
+    imported it too, and the two deadlocked (llvmlite's lock against the import lock)."""
+    numba = pytest.importorskip("numba")
+    from numba.core import event
+
+    monkeypatch.setattr(progress, "_numba_listening", set())
+    before = list(event._registered["numba:compile"])
+    half = types.ModuleType("numba")
+    half.__spec__ = importlib.machinery.ModuleSpec("numba", None)
+    half.__spec__._initializing = True  # as importlib marks a module whose code is running
+    try:
+        monkeypatch.setitem(sys.modules, "numba", half)
+        progress.hear_numba()
+        assert progress._numba_listening == set() and event._registered["numba:compile"] == before
+        monkeypatch.setitem(sys.modules, "numba", numba)  # its import has ended
+        progress.hear_numba()
+        progress.hear_numba()  # once per process
+        assert progress._numba_listening == {os.getpid()}
+        assert len(event._registered["numba:compile"]) == len(before) + 1
+    finally:
+        event._registered["numba:compile"][:] = before
 
 
 def test_unit_started_is_a_no_op_without_a_listener_and_never_imports_numba():
