@@ -167,7 +167,8 @@ def split_function(
     checked on both parts, never on a real part alone. Written as Python source of adcore ops
     (`def exp_of_parts(x0_real, x0_imag): x0 = add(x0_real, multiply(x0_imag, unit0)) ...`), so a
     backend that reads it (source) differentiates it all, with no call it cannot see into."""
-    namespace: dict[str, Any] = {"fn": fn, "add": adcore_ops.add, "multiply": adcore_ops.multiply}
+    namespace: dict[str, Any] = {"fn": fn}
+    add, multiply = _bound(namespace, adcore_ops.add), _bound(namespace, adcore_ops.multiply)
     parameters, body, inputs = [], [], []
     for i, dtype in enumerate(dtypes):
         inputs.append(f"x{i}")
@@ -177,14 +178,22 @@ def split_function(
         parameters += [f"x{i}_real", f"x{i}_imag"]
         # 1j in the complex dtype: a Python 1j would make complex64 complex128
         namespace[f"unit{i}"] = np.asarray(1j, dtype=dtype)
-        body.append(f"x{i} = add(x{i}_real, multiply(x{i}_imag, unit{i}))")
+        body.append(f"x{i} = {add}(x{i}_real, {multiply}(x{i}_imag, unit{i}))")
     value = call_text("fn", inputs, params or {}, namespace)
     if complex_output:
-        namespace.update(stack=adcore_ops.stack, real=adcore_ops.real, imag=adcore_ops.imag)
-        body += [f"out = {value}", "return stack([real(out), imag(out)])"]
+        stack, real, imag = (
+            _bound(namespace, op) for op in (adcore_ops.stack, adcore_ops.real, adcore_ops.imag)
+        )
+        body += [f"out = {value}", f"return {stack}([{real}(out), {imag}(out)])"]
     else:
         body.append(f"return {value}")
     return written(f"{_name_of(fn)}_of_parts", parameters, body, namespace)
+
+
+def _bound(namespace: dict[str, Any], op: OpSpec) -> str:
+    """op's name, bound to op in `namespace`: the written text calls it by that name."""
+    namespace[op.name] = op
+    return op.name
 
 
 def gives_complex(fn: Callable[..., Any], args: Sequence[Any], params: dict | None = None) -> bool:
