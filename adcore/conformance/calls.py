@@ -13,7 +13,6 @@ source differentiates it as a user's function."""
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -36,8 +35,8 @@ class CheckedCall:
     zeros: tuple[int, ...] = ()
     label: str = ""
     # for an op's call, whether fn is the op alone: no complex input or output split into parts
-    # (split_function adds ops of its own); asked lazily, it runs the op once (None: not an op's call)
-    op_alone: Callable[[], bool] | None = None
+    # (split_function adds ops of its own); None: not an op's call
+    op_alone: bool | None = None
 
     def in_float64(self) -> CheckedCall:
         """The same call at the same values, every float input in float64."""
@@ -121,16 +120,16 @@ def split_call(op: OpSpec, sample: Sample, label: str) -> CheckedCall:
             (argnums if op.is_differentiable(i) else zeros).extend(range(len(args), len(args) + len(parts)))
         args += parts
     dtypes = tuple(a.dtype if is_complex(a) else None for a in sample.args)
+    complex_output = gives_complex(op.impl, sample.args, sample.params)
     if op.gauge is None:
-        fn = _op_function(op, sample.params, dtypes, gives_complex(op.impl, sample.args, sample.params))
+        fn = _op_function(op, sample.params, dtypes, complex_output)
     else:
-        fn = _gauged(op, sample, dtypes)
-    return CheckedCall(
-        fn, tuple(args), tuple(argnums), tuple(zeros), label, functools.cache(lambda: _alone(op, sample))
-    )
+        fn = _gauged(op, sample, dtypes, complex_output)
+    alone = all(d is None for d in dtypes) and not complex_output
+    return CheckedCall(fn, tuple(args), tuple(argnums), tuple(zeros), label, alone)
 
 
-def _gauged(op: OpSpec, sample: Sample, dtypes: tuple) -> Callable[..., Any]:
+def _gauged(op: OpSpec, sample: Sample, dtypes: tuple, complex_output: bool) -> Callable[..., Any]:
     """split_function of the op with its gauge (OpSpec.gauge) aligned to its value at the sample:
     the same value there, bit for bit, and near it the branch of LAPACK's signs the sample's value
     is on, which a finite difference (or the same sample in float64) must follow."""
@@ -139,17 +138,7 @@ def _gauged(op: OpSpec, sample: Sample, dtypes: tuple) -> Callable[..., Any]:
     value = call_text("op", inputs, sample.params, namespace)
     body = [f"return {call_text('gauge', [value, 'centre', *inputs], sample.params, namespace)}"]
     gauged = written(f"{_name_of(op)}_gauged", inputs, body, namespace)
-    return split_function(gauged, dtypes, complex_output=np.iscomplexobj(namespace["centre"]))
-
-
-def _alone(op: OpSpec, sample: Sample) -> bool:
-    """Whether the op at the sample takes and gives real values only (split_function adds nothing)."""
-    if any(map(is_complex, sample.args)):
-        return False
-    try:
-        return not np.iscomplexobj(op.impl(*sample.args, **sample.params))
-    except Exception:
-        return False
+    return split_function(gauged, dtypes, complex_output=complex_output)
 
 
 def split_function(
