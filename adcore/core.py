@@ -153,6 +153,15 @@ def frozen_value(value: Any) -> Any:
     return value  # numpy scalars, functions, dtypes, objects a trace does not look into
 
 
+def shape_of(value: Any) -> tuple[int, ...]:
+    """np.shape(value), read off the value's own shape where it has one: np.shape of a tracer goes
+    through its __array_function__ and builds a stand-in array, several microseconds a call."""
+    shape = getattr(value, "shape", None)
+    if shape.__class__ is tuple:
+        return shape
+    return np.shape(value) if shape is None else tuple(shape)
+
+
 def holds_tracer(value: Any) -> bool:
     return isinstance(value, Tracer) or (value.__class__ in _SEQUENCES and any(map(holds_tracer, value)))
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from adcore import ops
 from adcore.backend import RUNNING, Backend, Derivatives, Running, check_output, check_scalar
-from adcore.core import Tracer
+from adcore.core import Tracer, shape_of
 from adcore.errors import (
     BatchedConversionError,
     InvalidInputError,
@@ -403,7 +403,7 @@ def _by_jvp(
     be: Backend, f, args: tuple, argnums: tuple, scalar: bool, chunk_size: Any = None, **options
 ) -> tuple:
     """One jvp per chunk of the identity's rows (all of them at once when they fit)."""
-    sizes = [math.prod(_shape(args[i])) for i in argnums]
+    sizes = [math.prod(shape_of(args[i])) for i in argnums]
     n = sum(sizes)
     if chunk_size is None:
         chunk = default_chunk_size(n)
@@ -435,11 +435,11 @@ def _by_jvp(
     jacobians, offset = [], 0
     for i, size in zip(argnums, sizes):
         part = tangents if size == n else ops.getitem(tangents, index=slice(offset, offset + size))
-        out_ndim = len(_shape(value))
+        out_ndim = len(shape_of(value))
         # a scalar output's tangents are its gradient's entries in order: no transpose to record
         moved = part if out_ndim == 0 else ops.transpose(part, axes=tuple(range(1, out_ndim + 1)) + (0,))
-        shape = _shape(value) + _shape(args[i])
-        jacobians.append(moved if _shape(moved) == shape else ops.reshape(moved, shape=shape))
+        shape = shape_of(value) + shape_of(args[i])
+        jacobians.append(moved if shape_of(moved) == shape else ops.reshape(moved, shape=shape))
         offset += size
     return value, tuple(jacobians)
 
@@ -450,14 +450,7 @@ def _identity_rows(start: int, stop: int, offset: int, size: int, arg: Any) -> n
     if max(start, offset) >= min(stop, offset + size):
         return None
     seed = np.eye(stop - start, size, k=start - offset, dtype=arg.dtype)
-    return seed.reshape((stop - start,) + _shape(arg))
-
-
-def _shape(value: Any) -> tuple[int, ...]:
-    """np.shape(value), read off an array's or a tracer's own shape: np.shape of a tracer goes
-    through its __array_function__ and builds a stand-in array, several microseconds per call."""
-    shape = getattr(value, "shape", None)
-    return shape if shape.__class__ is tuple else np.shape(value)
+    return seed.reshape((stop - start,) + shape_of(arg))
 
 
 def _direct(be: Backend, f, args, argnums, scalar, want_value, options, purpose) -> tuple:
@@ -539,7 +532,7 @@ def _dtyped(value: Any) -> Any:
 
 
 def _zeros(out_shape: tuple[int, ...], arg: Any) -> np.ndarray:
-    return np.zeros(out_shape + _shape(arg), dtype=arg.dtype)
+    return np.zeros(out_shape + shape_of(arg), dtype=arg.dtype)
 
 
 def _like(jac: Any, arg: Any) -> Any:

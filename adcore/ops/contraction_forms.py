@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from adcore.core import shape_of
 from adcore.errors import InvalidValueError
 from adcore.ops.einsum_notation import LETTERS, EinsumPlan, einsum_plan
 
@@ -29,10 +30,6 @@ class EinsumForm:
     @property
     def plan(self) -> EinsumPlan:
         return einsum_plan(self.subscripts, self.shapes + tuple(c.shape for c in self.constants))
-
-
-def shape_of(x: Any) -> tuple[int, ...]:
-    return tuple(getattr(x, "shape", np.shape(x)))
 
 
 def einsum_form(op: str, inputs: tuple, params: dict) -> EinsumForm:

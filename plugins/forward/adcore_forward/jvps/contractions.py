@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
+from adcore.core import shape_of
 from adcore.extend import lift
 from adcore.ops import complex_parts as cp
-from adcore.ops.contraction_forms import einsum_form, shape_of
+from adcore.ops.contraction_forms import einsum_form
 from adcore.ops.contractions import PAIRWISE, power_program
 from adcore.ops.einsum_notation import tangent_subscripts
 from adcore_forward.jvps.table import batch as _batch

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 import adcore.numpy as anp
+from adcore.core import shape_of
 from adcore.ops import complex_parts as cp
-from adcore.ops.contraction_forms import einsum_form, shape_of
+from adcore.ops.contraction_forms import einsum_form
 from adcore.ops.contractions import PAIRWISE, power_program
 from adcore.ops.einsum_notation import cotangent_subscripts
 from adcore_reverse.vjps.table import defvjp, defvjp_variadic

@@ -28,14 +28,8 @@ import numpy as np
 
 import adcore.numpy as anp
 from adcore import value_and_jacobian, vjp
+from adcore.core import shape_of
 from adcore.errors import InvalidOutputError
-
-
-def _shape(value: Any) -> tuple[int, ...]:
-    """np.shape(value), read off an array's or a tracer's own shape: np.shape of a tracer goes
-    through its __array_function__, several microseconds per rate call."""
-    shape = getattr(value, "shape", None)
-    return shape if shape.__class__ is tuple else np.shape(value)
 
 
 class Dynamics:
@@ -81,7 +75,7 @@ class UserDynamics(Dynamics):
         out = self.func(t, y, *args) if self.tfirst else self.func(y, t, *args)
         if isinstance(out, (list, tuple)):
             out = anp.array(out)
-        if _shape(out) != _shape(y):
+        if shape_of(out) != shape_of(y):
             raise InvalidOutputError(
                 f"odeint: func returned shape {np.shape(out)} for y of shape {np.shape(y)}; it must "
                 "return dy/dt, of y's shape"
@@ -148,7 +142,7 @@ class SensitivityDynamics(Dynamics):
         if tangents is not None:
             moved, start = [], 0
             for part in params:
-                shape = _shape(part)
+                shape = shape_of(part)
                 size = math.prod(shape)
                 # a scalar's column as a vector: c @ it is the scalar, no reshape on the pass
                 step = c @ (tangents[:, start] if shape == () else tangents[:, start : start + size])
