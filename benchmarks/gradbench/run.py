@@ -343,7 +343,7 @@ def run(
         if not quick or tool in workloads.QUICK_TOOLS.get(eval_name, tools)
     ]
     longest = {eval_name: rank for rank, eval_name in enumerate(workloads.LONGEST_FIRST)}
-    started = sorted(pairs, key=lambda pair: longest.get(pair[0], len(longest)))  # rows: in pairs' order
+    start_order = sorted(pairs, key=lambda pair: longest.get(pair[0], len(longest)))  # rows: in pairs' order
 
     def rows_reported(session: Session, seconds: float, where: str = "") -> list[Row]:
         made = rows_of(session)
@@ -354,7 +354,7 @@ def run(
         return made
 
     if scheduler is not None:
-        arguments = [(e, t, eval_arguments(e, quick, min_seconds)) for e, t in started]
+        arguments = [(e, t, eval_arguments(e, quick, min_seconds)) for e, t in start_order]
         by_pair = {
             (session.eval, session.tool): rows_reported(session, seconds, where)
             for session, where, seconds in on_dask.sessions(scheduler, arguments, timeout, log_dir)
@@ -381,7 +381,7 @@ def run(
         return rows_reported(session, time.perf_counter() - started)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        by_pair = dict(zip(started, pool.map(lambda pair: run_one(*pair), started), strict=True))
+        by_pair = dict(zip(start_order, pool.map(lambda pair: run_one(*pair), start_order), strict=True))
     return ordered([row for pair in pairs for row in by_pair[pair]], tools)
 
 
